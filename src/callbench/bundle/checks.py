@@ -1,0 +1,104 @@
+"""Action-check semantics (paper: "An expected action names a tool and pins its arguments, call
+counts, and ordering with typed matchers"). Pure functions over a sequence of tool calls, shared by
+the grader (over trace tool events) and the validator (over a replayed reference path).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from callbench.bundle.fixtures import resolve_matchers
+from callbench.bundle.matchers import match_fields
+from callbench.bundle.models import ActionCheck, Scenario
+
+
+class CallRecord(BaseModel):
+    """One tool call as checks see it: event ``index``, tool ``name``, parsed ``arguments``
+    (None when they did not parse: such a call matches no argument matcher, only ``args: {}``)."""
+
+    index: int
+    name: str
+    arguments: dict[str, Any] | None
+
+
+class CheckResult(BaseModel):
+    """Label of one action check: met or not, why, and the tool-event indices it cites."""
+
+    id: str
+    met: bool
+    reason: str
+    count: int
+    cited_events: list[int]
+    first_met_index: int | None = None
+
+
+def _order(checks: list[ActionCheck]) -> list[ActionCheck]:
+    by_id = {c.id: c for c in checks}
+    done: dict[str, None] = {}
+    visiting: set[str] = set()
+
+    def visit(c: ActionCheck) -> None:
+        if c.id in done:
+            return
+        if c.id in visiting:
+            raise ValueError(f"action check {c.id!r} is in an 'after' cycle")
+        visiting.add(c.id)
+        for a in c.after:
+            if a in by_id:
+                visit(by_id[a])
+        visiting.discard(c.id)
+        done[c.id] = None
+
+    for c in checks:
+        visit(c)
+    return [by_id[i] for i in done]
+
+
+def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckResult]:
+    """Evaluate every action check of ``scenario`` over ``calls`` (in call order).
+
+    A call counts for a check when its tool name equals ``check.tool``, its arguments satisfy every
+    matcher, and it comes after the first counted call of each check in ``after`` (a check with an
+    unmet ``after`` dependency counts nothing). Met when ``count.min <= n <= count.max``.
+    Results come in the scenario's check order. Raises ``ValueError`` on an ``after`` cycle.
+    """
+    facts, state = scenario.brief.known_facts, scenario.hidden_state
+    first: dict[str, int | None] = {}
+    results: dict[str, CheckResult] = {}
+    for c in _order(scenario.action_checks):
+        matchers = resolve_matchers(c.args, facts, state, f"action_checks.{c.id}.args")
+        deps = [first.get(a) for a in c.after]
+        if any(d is None for d in deps):
+            start = None
+        else:
+            start = max((d for d in deps if d is not None), default=-1)
+        counted: list[int] = []
+        near: list[int] = []
+        if start is not None:
+            for call in calls:
+                if call.name != c.tool or call.index <= start:
+                    continue
+                if call.arguments is None:
+                    ok = not matchers
+                else:
+                    ok = match_fields(matchers, call.arguments).ok
+                (counted if ok else near).append(call.index)
+        n = len(counted)
+        hi = c.count.max
+        met = n >= c.count.min and (hi is None or n <= hi)
+        if start is None:
+            reason = "a check it must come after was never met: " + ", ".join(
+                a for a in c.after if first.get(a) is None)
+        elif met:
+            reason = f"{n} matching call(s) of {c.tool}"
+        elif n < c.count.min:
+            reason = (f"{n} matching call(s) of {c.tool}, need at least {c.count.min}"
+                      + (f"; {len(near)} call(s) with other arguments" if near else ""))
+        else:
+            reason = f"{n} matching call(s) of {c.tool}, at most {hi} allowed"
+        first[c.id] = counted[0] if counted else None
+        results[c.id] = CheckResult(id=c.id, met=met, reason=reason, count=n, cited_events=counted or near,
+                                    first_met_index=counted[0] if counted else None)
+    return [results[c.id] for c in scenario.action_checks]

@@ -1,0 +1,305 @@
+"""Typed bundle objects (pydantic v2): the one format every later stage reads.
+
+Mirrors the paper's formal objects: an agent configuration a = (p_a instructions, T_a tools,
+success conditions of call-ending tools); a scenario s = (U_s caller brief, W_s hidden backend
+state, h_s channel program, A_s action checks, C_s criteria), plus an optional reference path
+(the candidate side of one correct call). Field names are the on-disk YAML/JSON keys.
+Unknown keys are rejected (``extra="forbid"``) so a typo is a validation error, not a silent default.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from callbench.bundle.matchers import Matcher
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+"""Ids of agents, scenarios, tools, steps, checks and criteria: safe as file names and in messages."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Diagnostic(StrEnum):
+    """The ten diagnostics of DESIGN.md; every check, criterion and rating maps to exactly one."""
+
+    TOOL_CHOICE = "tool_choice"
+    ARGUMENT_ACCURACY = "argument_accuracy"
+    OUTCOME_REACHED = "outcome_reached"
+    POLICY_COMPLIANCE = "policy_compliance"
+    GROUNDING = "grounding"
+    MEMORY = "memory"
+    SPEECH_AROUND_TOOLS = "speech_around_tools"
+    SPEAKABILITY = "speakability"
+    LANGUAGE_AND_SCRIPT = "language_and_script"
+    CHANNEL_AND_CLOSING = "channel_and_closing"
+
+
+DIAGNOSTIC_LABELS: dict[Diagnostic, str] = {
+    Diagnostic.TOOL_CHOICE: "tool choice",
+    Diagnostic.ARGUMENT_ACCURACY: "argument accuracy",
+    Diagnostic.OUTCOME_REACHED: "outcome reached",
+    Diagnostic.POLICY_COMPLIANCE: "policy compliance",
+    Diagnostic.GROUNDING: "grounding (claims match tool results)",
+    Diagnostic.MEMORY: "memory across turns",
+    Diagnostic.SPEECH_AROUND_TOOLS: "speech around tool calls",
+    Diagnostic.SPEAKABILITY: "speakability",
+    Diagnostic.LANGUAGE_AND_SCRIPT: "language and script",
+    Diagnostic.CHANNEL_AND_CLOSING: "channel robustness and closing",
+}
+
+
+class Pillar(StrEnum):
+    TASK = "task"
+    CONVERSATION = "conversation"
+
+
+Importance = Literal[1, 2, 3]
+
+
+# ---------------------------------------------------------------- bundle and agent
+
+
+class BundleMeta(Strict):
+    """``bundle.yaml``: name, version, description."""
+
+    name: str = Field(min_length=1, max_length=200)
+    version: str = Field(min_length=1, max_length=50)
+    description: str = Field(default="", max_length=20_000)
+
+
+class ToolSpec(Strict):
+    """One tool of the agent's typed interface (OpenAI/Anthropic function-tool shape).
+
+    ``parameters`` is a JSON Schema (draft 2020-12) object schema for the arguments.
+    ``default_response`` answers calls when a scenario gives this tool no fixture (else a generic
+    ``{"error": "no_data"}``).
+    """
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
+    description: str = Field(min_length=1, max_length=4000)
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    default_response: Any = None
+
+
+class CallEndingTool(Strict):
+    """A call-ending tool: the episode ends only when the tool's *returned object* satisfies
+    ``success`` (field path -> matcher, all must hold), e.g. ``{status: ended}`` (paper, section 4).
+    A failed condition hands control back to the candidate."""
+
+    tool: str
+    success: dict[str, Matcher] = Field(min_length=1)
+    concluding_message: bool = Field(
+        default=True,
+        description="Offer a concluding_message argument so a model can say goodbye inside the call.",
+    )
+
+
+class AgentConfig(Strict):
+    """``agents/<id>/agent.yaml``. ``instructions_file`` (default ``prompt.md``) holds the operating
+    document, a template rendered with ``{{date}}``, ``{{time}}``, ``{{weekday}}``, ``{{agent_name}}``
+    and the scenario's ``variables`` (jinja2, sandboxed, StrictUndefined)."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    name: str = Field(min_length=1, max_length=200)
+    domain: str = Field(min_length=1, max_length=100)
+    languages: list[str] = Field(min_length=1)
+    direction: Literal["inbound", "outbound"]
+    active: bool = True
+    description: str = Field(default="", max_length=4000)
+    instructions_file: str = "prompt.md"
+    prompt_sha256: str | None = Field(
+        default=None,
+        description="Recorded SHA-256 (hex) of the instructions template text (UTF-8); validated when present.",
+    )
+    tools: list[ToolSpec] = Field(default_factory=list, max_length=64)
+    call_ending_tools: list[CallEndingTool] = Field(default_factory=list)
+    variables: dict[str, str] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- scenario: caller brief
+
+
+class PlanStep(Strict):
+    """One intention of the caller: a ``trigger`` (when it may be expressed) and a ``meaning``
+    (what to convey, never a line to recite)."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    trigger: str = Field(min_length=1, max_length=2000)
+    meaning: str = Field(min_length=1, max_length=2000)
+
+
+class Brief(Strict):
+    """What the caller knows (U_s). Never shown to the candidate or mixed with hidden state."""
+
+    context: str = Field(min_length=1, max_length=8000)
+    reason: str = Field(min_length=1, max_length=4000, description="Reason for the call.")
+    known_facts: dict[str, Any] = Field(default_factory=dict)
+    unknown_facts: list[str] = Field(default_factory=list)
+    plan: list[PlanStep] = Field(min_length=1, max_length=40)
+    language: str = Field(min_length=2, max_length=35, description="BCP 47 tag, e.g. gu-IN.")
+    script: str = Field(min_length=2, max_length=40, description="Script name, e.g. Gujarati.")
+    datetime: str = Field(description="Local date and time of the call, ISO 8601, e.g. 2026-03-14T17:20+05:30")
+    persona: str = Field(default="", max_length=4000)
+
+
+# ---------------------------------------------------------------- scenario: channel
+
+
+class AsrEvent(Strict):
+    """An authored recogniser error at one caller turn: ``drop`` removes ``span``, ``double``
+    repeats it, ``substitute`` replaces it with ``replacement``. The turn is given by number
+    (1-based caller turn) or by the plan step whose expression turn it is."""
+
+    turn: int | None = Field(default=None, ge=1, le=100)
+    step: str | None = None
+    kind: Literal["drop", "double", "substitute"]
+    span: str = Field(min_length=1, max_length=500)
+    replacement: str | None = Field(default=None, max_length=500)
+
+
+class VadSplit(Strict):
+    """Split a caller turn into at most three consecutive messages, after the first occurrence of
+    each ``after`` anchor (1 or 2 anchors, in text order), where a real pause would fall."""
+
+    turn: int | None = Field(default=None, ge=1, le=100)
+    step: str | None = None
+    after: list[str] = Field(min_length=1, max_length=2)
+
+
+class ChannelProgram(Strict):
+    """h_s: what the channel does to caller speech before the candidate sees it."""
+
+    asr_events: list[AsrEvent] = Field(default_factory=list, max_length=50)
+    seeded_noise: bool = False
+    vad_splits: list[VadSplit] = Field(default_factory=list, max_length=50)
+
+
+# ---------------------------------------------------------------- scenario: backend
+
+
+class FixtureEntry(Strict):
+    """The j-th queue entry of a tool: argument matchers, the authored ``response`` when they all
+    hold, and ``mismatch_response`` otherwise (or for unparseable arguments)."""
+
+    args: dict[str, Matcher] = Field(default_factory=dict)
+    response: Any
+    mismatch_response: Any
+
+
+class ToolFixtures(Strict):
+    """Per-tool ordered queue plus the response to calls beyond the queue."""
+
+    queue: list[FixtureEntry] = Field(default_factory=list, max_length=100)
+    default: Any = None
+
+
+# ---------------------------------------------------------------- scenario: grading
+
+
+class CountBounds(Strict):
+    min: int = Field(default=1, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+
+class ActionCheck(Strict):
+    """An executable expected action (A_s): a call of ``tool`` whose arguments satisfy ``args``,
+    made between ``count.min`` and ``count.max`` times, each counted call after every check in
+    ``after`` was first met. ``count: {min: 0, max: 0}`` asserts the tool is never called."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    description: str = Field(default="", max_length=2000)
+    tool: str
+    args: dict[str, Matcher] = Field(default_factory=dict)
+    count: CountBounds = Field(default_factory=CountBounds)
+    after: list[str] = Field(default_factory=list)
+    importance: Importance = 2
+    diagnostic: Diagnostic = Diagnostic.TOOL_CHOICE
+
+
+class Anchors(Strict):
+    met: str = Field(min_length=1, max_length=2000)
+    partial: str = Field(min_length=1, max_length=2000)
+    not_met: str = Field(min_length=1, max_length=2000)
+
+
+class Criterion(Strict):
+    """A judged item (C_s): importance, statement, scenario-specific anchors, optional verbatim
+    excerpts of the rendered instructions (checked against its hash at load time)."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    pillar: Pillar
+    importance: Importance = 2
+    statement: str = Field(min_length=1, max_length=2000)
+    anchors: Anchors
+    excerpts: list[str] = Field(default_factory=list, max_length=10)
+    diagnostic: Diagnostic
+
+
+class ReferenceToolCall(Strict):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ReferenceTurn(Strict):
+    """One candidate turn of a correct call: speech, tool calls, or both."""
+
+    speech: str | None = Field(default=None, max_length=4000)
+    tool_calls: list[ReferenceToolCall] = Field(default_factory=list, max_length=10)
+
+
+class Scenario(Strict):
+    """``agents/<agent>/scenarios/<id>.yaml``: one test call for one agent."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    agent: str
+    title: str = Field(default="", max_length=300)
+    goal: str = Field(min_length=1, max_length=4000, description="What a correct call achieves (graders only).")
+    language: str = Field(min_length=2, max_length=35)
+    difficulty: Literal["medium", "hard"]
+    tags: list[str] = Field(default_factory=list)
+    variables: dict[str, str] = Field(default_factory=dict, description="Extra prompt template variables.")
+    brief: Brief
+    hidden_state: dict[str, Any] = Field(default_factory=dict)
+    channel: ChannelProgram = Field(default_factory=ChannelProgram)
+    fixtures: dict[str, ToolFixtures] = Field(default_factory=dict)
+    action_checks: list[ActionCheck] = Field(default_factory=list, max_length=50)
+    criteria: list[Criterion] = Field(default_factory=list, max_length=50)
+    reference_path: list[ReferenceTurn] | None = None
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        return sorted(set(v))
+
+
+class LoadedAgent(BaseModel):
+    """An agent with its rendered-instructions template text and its scenarios."""
+
+    config: AgentConfig
+    instructions_template: str
+    scenarios: list[Scenario] = Field(default_factory=list)
+
+
+class Bundle(BaseModel):
+    """A loaded bundle: metadata, agents (by id, sorted), content hash and root folder."""
+
+    meta: BundleMeta
+    agents: dict[str, LoadedAgent]
+    content_hash: str
+    root: str
+
+    def scenarios(self) -> list[tuple[LoadedAgent, Scenario]]:
+        """All (agent, scenario) pairs in a stable order: agent id, then scenario id."""
+        return [(a, s) for _, a in sorted(self.agents.items()) for s in sorted(a.scenarios, key=lambda s: s.id)]
+
+    def scenario(self, scenario_id: str) -> tuple[LoadedAgent, Scenario]:
+        """Look up a scenario by id; raises ``KeyError`` with the id when absent."""
+        for a, s in self.scenarios():
+            if s.id == scenario_id:
+                return a, s
+        raise KeyError(f"no scenario {scenario_id!r} in bundle {self.meta.name!r}")

@@ -1,0 +1,147 @@
+"""The ``ModelClient`` protocol and the provider-neutral message types every role uses.
+
+Messages follow the OpenAI chat shape (roles system / user / assistant / tool; an assistant
+message may carry ``tool_calls`` whose ``arguments`` is the raw JSON *string* the model produced;
+a tool message answers one call by ``tool_call_id``). Adapters translate to each provider.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["candidate", "caller", "task_judge", "conversation_judge"]
+
+
+class ToolCall(BaseModel):
+    """One tool call as the model emitted it; ``arguments`` is the raw string (may be malformed)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class ChatMessage(BaseModel):
+    """A chat message. ``content`` is None for an assistant message that only calls tools."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class ToolSchema(BaseModel):
+    """A function tool offered to the model: name, description, JSON Schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ModelSettings(BaseModel):
+    """Sampling and endpoint settings for one role. Secrets never live here: keys come from the
+    environment only (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    base_url: str | None = None
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = 120.0
+    n_ctx: int | None = None  # local model only: context size in tokens (None: sized to the prompt)
+
+
+class RequestContext(BaseModel):
+    """Where a request comes from. Not sent to providers and not part of the cache key; scripted
+    models use it to find their script (e.g. the scenario's reference path)."""
+
+    role: Role
+    episode_id: str = ""
+    agent_id: str = ""
+    scenario_id: str = ""
+    turn: int = 0
+    attempt: int = 0
+
+
+class ModelRequest(BaseModel):
+    """One completion request. ``response_schema`` (a JSON Schema object) asks for JSON output
+    constrained to it (callers and judges); ``tools`` offers function tools (candidates)."""
+
+    messages: list[ChatMessage]
+    tools: list[ToolSchema] = Field(default_factory=list)
+    response_schema: dict[str, Any] | None = None
+    response_schema_name: str = "output"
+    context: RequestContext
+
+
+class Usage(BaseModel):
+    """Token usage of one call (or a sum). ``cost_usd`` is None when the price is unknown."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    calls: int = 0
+    latency_s: float = 0.0
+    tokens_per_second: float | None = None
+    cost_usd: float | None = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            calls=self.calls + other.calls,
+            latency_s=self.latency_s + other.latency_s,
+            tokens_per_second=other.tokens_per_second or self.tokens_per_second,
+            cost_usd=cost,
+        )
+
+
+class ModelResponse(BaseModel):
+    """A completion: speech (``content``), tool calls, usage, and the provider's finish reason."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str | None = None
+    model: str = ""
+    cached: bool = False
+
+
+class InfrastructureError(Exception):
+    """A provider or transport failure (rate limit, 5xx, timeout, auth). Retried by adapters;
+    when retries run out the episode is skipped with this reason, never charged to the candidate."""
+
+    def __init__(self, message: str, *, retryable: bool = True, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.status = status
+
+
+class ModelOutputError(Exception):
+    """The model answered but the answer is unusable (e.g. output that violates its schema).
+    Recorded in the trace and graded for candidates; retried for callers and judges."""
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """What every role's model implements.
+
+    ``spec`` is the model spec string (``openai:gpt-4o``, ``local``, ``scripted:reference``...),
+    ``settings`` its settings. ``complete`` raises :class:`InfrastructureError` or
+    :class:`ModelOutputError`; it never returns partial output silently.
+    """
+
+    spec: str
+    settings: ModelSettings
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+    async def aclose(self) -> None: ...

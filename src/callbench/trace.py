@@ -1,0 +1,208 @@
+"""The trace: the one contract between simulation, grading and reporting (paper: "The saved trace
+is the only object anything is graded on").
+
+One JSON file per episode. ``messages`` is exactly the candidate's view of the conversation
+(system instructions, observed caller fragments as user messages, its own speech and tool calls,
+tool results), each with a stable ``index``. ``caller_turns`` keeps, per caller turn, the intended
+text, the observed fragments, the expressed plan steps and the channel events; ``tool_events``
+keeps every tool call with its parsed arguments, parse errors, fixture matching and result.
+Graders cite ``messages[i].index`` values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from callbench.models.base import ModelSettings, ToolCall, ToolSchema, Usage
+
+TRACE_SCHEMA_VERSION = 1
+
+
+class EndReason(StrEnum):
+    """Why an episode ended."""
+
+    CALL_ENDED = "call_ended"  # a call-ending tool result met its success condition
+    CALLER_DONE = "caller_done"  # the caller ended the call with every plan step expressed
+    CALLER_DONE_EARLY = "caller_done_early"  # caller said done with plan steps open: counts against the simulator
+    MAX_TURNS = "max_turns"  # the caller-turn limit was reached
+    SKIPPED = "skipped"  # simulator or infrastructure failure: excluded from scores
+
+
+class TraceMessage(BaseModel):
+    """One message as the candidate saw or produced it. ``caller_turn``/``fragment`` locate user
+    messages in ``caller_turns``; ``tool_event`` locates tool results in ``tool_events``."""
+
+    index: int
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    caller_turn: int | None = None
+    fragment: int | None = None
+    tool_event: int | None = None
+    candidate_turn: int | None = None
+    error: str | None = None  # e.g. a candidate output that violated the protocol (recorded, graded)
+
+
+class ChannelEvent(BaseModel):
+    """One channel transformation: authored ASR event, seeded noise or VAD split."""
+
+    kind: Literal["drop", "double", "substitute", "seeded_substitute", "vad_split"]
+    source: Literal["authored", "seeded"]
+    turn: int
+    span: str = ""
+    replacement: str | None = None
+    applied: bool
+    detail: str = ""  # what changed, or why it did not apply
+
+
+class CallerTurn(BaseModel):
+    """One caller turn: ``intended`` is what the simulator said; ``observed`` what the candidate
+    got (one string per fragment); ``message_indices`` the user messages carrying the fragments."""
+
+    index: int  # 1-based caller turn number
+    intended: str
+    observed: list[str]
+    message_indices: list[int]
+    expressed_steps: list[str] = Field(default_factory=list)
+    done: bool = False
+    channel_events: list[ChannelEvent] = Field(default_factory=list)
+    attempts: int = 1
+    rejections: list[str] = Field(default_factory=list)
+
+
+class MatcherOutcome(BaseModel):
+    field: str
+    ok: bool
+    reason: str
+
+
+class ToolEvent(BaseModel):
+    """One tool call and the backend's answer."""
+
+    index: int
+    candidate_turn: int
+    message_index: int  # the assistant message that made the call
+    result_message_index: int  # the tool message carrying the result
+    tool_call_id: str
+    original_tool_call_id: str | None = None  # set when a duplicate id was replaced
+    name: str
+    raw_arguments: str
+    arguments: dict[str, Any] | None = None
+    parse_error: str | None = None
+    double_encoded: bool = False
+    known_tool: bool = True
+    queue_position: int | None = None  # j: prior calls to this tool (0-based)
+    outcome: Literal["authored", "mismatch", "default", "unknown_tool", "parse_error"]
+    matcher_results: list[MatcherOutcome] = Field(default_factory=list)
+    result: Any = None
+    call_ending: bool = False
+    success_condition_met: bool | None = None
+    ended_call: bool = False
+
+
+class RoleInfo(BaseModel):
+    """Which model played a role, with its settings (no secrets)."""
+
+    spec: str
+    settings: ModelSettings = Field(default_factory=ModelSettings)
+    embedded_smoke_test_model: bool = False
+
+
+class EpisodeSeeds(BaseModel):
+    run: int
+    episode: int
+    channel: int
+    backend: int
+    caller: int
+    candidate: int
+
+
+class CandidateView(BaseModel):
+    """What the candidate was given besides the messages: rendered instructions and tools."""
+
+    instructions_sha256: str
+    tools: list[ToolSchema]
+
+
+class CallerView(BaseModel):
+    """The caller simulator's system prompt (built from the brief only)."""
+
+    system_prompt: str
+
+
+class Trace(BaseModel):
+    """One episode. Saved atomically as ``traces/<episode_id>.json``."""
+
+    schema_version: int = TRACE_SCHEMA_VERSION
+    episode_id: str
+    bundle_name: str
+    bundle_version: str
+    bundle_hash: str
+    agent_id: str
+    scenario_id: str
+    language: str
+    difficulty: str
+    repeat: int
+    seeds: EpisodeSeeds
+    candidate: RoleInfo
+    caller: RoleInfo
+    candidate_view: CandidateView
+    caller_view: CallerView
+    messages: list[TraceMessage] = Field(default_factory=list)
+    caller_turns: list[CallerTurn] = Field(default_factory=list)
+    tool_events: list[ToolEvent] = Field(default_factory=list)
+    end_reason: EndReason
+    skip_reason: str | None = None
+    reruns: int = 0  # conversations restarted after caller validation failures
+    usage: dict[str, Usage] = Field(default_factory=dict)  # by role
+    code_version: str = ""
+    settings: dict[str, Any] = Field(default_factory=dict)  # loop limits etc.
+
+    @property
+    def skipped(self) -> bool:
+        return self.end_reason == EndReason.SKIPPED
+
+    def canonical_json(self) -> str:
+        """Deterministic JSON (sorted keys, no timestamps): equal traces give equal bytes."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, indent=1)
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_trace(trace: Trace, path: Path) -> None:
+    """Atomically save ``trace`` as canonical JSON at ``path``."""
+    atomic_write_text(path, trace.canonical_json() + "\n")
+
+
+def load_trace(path: Path) -> Trace:
+    """Load a trace file; raises ``ValueError`` naming the file on bad content."""
+    try:
+        return Trace.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable trace: {e}") from None
