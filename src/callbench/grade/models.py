@@ -1,0 +1,102 @@
+"""Typed grading output: one :class:`EpisodeGrade` per trace, grouped in a grade set.
+
+On disk (``RUN_DIR/grades/<grade_set_id>/``): ``grade_set.json`` (:class:`GradeSetManifest`) and
+``episodes/<episode_id>.json`` (:class:`EpisodeGrade`). A regrade writes a new grade set and leaves
+earlier ones in place.
+
+Scores follow the paper's equations (DESIGN.md "Scores"): labels not met / partial / met map to
+r = 0 / 0.5 / 1; ratings g in 1..5 map to r = (g - 1) / 4; weights w in {1, 2, 3}; not-applicable
+items and judge errors enter neither sum; pillar = 100 * sum(w r) / sum(w), undefined (None) when
+no item applies; overall = mean of the defined pillars (None when neither is defined).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from callbench.bundle.models import Diagnostic, Pillar
+from callbench.trace import RoleInfo
+
+
+class Label(StrEnum):
+    MET = "met"
+    PARTIAL = "partial"
+    NOT_MET = "not_met"
+    NOT_APPLICABLE = "not_applicable"
+    JUDGE_ERROR = "judge_error"  # excluded and counted, never scored as not met
+
+
+LABEL_VALUE: dict[Label, float] = {Label.MET: 1.0, Label.PARTIAL: 0.5, Label.NOT_MET: 0.0}
+
+
+class GradedItem(BaseModel):
+    """One scored item: an action check, a judged criterion or a conversation rating."""
+
+    id: str
+    source: Literal["action_check", "task_criterion", "conversation_criterion", "rating"]
+    pillar: Pillar
+    diagnostic: Diagnostic
+    weight: int = Field(ge=1, le=3)
+    label: Label | None = None  # None for ratings
+    rating: int | None = Field(default=None, ge=1, le=5)
+    r: float | None = None  # 0..1; None when not applicable or judge error
+    reason: str = ""
+    cited_messages: list[int] = Field(default_factory=list)  # TraceMessage.index values
+    cited_events: list[int] = Field(default_factory=list)  # ToolEvent.index values
+
+
+class PointTotals(BaseModel):
+    """Raw totals so a reader can reweight: points = sum(w r), weight = sum(w) over applicable items."""
+
+    points: float = 0.0
+    weight: float = 0.0
+    items: int = 0
+
+    @property
+    def score(self) -> float | None:
+        """100 * points / weight, or None when no item applies."""
+        return None if self.weight == 0 else 100.0 * self.points / self.weight
+
+
+class EpisodeGrade(BaseModel):
+    """Grades of one episode. Skipped episodes carry no items and no scores."""
+
+    episode_id: str
+    grade_set_id: str
+    trace_sha256: str
+    agent_id: str
+    scenario_id: str
+    language: str
+    difficulty: str
+    repeat: int
+    candidate: str
+    skipped: bool = False
+    skip_reason: str | None = None
+    end_reason: str
+    items: list[GradedItem] = Field(default_factory=list)
+    task: PointTotals = Field(default_factory=PointTotals)
+    conversation: PointTotals = Field(default_factory=PointTotals)
+    task_score: float | None = None
+    conversation_score: float | None = None
+    overall: float | None = None
+    passed: bool | None = None
+    cutoff: float = 70.0
+    diagnostics: dict[Diagnostic, PointTotals] = Field(default_factory=dict)
+    judge_errors: int = 0
+
+
+class GradeSetManifest(BaseModel):
+    """Which judges produced a grade set, with what settings, when, from which code."""
+
+    grade_set_id: str
+    created: str
+    task_judge: RoleInfo
+    conversation_judge: RoleInfo
+    cutoff: float = 70.0
+    code_version: str = ""
+    episodes: int = 0
+    skipped: int = 0
+    judge_errors: int = 0
