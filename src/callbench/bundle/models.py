@@ -246,10 +246,16 @@ class ReferenceToolCall(Strict):
 
 
 class ReferenceTurn(Strict):
-    """One candidate turn of a correct call: speech, tool calls, or both."""
+    """One candidate turn of a correct call. Turn 0 is the greeting; turn k answers caller turn k.
 
-    speech: str | None = Field(default=None, max_length=4000)
+    Replayed as at most two assistant messages: first ``before_tools`` (speech said while calling,
+    e.g. "let me check that") together with ``tool_calls`` (all in one message); then, after the tool
+    results, ``speech``. With no tool calls the turn is the single message ``speech``.
+    """
+
+    before_tools: str | None = Field(default=None, max_length=4000)
     tool_calls: list[ReferenceToolCall] = Field(default_factory=list, max_length=10)
+    speech: str | None = Field(default=None, max_length=4000)
 
 
 class Scenario(Strict):
