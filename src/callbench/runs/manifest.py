@@ -1,0 +1,71 @@
+"""The run manifest (``RUN_DIR/manifest.json``) and the run folder layout.
+
+Layout::
+
+    RUN_DIR/manifest.json                       RunManifest
+    RUN_DIR/traces/<episode_id>.json            one Trace per finished episode (atomic writes)
+    RUN_DIR/grades/<grade_set_id>/grade_set.json, episodes/<episode_id>.json
+    RUN_DIR/index.sqlite                        run index (episodes, status, scores)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from callbench.trace import RoleInfo
+
+MANIFEST = "manifest.json"
+TRACES = "traces"
+GRADES = "grades"
+
+
+class EpisodeKey(BaseModel):
+    """Identifies one planned episode."""
+
+    episode_id: str
+    candidate: str
+    agent_id: str
+    scenario_id: str
+    repeat: int
+
+
+class RunManifest(BaseModel):
+    """What produced a run: bundle hash, code version and git state, every role's model spec and
+    settings, seeds, times, counts and skips by reason. ``official`` is true only for a clean
+    working tree, a tagged-or-released code version and every planned episode complete."""
+
+    run_id: str
+    bundle_name: str
+    bundle_version: str
+    bundle_hash: str
+    bundle_path: str
+    callbench_version: str
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    candidates: list[RoleInfo]
+    caller: RoleInfo
+    task_judge: RoleInfo
+    conversation_judge: RoleInfo
+    seed: int
+    repeats: int
+    filters: dict[str, list[str] | int | None] = Field(default_factory=dict)
+    loop_settings: dict[str, int] = Field(default_factory=dict)
+    planned: list[EpisodeKey] = Field(default_factory=list)
+    started: str
+    ended: str | None = None
+    completed: int = 0
+    skipped: int = 0
+    skips_by_reason: dict[str, int] = Field(default_factory=dict)
+    official: bool = False
+    grade_sets: list[str] = Field(default_factory=list)
+    cost_usd: float | None = 0.0
+
+
+def traces_dir(run_dir: Path) -> Path:
+    return run_dir / TRACES
+
+
+def grades_dir(run_dir: Path, grade_set_id: str) -> Path:
+    return run_dir / GRADES / grade_set_id

@@ -1,0 +1,104 @@
+"""Run planning: which episodes a run contains, in a stable order, with stable ids.
+
+A run is candidates x scenarios x repeats (DESIGN.md vocabulary). Scenarios come from the bundle's
+active agents in (agent id, scenario id) order; filters narrow them; ``limit`` keeps the first N
+scenarios of that order (before candidates and repeats multiply them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from pydantic import BaseModel, Field
+
+from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.models.base import ModelSettings
+from callbench.runs.manifest import EpisodeKey
+
+
+class ScenarioFilters(BaseModel):
+    """Scenario selection. Empty lists select everything; ``limit`` keeps the first N."""
+
+    agents: list[str] = Field(default_factory=list)
+    scenarios: list[str] = Field(default_factory=list)
+    languages: list[str] = Field(default_factory=list)
+    difficulty: list[str] = Field(default_factory=list)
+    limit: int | None = Field(default=None, ge=1)
+
+
+def candidate_slug(spec: str, settings: ModelSettings) -> str:
+    """A file-name-safe, stable id for a candidate: readable spec plus 8 hex of SHA-256(spec, settings).
+
+    Two candidates with the same spec but different settings get different slugs.
+    """
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")[:40] or "model"
+    payload = json.dumps([spec, settings.model_dump(mode="json", exclude={"extra_headers"})], sort_keys=True)
+    return f"{readable}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
+
+
+def select_scenarios(bundle: Bundle, filters: ScenarioFilters) -> list[tuple[LoadedAgent, Scenario]]:
+    """Active agents' scenarios matching every filter, in (agent id, scenario id) order.
+
+    Raises ``ValueError`` naming any filter value that selects nothing (a typo should not silently
+    run an empty benchmark).
+    """
+    pairs = [(a, s) for a, s in bundle.scenarios() if a.config.active]
+    known = {
+        "agents": {a.config.id for a, _ in pairs},
+        "scenarios": {s.id for _, s in pairs},
+        "languages": {s.language for _, s in pairs},
+        "difficulty": {s.difficulty for _, s in pairs},
+    }
+    for name, values in (("agents", filters.agents), ("scenarios", filters.scenarios),
+                         ("languages", filters.languages), ("difficulty", filters.difficulty)):
+        unknown = sorted(set(values) - known[name])
+        if unknown:
+            raise ValueError(f"--{name} {', '.join(unknown)}: not in the bundle (known: {', '.join(sorted(known[name]))})")
+    out = [
+        (a, s)
+        for a, s in pairs
+        if (not filters.agents or a.config.id in filters.agents)
+        and (not filters.scenarios or s.id in filters.scenarios)
+        and (not filters.languages or s.language in filters.languages)
+        and (not filters.difficulty or s.difficulty in filters.difficulty)
+    ]
+    if filters.limit is not None:
+        out = out[: filters.limit]
+    if not out:
+        raise ValueError("the filters select no scenario")
+    return out
+
+
+def plan_episodes(
+    bundle: Bundle,
+    candidates: list[tuple[str, ModelSettings]],
+    repeats: int,
+    filters: ScenarioFilters,
+) -> list[EpisodeKey]:
+    """Every episode of the run: for each candidate, each selected scenario, repeats 0..N-1.
+
+    Episode id: ``<candidate slug>--<scenario id>--r<repeat>`` (unique, file-name safe).
+    Raises ``ValueError`` for repeats < 1, no candidates or duplicate candidates.
+    """
+    if repeats < 1:
+        raise ValueError("--repeats must be at least 1")
+    if not candidates:
+        raise ValueError("at least one --candidate is needed")
+    slugs = [candidate_slug(spec, st) for spec, st in candidates]
+    if len(set(slugs)) != len(slugs):
+        raise ValueError("the same candidate (spec and settings) is listed twice")
+    chosen = select_scenarios(bundle, filters)
+    return [
+        EpisodeKey(
+            episode_id=f"{slug}--{s.id}--r{r}",
+            candidate=slug,
+            agent_id=a.config.id,
+            scenario_id=s.id,
+            repeat=r,
+        )
+        for slug in slugs
+        for a, s in chosen
+        for r in range(repeats)
+    ]
