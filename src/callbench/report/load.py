@@ -1,0 +1,198 @@
+"""Load run folders (``runs/manifest.py`` layout) into typed records for the report.
+
+Reads ``RUN_DIR/manifest.json`` (:class:`RunManifest`), every ``RUN_DIR/traces/<episode_id>.json``
+(:class:`Trace`) and the chosen grade set ``RUN_DIR/grades/<id>/grade_set.json``
+(:class:`GradeSetManifest`) with its ``episodes/<episode_id>.json`` (:class:`EpisodeGrade`).
+The default grade set is the last one listed in ``manifest.grade_sets`` (the latest regrade).
+
+Every problem with an input file raises :class:`ReportInputError` whose message names the file
+and says what is wrong; the CLI prints it and exits 2. Inconsistencies that still allow an honest
+report (a grade computed from an older trace, a trace not in the plan) become warnings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from callbench.grade.models import EpisodeGrade, GradeSetManifest
+from callbench.runs.manifest import MANIFEST, EpisodeKey, RunManifest, grades_dir, traces_dir
+from callbench.stats.summary import EpisodeRecord
+from callbench.trace import Trace
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ReportInputError(Exception):
+    """An unreadable or inconsistent report input; the message names the file."""
+
+
+@dataclass
+class RunData:
+    """One loaded run: its manifest, chosen grade set, one record per episode, and the traces
+    (by episode id) for the trace viewer."""
+
+    run_dir: Path
+    manifest: RunManifest
+    grade_set: GradeSetManifest
+    records: list[EpisodeRecord]
+    traces: dict[str, Trace]
+    grades: dict[str, EpisodeGrade]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _short_error(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:3]:
+        loc = ".".join(str(x) for x in err["loc"]) or "(root)"
+        parts.append(f"{loc}: {err['msg']}")
+    more = f" (+{e.error_count() - 3} more)" if e.error_count() > 3 else ""
+    return "; ".join(parts) + more
+
+
+def read_model(path: Path, model: type[M], what: str) -> M:
+    """Parse ``path`` as ``model``; raises :class:`ReportInputError` naming the file when it is
+    missing, unreadable, not JSON, or does not match the model (first field errors quoted)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReportInputError(f"{path}: missing ({what})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReportInputError(f"{path}: cannot read {what}: {e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ReportInputError(
+            f"{path}: not valid JSON ({what}): line {e.lineno} column {e.colno}: {e.msg}"
+        ) from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        raise ReportInputError(f"{path}: not a valid {what}: {_short_error(e)}") from None
+
+
+def _json_files(folder: Path) -> list[Path]:
+    """``*.json`` files of a folder, skipping hidden temp files left by interrupted atomic writes."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
+
+
+def load_run(run_dir: Path, grade_set_id: str | None = None) -> RunData:
+    """Load one run folder. ``grade_set_id`` picks a grade set (default: the manifest's last).
+
+    Raises :class:`ReportInputError` when the folder, manifest, grade set or any trace/grade file
+    is missing or corrupt, or the run has no grade set.
+    """
+    if not run_dir.is_dir():
+        raise ReportInputError(f"{run_dir}: not a run folder (no such directory)")
+    manifest = read_model(run_dir / MANIFEST, RunManifest, "run manifest")
+    if grade_set_id is None:
+        if not manifest.grade_sets:
+            raise ReportInputError(
+                f"{run_dir / MANIFEST}: the run has no grade set yet; grade it first (callbench grade)"
+            )
+        grade_set_id = manifest.grade_sets[-1]
+    elif grade_set_id not in manifest.grade_sets and not (grades_dir(run_dir, grade_set_id)).is_dir():
+        known = ", ".join(manifest.grade_sets) or "none"
+        raise ReportInputError(f"{run_dir}: no grade set {grade_set_id!r} (known: {known})")
+    gdir = grades_dir(run_dir, grade_set_id)
+    grade_set = read_model(gdir / "grade_set.json", GradeSetManifest, "grade set manifest")
+    warnings: list[str] = []
+
+    traces: dict[str, Trace] = {}
+    for path in _json_files(traces_dir(run_dir)):
+        t = read_model(path, Trace, "trace")
+        if t.episode_id != path.stem:
+            raise ReportInputError(f"{path}: episode_id {t.episode_id!r} does not match the file name")
+        traces[t.episode_id] = t
+    grades: dict[str, EpisodeGrade] = {}
+    for path in _json_files(gdir / "episodes"):
+        g = read_model(path, EpisodeGrade, "episode grade")
+        if g.episode_id != path.stem:
+            raise ReportInputError(f"{path}: episode_id {g.episode_id!r} does not match the file name")
+        grades[g.episode_id] = g
+
+    planned = {k.episode_id: k for k in manifest.planned}
+    records: list[EpisodeRecord] = []
+    for episode_id in [*planned, *sorted((set(traces) | set(grades)) - set(planned))]:
+        key = planned.get(episode_id)
+        trace: Trace | None = traces.get(episode_id)
+        grade: EpisodeGrade | None = grades.get(episode_id)
+        if key is None:
+            warnings.append(f"{run_dir}: episode {episode_id} is not in the manifest's plan; included")
+        if trace is not None and grade is not None and grade.trace_sha256 != trace.sha256():
+            warnings.append(
+                f"{gdir / 'episodes' / (episode_id + '.json')}: graded from a different version of "
+                f"its trace (trace_sha256 mismatch); regrade the run"
+            )
+        if grade is not None and trace is None:
+            warnings.append(f"{run_dir}: episode {episode_id} has a grade but no trace; trace not shown")
+        records.append(_record(manifest.run_id, episode_id, key, trace, grade))
+    return RunData(run_dir, manifest, grade_set, records, traces, grades, warnings)
+
+
+def _record(
+    run_id: str, episode_id: str, key: EpisodeKey | None, trace: Trace | None, grade: EpisodeGrade | None
+) -> EpisodeRecord:
+    """One record; the plan's candidate label wins, then the grade's, then the trace's spec."""
+    candidate = key.candidate if key else grade.candidate if grade else trace.candidate.spec if trace else ""
+    src: Trace | EpisodeGrade | EpisodeKey | None = trace or grade or key
+    assert src is not None
+    where: dict[str, object] = {
+        "agent_id": src.agent_id,
+        "scenario_id": src.scenario_id,
+        "repeat": src.repeat,
+        "language": getattr(src, "language", ""),
+        "difficulty": getattr(src, "difficulty", ""),
+    }
+    reason: str | None = None
+    if trace is None and grade is None:
+        status = "not_run"
+    elif (trace is not None and trace.skipped) or (grade is not None and grade.skipped):
+        status = "skipped"
+        reason = (trace.skip_reason if trace else None) or (grade.skip_reason if grade else None)
+    elif grade is None:
+        status = "ungraded"
+    else:
+        status = "scored"
+    return EpisodeRecord.model_validate(
+        {
+            "run_id": run_id,
+            "episode_id": episode_id,
+            "candidate": candidate,
+            **where,
+            "status": status,
+            "skip_reason": reason,
+            "grade": grade if status == "scored" else None,
+            "usage": trace.usage if trace is not None else {},
+        }
+    )
+
+
+def load_runs(run_dirs: list[Path], grade_set_id: str | None = None) -> list[RunData]:
+    """Load several runs. A candidate label that occurs in more than one run is made distinct as
+    ``"<candidate> [<run_id>]"`` so episodes of different runs are never pooled silently.
+    Raises :class:`ReportInputError` for any unreadable run or a run id given twice."""
+    runs = [load_run(d, grade_set_id) for d in run_dirs]
+    seen: dict[str, Path] = {}
+    for run in runs:
+        if run.manifest.run_id in seen:
+            raise ReportInputError(
+                f"{run.run_dir}: run {run.manifest.run_id!r} is also given as {seen[run.manifest.run_id]}"
+            )
+        seen[run.manifest.run_id] = run.run_dir
+    if len(runs) > 1:
+        owners: dict[str, set[str]] = {}
+        for run in runs:
+            for r in run.records:
+                owners.setdefault(r.candidate, set()).add(run.manifest.run_id)
+        for run in runs:
+            for r in run.records:
+                if len(owners[r.candidate]) > 1:
+                    r.candidate = f"{r.candidate} [{run.manifest.run_id}]"
+    return runs

@@ -1,0 +1,251 @@
+"""Per-candidate summaries: pillars and overall with hierarchical intervals, pass rate, splits,
+diagnostics, counts of skipped/ungraded episodes and judge errors, cost and tokens.
+
+Input is one :class:`EpisodeRecord` per planned episode (built by ``callbench.report.load`` from
+run folders). Scores come from the grade files (``grade/models.py``): pillar and overall scores
+as graded, pass = ``overall >= cutoff`` of the episode's grade (DESIGN.md "Scores": pass = overall
+>= 70, provisional). Skipped episodes (simulator or infrastructure failure) are excluded from
+every mean and counted by reason, never scored 0 (DESIGN.md, paper). Undefined pillar scores
+(no applicable item) are excluded from that pillar's mean and counted in its ``n_excluded``.
+
+Diagnostics (paper Table 3; DESIGN.md "Ten diagnostics"): for each diagnostic the
+:class:`~callbench.grade.models.PointTotals` of every scored episode are summed, and
+``score = 100 * sum(points) / sum(weight)``; ``mean_episode_score`` is the plain mean of the
+per-episode diagnostic scores where defined. They explain the pillars; they do not sum to 100.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from callbench.bundle.models import Diagnostic
+from callbench.grade.models import EpisodeGrade, PointTotals
+from callbench.models.base import Usage
+from callbench.stats.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_SAMPLES,
+    BootstrapResult,
+    derive_rng,
+    flat_bootstrap,
+    hierarchical_bootstrap,
+)
+
+Status = Literal["scored", "skipped", "ungraded", "not_run"]
+Metric = Literal["overall", "task", "conversation", "pass"]
+
+
+class EpisodeRecord(BaseModel):
+    """One planned episode as the report sees it.
+
+    ``status``: ``scored`` (graded, not skipped), ``skipped`` (trace or grade says skipped),
+    ``ungraded`` (trace present, no grade in the chosen grade set), ``not_run`` (planned, no
+    trace). ``usage`` is the trace's usage by role (empty without a trace).
+    """
+
+    run_id: str
+    episode_id: str
+    candidate: str
+    agent_id: str
+    scenario_id: str
+    language: str = ""
+    difficulty: str = ""
+    repeat: int = 0
+    status: Status
+    skip_reason: str | None = None
+    grade: EpisodeGrade | None = None
+    usage: dict[str, Usage] = Field(default_factory=dict)
+
+    def value(self, metric: Metric) -> float | None:
+        """The episode's value for ``metric`` (score points; pass as 100 or 0), or None when the
+        episode is not scored or the value is undefined."""
+        g = self.grade
+        if self.status != "scored" or g is None:
+            return None
+        if metric == "overall":
+            return g.overall
+        if metric == "task":
+            return g.task_score
+        if metric == "conversation":
+            return g.conversation_score
+        return None if g.overall is None else (100.0 if g.overall >= g.cutoff else 0.0)
+
+
+class DiagnosticSummary(BaseModel):
+    """One diagnostic for one candidate: summed point totals and the mean episode score."""
+
+    points: float = 0.0
+    weight: float = 0.0
+    items: int = 0
+    score: float | None = None  # 100 * points / weight
+    mean_episode_score: float | None = None
+    n_episodes: int = 0  # episodes where the diagnostic had an applicable item
+
+
+class CandidateSummary(BaseModel):
+    """Everything the report shows for one candidate (score points on 0..100; pass rate in %)."""
+
+    candidate: str
+    runs: list[str] = Field(default_factory=list)
+    n_planned: int = 0
+    n_traces: int = 0
+    n_scored: int = 0
+    n_skipped: int = 0
+    n_ungraded: int = 0
+    n_not_run: int = 0
+    n_overall_undefined: int = 0
+    skip_reasons: dict[str, int] = Field(default_factory=dict)
+    judge_errors: int = 0
+    episodes_with_judge_errors: int = 0
+    overall: BootstrapResult
+    overall_flat: BootstrapResult
+    task: BootstrapResult
+    conversation: BootstrapResult
+    pass_rate: BootstrapResult
+    cutoffs: list[float] = Field(default_factory=list)
+    task_totals: PointTotals = Field(default_factory=PointTotals)
+    conversation_totals: PointTotals = Field(default_factory=PointTotals)
+    by_language: dict[str, BootstrapResult] = Field(default_factory=dict)
+    by_difficulty: dict[str, BootstrapResult] = Field(default_factory=dict)
+    by_language_difficulty: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+    diagnostics: dict[Diagnostic, DiagnosticSummary] = Field(default_factory=dict)
+    usage: dict[str, Usage] = Field(default_factory=dict)  # by role, summed over traces
+    cost_usd: float | None = 0.0  # None when any role's price is unknown
+    tokens: int = 0  # input + output tokens over all roles in the traces
+
+
+def _add_totals(a: PointTotals, b: PointTotals) -> PointTotals:
+    return PointTotals(points=a.points + b.points, weight=a.weight + b.weight, items=a.items + b.items)
+
+
+def summarize_candidate(
+    candidate: str,
+    records: Sequence[EpisodeRecord],
+    *,
+    seed: int,
+    n_samples: int = DEFAULT_SAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> CandidateSummary:
+    """Summarise one candidate's records (all with ``record.candidate == candidate``).
+
+    Every interval uses its own generator derived from ``(seed, candidate, metric, split)``
+    (:func:`~callbench.stats.bootstrap.derive_rng`). Raises ``ValueError`` if a record belongs
+    to another candidate.
+    """
+    for r in records:
+        if r.candidate != candidate:
+            raise ValueError(f"episode {r.episode_id} belongs to {r.candidate!r}, not {candidate!r}")
+    scored = [r for r in records if r.status == "scored"]
+
+    def boot(metric: Metric, subset: Sequence[EpisodeRecord], *split: str) -> BootstrapResult:
+        return hierarchical_bootstrap(
+            [r.agent_id for r in subset],
+            [r.scenario_id for r in subset],
+            [r.value(metric) for r in subset],
+            derive_rng(seed, "hierarchical", candidate, metric, *split),
+            n_samples,
+            confidence,
+        )
+
+    summary = CandidateSummary(
+        candidate=candidate,
+        runs=sorted({r.run_id for r in records}),
+        n_planned=len(records),
+        n_traces=sum(r.status != "not_run" for r in records),
+        n_scored=len(scored),
+        n_skipped=sum(r.status == "skipped" for r in records),
+        n_ungraded=sum(r.status == "ungraded" for r in records),
+        n_not_run=sum(r.status == "not_run" for r in records),
+        n_overall_undefined=sum(r.value("overall") is None for r in scored),
+        skip_reasons=dict(Counter(r.skip_reason or "unspecified" for r in records if r.status == "skipped")),
+        overall=boot("overall", scored),
+        overall_flat=flat_bootstrap(
+            [r.value("overall") for r in scored],
+            derive_rng(seed, "flat", candidate, "overall"),
+            n_samples,
+            confidence,
+        ),
+        task=boot("task", scored),
+        conversation=boot("conversation", scored),
+        pass_rate=boot("pass", scored),
+    )
+    grades = [r.grade for r in scored if r.grade is not None]
+    summary.cutoffs = sorted({g.cutoff for g in grades})
+    summary.judge_errors = sum(g.judge_errors for g in grades)
+    summary.episodes_with_judge_errors = sum(g.judge_errors > 0 for g in grades)
+    for g in grades:
+        summary.task_totals = _add_totals(summary.task_totals, g.task)
+        summary.conversation_totals = _add_totals(summary.conversation_totals, g.conversation)
+
+    by_lang: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    by_diff: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    by_both: dict[tuple[str, str], list[EpisodeRecord]] = defaultdict(list)
+    for r in scored:
+        by_lang[r.language].append(r)
+        by_diff[r.difficulty].append(r)
+        by_both[(r.language, r.difficulty)].append(r)
+    summary.by_language = {k: boot("overall", v, "language", k) for k, v in sorted(by_lang.items())}
+    summary.by_difficulty = {k: boot("overall", v, "difficulty", k) for k, v in sorted(by_diff.items())}
+    for (lang, diff), subset in sorted(by_both.items()):
+        summary.by_language_difficulty.setdefault(lang, {})[diff] = boot(
+            "overall", subset, "language_difficulty", lang, diff
+        )
+
+    summary.diagnostics = summarize_diagnostics(grades)
+    summary.usage, summary.cost_usd, summary.tokens = summarize_usage(records)
+    return summary
+
+
+def summarize_diagnostics(grades: Sequence[EpisodeGrade]) -> dict[Diagnostic, DiagnosticSummary]:
+    """Per diagnostic: summed point totals, their score, and the mean of per-episode scores."""
+    out: dict[Diagnostic, DiagnosticSummary] = {}
+    for diag in Diagnostic:
+        totals = PointTotals()
+        episode_scores: list[float] = []
+        for g in grades:
+            t = g.diagnostics.get(diag)
+            if t is None:
+                continue
+            totals = _add_totals(totals, t)
+            if t.score is not None:
+                episode_scores.append(t.score)
+        out[diag] = DiagnosticSummary(
+            points=totals.points,
+            weight=totals.weight,
+            items=totals.items,
+            score=totals.score,
+            mean_episode_score=sum(episode_scores) / len(episode_scores) if episode_scores else None,
+            n_episodes=len(episode_scores),
+        )
+    return out
+
+
+def summarize_usage(records: Sequence[EpisodeRecord]) -> tuple[dict[str, Usage], float | None, int]:
+    """Usage by role summed over every record's trace (skipped episodes included: their tokens
+    were spent), the total cost (None when any role's cost is unknown) and total tokens."""
+    by_role: dict[str, Usage] = {}
+    for r in records:
+        for role, usage in r.usage.items():
+            by_role[role] = by_role[role] + usage if role in by_role else usage.model_copy()
+    costs = [u.cost_usd for u in by_role.values()]
+    cost: float | None = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
+    tokens = sum(u.input_tokens + u.output_tokens for u in by_role.values())
+    return by_role, cost, tokens
+
+
+def group_by_candidate(records: Sequence[EpisodeRecord]) -> dict[str, list[EpisodeRecord]]:
+    """Records grouped by candidate, in first-seen order."""
+    out: dict[str, list[EpisodeRecord]] = {}
+    for r in records:
+        out.setdefault(r.candidate, []).append(r)
+    return out
+
+
+def sort_key(summary: CandidateSummary) -> tuple[int, float, str]:
+    """Leaderboard order: candidates with a defined overall first, by overall descending."""
+    est = summary.overall.estimate
+    return (0 if est is not None else 1, -(est or 0.0), summary.candidate)
+
