@@ -102,7 +102,9 @@ class ToolEvent(BaseModel):
     double_encoded: bool = False
     known_tool: bool = True
     queue_position: int | None = None  # j: prior calls to this tool (0-based)
-    outcome: Literal["authored", "mismatch", "default", "unknown_tool", "parse_error"]
+    outcome: Literal["authored", "mismatch", "default", "unknown_tool", "parse_error",
+                     "limit_reached", "after_call_ended"]
+    executed: bool = True  # False: not sent to the backend (tool-call limit reached, or the call had ended)
     matcher_results: list[MatcherOutcome] = Field(default_factory=list)
     result: Any = None
     call_ending: bool = False
@@ -161,6 +163,7 @@ class Trace(BaseModel):
     messages: list[TraceMessage] = Field(default_factory=list)
     caller_turns: list[CallerTurn] = Field(default_factory=list)
     tool_events: list[ToolEvent] = Field(default_factory=list)
+    unreached_channel_events: list[ChannelEvent] = Field(default_factory=list)  # authored, turn never came
     end_reason: EndReason
     skip_reason: str | None = None
     reruns: int = 0  # conversations restarted after caller validation failures
