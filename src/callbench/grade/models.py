@@ -13,11 +13,12 @@ no item applies; overall = mean of the defined pillars (None when neither is def
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Diagnostic, Pillar
+from callbench.models.base import Usage
 from callbench.trace import RoleInfo
 
 
@@ -33,7 +34,11 @@ LABEL_VALUE: dict[Label, float] = {Label.MET: 1.0, Label.PARTIAL: 0.5, Label.NOT
 
 
 class GradedItem(BaseModel):
-    """One scored item: an action check, a judged criterion or a conversation rating."""
+    """One scored item: an action check, a judged criterion or a conversation rating.
+
+    A rating carries ``rating`` and no label, except when it is not applicable
+    (``label=not_applicable``) or unusable (``label=judge_error``); both leave ``r`` None.
+    """
 
     id: str
     source: Literal["action_check", "task_criterion", "conversation_criterion", "rating"]
@@ -86,6 +91,8 @@ class EpisodeGrade(BaseModel):
     cutoff: float = 70.0
     diagnostics: dict[Diagnostic, PointTotals] = Field(default_factory=dict)
     judge_errors: int = 0
+    usage: dict[str, Usage] = Field(default_factory=dict)  # judge usage by role
+    judge_attempts: dict[str, int] = Field(default_factory=dict)  # requests made, by role
 
 
 class GradeSetManifest(BaseModel):
@@ -100,3 +107,8 @@ class GradeSetManifest(BaseModel):
     episodes: int = 0
     skipped: int = 0
     judge_errors: int = 0
+    run_id: str = ""
+    bundle_hash: str = ""
+    prompt_version: str = ""  # judge prompt version (grade/prompts.py PROMPT_VERSION)
+    rubric: dict[str, Any] = Field(default_factory=dict)  # the rating rubric used (grade/rubric.py)
+    finished: str | None = None  # set when every trace of the run was graded into this set

@@ -1,0 +1,66 @@
+"""Action checks over a trace (paper: "An expected action names a tool and pins its arguments, call
+counts, and ordering with typed matchers"; DESIGN.md "Who sees what": the action checker sees the
+trace's tool events and the expected actions, nothing else).
+
+The semantics live in :func:`callbench.bundle.checks.evaluate_checks`, shared with the bundle
+validator's reference-path replay; this module only turns tool events into call records and check
+results into graded items.
+"""
+
+from __future__ import annotations
+
+from callbench.bundle.checks import CallRecord, evaluate_checks
+from callbench.bundle.models import Pillar, Scenario
+from callbench.grade.models import LABEL_VALUE, GradedItem, Label
+from callbench.trace import Trace
+
+
+class GradeError(Exception):
+    """Grading cannot proceed (bad run folder, bundle mismatch, broken scenario); the message says
+    where and what."""
+
+
+def call_records(trace: Trace) -> list[CallRecord]:
+    """Every tool event of ``trace`` as a :class:`CallRecord` in call order: event index, tool name
+    as the candidate sent it, parsed arguments (None when they did not parse)."""
+    return [
+        CallRecord(index=e.index, name=e.name, arguments=e.arguments)
+        for e in sorted(trace.tool_events, key=lambda e: e.index)
+    ]
+
+
+def grade_action_checks(trace: Trace, scenario: Scenario) -> list[GradedItem]:
+    """One task-pillar item per action check of ``scenario``, in scenario order.
+
+    Label met / not_met (r 1 / 0), weight = the check's importance, diagnostic = the check's
+    diagnostic, ``cited_events`` = the tool-event indices the check counted (or, when none
+    counted, the calls of the tool with other arguments), ``cited_messages`` = the assistant
+    messages that made those calls. Raises :class:`GradeError` when the scenario's checks cannot
+    be evaluated (an ``after`` cycle or an unresolvable reference).
+    """
+    try:
+        results = evaluate_checks(scenario, call_records(trace))
+    except ValueError as e:
+        raise GradeError(f"scenario {scenario.id!r}: action checks cannot be evaluated: {e}") from None
+    by_event = {e.index: e for e in trace.tool_events}
+    checks = {c.id: c for c in scenario.action_checks}
+    items = []
+    for res in results:
+        check = checks[res.id]
+        label = Label.MET if res.met else Label.NOT_MET
+        cited_msgs = sorted({by_event[i].message_index for i in res.cited_events if i in by_event})
+        items.append(
+            GradedItem(
+                id=res.id,
+                source="action_check",
+                pillar=Pillar.TASK,
+                diagnostic=check.diagnostic,
+                weight=check.importance,
+                label=label,
+                r=LABEL_VALUE[label],
+                reason=res.reason,
+                cited_events=sorted(res.cited_events),
+                cited_messages=cited_msgs,
+            )
+        )
+    return items

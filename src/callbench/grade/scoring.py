@@ -1,0 +1,101 @@
+"""Scores of one episode from its graded items: exactly the paper's equations.
+
+Paper (scoring section) and DESIGN.md "Scores": every applicable item i has a weight
+w_i in {1, 2, 3}; a label maps to r_i = 0 / 0.5 / 1 (not met / partial / met) and a rating
+g_i in 1..5 to r_i = (g_i - 1) / 4; not-applicable items (and, here, judge errors) enter neither
+sum. For a pillar P:
+
+    S_P = 100 * sum_{i in P} w_i r_i / sum_{i in P} w_i          (undefined when P has no item)
+
+overall = mean of the defined pillars (paper Eq. 1 averages the two; an undefined pillar is left
+out rather than counted as 0); passed = overall >= cutoff (provisional 70). The ten diagnostics
+break the same points down: each item adds w_i r_i and w_i to exactly one diagnostic.
+"""
+
+from __future__ import annotations
+
+from callbench.bundle.models import Diagnostic, Pillar
+from callbench.grade.models import LABEL_VALUE, EpisodeGrade, GradedItem, Label, PointTotals
+from callbench.trace import Trace
+
+DEFAULT_CUTOFF = 70.0
+
+
+def item_value(item: GradedItem) -> float | None:
+    """r of an item: (g - 1) / 4 for a rating, 0 / 0.5 / 1 for a label, None when the item is not
+    applicable or a judge error (it then enters neither sum)."""
+    if item.label in (Label.NOT_APPLICABLE, Label.JUDGE_ERROR):
+        return None
+    if item.source == "rating":
+        if item.rating is None:
+            return None
+        return (item.rating - 1) / 4
+    if item.label is None:
+        return None
+    return LABEL_VALUE[item.label]
+
+
+def totals(items: list[GradedItem]) -> PointTotals:
+    """points = sum(w r), weight = sum(w), items = count, over the applicable items given."""
+    t = PointTotals()
+    for it in items:
+        r = item_value(it)
+        if r is None:
+            continue
+        t.points += it.weight * r
+        t.weight += it.weight
+        t.items += 1
+    return t
+
+
+def score_items(items: list[GradedItem]) -> tuple[PointTotals, PointTotals, dict[Diagnostic, PointTotals]]:
+    """Task totals, conversation totals and the ten diagnostics' totals (every diagnostic present,
+    empty ones with weight 0 and score None)."""
+    task = totals([i for i in items if i.pillar == Pillar.TASK])
+    conv = totals([i for i in items if i.pillar == Pillar.CONVERSATION])
+    diags = {d: totals([i for i in items if i.diagnostic == d]) for d in Diagnostic}
+    return task, conv, diags
+
+
+def overall_score(task: float | None, conversation: float | None) -> float | None:
+    """Mean of the defined pillar scores; None when neither is defined."""
+    defined = [s for s in (task, conversation) if s is not None]
+    return sum(defined) / len(defined) if defined else None
+
+
+def episode_grade(
+    trace: Trace, items: list[GradedItem], *, grade_set_id: str, cutoff: float = DEFAULT_CUTOFF
+) -> EpisodeGrade:
+    """The :class:`EpisodeGrade` of a graded trace; a skipped trace gets ``skipped=True`` and no
+    items or scores (skipped episodes are excluded from means, never scored 0)."""
+    base = dict(
+        episode_id=trace.episode_id,
+        grade_set_id=grade_set_id,
+        trace_sha256=trace.sha256(),
+        agent_id=trace.agent_id,
+        scenario_id=trace.scenario_id,
+        language=trace.language,
+        difficulty=trace.difficulty,
+        repeat=trace.repeat,
+        candidate=trace.candidate.spec,
+        end_reason=str(trace.end_reason),
+        cutoff=cutoff,
+    )
+    if trace.skipped:
+        return EpisodeGrade(**base, skipped=True, skip_reason=trace.skip_reason or "skipped")
+    for it in items:
+        it.r = item_value(it)
+    task, conv, diags = score_items(items)
+    overall = overall_score(task.score, conv.score)
+    return EpisodeGrade(
+        **base,
+        items=items,
+        task=task,
+        conversation=conv,
+        task_score=task.score,
+        conversation_score=conv.score,
+        overall=overall,
+        passed=None if overall is None else overall >= cutoff,
+        diagnostics=diags,
+        judge_errors=sum(1 for i in items if i.label == Label.JUDGE_ERROR),
+    )
