@@ -1,0 +1,181 @@
+"""Build the typed :class:`Report` (what the terminal, HTML, JSON and CSV outputs show) from
+loaded runs: fairness checks, per-candidate summaries, paired comparisons and skipped episodes.
+
+Seeds: every interval's generator derives from ``seed`` (default: the smallest run seed among the
+runs, so the order of RUN_DIR arguments does not matter) plus stable labels
+(:func:`callbench.stats.bootstrap.derive_rng`).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from pydantic import BaseModel, Field
+
+from callbench import __version__
+from callbench.report.fairness import FairnessFlag, check_fairness, describe_role, smoke_test_roles
+from callbench.report.load import RunData
+from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, derive_rng
+from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
+from callbench.stats.summary import (
+    CandidateSummary,
+    EpisodeRecord,
+    group_by_candidate,
+    sort_key,
+    summarize_candidate,
+)
+
+
+class RunInfo(BaseModel):
+    """What produced one run and which grade set the report used."""
+
+    run_id: str
+    run_dir: str
+    bundle_name: str
+    bundle_version: str
+    bundle_hash: str
+    callbench_version: str
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    official: bool = False
+    started: str
+    ended: str | None = None
+    seed: int
+    repeats: int
+    planned: int = 0
+    completed: int = 0
+    skipped: int = 0
+    candidates: list[str] = Field(default_factory=list)
+    caller: str
+    task_judge: str
+    conversation_judge: str
+    grade_set_id: str
+    grade_set_created: str
+    cutoff: float
+
+
+class SkippedEpisode(BaseModel):
+    run_id: str
+    episode_id: str
+    candidate: str
+    agent_id: str
+    scenario_id: str
+    repeat: int
+    reason: str
+
+
+class ReportSettings(BaseModel):
+    seed: int
+    n_samples: int = DEFAULT_SAMPLES
+    confidence: float = DEFAULT_CONFIDENCE
+    tie_tolerance: float = TIE_TOLERANCE
+
+
+class Report(BaseModel):
+    """The whole report; ``--json`` writes exactly this model."""
+
+    callbench_version: str = __version__
+    runs: list[RunInfo]
+    settings: ReportSettings
+    fairness_flags: list[FairnessFlag] = Field(default_factory=list)
+    smoke_test_roles: list[str] = Field(default_factory=list)
+    candidates: list[CandidateSummary] = Field(default_factory=list)  # leaderboard order
+    paired: list[PairedComparison] = Field(default_factory=list)
+    skipped: list[SkippedEpisode] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def run_info(run: RunData) -> RunInfo:
+    m, g = run.manifest, run.grade_set
+    return RunInfo(
+        run_id=m.run_id,
+        run_dir=str(run.run_dir),
+        bundle_name=m.bundle_name,
+        bundle_version=m.bundle_version,
+        bundle_hash=m.bundle_hash,
+        callbench_version=m.callbench_version,
+        git_commit=m.git_commit,
+        git_dirty=m.git_dirty,
+        official=m.official,
+        started=m.started,
+        ended=m.ended,
+        seed=m.seed,
+        repeats=m.repeats,
+        planned=len(m.planned),
+        completed=m.completed,
+        skipped=m.skipped,
+        candidates=[describe_role(c) for c in m.candidates],
+        caller=describe_role(m.caller),
+        task_judge=describe_role(g.task_judge),
+        conversation_judge=describe_role(g.conversation_judge),
+        grade_set_id=g.grade_set_id,
+        grade_set_created=g.created,
+        cutoff=g.cutoff,
+    )
+
+
+def all_records(runs: list[RunData]) -> list[EpisodeRecord]:
+    return [r for run in runs for r in run.records]
+
+
+def build_report(
+    runs: list[RunData],
+    *,
+    seed: int | None = None,
+    n_samples: int = DEFAULT_SAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> Report:
+    """Summarise ``runs`` (at least one). Raises
+    :class:`~callbench.report.fairness.UnfairComparisonError` for different bundle hashes and
+    ``ValueError`` for no runs or bad bootstrap settings."""
+    if not runs:
+        raise ValueError("no runs to report")
+    if n_samples < 1:
+        raise ValueError(f"bootstrap samples must be >= 1, got {n_samples}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    flags = check_fairness(runs)
+    seed = min(r.manifest.seed for r in runs) if seed is None else seed
+    records = all_records(runs)
+    summaries = [
+        summarize_candidate(cand, recs, seed=seed, n_samples=n_samples, confidence=confidence)
+        for cand, recs in group_by_candidate(records).items()
+    ]
+    summaries.sort(key=sort_key)
+    by_cand = group_by_candidate(records)
+    paired = []
+    for a, b in combinations([s.candidate for s in summaries], 2):
+        paired.append(
+            paired_comparison(
+                a,
+                [(r.agent_id, r.scenario_id, r.value("overall")) for r in by_cand[a]],
+                b,
+                [(r.agent_id, r.scenario_id, r.value("overall")) for r in by_cand[b]],
+                derive_rng(seed, "paired", a, b, "overall"),
+                n_samples=n_samples,
+                confidence=confidence,
+            )
+        )
+    skipped = [
+        SkippedEpisode(
+            run_id=r.run_id,
+            episode_id=r.episode_id,
+            candidate=r.candidate,
+            agent_id=r.agent_id,
+            scenario_id=r.scenario_id,
+            repeat=r.repeat,
+            reason=r.skip_reason or "unspecified",
+        )
+        for r in records
+        if r.status == "skipped"
+    ]
+    return Report(
+        runs=[run_info(r) for r in runs],
+        settings=ReportSettings(seed=seed, n_samples=n_samples, confidence=confidence),
+        fairness_flags=flags,
+        smoke_test_roles=smoke_test_roles(runs),
+        candidates=summaries,
+        paired=paired,
+        skipped=skipped,
+        warnings=[w for r in runs for w in r.warnings],
+    )

@@ -1,0 +1,152 @@
+"""When may runs be compared? (paper: "Fair comparisons therefore run every candidate against the
+same caller model, prompt, and settings"; issue #7: refuse different bundle hashes, flag caller or
+judge model, prompt or settings differences.)
+
+- Different bundle hashes: :class:`UnfairComparisonError` (the CLI exits 2). Scores on different
+  scenarios, fixtures or criteria are not comparable at all.
+- Caller spec/settings that differ between run manifests or between traces; caller system
+  prompts that differ for the same scenario; task or conversation judge spec/settings that differ
+  between the chosen grade sets; grade sets from different code versions (judge prompts live in
+  code); different cutoffs or loop settings: a :class:`FairnessFlag` each, shown prominently.
+- Any role that ran on the embedded smoke-test model is listed by :func:`smoke_test_roles`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from pydantic import BaseModel
+
+from callbench.report.load import RunData
+from callbench.trace import RoleInfo
+
+
+class UnfairComparisonError(Exception):
+    """Runs that must not be combined (different bundle hashes)."""
+
+
+class FairnessFlag(BaseModel):
+    """One difference between runs that makes their comparison unfair or doubtful."""
+
+    kind: (
+        str  # caller | caller_prompt | task_judge | conversation_judge | judge_code | cutoff | loop_settings
+    )
+    message: str
+
+
+def role_key(role: RoleInfo) -> str:
+    """Identity of a role for fairness: spec and settings (the timeout does not change outputs)."""
+    return json.dumps(
+        {"spec": role.spec, "settings": role.settings.model_dump(mode="json", exclude={"timeout_s"})},
+        sort_keys=True,
+    )
+
+
+def describe_role(role: RoleInfo) -> str:
+    """``spec`` plus non-default settings, header values hidden (they may hold credentials)."""
+    settings: dict[str, Any] = role.settings.model_dump(mode="json", exclude_defaults=True)
+    if "extra_headers" in settings:
+        settings["extra_headers"] = sorted(settings["extra_headers"])
+    extra = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))
+    smoke = " [embedded smoke-test model]" if role.embedded_smoke_test_model else ""
+    return f"{role.spec}{' (' + extra + ')' if extra else ''}{smoke}"
+
+
+def check_bundles(runs: list[RunData]) -> None:
+    """Raise :class:`UnfairComparisonError` when the runs' bundle hashes differ."""
+    hashes = {r.manifest.bundle_hash for r in runs}
+    if len(hashes) > 1:
+        lines = "; ".join(f"{r.run_dir}: {r.manifest.bundle_hash[:16]}" for r in runs)
+        raise UnfairComparisonError(
+            f"refusing to combine runs of different bundles (bundle hashes differ: {lines}); "
+            "report them separately"
+        )
+
+
+def _differs(kind: str, what: str, by_source: dict[str, set[str]]) -> FairnessFlag | None:
+    values = {v for vs in by_source.values() for v in vs}
+    if len(values) <= 1:
+        return None
+    detail = "; ".join(f"{src}: {' | '.join(sorted(vs))}" for src, vs in by_source.items())
+    return FairnessFlag(kind=kind, message=f"{what} differs: {detail}")
+
+
+def check_fairness(runs: list[RunData]) -> list[FairnessFlag]:
+    """Check bundles (raises :class:`UnfairComparisonError`) and return every flagged difference
+    between the runs' callers, caller prompts, judges, judge code, cutoffs and loop settings."""
+    check_bundles(runs)
+    flags: list[FairnessFlag] = []
+
+    callers: dict[str, set[str]] = defaultdict(set)
+    caller_keys: set[str] = set()
+    for run in runs:
+        roles = [run.manifest.caller, *(t.caller for t in run.traces.values())]
+        for role in roles:
+            caller_keys.add(role_key(role))
+            callers[run.manifest.run_id].add(describe_role(role))
+    if len(caller_keys) > 1:
+        flag = _differs("caller", "caller model or settings", callers)
+        flags.append(flag or FairnessFlag(kind="caller", message="caller settings differ between runs"))
+
+    prompts: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for run in runs:
+        for t in run.traces.values():
+            prompts[(t.agent_id, t.scenario_id)].add(t.caller_view.system_prompt)
+    differing = sorted(k for k, v in prompts.items() if len(v) > 1)
+    if differing:
+        examples = ", ".join(f"{a}/{s}" for a, s in differing[:3])
+        flags.append(
+            FairnessFlag(
+                kind="caller_prompt",
+                message=f"caller prompt differs for the same scenario in {len(differing)} scenario(s), "
+                f"e.g. {examples}",
+            )
+        )
+
+    for kind, label in (("task_judge", "task judge"), ("conversation_judge", "conversation judge")):
+        keys = {role_key(getattr(r.grade_set, kind)) for r in runs}
+        if len(keys) > 1:
+            by_run = {r.manifest.run_id: {describe_role(getattr(r.grade_set, kind))} for r in runs}
+            flags.append(
+                _differs(kind, f"{label} model or settings", by_run)
+                or FairnessFlag(kind=kind, message=f"{label} settings differ between runs")
+            )
+
+    code = {r.manifest.run_id: {r.grade_set.code_version or "unknown"} for r in runs}
+    flag = _differs("judge_code", "grading code version (judge prompts may differ)", code)
+    if flag:
+        flags.append(flag)
+    cutoffs = {r.manifest.run_id: {f"{r.grade_set.cutoff:g}"} for r in runs}
+    flag = _differs("cutoff", "pass cutoff", cutoffs)
+    if flag:
+        flags.append(flag)
+    loops = {r.manifest.run_id: {json.dumps(r.manifest.loop_settings, sort_keys=True)} for r in runs}
+    flag = _differs("loop_settings", "episode loop settings", loops)
+    if flag:
+        flags.append(flag)
+    return flags
+
+
+def smoke_test_roles(runs: list[RunData]) -> list[str]:
+    """Every role (with its run) that ran on the embedded smoke-test model, e.g.
+    ``"caller (run r1)"``; empty when none did."""
+    found: set[str] = set()
+    for run in runs:
+        rid = run.manifest.run_id
+        m = run.manifest
+        named: list[tuple[str, RoleInfo]] = [
+            ("caller", m.caller),
+            ("task judge (run manifest)", m.task_judge),
+            ("conversation judge (run manifest)", m.conversation_judge),
+            ("task judge", run.grade_set.task_judge),
+            ("conversation judge", run.grade_set.conversation_judge),
+            *((f"candidate {c.spec}", c) for c in m.candidates),
+            *((f"candidate {t.candidate.spec}", t.candidate) for t in run.traces.values()),
+            *(("caller", t.caller) for t in run.traces.values()),
+        ]
+        for name, role in named:
+            if role.embedded_smoke_test_model:
+                found.add(f"{name} (run {rid})")
+    return sorted(found)

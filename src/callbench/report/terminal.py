@@ -1,0 +1,222 @@
+"""Terminal report (rich tables): smoke-test banner, fairness flags, runs, leaderboard with
+intervals, pillars, pass rate, paired comparisons, language x difficulty, diagnostics, skipped
+episodes with reasons, cost and tokens. Every dynamic string is markup-escaped."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
+from callbench.report.build import Report
+from callbench.stats.bootstrap import BootstrapResult
+
+MAX_SKIPPED_ROWS = 20
+
+SMOKE_TEST_TEXT = (
+    "SMOKE TEST: some roles ran on the embedded smoke-test model, a small local model that shows the "
+    "harness works end to end. Its scores say nothing about how good any phone agent is."
+)
+
+
+def fmt(x: float | None, digits: int = 1) -> str:
+    """A number with ``digits`` decimals, or an em dash for undefined."""
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def fmt_ci(r: BootstrapResult) -> str:
+    """``estimate [low, high]``, or an em dash when undefined."""
+    if r.estimate is None:
+        return "—"
+    return f"{r.estimate:.1f} [{fmt(r.low)}, {fmt(r.high)}]"
+
+
+def fmt_cost(cost: float | None) -> str:
+    return "unknown" if cost is None else f"${cost:.4f}"
+
+
+def render_terminal(report: Report, console: Console) -> None:
+    """Print the whole report to ``console``."""
+    if report.smoke_test_roles:
+        roles = ", ".join(report.smoke_test_roles)
+        console.print(Panel(escape(f"{SMOKE_TEST_TEXT}\nRoles: {roles}"), style="bold yellow"))
+    if report.fairness_flags:
+        body = "\n".join(f"- {escape(f.message)}" for f in report.fairness_flags)
+        console.print(
+            Panel(
+                "These runs did not use the same caller/judges/settings; comparisons across them are "
+                f"not fair:\n{body}",
+                title="UNFAIR COMPARISON",
+                style="bold red",
+            )
+        )
+    _runs(report, console)
+    _leaderboard(report, console)
+    _paired(report, console)
+    _language_difficulty(report, console)
+    _diagnostics(report, console)
+    _skipped(report, console)
+    _cost(report, console)
+    for w in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+
+
+def _runs(report: Report, console: Console) -> None:
+    t = Table(title="Runs", title_justify="left")
+    for col in ("run", "bundle", "official", "caller", "task judge", "conversation judge", "grade set"):
+        t.add_column(col)
+    for r in report.runs:
+        dirty = "dirty tree" if r.git_dirty else "clean" if r.git_dirty is False else "git unknown"
+        t.add_row(
+            escape(r.run_id),
+            escape(f"{r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]})"),
+            f"{'yes' if r.official else 'no'} ({dirty})",
+            escape(r.caller),
+            escape(r.task_judge),
+            escape(r.conversation_judge),
+            escape(r.grade_set_id),
+        )
+    console.print(t)
+
+
+def _leaderboard(report: Report, console: Console) -> None:
+    conf = f"{100 * report.settings.confidence:g}%"
+    n = report.settings.n_samples
+    t = Table(
+        title=f"Leaderboard (mean [{conf} hierarchical bootstrap interval, {n} samples])",
+        title_justify="left",
+    )
+    for col in (
+        "#",
+        "candidate",
+        "overall",
+        "task",
+        "conversation",
+        "pass rate %",
+        "scored",
+        "skipped",
+        "judge errors",
+    ):
+        t.add_column(col, justify="right" if col not in ("candidate",) else "left")
+    for i, c in enumerate(report.candidates, 1):
+        not_graded = c.n_ungraded + c.n_not_run
+        t.add_row(
+            str(i),
+            escape(c.candidate),
+            fmt_ci(c.overall),
+            fmt_ci(c.task),
+            fmt_ci(c.conversation),
+            fmt_ci(c.pass_rate),
+            f"{c.n_scored}" + (f" (+{not_graded} not graded/run)" if not_graded else ""),
+            str(c.n_skipped),
+            str(c.judge_errors),
+        )
+    console.print(t)
+    cut = sorted({x for c in report.candidates for x in c.cutoffs})
+    if cut:
+        console.print(f"Pass = overall >= {', '.join(f'{x:g}' for x in cut)} (provisional cutoff).")
+
+
+def _paired(report: Report, console: Console) -> None:
+    if not report.paired:
+        return
+    t = Table(title="Paired comparisons (a - b on scenarios both completed)", title_justify="left")
+    for col in ("a", "b", "scenarios", "difference [interval]", "wins", "losses", "ties"):
+        t.add_column(col)
+    for p in report.paired:
+        diff = "—" if p.mean_difference is None else f"{p.mean_difference:+.1f} [{fmt(p.low)}, {fmt(p.high)}]"
+        if p.excludes_zero:
+            diff += " *"
+        t.add_row(
+            escape(p.candidate_a),
+            escape(p.candidate_b),
+            str(p.n_scenarios),
+            diff,
+            str(p.wins),
+            str(p.losses),
+            str(p.ties),
+        )
+    console.print(t)
+    console.print("* interval excludes zero")
+
+
+def _language_difficulty(report: Report, console: Console) -> None:
+    for c in report.candidates:
+        if not c.by_language:
+            continue
+        diffs = sorted(c.by_difficulty)
+        t = Table(
+            title=f"Overall by language x difficulty: {escape(c.candidate)} (mean, n)", title_justify="left"
+        )
+        t.add_column("language")
+        for d in [*diffs, "all"]:
+            t.add_column(escape(d or "?"), justify="right")
+        for lang, row in c.by_language.items():
+            cells = []
+            for d in diffs:
+                r = c.by_language_difficulty.get(lang, {}).get(d)
+                cells.append("" if r is None else f"{fmt(r.estimate)} ({r.n_episodes})")
+            cells.append(f"{fmt(row.estimate)} ({row.n_episodes})")
+            t.add_row(escape(lang or "?"), *cells)
+        t.add_row(
+            "all",
+            *[f"{fmt(c.by_difficulty[d].estimate)} ({c.by_difficulty[d].n_episodes})" for d in diffs],
+            f"{fmt(c.overall.estimate)} ({c.overall.n_episodes})",
+        )
+        console.print(t)
+
+
+def _diagnostics(report: Report, console: Console) -> None:
+    if not report.candidates:
+        return
+    t = Table(
+        title="Diagnostics (score from summed points; mean of episodes in brackets)", title_justify="left"
+    )
+    t.add_column("diagnostic")
+    for c in report.candidates:
+        t.add_column(escape(c.candidate), justify="right")
+    for d in Diagnostic:
+        cells = []
+        for c in report.candidates:
+            s = c.diagnostics.get(d)
+            cells.append(
+                "—" if s is None or s.score is None else f"{s.score:.1f} ({fmt(s.mean_episode_score)})"
+            )
+        t.add_row(DIAGNOSTIC_LABELS[d], *cells)
+    console.print(t)
+
+
+def _skipped(report: Report, console: Console) -> None:
+    if not report.skipped:
+        return
+    t = Table(title=f"Skipped episodes ({len(report.skipped)}; excluded from scores)", title_justify="left")
+    for col in ("candidate", "episode", "reason"):
+        t.add_column(col)
+    for s in report.skipped[:MAX_SKIPPED_ROWS]:
+        t.add_row(escape(s.candidate), escape(f"{s.agent_id}/{s.scenario_id} #{s.repeat}"), escape(s.reason))
+    console.print(t)
+    if len(report.skipped) > MAX_SKIPPED_ROWS:
+        console.print(
+            f"... and {len(report.skipped) - MAX_SKIPPED_ROWS} more (all in the HTML and JSON reports)"
+        )
+
+
+def _cost(report: Report, console: Console) -> None:
+    t = Table(title="Cost and tokens (from traces)", title_justify="left")
+    for col in ("candidate", "role", "calls", "input tokens", "output tokens", "cached input", "cost"):
+        t.add_column(col, justify="left" if col in ("candidate", "role") else "right")
+    for c in report.candidates:
+        for role, u in sorted(c.usage.items()):
+            t.add_row(
+                escape(c.candidate),
+                escape(role),
+                str(u.calls),
+                str(u.input_tokens),
+                str(u.output_tokens),
+                str(u.cached_input_tokens),
+                fmt_cost(u.cost_usd),
+            )
+        t.add_row(escape(c.candidate), "[b]total[/b]", "", "", "", f"{c.tokens} tokens", fmt_cost(c.cost_usd))
+    console.print(t)
