@@ -7,11 +7,15 @@ a tool message answers one call by ``tool_call_id``). Adapters translate to each
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Role = Literal["candidate", "caller", "task_judge", "conversation_judge"]
+
+SECRET_HEADER_RE = re.compile(r"auth|api[-_]?key|token|secret|cookie|password", re.IGNORECASE)
+ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*")
 
 
 class ToolCall(BaseModel):
@@ -56,10 +60,26 @@ class ModelSettings(BaseModel):
     timeout_s: float = 120.0
     n_ctx: int | None = None  # local model only: context size in tokens (None: sized to the prompt)
 
+    @field_validator("extra_headers")
+    @classmethod
+    def _no_secret_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        """A header whose name looks like a credential (authorization, api-key, token, secret,
+        cookie) must take its value from the environment as ``env:VAR_NAME``, so settings (which
+        are saved in manifests and traces) never hold a secret."""
+        for name, value in headers.items():
+            if SECRET_HEADER_RE.search(name) and not ENV_REF_RE.fullmatch(value):
+                raise ValueError(
+                    f"extra_headers[{name!r}] looks like a credential; give it as 'env:VAR_NAME' "
+                    "and put the secret in that environment variable"
+                )
+        return headers
+
 
 class RequestContext(BaseModel):
-    """Where a request comes from. Not sent to providers and not part of the cache key; scripted
-    models use it to find their script (e.g. the scenario's reference path)."""
+    """Where a request comes from. Not sent to providers; scripted models use it to find their
+    script (e.g. the scenario's reference path). The response cache uses only ``episode_id`` and
+    ``attempt``, to give each episode and attempt its own sample slot (``models/cache.py``), so
+    keep them stable across reruns of the same run."""
 
     role: Role
     episode_id: str = ""
@@ -81,11 +101,16 @@ class ModelRequest(BaseModel):
 
 
 class Usage(BaseModel):
-    """Token usage of one call (or a sum). ``cost_usd`` is None when the price is unknown."""
+    """Token usage of one call (or a sum). ``cost_usd`` is None when the price is unknown.
+
+    ``input_tokens`` counts every prompt token, including ``cached_input_tokens`` (read from a
+    provider's prompt cache, or reused from the local model's KV cache) and
+    ``cache_write_input_tokens`` (written to Anthropic's prompt cache, billed at a premium)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
+    cache_write_input_tokens: int = 0
     calls: int = 0
     latency_s: float = 0.0
     tokens_per_second: float | None = None
@@ -97,6 +122,7 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_write_input_tokens=self.cache_write_input_tokens + other.cache_write_input_tokens,
             calls=self.calls + other.calls,
             latency_s=self.latency_s + other.latency_s,
             tokens_per_second=other.tokens_per_second or self.tokens_per_second,
@@ -119,15 +145,29 @@ class InfrastructureError(Exception):
     """A provider or transport failure (rate limit, 5xx, timeout, auth). Retried by adapters;
     when retries run out the episode is skipped with this reason, never charged to the candidate."""
 
-    def __init__(self, message: str, *, retryable: bool = True, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
+        self.retry_after_s = retry_after_s  # the server's Retry-After, in seconds, when it sent one
 
 
 class ModelOutputError(Exception):
     """The model answered but the answer is unusable (e.g. output that violates its schema).
-    Recorded in the trace and graded for candidates; retried for callers and judges."""
+    Recorded in the trace and graded for candidates; retried for callers and judges.
+    ``raw`` holds the unusable output text (None when there was none); ``usage`` what it cost."""
+
+    def __init__(self, message: str, *, raw: str | None = None, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.usage = usage
 
 
 @runtime_checkable

@@ -1,0 +1,39 @@
+"""Checking JSON output produced for a ``response_schema`` request (callers and judges).
+
+A response to a request with ``response_schema`` carries the JSON text in ``content``. Output that
+does not parse, or does not validate against the schema (JSON Schema draft 2020-12, the
+``jsonschema`` library), is a :class:`ModelOutputError` carrying the raw text (issue #5 item 4),
+so the caller or judge can retry and the trace can record what came back.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+
+from callbench.models.base import ModelOutputError, Usage
+
+
+def check_json_output(text: str | None, schema: dict[str, Any], *, usage: Usage | None = None) -> Any:
+    """Parse ``text`` as JSON and validate it against ``schema``; return the parsed value.
+
+    Raises ModelOutputError (with ``raw`` and ``usage``) naming the JSON error position or the
+    failing field path.
+    """
+    if text is None or not text.strip():
+        raise ModelOutputError("expected JSON output, got no text", raw=text, usage=usage)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelOutputError(f"output is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                               raw=text, usage=usage) from None
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    if errors:
+        first = errors[0]
+        where = "/".join(str(p) for p in first.absolute_path) or "(root)"
+        raise ModelOutputError(f"output does not match its schema at {where}: {first.message}",
+                               raw=text, usage=usage)
+    return value

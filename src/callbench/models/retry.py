@@ -1,0 +1,153 @@
+"""Retries with exponential backoff and jitter, and the classification of provider errors.
+
+Classification (issue #5 item 4): a failure of the provider or the transport is an
+:class:`InfrastructureError` (the episode is skipped with the reason, never charged to the
+candidate); an answer that is unusable is a :class:`ModelOutputError` (recorded and graded for
+candidates, retried by callers and judges). Rate limits (429), request timeouts (408), conflicts
+(409), server errors (5xx, Anthropic's 529 "overloaded"), transport timeouts and connection errors
+are retried; authentication (401/403) and other 4xx errors are infrastructure errors that are not
+retried, since repeating the same request cannot succeed.
+
+Backoff is "full jitter" (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015): the
+n-th retry waits ``uniform(0, min(max_delay, base * 2**n))`` seconds, and at least the server's
+``Retry-After`` (RFC 9110 section 10.2.3: delay-seconds or an HTTP-date; also ``retry-after-ms``,
+which the OpenAI and Anthropic APIs send).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
+
+import anthropic
+import openai
+from pydantic import BaseModel
+
+from callbench.models.base import InfrastructureError
+from callbench.models.secrets import Redactor
+
+T = TypeVar("T")
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+AUTH_STATUS = frozenset({401, 403})
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class RetryPolicy(BaseModel):
+    """How often and how long to retry. ``max_attempts`` counts the first try."""
+
+    max_attempts: int = 6
+    base_delay_s: float = 1.0
+    max_delay_s: float = 60.0
+    max_retry_after_s: float = 600.0
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or HTTP-date).
+
+    Returns None when absent or unparseable; negative values are clamped to 0.
+    """
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = lowered.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) / divisor
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            return max(0.0, value)
+    raw = lowered.get("retry-after")
+    if raw:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return None
+
+
+def backoff_delay(retry_index: int, policy: RetryPolicy, rng: random.Random,
+                  retry_after_s: float | None = None) -> float:
+    """Seconds to wait before retry number ``retry_index`` (0-based): full jitter, and never less
+    than ``retry_after_s`` when the server sent one."""
+    cap = min(policy.max_delay_s, policy.base_delay_s * (2.0 ** retry_index))
+    delay = rng.uniform(0.0, cap)
+    if retry_after_s is not None:
+        delay = max(delay, retry_after_s)
+    return delay
+
+
+def _status_message(exc: openai.APIStatusError | anthropic.APIStatusError) -> str:
+    message = getattr(exc, "message", None) or str(exc)
+    return f"HTTP {exc.status_code}: {message}"
+
+
+def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor) -> InfrastructureError | None:
+    """Map an SDK or transport exception to an :class:`InfrastructureError`, or None when ``exc``
+    is not a provider failure (a programming error, which should propagate).
+
+    The message names the provider and never contains a registered secret.
+    """
+    timeouts = (openai.APITimeoutError, anthropic.APITimeoutError, asyncio.TimeoutError, TimeoutError)
+    connections = (openai.APIConnectionError, anthropic.APIConnectionError, ConnectionError)
+    statuses = (openai.APIStatusError, anthropic.APIStatusError)
+    if isinstance(exc, timeouts):
+        return InfrastructureError(f"{provider}: request timed out", retryable=True)
+    if isinstance(exc, connections):
+        return InfrastructureError(redactor.clean(f"{provider}: connection error: {exc}"), retryable=True)
+    if isinstance(exc, statuses):
+        status = exc.status_code
+        retry_after = parse_retry_after(dict(exc.response.headers))
+        text = redactor.clean(f"{provider}: {_status_message(exc)}")
+        if status in AUTH_STATUS:
+            key_var = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
+            return InfrastructureError(f"{text} (authentication failed: check {key_var})",
+                                       retryable=False, status=status)
+        retryable = status in RETRYABLE_STATUS or status >= 500
+        return InfrastructureError(text, retryable=retryable, status=status, retry_after_s=retry_after)
+    return None
+
+
+async def call_with_retries(
+    fn: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy,
+    rng: random.Random,
+    sleep: Sleep = asyncio.sleep,
+    what: str = "request",
+) -> T:
+    """Await ``fn()``, retrying retryable :class:`InfrastructureError` s with backoff.
+
+    Raises the last error unchanged when it is not retryable, or a non-retryable
+    InfrastructureError saying how many attempts were made once ``policy.max_attempts`` run out
+    (or the server asks to wait longer than ``policy.max_retry_after_s``).
+    Other exceptions (including ModelOutputError) propagate at once.
+    """
+    attempts = max(1, policy.max_attempts)
+    for index in range(attempts):
+        try:
+            return await fn()
+        except InfrastructureError as err:
+            if not err.retryable:
+                raise
+            if err.retry_after_s is not None and err.retry_after_s > policy.max_retry_after_s:
+                raise InfrastructureError(
+                    f"{err} (server asked to retry after {err.retry_after_s:.0f}s, over the "
+                    f"{policy.max_retry_after_s:.0f}s limit)", retryable=False, status=err.status) from None
+            if index == attempts - 1:
+                raise InfrastructureError(f"{what} failed after {attempts} attempts: {err}",
+                                          retryable=False, status=err.status) from None
+            await sleep(backoff_delay(index, policy, rng, err.retry_after_s))
+    raise AssertionError("unreachable")  # pragma: no cover

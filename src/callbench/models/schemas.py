@@ -1,0 +1,145 @@
+"""Tool and output JSON Schemas cleaned of keywords a provider rejects or ignores.
+
+Bundle tool schemas are JSON Schema draft 2020-12 (DESIGN.md). Providers accept a subset:
+
+- Annotation keywords that carry no constraint are dropped everywhere: ``$schema``, ``$id``,
+  ``$comment``, ``examples``, ``example`` (OpenAPI), ``deprecated``, ``readOnly``, ``writeOnly``,
+  ``contentEncoding``, ``contentMediaType``. Providers reject some of them (OpenAI strict
+  structured outputs, Gemini through OpenAI-compatible endpoints) and none changes what is valid.
+- ``default`` is not a constraint and OpenAI's strict mode rejects it: it is folded into the
+  description ("Default: ...") so the model still sees it.
+- ``format`` values outside a provider's supported list (OpenAI structured outputs: date-time,
+  time, date, duration, email, hostname, ipv4, ipv6, uuid; Anthropic structured outputs adds uri)
+  are folded into the description instead of being sent.
+- The top level of a tool's parameters must be ``type: object`` with ``properties`` (OpenAI
+  rejects an object schema without properties; Anthropic requires ``input_schema.type == object``).
+
+Sources: platform.openai.com/docs/guides/structured-outputs ("Supported schemas") and
+docs.claude.com/en/docs/build-with-claude/structured-outputs ("JSON Schema limitations").
+Keywords are removed only in keyword positions: a *property* named ``default`` or ``examples``
+is kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+DROPPED_KEYWORDS = frozenset({
+    "$schema", "$id", "$comment", "examples", "example", "deprecated", "readOnly", "writeOnly",
+    "contentEncoding", "contentMediaType",
+})
+FORMATS: dict[str, frozenset[str]] = {
+    "openai": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
+    "anthropic": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4",
+                            "ipv6", "uuid"}),
+}
+# Keywords whose value is a schema, a list of schemas, or a name -> schema mapping.
+_SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+              "unevaluatedItems", "unevaluatedProperties")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+
+OPENAI_STRICT_KEYWORDS = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
+    "description", "title", "$ref", "$defs", "definitions", "pattern", "format", "minimum", "maximum",
+    "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems", "maxItems",
+})
+
+
+def _append_description(node: dict[str, Any], note: str) -> None:
+    text = node.get("description")
+    node["description"] = f"{text.rstrip()} {note}" if isinstance(text, str) and text.strip() else note
+
+
+def _clean_node(node: Any, provider: str) -> Any:
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in node.items():
+        if key in DROPPED_KEYWORDS:
+            continue
+        if key == "default":
+            notes.append(f"Default: {json.dumps(value, ensure_ascii=False)}.")
+            continue
+        if key == "format" and isinstance(value, str) and value not in FORMATS.get(provider, frozenset()):
+            notes.append(f"Format: {value}.")
+            continue
+        if key in _SUBSCHEMA:
+            out[key] = _clean_node(value, provider)
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_clean_node(v, provider) for v in value]
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _clean_node(v, provider) for name, v in value.items()}
+        else:
+            out[key] = copy.deepcopy(value)
+    for note in notes:
+        _append_description(out, note)
+    return out
+
+
+def clean_schema(schema: dict[str, Any], provider: str) -> dict[str, Any]:
+    """A copy of ``schema`` without the keywords ``provider`` (``openai`` or ``anthropic``) rejects.
+
+    The input is never modified. Raises ValueError when ``schema`` is not a JSON object.
+    """
+    if not isinstance(schema, dict):
+        raise ValueError(f"a JSON Schema must be an object, got {type(schema).__name__}")
+    cleaned = _clean_node(schema, provider)
+    assert isinstance(cleaned, dict)
+    return cleaned
+
+
+def clean_tool_parameters(parameters: dict[str, Any], provider: str, *, tool: str) -> dict[str, Any]:
+    """Clean a tool's parameter schema and make its top level ``{"type": "object", "properties": ...}``.
+
+    Raises ValueError naming ``tool`` when the top level declares a type other than object.
+    """
+    if not isinstance(parameters, dict):
+        raise ValueError(f"tool {tool!r}: parameters must be a JSON Schema object")
+    cleaned = clean_schema(parameters, provider)
+    declared = cleaned.get("type")
+    if declared is None:
+        cleaned = {"type": "object", **cleaned}
+    elif declared != "object":
+        raise ValueError(f"tool {tool!r}: parameters must have type 'object', got {declared!r}")
+    cleaned.setdefault("properties", {})
+    return cleaned
+
+
+def _walk(node: Any) -> list[dict[str, Any]]:
+    """Every schema object under ``node`` (including itself), in keyword positions only."""
+    if not isinstance(node, dict):
+        return []
+    found = [node]
+    for key, value in node.items():
+        if key in _SUBSCHEMA:
+            found += _walk(value)
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            for v in value:
+                found += _walk(v)
+        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+            for v in value.values():
+                found += _walk(v)
+    return found
+
+
+def is_openai_strict_compatible(schema: dict[str, Any]) -> bool:
+    """True when ``schema`` meets OpenAI strict structured outputs: only supported keywords, and
+    every object lists all its properties in ``required`` with ``additionalProperties: false``."""
+    if schema.get("type") != "object":
+        return False
+    for node in _walk(schema):
+        if set(node) - OPENAI_STRICT_KEYWORDS:
+            return False
+        types = node.get("type")
+        is_object = types == "object" or (isinstance(types, list) and "object" in types)
+        if is_object or "properties" in node:
+            props = node.get("properties", {})
+            if node.get("additionalProperties") is not False:
+                return False
+            if set(node.get("required", [])) != set(props):
+                return False
+    return True
