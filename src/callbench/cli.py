@@ -18,6 +18,45 @@ def version() -> None:
 
 
 @app.command()
+def grade(
+    run_dir: Path = typer.Argument(..., help="A run folder (holds manifest.json and traces/)."),
+    task_judge: str | None = typer.Option(None, "--task-judge", help="Task judge spec (default: the run's)."),
+    conversation_judge: str | None = typer.Option(
+        None, "--conversation-judge", help="Conversation judge spec (default: the run's)."
+    ),
+    cutoff: float = typer.Option(70.0, "--cutoff", min=0, max=100, help="Pass mark for the overall score."),
+    rubric: Path | None = typer.Option(None, "--rubric", help="Rating rubric file (YAML/JSON)."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes graded at once."),
+) -> None:
+    """Grade (or regrade) every trace of a run into a new grade set; earlier grade sets stay.
+
+    Exit codes: 0 ok; 2 bad input (not a run folder, bundle hash mismatch, unreadable rubric).
+    """
+    import asyncio
+
+    from callbench.grade.grader import GradeError, grade_run, grade_set_summary
+    from callbench.grade.models import EpisodeGrade
+    from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
+    from callbench.runs.store import RunStore
+
+    store = RunStore(run_dir)
+
+    def index(g: EpisodeGrade) -> None:
+        store.index_grade(g.grade_set_id, g.episode_id, g.task_score, g.conversation_score, g.overall,
+                          g.passed, g.judge_errors)
+
+    try:
+        rub = load_rubric(rubric) if rubric is not None else DEFAULT_RUBRIC
+        gid = asyncio.run(grade_run(run_dir, task_judge=task_judge, conversation_judge=conversation_judge,
+                                    cutoff=cutoff, rubric=rub, concurrency=concurrency, on_episode=index))
+    except (GradeError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    for line in grade_set_summary(run_dir, gid):
+        typer.echo(line)
+
+
+@app.command()
 def report(
     run_dirs: list[Path] = typer.Argument(..., help="One or more run folders (same bundle hash)."),
     html: Path | None = typer.Option(None, "--html", help="HTML report path (default: RUN_DIR/report.html)."),

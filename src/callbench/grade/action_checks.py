@@ -21,11 +21,15 @@ class GradeError(Exception):
 
 
 def call_records(trace: Trace) -> list[CallRecord]:
-    """Every tool event of ``trace`` as a :class:`CallRecord` in call order: event index, tool name
-    as the candidate sent it, parsed arguments (None when they did not parse)."""
+    """Every executed tool event of ``trace`` as a :class:`CallRecord` in call order: event index,
+    tool name as the candidate sent it, parsed arguments (None when they did not parse).
+
+    Calls that never reached the backend (``executed=False``: past the per-turn tool-call limit, or
+    made after the call had ended) are left out: the action did not happen (docs/decisions.md)."""
     return [
         CallRecord(index=e.index, name=e.name, arguments=e.arguments)
         for e in sorted(trace.tool_events, key=lambda e: e.index)
+        if e.executed
     ]
 
 

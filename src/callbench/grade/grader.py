@@ -49,6 +49,7 @@ __all__ = [
     "grade_into_set",
     "grade_run",
     "grade_set_id_for",
+    "grade_set_summary",
     "grade_trace",
     "load_episode_grades",
     "load_grade_set",
@@ -386,3 +387,23 @@ async def grade_run(
             if own:
                 await c.aclose()
     return gs.grade_set_id
+
+
+def grade_set_summary(run_dir: Path, grade_set_id: str) -> list[str]:
+    """A few plain lines about a grade set: counts, judges, mean scores over scored episodes."""
+    gs = load_grade_set(run_dir, grade_set_id)
+    scored = [g for g in load_episode_grades(run_dir, grade_set_id) if not g.skipped]
+
+    def mean(xs: list[float | None]) -> str:
+        vals = [x for x in xs if x is not None]
+        return f"{sum(vals) / len(vals):.1f}" if vals else "n/a"
+
+    return [
+        f"grade set {gs.grade_set_id}: {gs.episodes} episode(s), {gs.skipped} skipped, "
+        f"{gs.judge_errors} judge error(s)",
+        f"judges: task {gs.task_judge.spec}, conversation {gs.conversation_judge.spec}; cutoff {gs.cutoff:g}",
+        f"mean task {mean([g.task_score for g in scored])}, conversation "
+        f"{mean([g.conversation_score for g in scored])}, overall {mean([g.overall for g in scored])}; "
+        f"passed {sum(1 for g in scored if g.passed)} of {len(scored)}",
+        f"written to {grades_dir(Path(run_dir), gs.grade_set_id)}",
+    ]

@@ -125,6 +125,8 @@ def _render_message(
                 line += f" (arguments could not be parsed: {ev.parse_error})"
             if ev is not None and not ev.known_tool:
                 line += " (no such tool)"
+            if ev is not None and not ev.executed:
+                line += f" (not executed: {ev.outcome.replace('_', ' ')})"
             out.append(line)
         if m.error:
             out.append(f"     (agent output problem: {m.error})")

@@ -1,0 +1,197 @@
+"""The two judges: what each is shown (asserted on the actual requests), the schema, one retry,
+and judge errors that are excluded and counted, never scored as not met."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from callbench.bundle.matchers import iter_matchers
+from callbench.grade.grader import grade_trace
+from callbench.grade.judges import run_conversation_judge, run_task_judge
+from callbench.grade.models import Label
+from callbench.models.base import InfrastructureError, ModelOutputError
+from callbench.models.scripted_judge import create_scripted_judge
+
+TASK_OK = {"criteria": {
+    "records_zero": {"reason": "logged", "cited_messages": [5, 6], "label": "met"},
+    "no_pressure": {"reason": "none", "cited_messages": [7], "label": "met"},
+    "grounded": {"reason": "matches", "cited_messages": [7], "label": "partial"},
+}}
+CONV_OK = {
+    "criteria": {"polite": {"reason": "", "cited_messages": [7], "label": "met"}},
+    "ratings": {k: {"reason": "", "cited_messages": [9], "rating": 5}
+                for k in ("memory", "speech_around_tools", "speakability", "language_and_script", "closing")},
+}
+
+
+def _user_text(request) -> str:
+    return "\n".join(m.content or "" for m in request.messages)
+
+
+def _scalars(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _scalars(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _scalars(v)
+    elif isinstance(value, str):
+        yield value
+
+
+async def test_conversation_judge_never_sees_expected_actions_goal_or_task_criteria(make_trace, bundle, recording):
+    judge = recording({"task_judge": [TASK_OK], "conversation_judge": [CONV_OK]})
+    # the hangup trace itself contains none of the expected argument values
+    g = await grade_trace(make_trace("hangup"), bundle, judge, judge)
+    conv = [r for r in judge.requests if r.context.role == "conversation_judge"]
+    task = [r for r in judge.requests if r.context.role == "task_judge"]
+    # CONV_OK cites messages 7 and 9, which this 5-message trace lacks: the judge is asked twice,
+    # and neither request (the retry carries the error list) may leak anything
+    assert [r.context.attempt for r in conv] == [0, 1]
+    assert g.judge_errors == 3 + 5  # task: 3 criteria (cite 5..7); conversation: polite + 4 ratings
+    text = "\n".join(_user_text(r) + json.dumps(r.response_schema) for r in conv)
+    _, scenario = bundle.scenario("zero_supply")
+    forbidden = [scenario.goal, "TASKSTATEMENT", "TASKANCHOR", "Never pressure a farmer"]
+    for check in scenario.action_checks:
+        forbidden.append(check.id)
+        if check.tool != "end_call":
+            forbidden.append(check.tool)
+        for m in check.args.values():
+            for sub in iter_matchers(m):
+                forbidden.extend(_scalars(sub.model_dump(mode="json")))
+    forbidden += [c.id for c in scenario.criteria if c.pillar == "task"]
+    forbidden = [f for f in forbidden if f not in ("eq", "one_of")]  # matcher kind names, not values
+    assert "cattle_health" in forbidden and "evening" in forbidden and "log_reason" in forbidden
+    for f in forbidden:
+        assert f not in text, f"conversation judge saw {f!r}"
+    # ...while it does see the conversation criterion, the rubric and the transcript
+    assert "The agent accepts the farmer's answer politely" in text
+    assert "speech_around_tools" in text and "Okay bye." in text
+    # the task judge sees the goal and task criteria with anchors and excerpts
+    ttext = _user_text(task[0])
+    assert scenario.goal in ttext and "TASKANCHOR recorded, no reason" in ttext
+    assert "Never pressure a farmer to supply milk when she has a reason not to." in ttext
+    assert "polite" not in json.dumps(task[0].response_schema)  # conversation criteria are not the task judge's
+
+
+async def test_schema_enumerates_items_and_indices(make_trace, bundle, recording):
+    judge = recording({"task_judge": [TASK_OK], "conversation_judge": [CONV_OK]})
+    trace = make_trace("good")
+    await grade_trace(trace, bundle, judge, judge)
+    by_role = {r.context.role: r for r in judge.requests}
+    ts = by_role["task_judge"].response_schema
+    assert ts["properties"]["criteria"]["required"] == ["records_zero", "no_pressure", "grounded"]
+    assert ts["$defs"]["message_index"]["enum"] == list(range(11))
+    cs = by_role["conversation_judge"].response_schema
+    assert cs["properties"]["criteria"]["required"] == ["polite"]
+    assert cs["properties"]["ratings"]["required"] == [
+        "memory", "speech_around_tools", "speakability", "language_and_script", "closing"]
+    assert cs["$defs"]["rating"]["properties"]["rating"] == {"type": "integer", "minimum": 1, "maximum": 5}
+    assert by_role["task_judge"].context.episode_id == trace.episode_id
+    assert by_role["conversation_judge"].context.scenario_id == "zero_supply"
+
+
+async def test_trace_rendering_marks_intended_and_observed(make_trace, bundle, recording):
+    judge = recording({"task_judge": [TASK_OK], "conversation_judge": [CONV_OK]})
+    await grade_trace(make_trace("good"), bundle, judge, judge)
+    text = _user_text(next(r for r in judge.requests if r.context.role == "conversation_judge"))
+    assert '[2] CALLER (turn 1), as the agent heard it: "no milk today, the cow is sock"' in text
+    assert 'what the caller actually said in turn 1: "no milk today, the cow is sick"' in text
+    assert 'the recognizer heard "sock" instead of "sick"' in text
+    assert "[8] CALLER (turn 2), as the agent heard it" in text
+    assert "calls tool event #1: log_zero_supply_reason" in text
+    assert PROMPT_LINE not in text  # the operating document is summarised, not shown
+
+
+PROMPT_LINE = "You are the evening milk-collection agent"
+
+
+async def test_bad_reply_retried_once_then_used(make_trace, bundle, recording):
+    bad = json.dumps({"criteria": dict(TASK_OK["criteria"], records_zero={"label": "great", "cited_messages": []})})
+    judge = recording({"task_judge": [bad, TASK_OK], "conversation_judge": [CONV_OK]})
+    items, out = await run_task_judge(make_trace("good"), bundle.scenario("zero_supply")[1], judge)
+    assert out.attempts == 2 and out.errors == {}
+    assert [i.label for i in items] == [Label.MET, Label.MET, Label.PARTIAL]
+    second = judge.requests[1]
+    assert second.context.attempt == 1
+    assert second.messages[-2].role == "assistant" and second.messages[-2].content == bad
+    assert "unknown label 'great'" in second.messages[-1].content
+    assert out.usage.calls == 2
+
+
+async def test_first_reply_valid_items_are_kept(make_trace, bundle, recording):
+    first = {"criteria": dict(TASK_OK["criteria"], grounded={"label": "met", "cited_messages": [999]})}
+    second = {"criteria": {k: dict(v, label="not_met") for k, v in TASK_OK["criteria"].items()}}
+    judge = recording({"task_judge": [first, second]})
+    items, _ = await run_task_judge(make_trace("good"), bundle.scenario("zero_supply")[1], judge)
+    # records_zero and no_pressure came usable in the first reply; only grounded is taken from the retry
+    assert [i.label for i in items] == [Label.MET, Label.MET, Label.NOT_MET]
+
+
+@pytest.mark.parametrize("replies", [
+    ["not json at all", "still not json"],
+    [ModelOutputError("schema violated"), "```json\n{\"criteria\": \n```"],
+    [{"criteria": {}}, {"criteria": {}}],
+])
+async def test_unusable_twice_is_judge_error_excluded_and_counted(make_trace, bundle, recording, replies):
+    judge = recording({"task_judge": replies, "conversation_judge": [CONV_OK]})
+    g = await grade_trace(make_trace("good"), bundle, judge, judge)
+    task_items = [i for i in g.items if i.source == "task_criterion"]
+    assert [i.label for i in task_items] == [Label.JUDGE_ERROR] * 3
+    assert all(i.r is None and i.reason.startswith("judge error after 2 attempt(s)") for i in task_items)
+    assert g.judge_errors == 3
+    assert g.judge_attempts["task_judge"] == 2
+    # excluded, not scored 0: the task pillar is the three action checks alone (all met) = 100
+    assert g.task.weight == 1 + 3 + 2 and g.task_score == 100.0
+
+
+async def test_infrastructure_error_is_judge_error_not_zero(make_trace, bundle, recording):
+    judge = recording({"task_judge": [TASK_OK], "conversation_judge": [InfrastructureError("HTTP 503 after 5 retries")]})
+    g = await grade_trace(make_trace("good"), bundle, judge, judge)
+    conv_items = [i for i in g.items if i.pillar == "conversation"]
+    assert {i.label for i in conv_items} == {Label.JUDGE_ERROR}
+    assert all("judge infrastructure error: HTTP 503" in i.reason for i in conv_items)
+    assert g.judge_errors == 6  # polite + five ratings
+    assert g.judge_attempts["conversation_judge"] == 1  # adapters already retried; no further attempt
+    assert g.conversation_score is None  # undefined, not 0
+    assert g.task_score is not None and g.overall == g.task_score
+    assert not g.skipped
+
+
+async def test_scripted_infra_error_and_garbage_judges(make_trace, bundle):
+    for spec, attempts in (("scripted:infra-error", 1), ("scripted:garbage", 2)):
+        j = create_scripted_judge(spec)
+        g = await grade_trace(make_trace("good"), bundle, j, j)
+        assert g.judge_errors == 3 + 6
+        assert g.judge_attempts == {"task_judge": attempts, "conversation_judge": attempts}
+        assert g.task_score == 100.0 and g.conversation_score is None
+
+
+async def test_rating_not_applicable_by_trace_is_not_asked(make_trace, bundle, recording):
+    judge = recording({"conversation_judge": [CONV_OK]})
+    items, _ = await run_conversation_judge(make_trace("hangup"), bundle.scenario("zero_supply")[1], judge)
+    asked = judge.requests[0].response_schema["properties"]["ratings"]["required"]
+    assert "memory" not in asked and "speech_around_tools" in asked
+    mem = next(i for i in items if i.id == "memory")
+    assert mem.label == Label.NOT_APPLICABLE and "fewer than two turns" in mem.reason
+
+
+@pytest.mark.parametrize(("spec", "label", "rating"), [
+    ("scripted:met", Label.MET, 5), ("scripted:partial", Label.PARTIAL, 3), ("scripted:not_met", Label.NOT_MET, 1)])
+async def test_scripted_judges(make_trace, bundle, spec, label, rating):
+    j = create_scripted_judge(spec)
+    trace = make_trace("good")
+    g = await grade_trace(trace, bundle, j, j)
+    judged = [i for i in g.items if i.source != "action_check"]
+    assert {i.label for i in judged if i.source != "rating"} == {label}
+    assert {i.rating for i in judged if i.source == "rating"} == {rating}
+    indices = {m.index for m in trace.messages}
+    assert all(i.cited_messages and set(i.cited_messages) <= indices for i in judged)
+    assert g.judge_errors == 0
+
+
+def test_scripted_judge_unknown_spec():
+    with pytest.raises(ValueError, match="unknown scripted judge"):
+        create_scripted_judge("scripted:maybe")
