@@ -33,7 +33,74 @@ MAX_FILE_BYTES = 2_000_000
 MAX_PROMPT_CHARS = 200_000
 """Longest operating document accepted (characters, after rendering)."""
 MAX_FILES = 5_000
+"""Most agent folders plus scenario files read from one bundle (``size.files``)."""
+MAX_TOTAL_BYTES = 100_000_000
+"""Most bytes read from one bundle over all files (``size.bundle``)."""
+MAX_NODES = 1_000_000
+"""Most values in one data file, counting every use of a YAML alias (``size.expansion``)."""
+MAX_DEPTH = 64
+"""Deepest nesting of lists and objects in one data file (``size.depth``)."""
 DATA_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _json_yaml_loader() -> Any:
+    """A safe YAML loader (libyaml when available) that keeps timestamps as strings, so YAML and
+    JSON files of the same text give the same data (``2026-03-14`` stays ``"2026-03-14"``)."""
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader: Any = type("JsonSafeLoader", (base,), {})
+    loader.yaml_implicit_resolvers = {
+        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+        for k, v in base.yaml_implicit_resolvers.items()
+    }
+    return loader
+
+
+_YAML_LOADER = _json_yaml_loader()
+
+
+def json_data_problem(obj: Any) -> tuple[str, str] | None:
+    """Check that ``obj`` is JSON data within the size limits; returns (code, message) or None.
+
+    JSON data: dict with string keys, list, str, int, float, bool, None. Counts every value
+    reached (a YAML alias counts each time it is used, which stops "billion laughs" expansion) and
+    the nesting depth, iteratively (no recursion). Codes: ``parse`` (not JSON data),
+    ``size.expansion`` (over :data:`MAX_NODES`), ``size.depth`` (over :data:`MAX_DEPTH`).
+    """
+    stack: list[tuple[Any, int, str]] = [(obj, 0, "")]
+    nodes = 0
+    while stack:
+        v, depth, where = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES:
+            return "size.expansion", f"more than {MAX_NODES} values (each use of a YAML alias counts)"
+        if depth > MAX_DEPTH:
+            return "size.depth", f"nested deeper than {MAX_DEPTH} levels at {where or 'the top'}"
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not isinstance(k, str):
+                    at = where or "the top"
+                    return "parse", f"key {k!r} at {at} is a {type(k).__name__}, not a string; quote it"
+                stack.append((x, depth + 1, f"{where}.{k}".strip(".")))
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1, f"{where}.{i}".strip(".")) for i, x in enumerate(v))
+        elif not (v is None or isinstance(v, str | int | float)):
+            at = where or "the top"
+            return "parse", f"value at {at} is a {type(v).__name__}, not JSON data; quote it"
+    return None
+
+
+class _Budget:
+    """Running total of bytes read from one bundle (:data:`MAX_TOTAL_BYTES`)."""
+
+    def __init__(self) -> None:
+        self.used = 0
+        self.exceeded = False
+
+    def take(self, n: int) -> bool:
+        self.used += n
+        if self.used > MAX_TOTAL_BYTES:
+            self.exceeded = True
+        return not self.exceeded
 
 
 class Problem(BaseModel):
@@ -72,40 +139,62 @@ def pydantic_problems(file: str, err: ValidationError, prefix: str = "") -> list
     return out
 
 
-def read_data_file(root: Path, path: Path, problems: list[Problem]) -> Any:
-    """Read one YAML/JSON file under ``root`` safely; on failure append a problem and return None."""
+def read_data_file(root: Path, path: Path, problems: list[Problem], budget: _Budget | None = None) -> Any:
+    """Read one YAML/JSON file under ``root`` safely; on failure append a problem and return None.
+
+    YAML is read with a safe loader only (no tags beyond the YAML core schema; timestamps stay
+    strings). The result must be JSON data within :data:`MAX_NODES` / :data:`MAX_DEPTH`
+    (see :func:`json_data_problem`). Codes: ``path.escape``, ``size.file``, ``size.bundle``,
+    ``read``, ``parse``, ``size.expansion``, ``size.depth``.
+    """
     rel = _rel(root, path)
     try:
         real = path.resolve()
         if not real.is_relative_to(root.resolve()):
-            problems.append(Problem(file=rel, code="path.escape", message="file resolves outside the bundle folder"))
+            problems.append(Problem(file=rel, code="path.escape",
+                                    message="file resolves outside the bundle folder"))
             return None
         size = real.stat().st_size
         if size > MAX_FILE_BYTES:
-            problems.append(
-                Problem(file=rel, code="size.file", message=f"{size} bytes is over the {MAX_FILE_BYTES}-byte limit")
-            )
+            problems.append(Problem(file=rel, code="size.file",
+                                    message=f"{size} bytes is over the {MAX_FILE_BYTES}-byte limit"))
+            return None
+        if budget is not None and not budget.take(size):
+            problems.append(Problem(file=rel, code="size.bundle",
+                                    message=f"the bundle is over {MAX_TOTAL_BYTES} bytes in all; not read"))
             return None
         text = real.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        problems.append(Problem(file=rel, code="read", message=f"not UTF-8 text: {e.reason} at byte {e.start}"))
+        problems.append(Problem(file=rel, code="read",
+                                message=f"not UTF-8 text: {e.reason} at byte {e.start}"))
         return None
-    except OSError as e:
-        problems.append(Problem(file=rel, code="read", message=f"cannot read: {e.strerror or e}"))
+    except (OSError, RuntimeError) as e:  # RuntimeError: symlink loop (Python 3.11 pathlib)
+        why = getattr(e, "strerror", None) or e
+        problems.append(Problem(file=rel, code="read", message=f"cannot read: {why}"))
         return None
     try:
-        if path.suffix == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
+        # _YAML_LOADER is a SafeLoader subclass: yaml.load with it is safe_load.
+        data = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=_YAML_LOADER)
     except json.JSONDecodeError as e:
         problems.append(Problem(file=rel, code="parse", message=f"invalid JSON at line {e.lineno}: {e.msg}"))
+        return None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problems.append(Problem(file=rel, code="parse", message=f"invalid YAML{at}: {getattr(e, 'problem', e)}"))
+        what = getattr(e, "problem", e)
+        problems.append(Problem(file=rel, code="parse", message=f"invalid YAML{at}: {what}"))
+        return None
     except RecursionError:
         problems.append(Problem(file=rel, code="parse", message="nesting too deep"))
-    return None
+        return None
+    except (ValueError, OverflowError) as e:  # e.g. an impossible date or an integer over 4300 digits
+        problems.append(Problem(file=rel, code="parse", message=f"invalid value: {str(e)[:300]}"))
+        return None
+    bad = json_data_problem(data)
+    if bad is not None:
+        problems.append(Problem(file=rel, code=bad[0], message=bad[1]))
+        return None
+    return data
 
 
 def _rel(root: Path, path: Path) -> str:
@@ -174,20 +263,63 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
     return unicodedata.normalize("NFC", text)
 
 
+def _list_dir(root: Path, folder: Path, problems: list[Problem]) -> list[Path]:
+    """Sorted entries of ``folder`` (empty when it is not a folder); a listing error is a problem."""
+    try:
+        if not folder.is_dir():
+            return []
+        return sorted(folder.iterdir())
+    except (OSError, RuntimeError) as e:
+        problems.append(Problem(file=_rel(root, folder), code="read", message=f"cannot list: {e}"))
+        return []
+
+
+def _read_prompt(root: Path, agent_file: Path, prompt_path: Path, name: str, budget: _Budget,
+                 problems: list[Problem]) -> str:
+    """Read the instructions template; problems: ``path.escape``, ``missing``, ``size.*``, ``read``."""
+    afile = _rel(root, agent_file)
+    try:
+        if not prompt_path.resolve().is_relative_to(root.resolve()):
+            problems.append(Problem(file=afile, path="instructions_file", code="path.escape",
+                                    message=f"{name!r} points outside the bundle folder"))
+            return ""
+        if not prompt_path.is_file():
+            problems.append(Problem(file=afile, path="instructions_file", code="missing",
+                                    message=f"instructions file {name!r} not found"))
+            return ""
+        size = prompt_path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            problems.append(Problem(file=_rel(root, prompt_path), code="size.file",
+                                    message=f"{size} bytes is over the {MAX_FILE_BYTES}-byte limit"))
+            return ""
+        if not budget.take(size):
+            problems.append(Problem(file=_rel(root, prompt_path), code="size.bundle",
+                                    message=f"the bundle is over {MAX_TOTAL_BYTES} bytes in all; not read"))
+            return ""
+        return prompt_path.read_text(encoding="utf-8")
+    except (OSError, RuntimeError, UnicodeDecodeError, ValueError) as e:
+        problems.append(Problem(file=_rel(root, prompt_path), code="read", message=str(e)[:300]))
+        return ""
+
+
 def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]:
     """Load a bundle, returning (bundle or None, problems). Never raises on bad content.
 
     Schema problems drop only the offending file; the rest still loads so the validator can report
-    everything at once. Returns None for the bundle when ``bundle.yaml`` itself is unusable.
+    everything at once (scenario files of an agent whose ``agent.yaml`` is broken are still read and
+    checked, then dropped). Returns None for the bundle when ``bundle.yaml`` itself is unusable.
+    Raises ``FileNotFoundError`` when ``path`` is not a folder.
     """
     root = Path(path)
     problems: list[Problem] = []
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: not a bundle folder")
+    budget = _Budget()
     meta_path = _find(root, "bundle")
     if meta_path is None:
-        return None, [Problem(file="bundle.yaml", code="missing", message="no bundle.yaml (or bundle.json) at the root")]
-    raw_meta = read_data_file(root, meta_path, problems)
+        return None, [Problem(file="bundle.yaml", code="missing",
+                              message="no bundle.yaml (or bundle.json) at the root")]
+    raw_meta = read_data_file(root, meta_path, problems, budget)
     meta = None
     try:
         meta = BundleMeta.model_validate(raw_meta)
@@ -197,58 +329,47 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
     hashed: dict[str, Any] = {"bundle": raw_meta, "agents": {}}
     agents: dict[str, LoadedAgent] = {}
     agents_dir = root / "agents"
-    folders = sorted(p for p in agents_dir.iterdir() if p.is_dir()) if agents_dir.is_dir() else []
+    folders = [p for p in _list_dir(root, agents_dir, problems) if p.is_dir()]
     if not folders:
         problems.append(Problem(file="agents", code="missing", message="no agent folders under agents/"))
     n_files = 0
     for folder in folders:
+        n_files += 1
+        if n_files > MAX_FILES:
+            problems.append(Problem(file=_rel(root, folder), code="size.files",
+                                    message=f"more than {MAX_FILES} files"))
+            break
         agent_file = _find(folder, "agent")
         if agent_file is None:
-            problems.append(Problem(file=_rel(root, folder), code="missing", message="no agent.yaml in this agent folder"))
+            problems.append(Problem(file=_rel(root, folder), code="missing",
+                                    message="no agent.yaml in this agent folder"))
             continue
-        raw = read_data_file(root, agent_file, problems)
-        if raw is None:
-            continue
-        try:
-            cfg = AgentConfig.model_validate(raw)
-        except ValidationError as e:
-            problems.extend(pydantic_problems(_rel(root, agent_file), e))
-            continue
-        if cfg.id != folder.name:
+        raw = read_data_file(root, agent_file, problems, budget)
+        cfg: AgentConfig | None = None
+        if raw is not None:
+            try:
+                cfg = AgentConfig.model_validate(raw)
+            except ValidationError as e:
+                problems.extend(pydantic_problems(_rel(root, agent_file), e))
+        if cfg is not None and cfg.id != folder.name:
             problems.append(
                 Problem(file=_rel(root, agent_file), path="id", code="ref.agent_folder",
                         message=f"agent id {cfg.id!r} differs from its folder name {folder.name!r}")
             )
-        prompt_path = folder / cfg.instructions_file
         template = ""
-        prompt_problems: list[Problem] = []
-        if not prompt_path.resolve().is_relative_to(root.resolve()):
-            prompt_problems.append(Problem(file=_rel(root, agent_file), path="instructions_file", code="path.escape",
-                                           message=f"{cfg.instructions_file!r} points outside the bundle folder"))
-        elif not prompt_path.is_file():
-            prompt_problems.append(Problem(file=_rel(root, agent_file), path="instructions_file", code="missing",
-                                           message=f"instructions file {cfg.instructions_file!r} not found"))
-        else:
-            size = prompt_path.stat().st_size
-            if size > MAX_FILE_BYTES:
-                prompt_problems.append(Problem(file=_rel(root, prompt_path), code="size.file",
-                                               message=f"{size} bytes is over the {MAX_FILE_BYTES}-byte limit"))
-            else:
-                try:
-                    template = prompt_path.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError) as e:
-                    prompt_problems.append(Problem(file=_rel(root, prompt_path), code="read", message=str(e)[:300]))
-        problems.extend(prompt_problems)
-        loaded = LoadedAgent(config=cfg, instructions_template=template)
-        scen_dir = folder / "scenarios"
-        scen_files = sorted(p for p in scen_dir.iterdir() if p.suffix in DATA_SUFFIXES) if scen_dir.is_dir() else []
+        if cfg is not None:
+            template = _read_prompt(root, agent_file, folder / cfg.instructions_file, cfg.instructions_file,
+                                    budget, problems)
+        scenarios: list[Scenario] = []
         raw_scens: dict[str, Any] = {}
+        scen_files = [p for p in _list_dir(root, folder / "scenarios", problems) if p.suffix in DATA_SUFFIXES]
         for sf in scen_files:
             n_files += 1
             if n_files > MAX_FILES:
-                problems.append(Problem(file=_rel(root, sf), code="size.files", message=f"more than {MAX_FILES} files"))
+                problems.append(Problem(file=_rel(root, sf), code="size.files",
+                                        message=f"more than {MAX_FILES} files"))
                 break
-            sraw = read_data_file(root, sf, problems)
+            sraw = read_data_file(root, sf, problems, budget)
             if sraw is None:
                 continue
             try:
@@ -257,16 +378,20 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
                 problems.extend(pydantic_problems(_rel(root, sf), e))
                 continue
             if scen.id != sf.stem:
-                problems.append(Problem(file=_rel(root, sf), path="id", code="ref.scenario_file",
-                                        message=f"scenario id {scen.id!r} differs from its file name {sf.stem!r}"))
-            loaded.scenarios.append(scen)
+                problems.append(Problem(
+                    file=_rel(root, sf), path="id", code="ref.scenario_file",
+                    message=f"scenario id {scen.id!r} differs from its file name {sf.stem!r}"))
+            scenarios.append(scen)
             raw_scens[scen.id] = sraw
-        loaded.scenarios.sort(key=lambda s: s.id)
-        agents[cfg.id] = loaded
+        if cfg is None:
+            continue
+        scenarios.sort(key=lambda s: s.id)
+        agents[cfg.id] = LoadedAgent(config=cfg, instructions_template=template, scenarios=scenarios)
         hashed["agents"][cfg.id] = {"agent": raw, "instructions": template, "scenarios": raw_scens}
     if meta is None:
         return None, problems
-    bundle = Bundle(meta=meta, agents=agents, content_hash=sha256_text(canonical(hashed)), root=str(root.resolve()))
+    content_hash = sha256_text(canonical(hashed))
+    bundle = Bundle(meta=meta, agents=agents, content_hash=content_hash, root=str(root.resolve()))
     return bundle, problems
 
 
