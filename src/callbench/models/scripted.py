@@ -1,0 +1,227 @@
+"""Deterministic scripted models for the candidate and caller roles (tests, the reference-path
+audit, offline smoke runs). No model, no network; every reply is a function of the request and the
+bundle, so the same episode always gives the same trace.
+
+Specs (:func:`create_scripted`):
+
+``scripted:reference``
+    A candidate replaying the scenario's ``reference_path`` (found through
+    ``request.context.scenario_id`` in the bundle given at construction). Candidate turn k (0 = the
+    greeting, k = the answer to caller turn k, from ``request.context.turn``) is sent as at most two
+    messages: ``before_tools`` with every ``tool_calls`` entry in one message, then, once the last
+    request message is a tool result, ``speech``. A turn without tool calls is the single message
+    ``speech``. A turn beyond the path raises :class:`ModelOutputError` (recorded in the trace).
+``scripted:plan``
+    A caller that expresses plan step k, in order, at caller turn k, speaking the step's ``meaning``
+    as its speech. The turn after the last step is ``done: true`` with a short closing line in the
+    brief's language (:data:`CLOSINGS`, by primary language subtag; English when the language is
+    not listed). It never expresses a step out of order and never ends before the plan is complete.
+``scripted:hangup``
+    A candidate that only chats: it greets, and on every later turn says a generic goodbye and calls
+    the agent's first call-ending tool with the smallest arguments its schema allows (first enum
+    value, empty string, 0, false, empty list/object for required fields). Grading must score it low.
+``scripted:file:<path>``
+    Replies from a script file (:mod:`callbench.models.scripted_script`).
+
+The judges' scripted models (``scripted:met`` ...) live in :mod:`callbench.models.scripted_judge`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.models.base import (
+    ModelClient,
+    ModelOutputError,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ToolCall,
+    ToolSchema,
+    Usage,
+)
+from callbench.models.scripted_script import ScriptedFileModel
+
+CLOSINGS: dict[str, str] = {
+    "en": "Okay, thank you. Bye.",
+    "hi": "ठीक है, धन्यवाद। नमस्ते।",
+    "mr": "ठीक आहे, धन्यवाद. नमस्कार.",
+    "gu": "સારું, આભાર. આવજો.",
+    "ta": "சரி, நன்றி. வணக்கம்.",
+    "bn": "ঠিক আছে, ধন্যবাদ। রাখছি।",
+    "te": "సరే, ధన్యవాదాలు.",
+    "kn": "ಸರಿ, ಧನ್ಯವಾದಗಳು.",
+    "ml": "ശരി, നന്ദി.",
+    "pa": "ਠੀਕ ਹੈ, ਧੰਨਵਾਦ।",
+    "or": "ଠିକ ଅଛି, ଧନ୍ୟବାଦ।",
+    "ur": "ٹھیک ہے، شکریہ۔ خدا حافظ۔",
+    "es": "Vale, gracias. Adiós.",
+    "fr": "D'accord, merci. Au revoir.",
+    "de": "Okay, danke. Tschüss.",
+    "pt": "Está bem, obrigado. Tchau.",
+}
+
+SCRIPTED_SPECS = ("scripted:reference", "scripted:plan", "scripted:hangup", "scripted:file:<path>")
+
+
+def closing_line(language: str) -> str:
+    """A short goodbye in ``language`` (BCP 47), by primary subtag; English when not listed."""
+    return CLOSINGS.get(language.split("-")[0].lower(), CLOSINGS["en"])
+
+
+class _Scripted:
+    embedded_smoke_test_model = False
+
+    def __init__(self, spec: str, settings: ModelSettings | None, bundle: Bundle | None) -> None:
+        self.spec = spec
+        self.settings = settings or ModelSettings()
+        self.bundle = bundle
+
+    def _scenario(self, request: ModelRequest) -> tuple[LoadedAgent, Scenario]:
+        if self.bundle is None:
+            raise ModelOutputError(f"{self.spec}: no bundle given to find the scenario")
+        try:
+            return self.bundle.scenario(request.context.scenario_id)
+        except KeyError as e:
+            raise ModelOutputError(f"{self.spec}: {e.args[0]}") from None
+
+    def _reply(self, content: str | None, calls: list[ToolCall] | None = None) -> ModelResponse:
+        calls = calls or []
+        return ModelResponse(
+            content=content,
+            tool_calls=calls,
+            usage=Usage(calls=1),
+            model=self.spec,
+            finish_reason="tool_calls" if calls else "stop",
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ReferenceCandidate(_Scripted):
+    """``scripted:reference`` (see the module docstring)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        _, scen = self._scenario(request)
+        path = scen.reference_path
+        if not path:
+            raise ModelOutputError(f"{self.spec}: scenario {scen.id!r} has no reference path")
+        k = request.context.turn
+        if k >= len(path):
+            raise ModelOutputError(f"{self.spec}: the reference path of {scen.id!r} has no turn {k}")
+        turn = path[k]
+        after_tools = bool(request.messages) and request.messages[-1].role == "tool"
+        if after_tools or not turn.tool_calls:
+            return self._reply(turn.speech)
+        calls = [
+            ToolCall(id=f"ref_{k}_{i}", name=c.name, arguments=json.dumps(c.arguments, ensure_ascii=False))
+            for i, c in enumerate(turn.tool_calls)
+        ]
+        return self._reply(turn.before_tools, calls)
+
+
+class PlanCaller(_Scripted):
+    """``scripted:plan`` (see the module docstring)."""
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        _, scen = self._scenario(request)
+        plan = scen.brief.plan
+        done_turns = sum(1 for m in request.messages if m.role == "assistant")
+        k = request.context.turn or done_turns + 1
+        if k <= len(plan):
+            step = plan[k - 1]
+            out: dict[str, Any] = {"speech": step.meaning.strip(), "expressed_step": step.id, "done": False}
+        else:
+            out = {"speech": closing_line(scen.brief.language), "expressed_step": None, "done": True}
+        return self._reply(json.dumps(out, ensure_ascii=False))
+
+
+def minimal_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """The smallest arguments object ``schema`` accepts for its required fields (see ``scripted:hangup``)."""
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    out: dict[str, Any] = {}
+    for name in schema.get("required", []) if isinstance(schema, dict) else []:
+        p = props.get(name, {}) if isinstance(props, dict) else {}
+        if isinstance(p, dict) and p.get("enum"):
+            out[name] = p["enum"][0]
+            continue
+        t = p.get("type") if isinstance(p, dict) else None
+        t = t[0] if isinstance(t, list) and t else t
+        out[name] = {
+            "string": "",
+            "integer": 0,
+            "number": 0,
+            "boolean": False,
+            "array": [],
+            "object": {},
+        }.get(str(t), "")
+    return out
+
+
+class HangupCandidate(_Scripted):
+    """``scripted:hangup`` (see the module docstring)."""
+
+    GREETING = "Hello, this is {name}. How can I help you?"
+    GOODBYE = "Thank you for calling. Goodbye."
+
+    def _ending_tool(self, request: ModelRequest) -> ToolSchema | None:
+        by_name = {t.name: t for t in request.tools}
+        if self.bundle is not None:
+            try:
+                agent, _ = self.bundle.scenario(request.context.scenario_id)
+            except KeyError:
+                agent = None
+            if agent is not None:
+                for c in agent.config.call_ending_tools:
+                    if c.tool in by_name:
+                        return by_name[c.tool]
+        for t in request.tools:
+            if "concluding_message" in t.parameters.get("properties", {}):
+                return t
+        return None
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        name = "the service"
+        if self.bundle is not None and request.context.agent_id in self.bundle.agents:
+            name = self.bundle.agents[request.context.agent_id].config.name
+        if request.context.turn == 0:
+            return self._reply(self.GREETING.format(name=name))
+        if request.messages and request.messages[-1].role == "tool":
+            return self._reply("Goodbye.")
+        tool = self._ending_tool(request)
+        if tool is None:
+            return self._reply(self.GOODBYE)
+        args = minimal_arguments(tool.parameters)
+        call = ToolCall(id=f"hangup_{request.context.turn}", name=tool.name, arguments=json.dumps(args))
+        return self._reply(self.GOODBYE, [call])
+
+
+def create_scripted(
+    spec: str, settings: ModelSettings | None = None, bundle: Bundle | None = None
+) -> ModelClient:
+    """Create the scripted candidate or caller model named by ``spec`` (see the module docstring).
+
+    Raises ``ValueError`` for an unknown spec, for ``scripted:reference`` / ``scripted:plan``
+    without a bundle, and for an unreadable or invalid script file.
+    """
+    if spec == "scripted:reference":
+        if bundle is None:
+            raise ValueError(
+                "scripted:reference needs the bundle (it replays each scenario's reference path)"
+            )
+        return ReferenceCandidate(spec, settings, bundle)
+    if spec == "scripted:plan":
+        if bundle is None:
+            raise ValueError("scripted:plan needs the bundle (it speaks each scenario's plan steps)")
+        return PlanCaller(spec, settings, bundle)
+    if spec == "scripted:hangup":
+        return HangupCandidate(spec, settings, bundle)
+    if spec.startswith("scripted:file:"):
+        path = spec.removeprefix("scripted:file:")
+        if not path:
+            raise ValueError("scripted:file: needs a path, e.g. scripted:file:dialogue.yaml")
+        return ScriptedFileModel.from_file(path, settings)
+    raise ValueError(f"unknown scripted model {spec!r}; use one of {', '.join(SCRIPTED_SPECS)}")

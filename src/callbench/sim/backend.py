@@ -1,0 +1,211 @@
+"""The mock backend (paper: "Every tool holds an ordered queue of authored responses. The j-th call
+to a tool is matched against the j-th entry ...").
+
+Builds on :class:`callbench.bundle.fixtures.ResolvedFixtures` (queue semantics and ``${caller.*}`` /
+``${state.*}`` references) and adds what a live conversation needs:
+
+* argument parsing that records rather than repairs: malformed JSON keeps the raw string and a
+  parse error and gets the j-th entry's mismatch response (consuming the entry); arguments encoded
+  twice (a JSON string holding a JSON object) are decoded once and flagged ``double_encoded``;
+  anything else that is not a JSON object (an array, a number, an empty string, duplicate keys,
+  NaN) is a parse error;
+* an unknown tool name gets an error result listing the valid tools and consumes no queue entry;
+* call-ending tools: the returned object is checked against the agent's success condition.
+
+The backend is deterministic; it has a seed only so every component is keyed the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from callbench.bundle.fixtures import ResolvedFixtures
+from callbench.bundle.matchers import match_fields
+from callbench.bundle.models import AgentConfig, Scenario
+from callbench.trace import MatcherOutcome, ToolEvent
+
+
+class ParsedArguments:
+    """Result of :func:`parse_arguments`: the object (or None), an error, the double-encoding flag."""
+
+    def __init__(
+        self, arguments: dict[str, Any] | None, error: str | None, double_encoded: bool = False
+    ) -> None:
+        self.arguments = arguments
+        self.error = error
+        self.double_encoded = double_encoded
+
+
+def _no_dupes(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in seen:
+            raise ValueError(f"duplicate key {k!r}")
+        seen[k] = v
+    return seen
+
+
+def _bad_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _loads(raw: str) -> Any:
+    return json.loads(raw, object_pairs_hook=_no_dupes, parse_constant=_bad_constant)
+
+
+def _kind(v: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(v), "number"
+    )
+
+
+def parse_arguments(raw: str) -> ParsedArguments:
+    """Parse a tool call's raw argument string (RFC 8259 JSON, which must be an object).
+
+    A JSON string whose content is itself a JSON object is decoded once more and flagged. Never
+    raises; failures come back as ``error`` with a plain reason.
+    """
+    if not raw.strip():
+        return ParsedArguments(None, "arguments are empty; expected a JSON object")
+    try:
+        value = _loads(raw)
+    except ValueError as e:
+        return ParsedArguments(None, f"arguments are not valid JSON: {e}")
+    if isinstance(value, dict):
+        return ParsedArguments(value, None)
+    if isinstance(value, str):
+        try:
+            inner = _loads(value)
+        except ValueError as e:
+            return ParsedArguments(
+                None, f"arguments are a JSON string, not an object, and its content is not JSON: {e}"
+            )
+        if isinstance(inner, dict):
+            return ParsedArguments(inner, None, double_encoded=True)
+        return ParsedArguments(
+            None, f"arguments are a JSON string holding a JSON {_kind(inner)}, not an object"
+        )
+    return ParsedArguments(None, f"arguments are a JSON {_kind(value)}, not an object")
+
+
+def dump_result(result: Any) -> str:
+    """The tool message text for a result: JSON (non-ASCII kept as is) in the result's own key order."""
+    return json.dumps(result, ensure_ascii=False)
+
+
+class Backend:
+    """One episode's backend: the agent's tools, the scenario's resolved fixtures and per-tool counts.
+
+    Raises :class:`callbench.bundle.references.ReferenceError_` at construction when a fixture
+    reference does not resolve (a bundle error, caught by validation before any run).
+    """
+
+    def __init__(self, agent: AgentConfig, scenario: Scenario, seed: int = 0) -> None:
+        self.agent = agent
+        self.seed = seed
+        self.fixtures = ResolvedFixtures(agent, scenario)
+        self.tool_names = [t.name for t in agent.tools]
+        self.ending = {c.tool: c for c in agent.call_ending_tools}
+        self.calls: dict[str, int] = {}
+
+    def dispatch(
+        self,
+        *,
+        index: int,
+        candidate_turn: int,
+        message_index: int,
+        result_message_index: int,
+        tool_call_id: str,
+        original_tool_call_id: str | None,
+        name: str,
+        raw_arguments: str,
+    ) -> ToolEvent:
+        """Answer one tool call and return its event (``result`` is the object sent back).
+
+        ``index`` is the event's position in the trace; the message indices locate the call and its
+        result. Consumes the tool's j-th queue entry unless the tool is unknown.
+        """
+        parsed = parse_arguments(raw_arguments)
+        base: dict[str, Any] = dict(
+            index=index,
+            candidate_turn=candidate_turn,
+            message_index=message_index,
+            result_message_index=result_message_index,
+            tool_call_id=tool_call_id,
+            original_tool_call_id=original_tool_call_id,
+            name=name,
+            raw_arguments=raw_arguments,
+            arguments=parsed.arguments,
+            parse_error=parsed.error,
+            double_encoded=parsed.double_encoded,
+        )
+        if name not in self.tool_names:
+            valid = ", ".join(self.tool_names) or "(none)"
+            result = {
+                "error": "unknown_tool",
+                "message": f"There is no tool named {name!r}. Valid tools: {valid}.",
+                "valid_tools": list(self.tool_names),
+            }
+            return ToolEvent(**base, known_tool=False, outcome="unknown_tool", result=result)
+        j = self.calls.get(name, 0)
+        self.calls[name] = j + 1
+        ans = self.fixtures.answer(name, parsed.arguments, j)
+        matchers = (
+            [MatcherOutcome(field=k, ok=r.ok, reason=r.reason) for k, r in ans.fields.fields.items()]
+            if ans.fields is not None
+            else []
+        )
+        outcome = "parse_error" if parsed.error is not None else ans.outcome
+        ev = ToolEvent(**base, queue_position=j, outcome=outcome, matcher_results=matchers, result=ans.result)
+        cond = self.ending.get(name)
+        if cond is not None:
+            met = isinstance(ans.result, dict) and match_fields(cond.success, ans.result).ok
+            ev.call_ending = True
+            ev.success_condition_met = met
+            ev.ended_call = met
+        return ev
+
+    def refuse(
+        self,
+        *,
+        index: int,
+        candidate_turn: int,
+        message_index: int,
+        result_message_index: int,
+        tool_call_id: str,
+        original_tool_call_id: str | None,
+        name: str,
+        raw_arguments: str,
+        outcome: Literal["limit_reached", "after_call_ended"],
+        limit: int = 0,
+    ) -> ToolEvent:
+        """Record a call that is answered without reaching the fixtures (no queue entry consumed):
+        ``limit_reached`` (the turn's tool-call limit ``limit`` was used up) or ``after_call_ended``
+        (an earlier call in the same message already ended the call)."""
+        parsed = parse_arguments(raw_arguments)
+        if outcome == "limit_reached":
+            result = {
+                "error": "tool_call_limit_reached",
+                "message": f"Not executed: the limit of {limit} tool calls in one turn was reached. "
+                "Answer the caller now.",
+            }
+        else:
+            result = {"error": "call_already_ended", "message": "Not executed: the call had already ended."}
+        return ToolEvent(
+            index=index,
+            candidate_turn=candidate_turn,
+            message_index=message_index,
+            result_message_index=result_message_index,
+            tool_call_id=tool_call_id,
+            original_tool_call_id=original_tool_call_id,
+            name=name,
+            raw_arguments=raw_arguments,
+            arguments=parsed.arguments,
+            parse_error=parsed.error,
+            double_encoded=parsed.double_encoded,
+            known_tool=name in self.tool_names,
+            outcome=outcome,
+            executed=False,
+            result=result,
+        )

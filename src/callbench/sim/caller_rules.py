@@ -1,0 +1,120 @@
+"""Speech rules the harness enforces on every caller turn (paper: the harness rejects "any turn that
+leaks an internal field name into speech"; the caller writes "what a recognizer would capture ...
+so no markdown, no bullet lists").
+
+Three families, checked in this order; the first problem found is the rejection:
+
+``leak``
+    An internal name or id in speech: a plan step id that is not a plain word (it contains ``_``,
+    ``-``, ``.``, a digit or an inner capital, so "confirm" as an id is not flagged but
+    "give_estimate" is), a known-fact key with ``_`` in it, and the harness's own vocabulary:
+    known_facts, unknown_facts, expressed_step, hidden_state, plan step(s), trigger(s), "the/my/your
+    brief", and a JSON key such as ``"speech":``. Plain "brief" and "hidden" are not flagged, since
+    "I'll be brief" and "hidden charges" are things real callers say.
+``meta_talk``
+    Role confusion or narration: a speaker prefix (``Caller:``, ``Agent:``, ``User:``,
+    ``Assistant:``, ``Customer:``), self-reference as an AI, language model, simulator, simulation,
+    test or role-play, narrating instructions ("my instructions", "system prompt", "my plan says"),
+    speaking as the agent ("how may I help you", "thank you for calling"), and stage directions in
+    brackets or parentheses ("(sighs)", "[pause]").
+``markup``
+    Markdown bold/italic, headers, bullets, numbered lists over several lines, code (fenced or
+    inline), links, and HTML tags.
+"""
+
+from __future__ import annotations
+
+import re
+
+from callbench.bundle.models import Brief
+
+_I = re.IGNORECASE | re.MULTILINE
+
+HARNESS_TERMS: list[tuple[str, re.Pattern[str]]] = [
+    ("known_facts", re.compile(r"known[_ ]facts?", _I)),
+    ("unknown_facts", re.compile(r"unknown[_ ]facts?", _I)),
+    ("expressed_step", re.compile(r"expressed[_ ]steps?", _I)),
+    ("hidden_state", re.compile(r"hidden[_ ]state", _I)),
+    ("plan step", re.compile(r"\bplan[_ ]steps?\b", _I)),
+    ("trigger", re.compile(r"\btriggers?\b", _I)),
+    ("brief", re.compile(r"\b(the|my|your|this|caller)[_ ]brief\b", _I)),
+    ("a JSON key", re.compile(r"\"(speech|done|expressed_step)\"\s*:", _I)),
+]
+
+META: list[tuple[str, re.Pattern[str]]] = [
+    ("a speaker prefix", re.compile(r"^\s*(caller|agent|user|assistant|customer|system)\s*:", _I)),
+    (
+        "self-reference as an AI",
+        re.compile(
+            r"\b(as an ai|an ai (model|assistant|language model)|i am an ai|i'm an ai|language model|"
+            r"artificial intelligence)\b",
+            _I,
+        ),
+    ),
+    (
+        "talk about the simulation",
+        re.compile(
+            r"\b(simulat(ed|ion|or)|role[- ]?play(ing)?|this (is a|is just a) test|test scenario)\b", _I
+        ),
+    ),
+    (
+        "narrating instructions",
+        re.compile(
+            r"\b(my|these) (instructions|prompt|persona)\b|\bsystem prompt\b|\bmy plan (says|is to)\b", _I
+        ),
+    ),
+    (
+        "speaking as the agent",
+        re.compile(r"\b(how (can|may) i (help|assist) you|thank you for calling|thanks for calling)\b", _I),
+    ),
+    ("a stage direction", re.compile(r"[\(\[]\s*[^\W\d_][^\)\]]*[\)\]]", re.UNICODE)),
+]
+
+MARKUP: list[tuple[str, re.Pattern[str]]] = [
+    ("markdown bold", re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")),
+    ("markdown italics", re.compile(r"(?<![*\w])\*[^*\s][^*\n]*\*(?![*\w])")),
+    ("a markdown header", re.compile(r"^\s*#{1,6}\s", re.MULTILINE)),
+    ("a bullet", re.compile(r"^\s*[-*•●▪]\s+\S", re.MULTILINE)),
+    ("a numbered list", re.compile(r"\n\s*\d+[.)]\s+\S")),
+    ("a code fence", re.compile(r"```|~~~")),
+    ("inline code", re.compile(r"`[^`\n]+`")),
+    ("a markdown link", re.compile(r"\[[^\]\n]+\]\([^)\n]+\)")),
+    ("an HTML tag", re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(\s[^<>]*)?/?>")),
+]
+
+_PLAIN_WORD = re.compile(r"^[a-z]+$|^[A-Z][a-z]+$|^[A-Z]+$")
+
+
+def is_internal_id(name: str) -> bool:
+    """True when ``name`` looks like an internal identifier rather than a word a person says."""
+    return not _PLAIN_WORD.match(name)
+
+
+def _token(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w])" + re.escape(name) + r"(?![\w])", re.IGNORECASE)
+
+
+def leaked_names(speech: str, brief: Brief) -> list[str]:
+    """Internal names found in ``speech``: step ids, underscored fact keys, harness vocabulary."""
+    found = [
+        f"plan step id {s.id!r}" for s in brief.plan if is_internal_id(s.id) and _token(s.id).search(speech)
+    ]
+    found += [f"fact name {k!r}" for k in brief.known_facts if "_" in k and _token(k).search(speech)]
+    found += [f"{label!r}" for label, pat in HARNESS_TERMS if pat.search(speech)]
+    return found
+
+
+def speech_problem(speech: str, brief: Brief) -> str | None:
+    """The first rule ``speech`` breaks, as ``code: detail``, or None when it is clean."""
+    leaks = leaked_names(speech, brief)
+    if leaks:
+        return "leak: speech contains internal " + ", ".join(leaks)
+    for label, pat in META:
+        m = pat.search(speech)
+        if m:
+            return f"meta_talk: {label} ({m.group(0).strip()!r})"
+    for label, pat in MARKUP:
+        m = pat.search(speech)
+        if m:
+            return f"markup: {label} ({m.group(0).strip()!r})"
+    return None

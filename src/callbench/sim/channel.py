@@ -1,0 +1,209 @@
+"""The channel (paper, "The channel layer decides what text the candidate observes").
+
+For each caller turn, in this order:
+
+1. authored ASR events aimed at the turn (by ``turn`` number, or by ``step`` = the turn that
+   expressed that plan step; both must hold when both are given), in authored order: ``drop``
+   removes the span, ``double`` repeats it, ``substitute`` replaces it with ``replacement``. Spans are
+   found case-insensitively after NFC, preferring whole-word matches;
+2. seeded noise, on the first caller turn only (see :mod:`callbench.sim.noise`);
+3. the first VAD split aimed at the turn: the text is cut right after the first occurrence of each
+   anchor (the second anchor searched after the first), giving at most three fragments.
+
+Each step records a :class:`~callbench.trace.ChannelEvent` saying what changed or why it did not
+apply. Events whose turn never came are reported by :meth:`Channel.unreached`.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from callbench.bundle.models import AsrEvent, ChannelProgram, VadSplit
+from callbench.sim.noise import seeded_slip
+from callbench.sim.text import find_span, nfc, tidy
+from callbench.trace import ChannelEvent
+
+
+class Rendered(BaseModel):
+    """What the candidate observes of one caller turn: fragments (one user message each) and events."""
+
+    fragments: list[str]
+    events: list[ChannelEvent]
+
+
+def _aimed(ev: AsrEvent | VadSplit, turn: int, steps: list[str]) -> bool:
+    if ev.turn is None and ev.step is None:
+        return False
+    return (ev.turn is None or ev.turn == turn) and (ev.step is None or ev.step in steps)
+
+
+def _target(ev: AsrEvent | VadSplit) -> str:
+    parts = []
+    if ev.turn is not None:
+        parts.append(f"turn {ev.turn}")
+    if ev.step is not None:
+        parts.append(f"the turn expressing step {ev.step!r}")
+    return " and ".join(parts) or "no turn or step"
+
+
+def apply_asr(text: str, ev: AsrEvent, turn: int) -> tuple[str, ChannelEvent]:
+    """Apply one authored ASR event to ``text``; return the new text and its event record."""
+    base = ChannelEvent(
+        kind=ev.kind, source="authored", turn=turn, span=ev.span, replacement=ev.replacement, applied=False
+    )
+    if ev.kind == "substitute" and ev.replacement is None:
+        return text, base.model_copy(update={"detail": "substitute event has no replacement"})
+    hit = find_span(text, ev.span)
+    if hit is None:
+        return text, base.model_copy(update={"detail": f"span {ev.span!r} not found in the turn"})
+    s, e = hit
+    found = text[s:e]
+    if ev.kind == "drop":
+        new, detail = text[:s] + text[e:], f"dropped {found!r}"
+    elif ev.kind == "double":
+        new, detail = text[:e] + " " + found + text[e:], f"doubled {found!r}"
+    else:
+        rep = nfc(ev.replacement or "")
+        new, detail = text[:s] + rep + text[e:], f"replaced {found!r} with {rep!r}"
+    return tidy(new), base.model_copy(update={"applied": True, "span": found, "detail": detail})
+
+
+def split_vad(text: str, split: VadSplit, turn: int) -> tuple[list[str], ChannelEvent]:
+    """Cut ``text`` after each anchor of ``split``; return the fragments and the event record."""
+    cuts: list[int] = []
+    missing: list[str] = []
+    pos = 0
+    for anchor in split.after:
+        hit = find_span(text, anchor, pos, whole_words=False)
+        if hit is None:
+            missing.append(anchor)
+            continue
+        cut = hit[1]
+        if text[cut:].strip():
+            cuts.append(cut)
+        else:
+            missing.append(f"{anchor} (at the end of the turn)")
+        pos = cut
+    frags, prev = [], 0
+    for c in cuts:
+        frags.append(text[prev:c].strip())
+        prev = c
+    frags.append(text[prev:].strip())
+    frags = [f for f in frags if f] or [text]
+    span = " | ".join(split.after)
+    if len(frags) < 2:
+        return [text], ChannelEvent(
+            kind="vad_split",
+            source="authored",
+            turn=turn,
+            span=span,
+            applied=False,
+            detail="no anchor found to split at: " + ", ".join(repr(m) for m in missing),
+        )
+    detail = f"split into {len(frags)} fragments: " + " / ".join(repr(f) for f in frags)
+    if missing:
+        detail += "; not found: " + ", ".join(repr(m) for m in missing)
+    return frags, ChannelEvent(
+        kind="vad_split", source="authored", turn=turn, span=span, applied=True, detail=detail
+    )
+
+
+class Channel:
+    """The channel program of one episode. ``seed`` is the episode's channel seed; ``known_facts``
+    are the caller's facts that seeded noise must never touch."""
+
+    def __init__(self, program: ChannelProgram, seed: int, known_facts: dict[str, object]) -> None:
+        self.program = program
+        self.seed = seed
+        self.known_facts = known_facts
+        self._asr_done: set[int] = set()
+        self._vad_done: set[int] = set()
+        self._turns_seen = 0
+
+    def render(self, intended: str, turn: int, expressed_steps: list[str]) -> Rendered:
+        """Render caller turn ``turn`` (1-based) whose intended text is ``intended``."""
+        self._turns_seen = max(self._turns_seen, turn)
+        text = nfc(intended)
+        events: list[ChannelEvent] = []
+        for i, ev in enumerate(self.program.asr_events):
+            if i not in self._asr_done and _aimed(ev, turn, expressed_steps):
+                self._asr_done.add(i)
+                text, rec = apply_asr(text, ev, turn)
+                events.append(rec)
+        if self.program.seeded_noise and turn == 1:
+            slip = seeded_slip(text, self.known_facts, self.seed)
+            if slip is None:
+                events.append(
+                    ChannelEvent(
+                        kind="seeded_substitute",
+                        source="seeded",
+                        turn=turn,
+                        applied=False,
+                        detail="no eligible word (four letters or more, outside known-fact values)",
+                    )
+                )
+            else:
+                text = text[: slip.start] + slip.replacement + text[slip.end :]
+                events.append(
+                    ChannelEvent(
+                        kind="seeded_substitute",
+                        source="seeded",
+                        turn=turn,
+                        span=slip.word,
+                        replacement=slip.replacement,
+                        applied=True,
+                        detail=f"replaced {slip.word!r} with {slip.replacement!r} ({slip.how})",
+                    )
+                )
+        fragments = [text]
+        split_done = False
+        for i, sp in enumerate(self.program.vad_splits):
+            if i in self._vad_done or not _aimed(sp, turn, expressed_steps):
+                continue
+            self._vad_done.add(i)
+            if split_done:
+                events.append(
+                    ChannelEvent(
+                        kind="vad_split",
+                        source="authored",
+                        turn=turn,
+                        span=" | ".join(sp.after),
+                        applied=False,
+                        detail="the turn was already split by an earlier VAD event",
+                    )
+                )
+                continue
+            fragments, rec = split_vad(text, sp, turn)
+            split_done = rec.applied
+            events.append(rec)
+        return Rendered(fragments=fragments, events=events)
+
+    def unreached(self) -> list[ChannelEvent]:
+        """Authored events whose target turn never came (or was never expressed), not applied."""
+        out: list[ChannelEvent] = []
+        for i, ev in enumerate(self.program.asr_events):
+            if i not in self._asr_done:
+                out.append(
+                    ChannelEvent(
+                        kind=ev.kind,
+                        source="authored",
+                        turn=ev.turn or 0,
+                        span=ev.span,
+                        replacement=ev.replacement,
+                        applied=False,
+                        detail=f"{_target(ev)} never came in {self._turns_seen} caller turns",
+                    )
+                )
+        for i, sp in enumerate(self.program.vad_splits):
+            if i not in self._vad_done:
+                out.append(
+                    ChannelEvent(
+                        kind="vad_split",
+                        source="authored",
+                        turn=sp.turn or 0,
+                        span=" | ".join(sp.after),
+                        applied=False,
+                        detail=f"{_target(sp)} never came in {self._turns_seen} caller turns",
+                    )
+                )
+        return out

@@ -1,0 +1,171 @@
+"""One episode: one complete simulated phone call, returned as a :class:`~callbench.trace.Trace`.
+
+Paper: "One episode is one complete simulated phone call, saved as an indexed trace and scored as a
+whole." The loop itself is :class:`callbench.sim.conversation.Conversation`; this module adds what
+surrounds it: the candidate's tool schemas (with ``concluding_message`` on call-ending tools), the
+caller prompt, seeds, conversation reruns after caller-validation failures, skipping, and the
+assembly of the trace. Saving is the runner's job; this returns complete traces only.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from callbench.bundle.loader import render_instructions
+from callbench.bundle.models import AgentConfig, LoadedAgent, Scenario
+from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage
+from callbench.sim.backend import Backend
+from callbench.sim.caller import build_caller_prompt
+from callbench.sim.channel import Channel
+from callbench.sim.conversation import CallerFailed, Conversation
+from callbench.sim.seeds import episode_seeds
+from callbench.trace import CallerView, CandidateView, EndReason, RoleInfo, Trace
+
+CONCLUDING_MESSAGE = "concluding_message"
+CONCLUDING_SCHEMA = {
+    "type": "string",
+    "description": "Optional. What you say to the caller as you end the call (your goodbye), for when you "
+    "cannot speak and call this tool in the same message.",
+}
+
+
+class LoopLimits(BaseModel):
+    """Limits of the episode loop (paper: "up to ten tool calls", "at most thirty turns", "one more
+    attempt", "rerun up to three times")."""
+
+    model_config = ConfigDict(extra="forbid")
+    max_caller_turns: int = Field(default=30, ge=1, le=500)
+    max_tool_calls_per_turn: int = Field(default=10, ge=0, le=200)
+    empty_first_user_message: bool = Field(
+        default=False,
+        description="Send an empty user message before the greeting (chat templates that need one).",
+    )
+    caller_turn_attempts: int = Field(default=2, ge=1, le=10)
+    conversation_reruns: int = Field(default=3, ge=0, le=10)
+
+
+def candidate_tools(agent: AgentConfig) -> list[ToolSchema]:
+    """The agent's tools as offered to the candidate. A call-ending tool whose ``concluding_message``
+    flag is set gets an optional ``concluding_message`` string property (never required), unless
+    the tool already declares one."""
+    offer = {c.tool for c in agent.call_ending_tools if c.concluding_message}
+    out = []
+    for t in agent.tools:
+        params = copy.deepcopy(t.parameters)
+        if t.name in offer:
+            props = params.setdefault("properties", {})
+            if isinstance(props, dict) and CONCLUDING_MESSAGE not in props:
+                props[CONCLUDING_MESSAGE] = dict(CONCLUDING_SCHEMA)
+        out.append(ToolSchema(name=t.name, description=t.description, parameters=params))
+    return out
+
+
+def role_info(client: ModelClient) -> RoleInfo:
+    """Which model played a role. ``embedded_smoke_test_model`` is the client's own attribute when it
+    has one, else true for the bare ``local`` spec (the embedded default weights)."""
+    embedded = getattr(client, "embedded_smoke_test_model", client.spec == "local")
+    return RoleInfo(spec=client.spec, settings=client.settings, embedded_smoke_test_model=bool(embedded))
+
+
+async def run_episode(
+    agent: LoadedAgent,
+    scenario: Scenario,
+    *,
+    candidate: ModelClient,
+    caller: ModelClient,
+    bundle_name: str,
+    bundle_version: str,
+    bundle_hash: str,
+    episode_id: str,
+    run_seed: int,
+    repeat: int,
+    limits: LoopLimits | None = None,
+    code_version: str = "",
+) -> Trace:
+    """Run one episode of ``scenario`` with ``candidate`` as the agent and ``caller`` as the caller.
+
+    Never raises for model or provider failures: an :class:`InfrastructureError` that escapes a
+    client ends the episode as ``SKIPPED`` with ``skip_reason`` ``"infrastructure: ..."``; a caller
+    that fails validation in every conversation (1 + ``conversation_reruns``) ends as ``SKIPPED``
+    with ``"caller_validation: ..."``. A skipped trace keeps its last conversation for diagnosis.
+    Usage sums every request of the episode, reruns included, by role (``candidate``, ``caller``).
+
+    Raises ``ValueError`` (before any model call) for bundle errors: instructions that do not render,
+    or a fixture reference that does not resolve; validation (``callbench validate``) catches both.
+    """
+    limits = limits or LoopLimits()
+    instructions = render_instructions(agent, scenario)
+    tools = candidate_tools(agent.config)
+    caller_prompt = build_caller_prompt(scenario.brief)
+    seeds = episode_seeds(run_seed, scenario.id, repeat)
+    Backend(
+        agent.config, scenario, seeds.backend
+    )  # resolve fixture references now: a bundle error raises here
+    usage: dict[str, Usage] = {"candidate": Usage(), "caller": Usage()}
+
+    def new_conversation() -> Conversation:
+        return Conversation(
+            scenario=scenario,
+            agent_id=agent.config.id,
+            episode_id=episode_id,
+            instructions=instructions,
+            tools=tools,
+            caller_prompt=caller_prompt,
+            backend=Backend(agent.config, scenario, seeds.backend),
+            channel=Channel(scenario.channel, seeds.channel, scenario.brief.known_facts),
+            candidate=candidate,
+            caller=caller,
+            usage=usage,
+            max_caller_turns=limits.max_caller_turns,
+            max_tool_calls=limits.max_tool_calls_per_turn,
+            empty_first_user_message=limits.empty_first_user_message,
+            caller_attempts=limits.caller_turn_attempts,
+        )
+
+    def trace(conv: Conversation, end: EndReason, reruns: int, skip_reason: str | None = None) -> Trace:
+        return Trace(
+            episode_id=episode_id,
+            bundle_name=bundle_name,
+            bundle_version=bundle_version,
+            bundle_hash=bundle_hash,
+            agent_id=agent.config.id,
+            scenario_id=scenario.id,
+            language=scenario.language,
+            difficulty=scenario.difficulty,
+            repeat=repeat,
+            seeds=seeds,
+            candidate=role_info(candidate),
+            caller=role_info(caller),
+            candidate_view=CandidateView(
+                instructions_sha256=hashlib.sha256(instructions.encode()).hexdigest(), tools=tools
+            ),
+            caller_view=CallerView(system_prompt=caller_prompt),
+            messages=conv.messages,
+            caller_turns=conv.caller_turns,
+            tool_events=conv.tool_events,
+            unreached_channel_events=conv.channel.unreached(),
+            end_reason=end,
+            skip_reason=skip_reason,
+            reruns=reruns,
+            usage=dict(sorted(usage.items())),
+            code_version=code_version,
+            settings=limits.model_dump(mode="json"),
+        )
+
+    failure: tuple[Conversation, CallerFailed] | None = None
+    for rerun in range(limits.conversation_reruns + 1):
+        conv = new_conversation()
+        try:
+            end = await conv.run()
+        except CallerFailed as e:
+            failure = (conv, e)
+            continue
+        except InfrastructureError as e:
+            return trace(conv, EndReason.SKIPPED, rerun, f"infrastructure: {e}")
+        return trace(conv, end, rerun)
+    assert failure is not None
+    conv, err = failure
+    return trace(conv, EndReason.SKIPPED, limits.conversation_reruns, f"caller_validation: {err}")

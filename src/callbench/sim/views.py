@@ -1,0 +1,98 @@
+"""What each party sees, rebuilt from the trace (DESIGN.md "Who sees what").
+
+The episode loop builds every request through these functions from the trace it is writing, so a
+reader of a saved trace rebuilds exactly the messages each model was sent:
+
+* candidate: :func:`candidate_messages` - every trace message in order, except an assistant
+  message that records a candidate output error (``error`` set): such an output is unusable, was
+  never part of the conversation, and is not sent back to the candidate.
+* caller: :func:`caller_messages` - its system prompt, then the public conversation: the
+  candidate's speech per candidate turn (message text plus a call-ending tool's
+  ``concluding_message``; never tool calls or results) as ``user`` messages, and its own accepted
+  turns as ``assistant`` messages holding the JSON it returned (intended text, never the channel's
+  observed text). An empty candidate turn appears as ``(silence)``. A second attempt at a caller
+  turn gets :func:`with_retry_note` (the first rejection, from ``CallerTurn.rejections``) appended
+  to its last message.
+"""
+
+from __future__ import annotations
+
+import json
+
+from callbench.models.base import ChatMessage
+from callbench.trace import CallerTurn, ToolEvent, TraceMessage
+
+SILENCE = "(silence)"
+REPLY_SEP = " | reply: "
+"""Separates a rejection reason from the rejected reply in ``CallerTurn.rejections``."""
+
+
+def candidate_messages(messages: list[TraceMessage]) -> list[ChatMessage]:
+    """The candidate's conversation: ``messages`` as chat messages, minus recorded output errors."""
+    return [
+        ChatMessage(
+            role=m.role,
+            content=m.content,
+            tool_calls=list(m.tool_calls),
+            tool_call_id=m.tool_call_id,
+            name=m.name,
+        )
+        for m in messages
+        if m.error is None
+    ]
+
+
+def candidate_speech(messages: list[TraceMessage], tool_events: list[ToolEvent], turn: int) -> str:
+    """What the caller heard of candidate turn ``turn``: its spoken texts, in order, joined by spaces."""
+    parts: list[tuple[int, int, str]] = []
+    for m in messages:
+        if (
+            m.role == "assistant"
+            and m.candidate_turn == turn
+            and m.error is None
+            and m.content
+            and m.content.strip()
+        ):
+            parts.append((m.index, 0, m.content.strip()))
+    for ev in tool_events:
+        if ev.candidate_turn == turn and ev.call_ending and ev.executed and isinstance(ev.arguments, dict):
+            msg = ev.arguments.get("concluding_message")
+            if isinstance(msg, str) and msg.strip():
+                parts.append((ev.message_index, 1 + ev.index, msg.strip()))
+    return " ".join(text for _, _, text in sorted(parts)) or SILENCE
+
+
+def caller_turn_json(turn: CallerTurn) -> str:
+    """The caller's own accepted turn as it returned it (speech = intended text)."""
+    step = turn.expressed_steps[0] if turn.expressed_steps else None
+    return json.dumps(
+        {"speech": turn.intended, "expressed_step": step, "done": turn.done}, ensure_ascii=False
+    )
+
+
+def caller_messages(
+    system_prompt: str,
+    messages: list[TraceMessage],
+    tool_events: list[ToolEvent],
+    caller_turns: list[CallerTurn],
+) -> list[ChatMessage]:
+    """The caller's request for its next turn: system prompt, then candidate turn 0, caller turn 1,
+    candidate turn 1, ... up to the latest candidate turn."""
+    out = [ChatMessage(role="system", content=system_prompt)]
+    out.append(ChatMessage(role="user", content=candidate_speech(messages, tool_events, 0)))
+    for ct in caller_turns:
+        out.append(ChatMessage(role="assistant", content=caller_turn_json(ct)))
+        out.append(ChatMessage(role="user", content=candidate_speech(messages, tool_events, ct.index)))
+    return out
+
+
+def with_retry_note(messages: list[ChatMessage], rejection: str) -> list[ChatMessage]:
+    """``messages`` with a harness note appended to the last one, telling the caller why its previous
+    reply was rejected (``rejection`` as recorded, the rejected reply itself left out)."""
+    reason = rejection.split(REPLY_SEP)[0]
+    note = (
+        f"(Note from the call harness, not part of the call: your previous reply was rejected - {reason}. "
+        "Reply again to the agent's last words, following every rule.)"
+    )
+    last = messages[-1]
+    return [*messages[:-1], last.model_copy(update={"content": f"{last.content}\n\n{note}"})]
