@@ -22,7 +22,7 @@ def test_good_trace_meets_every_check(make_trace, bundle):
     assert (lk.cited_events, lk.cited_messages) == ([0], [3])
     assert (lr.label, lr.weight, lr.cited_events, lr.cited_messages) == (Label.MET, 3, [1], [5])
     assert lr.diagnostic == Diagnostic.ARGUMENT_ACCURACY and lr.pillar == Pillar.TASK
-    assert lr.source == "action_check" and "1 matching call(s) of log_zero_supply_reason" == lr.reason
+    assert lr.source == "action_check" and lr.reason == "1 matching call(s) of log_zero_supply_reason"
     assert (np_.label, np_.cited_events) == (Label.MET, [])
 
 
@@ -32,8 +32,9 @@ def test_wrong_argument_cites_the_near_miss(make_trace, bundle):
     t.tool_events[1].arguments = {"category": "other", "shift": "evening"}
     lr = _by_id(grade_action_checks(t, scen))["log_reason"]
     assert lr.label == Label.NOT_MET and lr.r == 0.0
-    assert lr.reason == ("0 matching call(s) of log_zero_supply_reason, need at least 1; "
-                         "1 call(s) with other arguments")
+    assert lr.reason == (
+        "0 matching call(s) of log_zero_supply_reason, need at least 1; 1 call(s) with other arguments"
+    )
     assert (lr.cited_events, lr.cited_messages) == ([1], [5])
 
 
@@ -65,5 +66,5 @@ def test_after_cycle_is_a_grade_error(make_trace, bundle):
     _, scen = bundle.scenario("zero_supply")
     bad = scen.model_copy(deep=True)
     bad.action_checks[0].after = ["log_reason"]
-    with pytest.raises(GradeError, match="zero_supply.*cycle"):
+    with pytest.raises(GradeError, match=r"zero_supply.*cycle"):
         grade_action_checks(make_trace("good"), bad)

@@ -32,10 +32,18 @@ def make_run(root: Path, bundle, traces, judge: str = "scripted:met") -> Path:
     for t in traces:
         save_trace(t, run / "traces" / f"{t.episode_id}.json")
     m = RunManifest(
-        run_id="run", bundle_name=bundle.meta.name, bundle_version=bundle.meta.version,
-        bundle_hash=bundle.content_hash, bundle_path=bundle.root, callbench_version="0.1.0",
-        candidates=[RoleInfo(spec="scripted:reference")], caller=RoleInfo(spec="scripted:plan"),
-        task_judge=RoleInfo(spec=judge), conversation_judge=RoleInfo(spec=judge), seed=1, repeats=1,
+        run_id="run",
+        bundle_name=bundle.meta.name,
+        bundle_version=bundle.meta.version,
+        bundle_hash=bundle.content_hash,
+        bundle_path=bundle.root,
+        callbench_version="0.1.0",
+        candidates=[RoleInfo(spec="scripted:reference")],
+        caller=RoleInfo(spec="scripted:plan"),
+        task_judge=RoleInfo(spec=judge),
+        conversation_judge=RoleInfo(spec=judge),
+        seed=1,
+        repeats=1,
         started="2026-01-01T00:00:00+00:00",
     )
     (run / "manifest.json").write_text(m.model_dump_json(indent=1))
@@ -44,8 +52,11 @@ def make_run(root: Path, bundle, traces, judge: str = "scripted:met") -> Path:
 
 @pytest.fixture
 def run_dir(tmp_path, make_trace, bundle):
-    return make_run(tmp_path, bundle, [make_trace("good", "ep-good"), make_trace("hangup", "ep-hangup"),
-                                       make_trace("skipped", "ep-skip")])
+    return make_run(
+        tmp_path,
+        bundle,
+        [make_trace("good", "ep-good"), make_trace("hangup", "ep-hangup"), make_trace("skipped", "ep-skip")],
+    )
 
 
 def _manifest(run: Path) -> RunManifest:
@@ -82,9 +93,16 @@ async def test_regrade_keeps_earlier_sets_and_scores_are_identical(run_dir):
     assert all((run_dir / "grades" / g / "grade_set.json").is_file() for g in (first, second, other))
 
     def scores(gid):
-        return {g.episode_id: (g.task_score, g.conversation_score, g.overall, g.passed,
-                               [(i.id, i.label, i.rating, i.r, i.cited_messages, i.cited_events) for i in g.items])
-                for g in load_episode_grades(run_dir, gid)}
+        return {
+            g.episode_id: (
+                g.task_score,
+                g.conversation_score,
+                g.overall,
+                g.passed,
+                [(i.id, i.label, i.rating, i.r, i.cited_messages, i.cited_events) for i in g.items],
+            )
+            for g in load_episode_grades(run_dir, gid)
+        }
 
     assert scores(first) == scores(second)
     assert scores(first) != scores(other)
@@ -115,7 +133,7 @@ async def test_bundle_hash_mismatch_is_refused(tmp_path, make_trace, bundle, run
     t = make_trace("good", "ep-other")
     t.bundle_hash = "f" * 64
     save_trace(t, run_dir / "traces" / "ep-other.json")
-    with pytest.raises(GradeError, match="ep-other.*bundle hash ffffffffffff"):
+    with pytest.raises(GradeError, match=r"ep-other.*bundle hash ffffffffffff"):
         await grade_run(run_dir)
     assert not (run_dir / "grades").exists()  # refused before any grade set was created
     (run_dir / "traces" / "ep-other.json").unlink()
@@ -126,20 +144,26 @@ async def test_bundle_hash_mismatch_is_refused(tmp_path, make_trace, bundle, run
 
 
 async def test_not_a_run_folder(tmp_path):
-    with pytest.raises(GradeError, match="no manifest.json"):
+    with pytest.raises(GradeError, match=r"no manifest\.json"):
         await grade_run(tmp_path)
 
 
 async def test_injected_clients_are_recorded(run_dir, recording):
-    gid = await grade_run(run_dir, task_judge=create_scripted_judge("scripted:met", ModelSettings(temperature=0.0)),
-                          conversation_judge=create_scripted_judge("scripted:garbage"))
+    gid = await grade_run(
+        run_dir,
+        task_judge=create_scripted_judge("scripted:met", ModelSettings(temperature=0.0)),
+        conversation_judge=create_scripted_judge("scripted:garbage"),
+    )
     gs = load_grade_set(run_dir, gid)
     assert gs.task_judge.settings.temperature == 0.0
     assert gs.conversation_judge.spec == "scripted:garbage"
     # good: polite + 5 ratings; hangup: polite + 4 ratings (memory not applicable)
     assert gs.judge_errors == 6 + 5
     hang = next(g for g in load_episode_grades(run_dir, gid) if g.episode_id == "ep-hangup")
-    assert {i.label for i in hang.items if i.pillar == "conversation"} == {Label.JUDGE_ERROR, Label.NOT_APPLICABLE}
+    assert {i.label for i in hang.items if i.pillar == "conversation"} == {
+        Label.JUDGE_ERROR,
+        Label.NOT_APPLICABLE,
+    }
 
 
 async def test_grade_into_set_for_the_runner(run_dir, make_trace, bundle):
@@ -147,14 +171,19 @@ async def test_grade_into_set_for_the_runner(run_dir, make_trace, bundle):
     role = RoleInfo(spec="scripted:met")
     gs = create_grade_set(run_dir, role, role, cutoff=90.0, register=False)
     assert _manifest(run_dir).grade_sets == []  # the runner adds the id to its own manifest
-    g = await grade_into_set(run_dir, gs.grade_set_id, make_trace("hangup", "ep-hangup"), bundle, judge, judge)
+    g = await grade_into_set(
+        run_dir, gs.grade_set_id, make_trace("hangup", "ep-hangup"), bundle, judge, judge
+    )
     assert g.cutoff == 90.0 and g.passed is False  # overall 83.3 < 90
     on_disk = load_episode_grades(run_dir, gs.grade_set_id)
     assert [x.episode_id for x in on_disk] == ["ep-hangup"] and on_disk[0] == g
 
 
 def test_grade_set_id_is_deterministic():
-    a, b = RoleInfo(spec="scripted:met"), RoleInfo(spec="openai:gpt-4o", settings=ModelSettings(temperature=0))
+    a, b = (
+        RoleInfo(spec="scripted:met"),
+        RoleInfo(spec="openai:gpt-4o", settings=ModelSettings(temperature=0)),
+    )
     assert grade_set_id_for(a, b, 70, DEFAULT_RUBRIC, 1) == grade_set_id_for(a, b, 70, DEFAULT_RUBRIC, 1)
     assert grade_set_id_for(a, b, 70, DEFAULT_RUBRIC, 1) != grade_set_id_for(a, b, 75, DEFAULT_RUBRIC, 1)
     assert grade_set_id_for(a, b, 70, DEFAULT_RUBRIC, 1) != grade_set_id_for(b, a, 70, DEFAULT_RUBRIC, 1)
@@ -168,8 +197,21 @@ def test_cli_grade(run_dir, tmp_path):
     rfile = tmp_path / "rubric.json"
     rfile.write_text(json.dumps(rubric))
     assert load_rubric(rfile).ratings[-1].weight == 3
-    res = CliRunner().invoke(app, ["grade", str(run_dir), "--task-judge", "scripted:met", "--conversation-judge",
-                                   "scripted:not_met", "--cutoff", "60", "--rubric", str(rfile)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "grade",
+            str(run_dir),
+            "--task-judge",
+            "scripted:met",
+            "--conversation-judge",
+            "scripted:not_met",
+            "--cutoff",
+            "60",
+            "--rubric",
+            str(rfile),
+        ],
+    )
     assert res.exit_code == 0, res.output
     gid = _manifest(run_dir).grade_sets[-1]
     assert f"grade set {gid}: 3 episode(s), 1 skipped, 0 judge error(s)" in res.output

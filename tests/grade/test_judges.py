@@ -14,15 +14,19 @@ from callbench.grade.models import Label
 from callbench.models.base import InfrastructureError, ModelOutputError
 from callbench.models.scripted_judge import create_scripted_judge
 
-TASK_OK = {"criteria": {
-    "records_zero": {"reason": "logged", "cited_messages": [5, 6], "label": "met"},
-    "no_pressure": {"reason": "none", "cited_messages": [7], "label": "met"},
-    "grounded": {"reason": "matches", "cited_messages": [7], "label": "partial"},
-}}
+TASK_OK = {
+    "criteria": {
+        "records_zero": {"reason": "logged", "cited_messages": [5, 6], "label": "met"},
+        "no_pressure": {"reason": "none", "cited_messages": [7], "label": "met"},
+        "grounded": {"reason": "matches", "cited_messages": [7], "label": "partial"},
+    }
+}
 CONV_OK = {
     "criteria": {"polite": {"reason": "", "cited_messages": [7], "label": "met"}},
-    "ratings": {k: {"reason": "", "cited_messages": [9], "rating": 5}
-                for k in ("memory", "speech_around_tools", "speakability", "language_and_script", "closing")},
+    "ratings": {
+        k: {"reason": "", "cited_messages": [9], "rating": 5}
+        for k in ("memory", "speech_around_tools", "speakability", "language_and_script", "closing")
+    },
 }
 
 
@@ -41,7 +45,9 @@ def _scalars(value):
         yield value
 
 
-async def test_conversation_judge_never_sees_expected_actions_goal_or_task_criteria(make_trace, bundle, recording):
+async def test_conversation_judge_never_sees_expected_actions_goal_or_task_criteria(
+    make_trace, bundle, recording
+):
     judge = recording({"task_judge": [TASK_OK], "conversation_judge": [CONV_OK]})
     # the hangup trace itself contains none of the expected argument values
     g = await grade_trace(make_trace("hangup"), bundle, judge, judge)
@@ -73,7 +79,9 @@ async def test_conversation_judge_never_sees_expected_actions_goal_or_task_crite
     ttext = _user_text(task[0])
     assert scenario.goal in ttext and "TASKANCHOR recorded, no reason" in ttext
     assert "Never pressure a farmer to supply milk when she has a reason not to." in ttext
-    assert "polite" not in json.dumps(task[0].response_schema)  # conversation criteria are not the task judge's
+    assert "polite" not in json.dumps(
+        task[0].response_schema
+    )  # conversation criteria are not the task judge's
 
 
 async def test_schema_enumerates_items_and_indices(make_trace, bundle, recording):
@@ -87,7 +95,12 @@ async def test_schema_enumerates_items_and_indices(make_trace, bundle, recording
     cs = by_role["conversation_judge"].response_schema
     assert cs["properties"]["criteria"]["required"] == ["polite"]
     assert cs["properties"]["ratings"]["required"] == [
-        "memory", "speech_around_tools", "speakability", "language_and_script", "closing"]
+        "memory",
+        "speech_around_tools",
+        "speakability",
+        "language_and_script",
+        "closing",
+    ]
     assert cs["$defs"]["rating"]["properties"]["rating"] == {"type": "integer", "minimum": 1, "maximum": 5}
     assert by_role["task_judge"].context.episode_id == trace.episode_id
     assert by_role["conversation_judge"].context.scenario_id == "zero_supply"
@@ -109,7 +122,9 @@ PROMPT_LINE = "You are the evening milk-collection agent"
 
 
 async def test_bad_reply_retried_once_then_used(make_trace, bundle, recording):
-    bad = json.dumps({"criteria": dict(TASK_OK["criteria"], records_zero={"label": "great", "cited_messages": []})})
+    bad = json.dumps(
+        {"criteria": dict(TASK_OK["criteria"], records_zero={"label": "great", "cited_messages": []})}
+    )
     judge = recording({"task_judge": [bad, TASK_OK], "conversation_judge": [CONV_OK]})
     items, out = await run_task_judge(make_trace("good"), bundle.scenario("zero_supply")[1], judge)
     assert out.attempts == 2 and out.errors == {}
@@ -130,11 +145,14 @@ async def test_first_reply_valid_items_are_kept(make_trace, bundle, recording):
     assert [i.label for i in items] == [Label.MET, Label.MET, Label.NOT_MET]
 
 
-@pytest.mark.parametrize("replies", [
-    ["not json at all", "still not json"],
-    [ModelOutputError("schema violated"), "```json\n{\"criteria\": \n```"],
-    [{"criteria": {}}, {"criteria": {}}],
-])
+@pytest.mark.parametrize(
+    "replies",
+    [
+        ["not json at all", "still not json"],
+        [ModelOutputError("schema violated"), '```json\n{"criteria": \n```'],
+        [{"criteria": {}}, {"criteria": {}}],
+    ],
+)
 async def test_unusable_twice_is_judge_error_excluded_and_counted(make_trace, bundle, recording, replies):
     judge = recording({"task_judge": replies, "conversation_judge": [CONV_OK]})
     g = await grade_trace(make_trace("good"), bundle, judge, judge)
@@ -148,7 +166,9 @@ async def test_unusable_twice_is_judge_error_excluded_and_counted(make_trace, bu
 
 
 async def test_infrastructure_error_is_judge_error_not_zero(make_trace, bundle, recording):
-    judge = recording({"task_judge": [TASK_OK], "conversation_judge": [InfrastructureError("HTTP 503 after 5 retries")]})
+    judge = recording(
+        {"task_judge": [TASK_OK], "conversation_judge": [InfrastructureError("HTTP 503 after 5 retries")]}
+    )
     g = await grade_trace(make_trace("good"), bundle, judge, judge)
     conv_items = [i for i in g.items if i.pillar == "conversation"]
     assert {i.label for i in conv_items} == {Label.JUDGE_ERROR}
@@ -178,8 +198,14 @@ async def test_rating_not_applicable_by_trace_is_not_asked(make_trace, bundle, r
     assert mem.label == Label.NOT_APPLICABLE and "fewer than two turns" in mem.reason
 
 
-@pytest.mark.parametrize(("spec", "label", "rating"), [
-    ("scripted:met", Label.MET, 5), ("scripted:partial", Label.PARTIAL, 3), ("scripted:not_met", Label.NOT_MET, 1)])
+@pytest.mark.parametrize(
+    ("spec", "label", "rating"),
+    [
+        ("scripted:met", Label.MET, 5),
+        ("scripted:partial", Label.PARTIAL, 3),
+        ("scripted:not_met", Label.NOT_MET, 1),
+    ],
+)
 async def test_scripted_judges(make_trace, bundle, spec, label, rating):
     j = create_scripted_judge(spec)
     trace = make_trace("good")

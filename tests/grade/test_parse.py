@@ -18,8 +18,10 @@ def reply(**items):
     return json.dumps({"criteria": items})
 
 
-GOOD = {"records_zero": {"reason": "ok", "cited_messages": [5], "label": "met"},
-        "no_pressure": {"reason": "pushed", "cited_messages": [7, 3], "label": "not_met"}}
+GOOD = {
+    "records_zero": {"reason": "ok", "cited_messages": [5], "label": "met"},
+    "no_pressure": {"reason": "pushed", "cited_messages": [7, 3], "label": "not_met"},
+}
 
 
 def test_plain_reply():
@@ -30,15 +32,18 @@ def test_plain_reply():
     assert p.items["criteria.no_pressure"].cited_messages == [3, 7]
 
 
-@pytest.mark.parametrize("wrap", [
-    lambda s: f"```json\n{s}\n```",
-    lambda s: f"```\n{s}\n```",
-    lambda s: f"Here is my judgement:\n```JSON\n{s}```\nThanks.",
-    lambda s: f"Sure. {s}",
-    lambda s: "\ufeff" + s,
-    lambda s: s.replace('"label"', '"la\u200bbel"').replace('{"criteria"', '\u200b{"criteria"'),
-    lambda s: "\u2060" + s + "\u200d",
-])
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda s: f"```json\n{s}\n```",
+        lambda s: f"```\n{s}\n```",
+        lambda s: f"Here is my judgement:\n```JSON\n{s}```\nThanks.",
+        lambda s: f"Sure. {s}",
+        lambda s: "\ufeff" + s,
+        lambda s: s.replace('"label"', '"la\u200bbel"').replace('{"criteria"', '\u200b{"criteria"'),
+        lambda s: "\u2060" + s + "\u200d",
+    ],
+)
 def test_form_variants_parse(wrap):
     p = parse_judge_reply(wrap(reply(**GOOD)), CRIT, VALID)
     assert p.errors == {}
@@ -46,12 +51,23 @@ def test_form_variants_parse(wrap):
     assert p.items["criteria.no_pressure"].cited_messages == [3, 7]
 
 
-@pytest.mark.parametrize(("raw", "label"), [
-    ("Met", Label.MET), ("MET", Label.MET), (" met ", Label.MET), ("NOT MET", Label.NOT_MET),
-    ("not-met", Label.NOT_MET), ("Not_Met", Label.NOT_MET), ("notmet", Label.NOT_MET),
-    ("Partial", Label.PARTIAL), ("partially met", Label.PARTIAL), ("N/A", Label.NOT_APPLICABLE),
-    ("Not Applicable", Label.NOT_APPLICABLE), ("not\u200b_met", Label.NOT_MET),
-])
+@pytest.mark.parametrize(
+    ("raw", "label"),
+    [
+        ("Met", Label.MET),
+        ("MET", Label.MET),
+        (" met ", Label.MET),
+        ("NOT MET", Label.NOT_MET),
+        ("not-met", Label.NOT_MET),
+        ("Not_Met", Label.NOT_MET),
+        ("notmet", Label.NOT_MET),
+        ("Partial", Label.PARTIAL),
+        ("partially met", Label.PARTIAL),
+        ("N/A", Label.NOT_APPLICABLE),
+        ("Not Applicable", Label.NOT_APPLICABLE),
+        ("not\u200b_met", Label.NOT_MET),
+    ],
+)
 def test_label_spellings(raw, label):
     assert normalize_label(raw) == label
 
@@ -66,10 +82,14 @@ def test_unknown_labels_rejected(raw):
 
 
 def test_odd_key_case_and_list_form():
-    text = json.dumps({"Criteria": [
-        {"ID": "Records_Zero", "Label": "MET", "Cited_Messages": [1], "Reason": "fine"},
-        {"id": "no_pressure", "LABEL": "Partial", "citedMessages": ["4"], "reasoning": "meh"},
-    ]})
+    text = json.dumps(
+        {
+            "Criteria": [
+                {"ID": "Records_Zero", "Label": "MET", "Cited_Messages": [1], "Reason": "fine"},
+                {"id": "no_pressure", "LABEL": "Partial", "citedMessages": ["4"], "reasoning": "meh"},
+            ]
+        }
+    )
     p = parse_judge_reply(text, CRIT, VALID)
     assert p.errors == {}
     assert p.items["criteria.records_zero"].label == Label.MET
@@ -119,7 +139,9 @@ def test_extra_items_ignored():
     assert set(p.items) == {"criteria.records_zero", "criteria.no_pressure"} and p.errors == {}
 
 
-@pytest.mark.parametrize("text", [None, "", "   ", "the agent was great", "[1, 2]", '{"criteria": ', "```\n```"])
+@pytest.mark.parametrize(
+    "text", [None, "", "   ", "the agent was great", "[1, 2]", '{"criteria": ', "```\n```"]
+)
 def test_unparseable_reply(text):
     with pytest.raises(ReplyError):
         extract_json(text)

@@ -12,11 +12,13 @@ from callbench.grade.models import GradedItem, Label
 from callbench.grade.scoring import episode_grade, item_value, score_items
 from callbench.models.scripted_judge import create_scripted_judge
 
-TASK_REPLY = {"criteria": {
-    "records_zero": {"reason": "recorded but reason vague", "cited_messages": [5, 6], "label": "partial"},
-    "no_pressure": {"reason": "pushed once", "cited_messages": [7], "label": "not_met"},
-    "grounded": {"reason": "no claims", "cited_messages": [], "label": "not_applicable"},
-}}
+TASK_REPLY = {
+    "criteria": {
+        "records_zero": {"reason": "recorded but reason vague", "cited_messages": [5, 6], "label": "partial"},
+        "no_pressure": {"reason": "pushed once", "cited_messages": [7], "label": "not_met"},
+        "grounded": {"reason": "no claims", "cited_messages": [], "label": "not_applicable"},
+    }
+}
 CONV_REPLY = {
     "criteria": {"polite": {"reason": "kind", "cited_messages": [7], "label": "met"}},
     "ratings": {
@@ -91,10 +93,23 @@ async def test_hangup_with_met_judge(make_trace, bundle):
     assert g.overall == pytest.approx((800 / 12 + 100) / 2)
 
 
-def _item(pillar: Pillar, w: int, label: Label | None = None, rating: int | None = None,
-          diag: Diagnostic = Diagnostic.TOOL_CHOICE, source: str = "task_criterion") -> GradedItem:
-    return GradedItem(id=f"i{w}{label}{rating}", source=source, pillar=pillar, diagnostic=diag,  # type: ignore[arg-type]
-                      weight=w, label=label, rating=rating)
+def _item(
+    pillar: Pillar,
+    w: int,
+    label: Label | None = None,
+    rating: int | None = None,
+    diag: Diagnostic = Diagnostic.TOOL_CHOICE,
+    source: str = "task_criterion",
+) -> GradedItem:
+    return GradedItem(
+        id=f"i{w}{label}{rating}",
+        source=source,
+        pillar=pillar,
+        diagnostic=diag,  # type: ignore[arg-type]
+        weight=w,
+        label=label,
+        rating=rating,
+    )
 
 
 @pytest.mark.parametrize(("g", "r"), [(1, 0.0), (2, 0.25), (3, 0.5), (4, 0.75), (5, 1.0)])
