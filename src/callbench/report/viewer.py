@@ -162,7 +162,7 @@ def episode_views(runs: list[RunData]) -> tuple[list[dict[str, Any]], list[dict[
                     "unreached_channel_events": (
                         [ev.model_dump(mode="json") for ev in trace.unreached_channel_events] if trace else []
                     ),
-                    "items": _items(grade, prefix, trace),
+                    "judged": _items(grade, prefix, trace),
                     "usage": {k: v.model_dump(mode="json") for k, v in trace.usage.items()} if trace else {},
                 }
             )
