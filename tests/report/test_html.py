@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path
+
+import plotly
+import pytest
+
+from callbench.report.build import build_report
+from callbench.report.html import neutralise_js, render_html, write_html
+from callbench.report.load import load_runs
+
+MakeRun = Callable[..., Path]
+EVIL = "<script>alert(1)</script> see https://evil.example/x?a=1&b=2"
+
+
+class Collector(HTMLParser):
+    """Every tag with its attributes, and the text of every <script> element."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self.ids: set[str] = set()
+        self._in_script: dict[str, str | None] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        d = dict(attrs)
+        self.tags.append((tag, d))
+        if d.get("id"):
+            self.ids.add(str(d["id"]))
+        if tag == "script":
+            self._in_script = d
+            self.scripts.append((d, ""))
+
+    def handle_data(self, data: str) -> None:
+        if self._in_script is not None:
+            attrs, text = self.scripts[-1]
+            self.scripts[-1] = (attrs, text + data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = None
+
+
+@pytest.fixture
+def html(make_run: MakeRun) -> str:
+    rd = make_run(
+        candidates=("cand-a", '<i>c&"d'),
+        reply=lambda c, a, s, r: EVIL,
+        skip=lambda c, a, s, r: (a, s, r) == (1, 1, 1),
+    )
+    runs = load_runs([rd])
+    return render_html(build_report(runs, n_samples=50), runs)
+
+
+def parsed(html: str) -> Collector:
+    c = Collector()
+    c.feed(html)
+    c.close()
+    return c
+
+
+def test_no_external_url_anywhere(html: str) -> None:
+    assert "://" not in html
+    assert "//cdn" not in html.lower()
+    c = parsed(html)
+    for tag, attrs in c.tags:
+        assert tag not in ("link", "iframe", "img", "object", "embed", "base"), tag
+        assert "src" not in attrs, (tag, attrs)
+        for key in ("href", "action", "data", "srcset", "poster"):
+            value = attrs.get(key)
+            if value is not None:
+                assert key == "href" and value.startswith("#"), (tag, attrs)
+        assert "style" not in attrs or "url(" not in str(attrs["style"])
+    assert "@import" not in html and "url(" not in html.split("<script", 1)[0]
+
+
+def test_every_in_page_link_has_a_target(html: str) -> None:
+    c = parsed(html)
+    hrefs = [str(a["href"]) for _, a in c.tags if a.get("href")]
+    assert len(hrefs) > 50
+    missing = [h for h in hrefs if h[1:] not in c.ids]
+    assert missing == []
+
+
+def test_plotly_embedded_exactly_once_and_figures_parse(html: str) -> None:
+    banner = plotly.offline.get_plotlyjs()[:40]
+    assert banner.startswith("/**\n* plotly.js v")
+    assert html.count("* plotly.js v") == 1
+    c = parsed(html)
+    library = [text for attrs, text in c.scripts if "Plotly" in text and len(text) > 1_000_000]
+    assert len(library) == 1
+    figures = [json.loads(text) for attrs, text in c.scripts if attrs.get("data-figure")]
+    assert len(figures) == 4
+    for fig in figures:
+        assert fig["data"], fig
+    leaderboard = figures[0]["data"][0]
+    assert leaderboard["y"] == ["cand-a", '<i>c&"d']  # JSON-escaped in the file, intact once parsed
+    assert "<i>c" not in html  # never raw in the file
+    assert "&lt;i&gt;c&amp;&#34;d" in html
+
+
+def test_model_text_is_escaped(html: str) -> None:
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    # one occurrence per non-skipped episode's final assistant message (2 x 12 - 2 skipped)
+    assert (
+        html.count("&lt;script&gt;alert(1)&lt;/script&gt; see https&#58;//evil.example/x?a=1&amp;b=2") == 22
+    )
+    c = parsed(html)
+    executable = [text for attrs, text in c.scripts if attrs.get("type") != "application/json"]
+    assert len(executable) == 2  # plotly.js and the figure loader; no injected script
+    assert not any("alert(1)" in t for t in executable)
+
+
+def test_trace_viewer_content(html: str) -> None:
+    assert "I want to book a table" in html and "I want to book" in html  # intended vs observed
+    assert "drop (authored, applied): “a table”" in html
+    assert 'href="#e0-t0"' in html and 'id="e0-t0"' in html  # judge label citing tool event 0
+    assert 'href="#e0-m5"' in html and 'id="e0-m5"' in html  # judge label citing message 5
+    assert "99?" in html  # a cited index that does not exist is shown, not linked
+    assert "skipped: caller validation failed 3 times" in html
+    assert html.count('id="instr-') == 3  # one operating document per agent, stored once
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
+def test_inlined_plotly_still_parses_as_javascript(tmp_path: Path) -> None:
+    path = tmp_path / "p.js"
+    path.write_text(neutralise_js(plotly.offline.get_plotlyjs()), encoding="utf-8")
+    done = subprocess.run(["node", "--check", str(path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[:2000]
+
+
+def test_neutralise_js_rules() -> None:
+    assert neutralise_js('a="http://x"') == 'a="http:\\/\\/x"'
+    assert json.loads(neutralise_js(json.dumps({"u": "https://a.b/c"}))) == {"u": "https://a.b/c"}
+    with pytest.raises(ValueError, match="cannot be inlined"):
+        neutralise_js("x='</script>'")
+
+
+def test_write_html_file(make_run: MakeRun, tmp_path: Path) -> None:
+    runs = load_runs([make_run(agents=1, scenarios=1, repeats=1)])
+    out = tmp_path / "out" / "r.html"
+    write_html(build_report(runs, n_samples=20), runs, out)
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    assert re.search(r"<title>callbench report [0-9a-f]{12}</title>", text)
