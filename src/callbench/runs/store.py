@@ -67,6 +67,13 @@ class RunStore:
             raise ValueError(f"{p}: not a readable run manifest: {str(e)[:300]}") from None
 
     def save_manifest(self, manifest: RunManifest) -> None:
+        """Save atomically. Grade set ids registered on disk meanwhile (by a grader) are kept."""
+        try:
+            disk = self.load_manifest()
+        except ValueError:
+            disk = None
+        if disk is not None:
+            manifest.grade_sets = manifest.grade_sets + [g for g in disk.grade_sets if g not in manifest.grade_sets]
         atomic_write_text(self.manifest_path(), manifest.model_dump_json(indent=1) + "\n")
 
     # -------------------------------------------------------------- traces

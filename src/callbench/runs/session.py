@@ -1,0 +1,127 @@
+"""One run end to end: build every role's client, run the episodes, grade each as it finishes.
+
+This is the library behind ``callbench run`` and ``callbench demo``. Grading goes into one grade
+set per run invocation; a resumed run with the same judges continues the run's last grade set and
+first grades any trace that a killed run saved but did not grade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from callbench.bundle.loader import load_bundle
+from callbench.bundle.models import Bundle
+from callbench.grade.grader import (
+    create_grade_set,
+    finalize_grade_set,
+    grade_into_set,
+    load_episode_grades,
+    load_grade_set,
+)
+from callbench.grade.models import EpisodeGrade
+from callbench.models.base import ModelClient
+from callbench.models.cache import CacheMode, ResponseCache
+from callbench.runs.executor import RoleSpec, RunConfig, execute_run, role_info
+from callbench.runs.manifest import EpisodeKey, RunManifest
+from callbench.runs.plan import candidate_slug
+from callbench.runs.store import RunStore
+from callbench.trace import Trace
+
+
+def build_clients(config: RunConfig, bundle: Bundle, cache: ResponseCache | None = None) -> dict[str, ModelClient]:
+    """Create one client per role: ``candidate:<slug>`` for each candidate, ``caller``,
+    ``task_judge``, ``conversation_judge``. Raises ``ValueError`` naming a bad spec."""
+    from callbench.models.registry import create_client
+
+    def make(role: RoleSpec) -> ModelClient:
+        return create_client(role.spec, role.settings, bundle=bundle, cache=cache)
+
+    clients = {f"candidate:{candidate_slug(c.spec, c.settings)}": make(c) for c in config.candidates}
+    clients["caller"] = make(config.caller)
+    if config.grade:
+        clients["task_judge"] = make(config.task_judge)
+        clients["conversation_judge"] = make(config.conversation_judge)
+    return clients
+
+
+def _reusable_grade_set(run_dir: Path, config: RunConfig, clients: dict[str, ModelClient]) -> str | None:
+    store = RunStore(run_dir)
+    m = store.load_manifest()
+    if m is None or not m.grade_sets:
+        return None
+    gs = load_grade_set(run_dir, m.grade_sets[-1])
+    same = (gs.task_judge == role_info(clients["task_judge"], config.task_judge)
+            and gs.conversation_judge == role_info(clients["conversation_judge"], config.conversation_judge)
+            and gs.cutoff == config.cutoff)
+    return gs.grade_set_id if same else None
+
+
+async def run_and_grade(
+    config: RunConfig,
+    *,
+    clients: dict[str, ModelClient] | None = None,
+    bundle: Bundle | None = None,
+    cache: ResponseCache | None = None,
+    on_episode: Callable[[Trace, dict[str, Any]], None] | None = None,
+    on_plan: Callable[[list[EpisodeKey], set[str]], None] | None = None,
+    on_graded: Callable[[EpisodeGrade], None] | None = None,
+) -> tuple[RunManifest, str | None]:
+    """Run (or resume) ``config`` and grade every trace. Returns (manifest, grade set id or None
+    when ``config.grade`` is false). Closes the clients it created."""
+    bundle = bundle or load_bundle(config.bundle_path)
+    own = clients is None
+    clients = clients or build_clients(config, bundle, cache)
+    grade_set: str | None = None
+    try:
+        hook = None
+        if config.grade:
+            out = Path(config.out)
+            out.mkdir(parents=True, exist_ok=True)
+            grade_set = _reusable_grade_set(out, config, clients) if RunStore(out).load_manifest() else None
+            pending_register = grade_set is None
+
+            async def hook(trace: Trace) -> None:
+                nonlocal grade_set, pending_register
+                if grade_set is None:
+                    grade_set = create_grade_set(
+                        out, role_info(clients["task_judge"], config.task_judge),
+                        role_info(clients["conversation_judge"], config.conversation_judge),
+                        cutoff=config.cutoff, run_id=out.resolve().name, bundle_hash=bundle.content_hash,
+                        register=True,
+                    ).grade_set_id
+                    pending_register = False
+                g = await grade_into_set(out, grade_set, trace, bundle, clients["task_judge"],
+                                         clients["conversation_judge"])
+                RunStore(out).index_grade(grade_set, trace.episode_id, g.task_score, g.conversation_score,
+                                          g.overall, g.passed, g.judge_errors)
+                if on_graded:
+                    on_graded(g)
+
+        manifest = await execute_run(config, clients, bundle=bundle, on_episode=on_episode,
+                                     grade_hook=hook, on_plan=on_plan)
+        if hook is not None:
+            # Grade traces a killed run saved but never graded (and traces of earlier invocations
+            # when this invocation started a new grade set).
+            store = RunStore(Path(config.out))
+            graded = {g.episode_id for g in load_episode_grades(Path(config.out), grade_set)} if grade_set else set()
+            planned = {k.episode_id for k in manifest.planned}
+            for eid in sorted(store.finished_ids() & planned - graded):
+                await hook(store.load_trace(eid))
+            if grade_set is not None:
+                finalize_grade_set(Path(config.out), grade_set)
+                manifest = store.load_manifest() or manifest
+        return manifest, grade_set
+    finally:
+        if own:
+            for c in clients.values():
+                await c.aclose()
+
+
+def open_cache(path: Path | None, mode: str) -> ResponseCache | None:
+    """The response cache for a run (``off`` -> None). Raises ``ValueError`` for an unknown mode."""
+    m = CacheMode(mode)
+    if m == CacheMode.OFF or path is None:
+        return None
+    return ResponseCache(path, m)
