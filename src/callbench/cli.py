@@ -18,6 +18,96 @@ def version() -> None:
 
 
 @app.command()
+def validate(
+    path: Path = typer.Argument(..., help="A bundle folder (or its bundle.yaml)."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {file, path, code, message}."),
+) -> None:
+    """Run every static audit of a bundle and list every problem at once.
+
+    Exit codes: 0 clean; 1 problems found; 2 the path cannot be read.
+    """
+    import json
+
+    from callbench.bundle.validate import validate_safely
+
+    outcome = validate_safely(path)
+    if as_json:
+        typer.echo(json.dumps([p.model_dump() for p in outcome.problems], ensure_ascii=False, indent=2))
+    elif not outcome.readable:
+        typer.echo(f"error: {path}: {outcome.problems[0].message}", err=True)
+    else:
+        for p in outcome.problems:
+            typer.echo(str(p))
+        b = outcome.bundle
+        if outcome.problems:
+            n_files = len({p.file for p in outcome.problems})
+            typer.echo(f"{len(outcome.problems)} problem(s) in {n_files} file(s)")
+        elif b is not None:
+            typer.echo(f"OK: {b.meta.name} {b.meta.version} (hash {b.content_hash[:12]}): "
+                       f"{len(b.agents)} agent(s), {len(b.scenarios())} scenario(s), no problems")
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command()
+def inspect(
+    path: Path = typer.Argument(..., help="A bundle folder (or its bundle.yaml)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the composition as JSON."),
+) -> None:
+    """Summarise a bundle's composition: agents, scenarios by language and difficulty, tools per
+    agent, rendered instruction length (median, min, max).
+
+    Exit codes: 0 ok; 1 the bundle cannot be loaded (problems listed); 2 the path cannot be read.
+    """
+    from rich.console import Console
+
+    from callbench.bundle.inspect import composition, composition_tables
+    from callbench.bundle.loader import load_bundle_collect
+
+    if path.is_file() and path.stem == "bundle":
+        path = path.parent
+    try:
+        bundle, problems = load_bundle_collect(path)
+        comp = composition(bundle) if bundle is not None else None
+    except OSError as e:
+        typer.echo(f"error: {path}: cannot read: {getattr(e, 'strerror', None) or e}", err=True)
+        raise typer.Exit(2) from None
+    except Exception as e:  # never a traceback on any input
+        typer.echo(f"error: {path}: cannot inspect: {type(e).__name__}: {e}", err=True)
+        raise typer.Exit(1) from None
+    if comp is None:
+        for p in problems:
+            typer.echo(str(p), err=True)
+        typer.echo(f"error: {path}: the bundle cannot be loaded ({len(problems)} problem(s))", err=True)
+        raise typer.Exit(1)
+    if as_json:
+        typer.echo(comp.model_dump_json(indent=2))
+    else:
+        console = Console()
+        for table in composition_tables(comp):
+            console.print(table)
+    if problems:
+        typer.echo(f"note: {len(problems)} problem(s) while loading; run: callbench validate {path}",
+                   err=True)
+
+
+@app.command()
+def schema(
+    out: Path = typer.Option(..., "--out", help="Folder to write bundle/agent/scenario JSON Schemas into."),
+) -> None:
+    """Write a JSON Schema (draft 2020-12) for each bundle file type: bundle.schema.json,
+    agent.schema.json, scenario.schema.json. Exit codes: 0 ok; 2 the folder cannot be written."""
+    from callbench.bundle.schema import write_schemas
+
+    try:
+        written = write_schemas(out)
+    except OSError as e:
+        typer.echo(f"error: cannot write schemas to {out}: {getattr(e, 'strerror', None) or e}", err=True)
+        raise typer.Exit(2) from None
+    for w in written:
+        typer.echo(str(w))
+
+
+@app.command()
 def grade(
     run_dir: Path = typer.Argument(..., help="A run folder (holds manifest.json and traces/)."),
     task_judge: str | None = typer.Option(None, "--task-judge", help="Task judge spec (default: the run's)."),

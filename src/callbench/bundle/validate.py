@@ -48,15 +48,17 @@ Any
 
 from __future__ import annotations
 
+import errno
 import functools
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from callbench.bundle.loader import DATA_SUFFIXES, MAX_FILES, Problem, load_bundle_collect, read_data_file
-from callbench.bundle.matchers import Matcher
+from callbench.bundle.matchers import Matcher, iter_matchers
 from callbench.bundle.models import AsrEvent, Bundle, LoadedAgent, Scenario, VadSplit
 from callbench.bundle.references import ReferenceError_, find_references, resolve
 from callbench.bundle.validate_content import (
@@ -94,15 +96,44 @@ def validate_path(path: str | Path) -> tuple[Bundle | None, list[Problem]]:
     if root.is_file() and root.stem == "bundle" and root.suffix in DATA_SUFFIXES:
         root = root.parent
     if not root.exists():
-        raise FileNotFoundError(f"{root}: no such folder")
+        raise FileNotFoundError(errno.ENOENT, "no such folder", str(root))
     if not root.is_dir():
-        raise NotADirectoryError(f"{root}: not a bundle folder")
+        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(root))
     next(root.iterdir(), None)  # raises PermissionError now when the folder cannot be listed
     bundle, problems = load_bundle_collect(root)
     problems = problems + _guard("symlinks", "", lambda: audit_symlinks(root))
     if bundle is not None:
         problems += validate_loaded(bundle)
     return bundle, dedupe(problems)
+
+
+class Outcome(BaseModel):
+    """Result of :func:`validate_safely`: whether the path could be read, the bundle (None when
+    unusable) and every problem. ``exit_code``: 0 clean, 1 problems, 2 unreadable path."""
+
+    readable: bool
+    bundle: Bundle | None = None
+    problems: list[Problem] = Field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if not self.readable else (1 if self.problems else 0)
+
+
+def validate_safely(path: str | Path) -> Outcome:
+    """:func:`validate_path` that never raises: an unreadable path gives ``readable=False`` with a
+    ``read`` problem; any unexpected failure is an ``internal`` problem (the CLI's boundary)."""
+    try:
+        bundle, problems = validate_path(path)
+    except OSError as e:
+        why = getattr(e, "strerror", None) or str(e)
+        problem = Problem(file=str(path), code="read", message=f"cannot read: {why}")
+        return Outcome(readable=False, problems=[problem])
+    except Exception as e:  # never a traceback, whatever the input
+        problem = Problem(file=str(path), code="internal",
+                          message=f"validation failed: {type(e).__name__}: {str(e)[:300]}")
+        return Outcome(readable=True, problems=[problem])
+    return Outcome(readable=True, bundle=bundle, problems=problems)
 
 
 def dedupe(problems: list[Problem]) -> list[Problem]:
@@ -428,8 +459,21 @@ def audit_scenario_matchers(agent: LoadedAgent, s: Scenario, report: Report) -> 
         schema = arguments_schema(tool, agent.config)
         resolved: dict[str, Any] = {}
         for k, m in matchers.items():
+            if not _mentions_ref(m):
+                resolved[k] = m
+                continue
             try:
                 resolved[k] = _MATCHER.validate_python(resolve(m, facts, state))
             except (ReferenceError_, ValidationError):
                 continue  # reported as ref.unresolved
         audit_fields(resolved, SchemaView(schema, schema), where, report)
+
+
+def _mentions_ref(m: Any) -> bool:
+    """Whether a typed matcher holds a ``${...}`` reference anywhere (cheaper than resolving)."""
+    for x in iter_matchers(m):
+        for v in (getattr(x, "eq", None), getattr(x, "one_of", None), getattr(x, "contains", None),
+                  getattr(x, "regex", None)):
+            if v is not None and "${" in (v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)):
+                return True
+    return False

@@ -82,7 +82,7 @@ def audit_rendered(agent: LoadedAgent, scen: Scenario, report: Report,
         report_prompt("", "size.prompt",
                       f"rendered instructions are {len(rendered)} characters, "
                       f"over the {MAX_PROMPT_CHARS} limit")
-    squashed = " ".join(rendered.split())
+    squashed: str | None = None
     for ci, crit in enumerate(scen.criteria):
         for ei, ex in enumerate(crit.excerpts):
             path = f"criteria.{ci}.excerpts.{ei}"
@@ -93,7 +93,7 @@ def audit_rendered(agent: LoadedAgent, scen: Scenario, report: Report,
                 hint = ""
                 if "{{" in exn or "{%" in exn:
                     hint = "; it holds template syntax, quote the rendered text instead"
-                elif " ".join(exn.split()) in squashed:
+                elif " ".join(exn.split()) in (squashed := squashed or " ".join(rendered.split())):
                     hint = "; it differs from the instructions only in whitespace or line breaks"
                 short = exn if len(exn) <= 80 else exn[:77] + "..."
                 report(path, "excerpt.not_verbatim",
@@ -217,37 +217,39 @@ def audit_isolation(scen: Scenario, report: Report) -> None:
     and numbers with at least 3 digits (matched with no digit on either side, also against digit
     groups such as ``1,20,000``). Booleans, nulls and short values are too common to judge.
     """
+    leaves = [(p, v) for p, v in _leaves(scen.hidden_state, "hidden_state")
+              if isinstance(v, str) or (_is_num(v) and sum(c.isdigit() for c in _number_text(v)) >= 3)]
+    if not leaves:
+        return
     texts = [(p, norm_text(t)) for p, t in brief_texts(scen)]
     texts += [(p, _collapse(t)) for p, t in texts]
-    known = [norm_text(_number_text(v) if _is_num(v) else str(v))
-             for _, v in _leaves(scen.brief.known_facts, "") if v is not None and not isinstance(v, bool)]
-    known += [_collapse(k) for k in known]
-    for path, v in _leaves(scen.hidden_state, "hidden_state"):
-        if isinstance(v, bool) or v is None:
-            continue
+    sep = "\n\x00\n"  # cannot occur inside a value searched for, so a match never spans two texts
+    brief_all = sep.join(t for _, t in texts)
+    known_vals = [norm_text(_number_text(v) if _is_num(v) else str(v))
+                  for _, v in _leaves(scen.brief.known_facts, "")
+                  if v is not None and not isinstance(v, bool)]
+    known_all = sep.join(known_vals + [_collapse(k) for k in known_vals])
+    for path, v in leaves:
         if _is_num(v):
             num = _number_text(v)
-            if sum(c.isdigit() for c in num) < 3:
-                continue
-            hit = next((p for p, t in texts if _number_in(num, t)), None)
-            if hit and not any(_number_in(num, k) for k in known):
-                report(path, "isolation.leak",
-                       f"hidden-state value {num} appears in {hit} "
-                       "but is not one of the caller's known facts")
-            continue
-        if not isinstance(v, str):
+            if _number_in(num, brief_all) and not _number_in(num, known_all):
+                hit = next(p for p, t in texts if _number_in(num, t))
+                report(path, "isolation.leak", f"hidden-state value {num} appears in {hit} "
+                                               "but is not one of the caller's known facts")
             continue
         s = norm_text(v).strip()
-        if len(s) < 4:
+        if len(s) < 4 or "\x00" in s:
             continue
         digits_only = _collapse(s) if re.fullmatch(r"[0-9 ,_.\-\u00a0\u202f\u2009]+", s) else None
-        hit = next((p for p, t in texts
-                    if _word_in(s, t) or (digits_only and _number_in(digits_only, t))), None)
-        if hit and not any(s in k or (digits_only and digits_only in k) for k in known):
+
+        def found(t: str, s: str = s, digits_only: str | None = digits_only) -> bool:
+            return _word_in(s, t) or bool(digits_only and _number_in(digits_only, t))
+
+        if found(brief_all) and s not in known_all and not (digits_only and digits_only in known_all):
+            hit = next(p for p, t in texts if found(t))
             short = v if len(v) <= 60 else v[:57] + "..."
-            report(path, "isolation.leak",
-                   f"hidden-state value {short!r} appears in {hit} "
-                   "but is not one of the caller's known facts")
+            report(path, "isolation.leak", f"hidden-state value {short!r} appears in {hit} "
+                                           "but is not one of the caller's known facts")
 
 
 def _is_num(v: Any) -> bool:

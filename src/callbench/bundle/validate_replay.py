@@ -10,6 +10,8 @@ the j-th call of a tool meets the j-th queue entry) and the grader
 
 from __future__ import annotations
 
+import json
+
 from pydantic import ValidationError
 
 from callbench.bundle.checks import CallRecord, evaluate_checks
@@ -98,6 +100,8 @@ def audit_reference_refs(scen: Scenario, report: Report) -> None:
     action-check arguments. Only those resolve; anywhere else the literal text would reach the
     caller, the candidate or a grader."""
     data = scen.model_dump(by_alias=True, exclude={"fixtures", "action_checks"})
+    if "${" not in json.dumps(data, ensure_ascii=False):
+        data = {}
     for where, ref in find_references(data):
         report(where, "ref.misplaced",
                f"{ref} is not resolved here; references work only in fixtures and action-check arguments")
