@@ -221,3 +221,24 @@ async def test_scripted_judges(make_trace, bundle, spec, label, rating):
 def test_scripted_judge_unknown_spec():
     with pytest.raises(ValueError, match="unknown scripted judge"):
         create_scripted_judge("scripted:maybe")
+
+
+async def test_scripted_file_judge(tmp_path, make_trace, bundle):
+    script = tmp_path / "judge.yaml"
+    script.write_text(
+        "task_judge:\n"
+        "  - 'not json'\n"
+        "  - " + json.dumps(json.dumps(TASK_OK)) + "\n"
+        "conversation_judge:\n"
+        "  - " + json.dumps(CONV_OK) + "\n"
+    )
+    j = create_scripted_judge(f"scripted:file:{script}")
+    for episode in ("a", "b"):  # each episode reads its replies from the start of the list
+        g = await grade_trace(make_trace("good", episode), bundle, j, j)
+        assert g.judge_attempts == {"task_judge": 2, "conversation_judge": 1}
+        assert g.judge_errors == 0
+        assert next(i for i in g.items if i.id == "grounded").label == Label.PARTIAL
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("judge: ['x']\n")
+    with pytest.raises(ValueError, match="unknown role"):
+        create_scripted_judge(f"scripted:file:{bad}")

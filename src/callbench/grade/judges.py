@@ -110,7 +110,8 @@ async def ask_judge(
         pending = [k for k in pending if k not in out.items]
         if not pending:
             return out
-        convo = [*convo, ChatMessage(role="assistant", content=content or ""), retry_message(problems)]
+        said = [ChatMessage(role="assistant", content=content)] if content and content.strip() else []
+        convo = [*convo, *said, retry_message(problems)]
     for k in pending:
         out.errors[k] = (
             f"judge error after {out.attempts} attempt(s): {last_errors.get(k, 'no usable reply')}"
