@@ -192,3 +192,127 @@ def report(
     except OSError as e:
         typer.echo(f"error: cannot write report: {e}", err=True)
         raise typer.Exit(2) from None
+
+
+# ---------------------------------------------------------------- run and demo
+
+
+def _split(values: list[str]) -> list[str]:
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def _role_settings(path: Path | None) -> dict[str, tuple[str, object]]:
+    if path is None:
+        return {}
+    from callbench.models.registry import load_settings_file
+
+    try:
+        return dict(load_settings_file(path))
+    except (OSError, ValueError) as e:
+        typer.echo(f"error: {path}: {e}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _execute(config: object, cache_path: Path | None, cache_mode: str, title: str) -> tuple[object, str | None]:
+    """Run with a rich progress bar; Ctrl-C stops cleanly (finished episodes are kept)."""
+    import asyncio
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    from callbench.bundle.loader import BundleError
+    from callbench.runs.executor import RunConfig, RunConflict
+    from callbench.runs.session import open_cache, run_and_grade
+
+    assert isinstance(config, RunConfig)
+    console = Console(stderr=True)
+    state = {"skipped": 0, "tokens": 0, "cost": 0.0}
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} · cost {task.fields[cost]}"),
+        TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=console,
+    )
+    task = progress.add_task(title, total=None, skipped=0, tokens=0, cost="$0.00")
+
+    def on_plan(planned: list, done: set) -> None:
+        progress.update(task, total=len(planned), completed=len([k for k in planned if k.episode_id in done]))
+
+    def on_episode(trace: object, totals: dict) -> None:
+        from callbench.trace import Trace
+
+        assert isinstance(trace, Trace)
+        state["skipped"] += int(trace.skipped)
+        cost = totals.get("cost")
+        progress.update(task, advance=1, skipped=state["skipped"], tokens=int(totals.get("tokens", 0)),
+                        cost="unknown" if cost is None else f"${cost:.2f}")
+
+    try:
+        cache = open_cache(cache_path, cache_mode)
+        with progress:
+            return asyncio.run(run_and_grade(config, cache=cache, on_episode=on_episode, on_plan=on_plan))
+    except KeyboardInterrupt:
+        console.print(f"interrupted: finished episodes are saved in {config.out}; run the same command to resume")
+        raise typer.Exit(130) from None
+    except BundleError as e:
+        for p in e.problems:
+            console.print(f"{p}", markup=False)
+        console.print(f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", markup=False)
+        raise typer.Exit(2) from None
+    except (RunConflict, ValueError, FileNotFoundError) as e:
+        console.print(f"error: {e}", markup=False)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def run(
+    bundle: Path = typer.Argument(..., help="Bundle folder."),
+    candidate: list[str] = typer.Option(..., "--candidate", help="Candidate model spec (repeatable)."),
+    caller: str = typer.Option(..., "--caller", help="Caller simulator model spec."),
+    task_judge: str = typer.Option(..., "--task-judge", help="Task judge model spec."),
+    conversation_judge: str = typer.Option(..., "--conversation-judge", help="Conversation judge model spec."),
+    out: Path = typer.Option(..., "--out", help="Run folder (created; an existing run is resumed)."),
+    repeats: int = typer.Option(1, "--repeats", min=1),
+    seed: int = typer.Option(0, "--seed", min=0),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes at once."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N scenarios (stable order)."),
+    agents: list[str] = typer.Option([], "--agents", help="Agent ids (repeatable or comma-separated)."),
+    scenarios: list[str] = typer.Option([], "--scenarios", help="Scenario ids."),
+    languages: list[str] = typer.Option([], "--languages", help="BCP 47 tags."),
+    difficulty: list[str] = typer.Option([], "--difficulty", help="medium and/or hard."),
+    settings: Path | None = typer.Option(None, "--settings", help="YAML of per-role settings (see docs)."),
+    max_turns: int = typer.Option(30, "--max-turns", min=1, help="Caller-turn limit."),
+    cache: Path | None = typer.Option(None, "--cache", help="Response cache file (SQLite)."),
+    cache_mode: str = typer.Option("read_write", "--cache-mode", help="off, read_write or replay_only."),
+    no_grade: bool = typer.Option(False, "--no-grade", help="Only simulate; grade later with callbench grade."),
+    cutoff: float = typer.Option(70.0, "--cutoff", help="Pass cutoff on the overall score."),
+    local_limit: int = typer.Option(1, "--local-concurrency", min=1, help="Concurrent calls to the local model."),
+) -> None:
+    """Run candidates over a bundle: simulate every episode, save traces, grade as they finish.
+
+    Rerunning the same command resumes (finished episodes are kept). Exit codes: 0 done, 2 bad input.
+    """
+    from callbench.models.base import ModelSettings
+    from callbench.runs.executor import RoleSpec, RunConfig
+    from callbench.runs.plan import ScenarioFilters
+    from callbench.sim.episode import LoopLimits
+
+    per_role = _role_settings(settings)
+
+    def role(name: str, spec: str) -> RoleSpec:
+        st = per_role.get(name)
+        return RoleSpec(spec=spec, settings=st[1] if st and isinstance(st[1], ModelSettings) else ModelSettings())
+
+    config = RunConfig(
+        bundle_path=bundle, out=out, candidates=[role("candidate", c) for c in candidate],
+        caller=role("caller", caller), task_judge=role("task_judge", task_judge),
+        conversation_judge=role("conversation_judge", conversation_judge), repeats=repeats, seed=seed,
+        concurrency=concurrency, provider_limits={"local": local_limit},
+        filters=ScenarioFilters(agents=_split(agents), scenarios=_split(scenarios), languages=_split(languages),
+                                difficulty=_split(difficulty), limit=limit),
+        limits=LoopLimits(max_caller_turns=max_turns), grade=not no_grade, cutoff=cutoff,
+    )
+    manifest, gid = _execute(config, cache, cache_mode, "episodes")
+    typer.echo(f"run folder: {out}")
+    if gid:
+        typer.echo(f"grade set: {gid}; report with: callbench report {out}")

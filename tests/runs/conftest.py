@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from callbench.bundle.loader import load_bundle
+from callbench.bundle.models import Bundle
+from callbench.models.base import ModelClient, ModelSettings
+from callbench.models.scripted import create_scripted
+from callbench.models.scripted_judge import create_scripted_judge
+from callbench.runs.executor import RoleSpec, RunConfig
+from callbench.runs.plan import candidate_slug
+
+DAIRY = Path(__file__).parents[1] / "sim" / "data" / "dairy_bundle"
+
+
+@pytest.fixture
+def dairy() -> Bundle:
+    return load_bundle(DAIRY)
+
+
+def scripted_config(out: Path, candidates: tuple[str, ...] = ("scripted:reference",), repeats: int = 2) -> RunConfig:
+    return RunConfig(
+        bundle_path=DAIRY, out=out, candidates=[RoleSpec(spec=c) for c in candidates],
+        caller=RoleSpec(spec="scripted:plan"), task_judge=RoleSpec(spec="scripted:met"),
+        conversation_judge=RoleSpec(spec="scripted:met"), repeats=repeats, seed=7, concurrency=2,
+    )
+
+
+def scripted_clients(config: RunConfig, bundle: Bundle) -> dict[str, ModelClient]:
+    clients: dict[str, ModelClient] = {
+        f"candidate:{candidate_slug(c.spec, c.settings)}": create_scripted(c.spec, c.settings, bundle)
+        for c in config.candidates
+    }
+    clients["caller"] = create_scripted("scripted:plan", ModelSettings(), bundle)
+    clients["task_judge"] = create_scripted_judge("scripted:met", ModelSettings())
+    clients["conversation_judge"] = create_scripted_judge("scripted:met", ModelSettings())
+    return clients
