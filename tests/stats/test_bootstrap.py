@@ -13,6 +13,7 @@ from callbench.stats.bootstrap import (
     flat_bootstrap,
     hierarchical_bootstrap,
     hierarchical_sample_means,
+    means_from_draws,
     percentile_interval,
 )
 
@@ -126,10 +127,22 @@ def test_cluster_drawn_twice_counts_twice() -> None:
     # sample 1: slot1 agent a1 has 1 scenario: s0 -> (5,5) (second scenario slot masked);
     # slot2 agent a0: s0 -> (0,1), s0 -> (1,1)
     assert counts[1].tolist() == [1, 3, 0, 0, 0, 2]
-    episodes, mask = expand(s, draws)
-    means = np.where(mask, s.values[episodes], 0).sum(axis=(1, 2, 3)) / mask.sum(axis=(1, 2, 3))
+    means = means_from_draws(s, draws)
     assert means[0] == pytest.approx((2 * 10 + 2 * 30 + 4 * 40) / 8)
     assert means[1] == pytest.approx((10 + 3 * 20 + 2 * 100) / 6)
+    episodes, mask = expand(s, draws)
+    assert (episodes[~mask] == s.n_episodes).all()  # ignored slots hold the sentinel
+
+
+def test_balanced_fast_path_equals_general_path() -> None:
+    agents, scens = grid(5, 4, 3)
+    s = build_structure(agents, scens, [float((i * 7) % 13) for i in range(len(agents))])
+    assert s.balanced_scenarios and s.balanced_repeats
+    d = draw(s, derive_rng(8), 500)
+    fast = means_from_draws(s, d)
+    slow = means_from_draws(s, d, fast=False)
+    assert np.allclose(fast, slow, rtol=0, atol=1e-9)
+    assert len(set(fast.tolist())) > 100  # real resampling, not a constant
 
 
 def test_random_draws_stay_inside_the_drawn_clusters() -> None:

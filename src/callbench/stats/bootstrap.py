@@ -113,6 +113,16 @@ class ClusterStructure:
     def n_episodes(self) -> int:
         return int(self.values.size)
 
+    @property
+    def balanced_scenarios(self) -> bool:
+        """Every agent has the same number of scenarios."""
+        return bool(self.n_scen.size == 0 or (self.n_scen == self.n_scen[0]).all())
+
+    @property
+    def balanced_repeats(self) -> bool:
+        """Every scenario has the same number of repeats."""
+        return bool(self.n_rep.size == 0 or (self.n_rep == self.n_rep[0]).all())
+
 
 def build_structure(
     agents: Sequence[Hashable], scenarios: Sequence[Hashable], values: Sequence[float | None]
@@ -174,29 +184,41 @@ def draw(structure: ClusterStructure, rng: np.random.Generator, b: int) -> Draws
     s = structure
     a_count, s_max, r_max = s.n_agents, int(s.n_scen.max()), int(s.n_rep.max())
     agents = rng.integers(0, a_count, size=(b, a_count))
-    n_s = s.n_scen[agents]
-    scenarios = rng.integers(0, n_s[..., None], size=(b, a_count, s_max))
-    glob = s.scen_start[agents][..., None] + np.minimum(scenarios, n_s[..., None] - 1)
-    n_r = s.n_rep[glob]
-    repeats = rng.integers(0, n_r[..., None], size=(b, a_count, s_max, r_max))
+    if s.balanced_scenarios:
+        scenarios = rng.integers(0, s_max, size=(b, a_count, s_max))
+    else:
+        scenarios = rng.integers(0, s.n_scen[agents][..., None], size=(b, a_count, s_max))
+    if s.balanced_repeats:
+        repeats = rng.integers(0, r_max, size=(b, a_count, s_max, r_max))
+    else:
+        glob = s.scen_start[agents][..., None] + scenarios
+        repeats = rng.integers(0, s.n_rep[glob][..., None], size=(b, a_count, s_max, r_max))
     return Draws(agents=agents, scenarios=scenarios, repeats=repeats)
 
 
 def expand(structure: ClusterStructure, draws: Draws) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
     """Turn draws into episode indices: returns ``(episodes, mask)`` of shape (b, A, Smax, Rmax);
     ``episodes[k, ...][mask[k, ...]]`` lists the episodes of sample k with multiplicity (a cluster
-    drawn twice appears twice). Pure function of its inputs, so it can be tested by hand."""
+    drawn twice appears twice); ignored slots hold the sentinel ``structure.n_episodes``.
+    Pure function of its inputs, so it can be tested by hand."""
+    episodes, _ = _expand(structure, draws)
+    return episodes, episodes != structure.n_episodes
+
+
+def _expand(structure: ClusterStructure, draws: Draws) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``(episodes, counts)``: episode indices with the sentinel ``n_episodes`` in ignored slots,
+    and the number of drawn episodes per sample. Only 3-D work is spent on masking scenario
+    slots; the 4-D repeat level costs one compare, one add and one select."""
     s = structure
     s_max, r_max = int(s.n_scen.max()), int(s.n_rep.max())
     n_s = s.n_scen[draws.agents][..., None]  # (b, A, 1)
     scen_ok = np.arange(s_max) < n_s  # (b, A, Smax)
     local_s = np.where(scen_ok, draws.scenarios[..., :s_max], 0)
     glob = s.scen_start[draws.agents][..., None] + local_s  # (b, A, Smax)
-    n_r = s.n_rep[glob][..., None]  # (b, A, Smax, 1)
-    mask = scen_ok[..., None] & (np.arange(r_max) < n_r)
-    local_r = np.where(mask, draws.repeats[..., :r_max], 0)
-    episodes = s.ep_start[glob][..., None] + local_r
-    return episodes, mask
+    n_r = np.where(scen_ok, s.n_rep[glob], 0)  # repeats drawn in each scenario slot
+    rep_ok = np.arange(r_max) < n_r[..., None]  # (b, A, Smax, Rmax)
+    episodes = np.where(rep_ok, s.ep_start[glob][..., None] + draws.repeats[..., :r_max], s.n_episodes)
+    return episodes, n_r.sum(axis=(1, 2))
 
 
 def _chunks(total: int, per_sample: int) -> list[int]:
@@ -216,11 +238,22 @@ def hierarchical_sample_means(
     per_sample = structure.n_agents * int(structure.n_scen.max()) * int(structure.n_rep.max())
     out: list[NDArray[np.float64]] = []
     for b in _chunks(n_samples, per_sample):
-        episodes, mask = expand(structure, draw(structure, rng, b))
-        sums = np.where(mask, structure.values[episodes], 0.0).sum(axis=(1, 2, 3))
-        counts = mask.sum(axis=(1, 2, 3))
-        out.append(sums / counts)
+        out.append(means_from_draws(structure, draw(structure, rng, b)))
     return np.concatenate(out)
+
+
+def means_from_draws(structure: ClusterStructure, draws: Draws, *, fast: bool = True) -> NDArray[np.float64]:
+    """The statistic of each sample in ``draws``: the mean of its drawn episodes (multiplicity
+    counted). When every agent has as many scenarios and every scenario as many repeats, every
+    slot is filled and ``fast`` skips the masking of :func:`expand` (same result)."""
+    s = structure
+    if fast and s.balanced_scenarios and s.balanced_repeats:
+        glob = s.scen_start[draws.agents][..., None] + draws.scenarios
+        episodes = s.ep_start[glob][..., None] + draws.repeats
+        return s.values[episodes].mean(axis=(1, 2, 3))
+    episodes, counts = _expand(s, draws)
+    padded = np.append(s.values, 0.0)  # the sentinel index reads 0
+    return padded[episodes].sum(axis=(1, 2, 3)) / counts
 
 
 def flat_sample_means(
