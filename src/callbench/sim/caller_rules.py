@@ -2,7 +2,8 @@
 leaks an internal field name into speech"; the caller writes "what a recognizer would capture ...
 so no markdown, no bullet lists").
 
-Three families, checked in this order; the first problem found is the rejection:
+Three families, checked in this order (stage directions last, after markup); the first problem
+found is the rejection:
 
 ``leak``
     An internal name or id in speech: a plan step id that is not a plain word (it contains ``_``,
@@ -67,8 +68,11 @@ META: list[tuple[str, re.Pattern[str]]] = [
         "speaking as the agent",
         re.compile(r"\b(how (can|may) i (help|assist) you|thank you for calling|thanks for calling)\b", _I),
     ),
-    ("a stage direction", re.compile(r"[\(\[]\s*[^\W\d_][^\)\]]*[\)\]]", re.UNICODE)),
 ]
+
+STAGE_DIRECTION = re.compile(r"[\(\[]\s*[^\W\d_][^\)\]]*[\)\]]")
+"""Bracketed or parenthesised words ("(sighs)", "[pause]"): checked after markup, so a markdown
+link is reported as markup."""
 
 MARKUP: list[tuple[str, re.Pattern[str]]] = [
     ("markdown bold", re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")),
@@ -117,4 +121,7 @@ def speech_problem(speech: str, brief: Brief) -> str | None:
         m = pat.search(speech)
         if m:
             return f"markup: {label} ({m.group(0).strip()!r})"
+    m = STAGE_DIRECTION.search(speech)
+    if m:
+        return f"meta_talk: a stage direction ({m.group(0).strip()!r})"
     return None

@@ -221,7 +221,7 @@ class Conversation:
                 output = verdict.output
                 break
             shown = (raw or "")[:_RAW_SHOWN]
-            rejections.append(f"{verdict.rejection}{REPLY_SEP}{shown!r}")
+            rejections.append(f"{verdict.rejection}{REPLY_SEP}{shown}")
         if output is None:
             self.caller_turns.append(
                 CallerTurn(

@@ -42,15 +42,32 @@ def letter_count(word: str) -> int:
     return sum(1 for c in word if unicodedata.category(c).startswith("L"))
 
 
+def _is_digit(c: str) -> bool:
+    return unicodedata.category(c) == "Nd"
+
+
+def _part(word: str) -> str:
+    out = []
+    for i, c in enumerate(word):
+        out.append(re.escape(c))
+        nxt = word[i + 1] if i + 1 < len(word) else ""
+        if nxt and (_is_digit(c) or _is_digit(nxt)) and c.isalnum() and nxt.isalnum():
+            out.append(r"[\s\-.]?")  # grouped as spoken: "NB4471" also matches "NB 44 71"
+    return "".join(out)
+
+
 def _pattern(span: str) -> re.Pattern[str]:
-    parts = [re.escape(p) for p in nfc(span).split()]
+    parts = [_part(p) for p in nfc(span).split()]
     return re.compile(r"\s+".join(parts), re.IGNORECASE)
 
 
 def find_span(text: str, span: str, start: int = 0, whole_words: bool = True) -> tuple[int, int] | None:
-    """Find ``span`` in ``text`` (both NFC) case-insensitively, runs of whitespace in ``span``
-    matching any run of whitespace. With ``whole_words`` a match bounded by word characters on
-    either side is preferred; when there is none, the first plain substring match is returned.
+    """Find ``span`` in ``text`` (both NFC) case-insensitively.
+
+    Runs of whitespace in ``span`` match any run of whitespace; a digit next to a digit or letter
+    also matches with one space, hyphen or dot between them (an identifier grouped as spoken:
+    "NB2773" finds "NB 27 73"). With ``whole_words`` a match bounded by word characters on either
+    side is preferred; when there is none, the first plain substring match is returned.
     Returns (start, end) or None.
     """
     if not span.strip():
