@@ -186,3 +186,12 @@ def test_percentile_interval_and_bad_input() -> None:
         build_structure(["a"], ["s", "t"], [1.0])
     with pytest.raises(ValueError, match="seed"):
         derive_rng(-1)
+
+
+def test_bounded_draws_are_uniform_within_each_bound() -> None:
+    highs = np.array([1, 2, 3, 5], dtype=np.int64)[:, None]
+    x = bs._bounded(derive_rng(4), highs, np.array([1, 2, 3, 5]), (4, 30_000))
+    for row, high in zip(x, highs[:, 0], strict=True):
+        counts = np.bincount(row, minlength=int(high))
+        assert counts.size == high  # never reaches the bound
+        assert counts / row.size == pytest.approx([1 / high] * int(high), abs=0.01)

@@ -178,6 +178,21 @@ class Draws:
     repeats: NDArray[np.int64]
 
 
+def _bounded(
+    rng: np.random.Generator, highs: NDArray[np.int64], distinct: NDArray[np.int64], size: tuple[int, ...]
+) -> NDArray[np.int64]:
+    """Uniform integers in ``[0, highs)`` (``highs`` broadcast to ``size``), each slot independent.
+
+    When the distinct bounds share a small common multiple L, ``u % high`` with u uniform on
+    ``[0, L)`` is exactly uniform on ``[0, high)`` (high divides L) and much faster than numpy's
+    per-element bounded generation, which is the fallback."""
+    lcm = int(np.lcm.reduce(distinct)) if distinct.size else 1
+    if lcm < 2**31:
+        u = rng.integers(0, lcm, size=size, dtype=np.int32)
+        return (u % highs.astype(np.int32)).astype(np.int64)
+    return rng.integers(0, highs, size=size)
+
+
 def draw(structure: ClusterStructure, rng: np.random.Generator, b: int) -> Draws:
     """Draw b hierarchical bootstrap samples' indices (agents, then scenarios within each drawn
     agent, then repeats within each drawn scenario, all with replacement)."""
@@ -187,12 +202,12 @@ def draw(structure: ClusterStructure, rng: np.random.Generator, b: int) -> Draws
     if s.balanced_scenarios:
         scenarios = rng.integers(0, s_max, size=(b, a_count, s_max))
     else:
-        scenarios = rng.integers(0, s.n_scen[agents][..., None], size=(b, a_count, s_max))
+        scenarios = _bounded(rng, s.n_scen[agents][..., None], np.unique(s.n_scen), (b, a_count, s_max))
     if s.balanced_repeats:
         repeats = rng.integers(0, r_max, size=(b, a_count, s_max, r_max))
     else:
         glob = s.scen_start[agents][..., None] + scenarios
-        repeats = rng.integers(0, s.n_rep[glob][..., None], size=(b, a_count, s_max, r_max))
+        repeats = _bounded(rng, s.n_rep[glob][..., None], np.unique(s.n_rep), (b, a_count, s_max, r_max))
     return Draws(agents=agents, scenarios=scenarios, repeats=repeats)
 
 
