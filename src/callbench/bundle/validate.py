@@ -75,6 +75,7 @@ from callbench.bundle.validate_tools import (
     arguments_schema,
     audit_fields,
     audit_tool_schemas,
+    schema_usable,
 )
 
 MAX_AGENTS = 1_000
@@ -457,6 +458,8 @@ def audit_scenario_matchers(agent: LoadedAgent, s: Scenario, report: Report) -> 
         if tool is None:
             continue
         schema = arguments_schema(tool, agent.config)
+        if not schema_usable(schema):
+            continue
         resolved: dict[str, Any] = {}
         for k, m in matchers.items():
             if not _mentions_ref(m):

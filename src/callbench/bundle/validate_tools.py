@@ -75,7 +75,7 @@ _SLOW_KEYS = {"$id", "$schema", "$anchor", "$dynamicRef", "$dynamicAnchor", "$vo
               "$recursiveAnchor", "dependencies"}
 """Keywords the 2020-12 metaschema constrains in ways the fast path does not check (URI formats, ...):
 a schema using one is checked by jsonschema itself."""
-_LOCAL_REF = re.compile(r"#(/[A-Za-z0-9_.~\-]*)*")
+_LOCAL_REF = re.compile(r"#(/[A-Za-z0-9_.~$\-]*)*")
 
 
 def _number(v: Any) -> bool:
@@ -451,6 +451,12 @@ def arguments_schema(tool: ToolSpec, agent: AgentConfig) -> dict[str, Any]:
         props.setdefault("concluding_message", {"type": "string"})
         params["properties"] = props
     return params
+
+
+def schema_usable(schema: dict[str, Any]) -> bool:
+    """A valid 2020-12 schema with only local references (cached by content); matcher and
+    argument audits skip tools whose schema is not (that is reported once, on the agent)."""
+    return _validator(json.dumps(schema, sort_keys=True)) is not None
 
 
 @functools.lru_cache(maxsize=512)
