@@ -22,6 +22,7 @@ from callbench.models.scripted import (
     closing_line,
     create_scripted,
     minimal_arguments,
+    spoken,
 )
 from callbench.models.scripted_script import ScriptedFileModel, load_script
 from callbench.sim.episode import candidate_tools, run_episode
@@ -92,6 +93,12 @@ async def test_plan_caller_speaks_meanings_in_order_then_closes(bundle: Bundle) 
     assert [o["done"] for o in outs] == [False, False, False, True]
     assert outs[3]["speech"] == "Okay, thank you. Bye."
     assert closing_line("gu-IN") == "સારું, આભાર. આવજો." and closing_line("xx") == closing_line("en-GB")
+
+
+def test_plan_caller_drops_asides_from_meanings() -> None:
+    assert spoken("હા, બોલું છું (અવાજમાં નારાજગી).") == "હા, બોલું છું."
+    assert spoken("Yes [quietly] it is me") == "Yes it is me"
+    assert spoken("(sighs)") == "(sighs)"
 
 
 def test_minimal_arguments() -> None:

@@ -13,7 +13,8 @@ Specs (:func:`create_scripted`):
     ``speech``. A turn beyond the path raises :class:`ModelOutputError` (recorded in the trace).
 ``scripted:plan``
     A caller that expresses plan step k, in order, at caller turn k, speaking the step's ``meaning``
-    as its speech. The turn after the last step is ``done: true`` with a short closing line in the
+    as its speech (without asides in parentheses or brackets, which are manner hints, see
+    :func:`spoken`). The turn after the last step is ``done: true`` with a short closing line in the
     brief's language (:data:`CLOSINGS`, by primary language subtag; English when the language is
     not listed). It never expresses a step out of order and never ends before the plan is complete.
 ``scripted:hangup``
@@ -29,6 +30,7 @@ The judges' scripted models (``scripted:met`` ...) live in :mod:`callbench.model
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
@@ -123,6 +125,17 @@ class ReferenceCandidate(_Scripted):
         return self._reply(turn.before_tools, calls)
 
 
+_ASIDE = re.compile(r"\s*[\(\[][^\)\]]*[\)\]]")
+
+
+def spoken(meaning: str) -> str:
+    """A plan step's meaning as the scripted caller says it: asides in parentheses or brackets (manner
+    hints such as "(annoyed)") removed, whitespace collapsed; the whole meaning if nothing is left."""
+    text = " ".join(_ASIDE.sub("", meaning).split())
+    text = re.sub(r"\s+([,.!?;:।])", r"\1", text)
+    return text or " ".join(meaning.split())
+
+
 class PlanCaller(_Scripted):
     """``scripted:plan`` (see the module docstring)."""
 
@@ -133,7 +146,7 @@ class PlanCaller(_Scripted):
         k = request.context.turn or done_turns + 1
         if k <= len(plan):
             step = plan[k - 1]
-            out: dict[str, Any] = {"speech": step.meaning.strip(), "expressed_step": step.id, "done": False}
+            out: dict[str, Any] = {"speech": spoken(step.meaning), "expressed_step": step.id, "done": False}
         else:
             out = {"speech": closing_line(scen.brief.language), "expressed_step": None, "done": True}
         return self._reply(json.dumps(out, ensure_ascii=False))
