@@ -23,9 +23,10 @@ FAR_LOWER = 40.0
 """Across the bundle, the hang-up candidate's mean action-check score is at least this far below 100.
 
 Per scenario the bound is the abstention share: a candidate that only chats can earn at most the
-weight of the "never call X" checks (``count.max == 0``). In a refusal scenario those dominate (the
-starter's wrong-person parcel call: 13 of 16 points), so "far lower" is asserted on the bundle mean
-and, per scenario, as "no more than abstaining earns"."""
+weight of the checks that zero calls satisfy (``count.min == 0``: "never call X", "at most two
+attempts"). In a refusal scenario those dominate (the starter's wrong-person parcel call: 13 of 16
+points), so "far lower" is asserted on the bundle mean and, per scenario, as "no more than
+abstaining earns"."""
 
 
 def _bundle() -> Bundle:
@@ -68,7 +69,7 @@ def _action_score(grade) -> float | None:
 
 def _abstain_share(bundle: Bundle, scenario_id: str) -> float:
     checks = bundle.scenario(scenario_id)[1].action_checks
-    return 100.0 * sum(c.importance for c in checks if c.count.max == 0) / sum(c.importance for c in checks)
+    return 100.0 * sum(c.importance for c in checks if c.count.min == 0) / sum(c.importance for c in checks)
 
 
 @pytest.mark.parametrize("scenario_id", SCENARIOS)

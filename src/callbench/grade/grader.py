@@ -33,7 +33,7 @@ from callbench.grade.models import EpisodeGrade, GradeSetManifest
 from callbench.grade.prompts import PROMPT_VERSION
 from callbench.grade.rubric import DEFAULT_RUBRIC, Rubric
 from callbench.grade.scoring import DEFAULT_CUTOFF, episode_grade
-from callbench.models.base import ModelClient, ModelSettings
+from callbench.models.base import ModelClient, ModelSettings, Role
 from callbench.runs.manifest import GRADES, MANIFEST, RunManifest, grades_dir, traces_dir
 from callbench.runs.provenance import code_version
 from callbench.trace import RoleInfo, Trace, atomic_write_text, load_trace
@@ -274,33 +274,27 @@ def _role(client: ModelClient) -> RoleInfo:
     )
 
 
-def make_judge_client(spec: str, settings: ModelSettings) -> ModelClient:
-    """A judge client from a model spec via the model registry; scripted judge specs work even
-    without it. Raises :class:`GradeError` when the spec cannot be served."""
-    try:
-        from callbench.models.registry import create_client  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        from callbench.models.scripted_judge import SCRIPTED_JUDGE_PREFIXES, create_scripted_judge
+def make_judge_client(spec: str, settings: ModelSettings, role: Role) -> ModelClient:
+    """A judge client from a model spec through the model registry (``role`` routes
+    ``scripted:file:`` specs to the judge script reader). Raises :class:`GradeError` naming the spec
+    when it cannot be served (unknown provider, missing key, missing local model)."""
+    from callbench.models.registry import create_client
 
-        if spec.startswith(SCRIPTED_JUDGE_PREFIXES):
-            return create_scripted_judge(spec, settings)
-        raise GradeError(f"cannot create judge {spec!r}: the model registry is not available") from None
     try:
-        client: ModelClient = create_client(spec, settings)
-    except (ValueError, KeyError) as e:
-        raise GradeError(f"cannot create judge {spec!r}: {e}") from None
-    return client
+        return create_client(spec, settings, role=role)
+    except (ValueError, KeyError, OSError) as e:
+        raise GradeError(f"cannot create the {role.replace('_', ' ')} {spec!r}: {e}") from None
 
 
 def _judge(
-    given: ModelClient | str | None, settings: ModelSettings | None, recorded: RoleInfo
+    given: ModelClient | str | None, settings: ModelSettings | None, recorded: RoleInfo, role: Role
 ) -> tuple[ModelClient, bool]:
     if given is not None and not isinstance(given, str):
         return given, False
     spec = given or recorded.spec
     if settings is None:
         settings = recorded.settings if spec == recorded.spec else ModelSettings()
-    return make_judge_client(spec, settings), True
+    return make_judge_client(spec, settings, role), True
 
 
 def _load_traces(run_dir: Path) -> list[Trace]:
@@ -360,8 +354,10 @@ async def grade_run(
     for t in traces:
         _check_hash(bundle, t)
         _scenario(bundle, t)
-    tj, own_t = _judge(task_judge, task_judge_settings, manifest.task_judge)
-    cj, own_c = _judge(conversation_judge, conversation_judge_settings, manifest.conversation_judge)
+    tj, own_t = _judge(task_judge, task_judge_settings, manifest.task_judge, "task_judge")
+    cj, own_c = _judge(
+        conversation_judge, conversation_judge_settings, manifest.conversation_judge, "conversation_judge"
+    )
     try:
         gs = create_grade_set(
             run_dir,
