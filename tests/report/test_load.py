@@ -45,6 +45,14 @@ def test_ungraded_trace_and_stale_grade(make_run: MakeRun) -> None:
     assert len(run.warnings) == 1 and "trace_sha256 mismatch" in run.warnings[0]
 
 
+def test_non_canonical_trace_file_with_matching_grade_is_not_stale(make_run: MakeRun) -> None:
+    rd = make_run(agents=1, scenarios=1, repeats=1, candidates=("c",))
+    path = rd / "traces" / "c__ag0__sc0__r0.json"
+    path.write_text(json.dumps(json.loads(path.read_text())))  # same trace, compact JSON
+    run = load_run(rd)
+    assert run.warnings == [] and run.records[0].status == "scored"
+
+
 def test_temp_files_of_interrupted_writes_are_ignored(make_run: MakeRun) -> None:
     rd = make_run(agents=1, scenarios=1, repeats=1, candidates=("c",))
     (rd / "traces" / ".c__ag0__sc0__r0.json.abc.tmp").write_text("{half")

@@ -12,6 +12,7 @@ report (a grade computed from an older trace, a trace not in the plan) become wa
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,15 +55,20 @@ def _short_error(e: ValidationError) -> str:
     return "; ".join(parts) + more
 
 
-def read_model(path: Path, model: type[M], what: str) -> M:
-    """Parse ``path`` as ``model``; raises :class:`ReportInputError` naming the file when it is
-    missing, unreadable, not JSON, or does not match the model (first field errors quoted)."""
+def _read_text(path: Path, what: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ReportInputError(f"{path}: missing ({what})") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ReportInputError(f"{path}: cannot read {what}: {e}") from None
+
+
+def _parse(path: Path, text: str, model: type[M], what: str) -> M:
+    try:
+        return model.model_validate_json(text)
+    except ValidationError:
+        pass  # diagnose below: JSON syntax first, then the model's field errors
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -73,6 +79,18 @@ def read_model(path: Path, model: type[M], what: str) -> M:
         return model.model_validate(data)
     except ValidationError as e:
         raise ReportInputError(f"{path}: not a valid {what}: {_short_error(e)}") from None
+
+
+def read_model(path: Path, model: type[M], what: str) -> M:
+    """Parse ``path`` as ``model``; raises :class:`ReportInputError` naming the file when it is
+    missing, unreadable, not JSON, or does not match the model (first field errors quoted)."""
+    return _parse(path, _read_text(path, what), model, what)
+
+
+def _text_sha256(text: str) -> str:
+    """Hash of a trace file's text. ``save_trace`` writes exactly ``canonical_json() + "\n"``, so
+    for files it wrote this equals ``Trace.sha256()`` without re-serialising the trace."""
+    return hashlib.sha256(text.removesuffix("\n").encode()).hexdigest()
 
 
 def _json_files(folder: Path) -> list[Path]:
@@ -105,11 +123,14 @@ def load_run(run_dir: Path, grade_set_id: str | None = None) -> RunData:
     warnings: list[str] = []
 
     traces: dict[str, Trace] = {}
+    trace_hashes: dict[str, str] = {}
     for path in _json_files(traces_dir(run_dir)):
-        t = read_model(path, Trace, "trace")
+        text = _read_text(path, "trace")
+        t = _parse(path, text, Trace, "trace")
         if t.episode_id != path.stem:
             raise ReportInputError(f"{path}: episode_id {t.episode_id!r} does not match the file name")
         traces[t.episode_id] = t
+        trace_hashes[t.episode_id] = _text_sha256(text)
     grades: dict[str, EpisodeGrade] = {}
     for path in _json_files(gdir / "episodes"):
         g = read_model(path, EpisodeGrade, "episode grade")
@@ -125,7 +146,12 @@ def load_run(run_dir: Path, grade_set_id: str | None = None) -> RunData:
         grade: EpisodeGrade | None = grades.get(episode_id)
         if key is None:
             warnings.append(f"{run_dir}: episode {episode_id} is not in the manifest's plan; included")
-        if trace is not None and grade is not None and grade.trace_sha256 != trace.sha256():
+        if (
+            trace is not None
+            and grade is not None
+            and grade.trace_sha256 != trace_hashes[episode_id]
+            and grade.trace_sha256 != trace.sha256()  # the file may be valid but not canonical
+        ):
             warnings.append(
                 f"{gdir / 'episodes' / (episode_id + '.json')}: graded from a different version of "
                 f"its trace (trace_sha256 mismatch); regrade the run"
