@@ -136,6 +136,26 @@ async def test_hangup_candidate_ends_the_call_without_doing_the_task(bundle: Bun
     assert [(e.name, e.arguments) for e in t.tool_events] == [("end_call", {"reason": "completed"})]
 
 
+async def test_hangup_prefers_a_plain_end_call_tool_over_a_transfer(bundle: Bundle) -> None:
+    agent, _scen = bundle.scenario("dairy_zero_supply")
+    transfer = agent.config.tools[0].model_copy(update={"name": "transfer_to_desk"})
+    cfg = agent.config.model_copy(
+        update={
+            "tools": [*agent.config.tools, transfer],
+            "call_ending_tools": [
+                agent.config.call_ending_tools[0].model_copy(update={"tool": "transfer_to_desk"}),
+                *agent.config.call_ending_tools,
+            ],
+        }
+    )
+    b = bundle.model_copy(deep=True)
+    b.agents["dairy"] = agent.model_copy(update={"config": cfg})
+    r = await create_scripted("scripted:hangup", None, b).complete(
+        _req(turn=1, tools=candidate_tools(cfg), messages=[ChatMessage(role="user", content="hello")])
+    )
+    assert [c.name for c in r.tool_calls] == ["end_call"]
+
+
 async def test_hangup_without_bundle_finds_the_call_ending_tool_by_its_concluding_message(
     bundle: Bundle,
 ) -> None:

@@ -19,8 +19,12 @@ Specs (:func:`create_scripted`):
     not listed). It never expresses a step out of order and never ends before the plan is complete.
 ``scripted:hangup``
     A candidate that only chats: it greets, and on every later turn says a generic goodbye and calls
-    the agent's first call-ending tool with the smallest arguments its schema allows (first enum
-    value, empty string, 0, false, empty list/object for required fields). Grading must score it low.
+    a call-ending tool with the smallest arguments its schema allows (first enum value, empty
+    string, 0, false, empty list/object for required fields). The tool is the agent's first
+    call-ending tool whose name says it simply ends the call (end, hang, close, finish, disconnect,
+    goodbye), else its first call-ending tool: hanging up must not pass for a transfer. Without a
+    bundle, call-ending tools are recognised by their ``concluding_message`` property. Grading must
+    score it low.
 ``scripted:file:<path>``
     Replies from a script file (:mod:`callbench.models.scripted_script`).
 
@@ -174,6 +178,9 @@ def minimal_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_PLAIN_END = re.compile(r"end|hang|close|finish|disconnect|goodbye", re.IGNORECASE)
+
+
 class HangupCandidate(_Scripted):
     """``scripted:hangup`` (see the module docstring)."""
 
@@ -182,19 +189,20 @@ class HangupCandidate(_Scripted):
 
     def _ending_tool(self, request: ModelRequest) -> ToolSchema | None:
         by_name = {t.name: t for t in request.tools}
+        names: list[str] = []
         if self.bundle is not None:
             try:
                 agent, _ = self.bundle.scenario(request.context.scenario_id)
+                names = [c.tool for c in agent.config.call_ending_tools if c.tool in by_name]
             except KeyError:
-                agent = None
-            if agent is not None:
-                for c in agent.config.call_ending_tools:
-                    if c.tool in by_name:
-                        return by_name[c.tool]
-        for t in request.tools:
-            if "concluding_message" in t.parameters.get("properties", {}):
-                return t
-        return None
+                names = []
+        if not names:
+            names = [
+                t.name for t in request.tools if "concluding_message" in t.parameters.get("properties", {})
+            ]
+        plain = [n for n in names if _PLAIN_END.search(n)]
+        chosen = plain or names
+        return by_name[chosen[0]] if chosen else None
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         name = "the service"
