@@ -1,0 +1,182 @@
+"""Grade sets on disk: ids, ``grade_set.json``, episode grade files, registration in the run manifest.
+
+Layout (``runs/manifest.py``): ``RUN_DIR/grades/<grade_set_id>/grade_set.json``
+(:class:`GradeSetManifest`) and ``episodes/<episode_id>.json`` (:class:`EpisodeGrade`); every write
+is atomic (``trace.atomic_write_text``).
+
+Grade set ids: ``gs<NNN>-<hash10>``. ``NNN`` is a counter (1 + the highest counter already in
+``RUN_DIR/grades``, claimed with an exclusive ``mkdir`` so two graders never share a folder);
+``hash10`` is the first 10 hex digits of the SHA-256 of the canonical JSON of both judges' specs
+and settings, the cutoff, the rubric's hash and the judge prompt version. The same configuration
+therefore always shows the same hash, and the counter orders grade sets in time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+from pathlib import Path
+
+from callbench.grade.action_checks import GradeError
+from callbench.grade.models import EpisodeGrade, GradeSetManifest
+from callbench.grade.prompts import PROMPT_VERSION
+from callbench.grade.rubric import DEFAULT_RUBRIC, Rubric
+from callbench.grade.scoring import DEFAULT_CUTOFF
+from callbench.runs.manifest import GRADES, MANIFEST, RunManifest, grades_dir
+from callbench.runs.provenance import code_version
+from callbench.trace import RoleInfo, atomic_write_text
+
+GRADE_SET_FILE = "grade_set.json"
+EPISODES_DIR = "episodes"
+_ID = re.compile(r"^gs(\d{3,})-")
+
+
+def episode_path(run_dir: Path, grade_set_id: str, episode_id: str) -> Path:
+    """``RUN_DIR/grades/<grade_set_id>/episodes/<episode_id>.json``."""
+    return grades_dir(Path(run_dir), grade_set_id) / EPISODES_DIR / f"{episode_id}.json"
+
+
+def grade_set_id_for(
+    task_judge: RoleInfo, conversation_judge: RoleInfo, cutoff: float, rubric: Rubric, counter: int
+) -> str:
+    """``gs<counter:03d>-<hash10>`` (see the module docstring)."""
+    config = {
+        "task_judge": task_judge.model_dump(mode="json"),
+        "conversation_judge": conversation_judge.model_dump(mode="json"),
+        "cutoff": cutoff,
+        "rubric": rubric.sha256(),
+        "prompts": PROMPT_VERSION,
+    }
+    digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
+    return f"gs{counter:03d}-{digest}"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _save_set(run_dir: Path, gs: GradeSetManifest) -> None:
+    atomic_write_text(
+        grades_dir(run_dir, gs.grade_set_id) / GRADE_SET_FILE, gs.model_dump_json(indent=1) + "\n"
+    )
+
+
+def read_run_manifest(run_dir: Path) -> RunManifest:
+    """``RUN_DIR/manifest.json``; raises :class:`GradeError` when missing or unreadable."""
+    p = run_dir / MANIFEST
+    if not p.is_file():
+        raise GradeError(f"{run_dir}: no {MANIFEST}; not a run folder")
+    try:
+        return RunManifest.model_validate_json(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise GradeError(f"{p}: not a readable run manifest: {str(e)[:300]}") from None
+
+
+def register_grade_set(run_dir: Path, grade_set_id: str) -> None:
+    """Append ``grade_set_id`` to ``RUN_DIR/manifest.json``'s ``grade_sets`` (atomic rewrite)."""
+    m = read_run_manifest(run_dir)
+    if grade_set_id not in m.grade_sets:
+        m.grade_sets.append(grade_set_id)
+        atomic_write_text(run_dir / MANIFEST, m.model_dump_json(indent=1) + "\n")
+
+
+def create_grade_set(
+    run_dir: Path,
+    task_judge: RoleInfo,
+    conversation_judge: RoleInfo,
+    *,
+    cutoff: float = DEFAULT_CUTOFF,
+    rubric: Rubric = DEFAULT_RUBRIC,
+    run_id: str = "",
+    bundle_hash: str = "",
+    register: bool = True,
+) -> GradeSetManifest:
+    """Claim a new grade set folder and write its ``grade_set.json``.
+
+    ``register=True`` also appends the id to the run manifest on disk. A runner that keeps the run
+    manifest in memory and saves it itself should pass ``register=False`` and add the id to its
+    own ``manifest.grade_sets`` (otherwise its next save would drop it).
+    """
+    root = Path(run_dir) / GRADES
+    root.mkdir(parents=True, exist_ok=True)
+    used = [int(m.group(1)) for p in root.iterdir() if (m := _ID.match(p.name))]
+    counter = max(used, default=0) + 1
+    while True:
+        gid = grade_set_id_for(task_judge, conversation_judge, cutoff, rubric, counter)
+        try:
+            (root / gid).mkdir()
+            break
+        except FileExistsError:
+            counter += 1
+    gs = GradeSetManifest(
+        grade_set_id=gid,
+        created=_now(),
+        task_judge=task_judge,
+        conversation_judge=conversation_judge,
+        cutoff=cutoff,
+        code_version=code_version(),
+        run_id=run_id,
+        bundle_hash=bundle_hash,
+        prompt_version=PROMPT_VERSION,
+        rubric=rubric.model_dump(mode="json", by_alias=True),
+    )
+    _save_set(Path(run_dir), gs)
+    if register:
+        register_grade_set(Path(run_dir), gid)
+    return gs
+
+
+def load_grade_set(run_dir: Path, grade_set_id: str) -> GradeSetManifest:
+    """Read ``grade_set.json``; raises :class:`GradeError` naming the file."""
+    p = grades_dir(Path(run_dir), grade_set_id) / GRADE_SET_FILE
+    try:
+        return GradeSetManifest.model_validate_json(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise GradeError(f"{p}: not a readable grade set: {str(e)[:300]}") from None
+
+
+def load_episode_grades(run_dir: Path, grade_set_id: str) -> list[EpisodeGrade]:
+    """Every episode grade of a grade set, by episode id; raises :class:`GradeError` on a bad file."""
+    folder = grades_dir(Path(run_dir), grade_set_id) / EPISODES_DIR
+    out = []
+    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            out.append(EpisodeGrade.model_validate_json(p.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as e:
+            raise GradeError(f"{p}: not a readable episode grade: {str(e)[:300]}") from None
+    return out
+
+
+def finalize_grade_set(run_dir: Path, grade_set_id: str) -> GradeSetManifest:
+    """Recount episodes, skipped episodes and judge errors from the episode files, stamp
+    ``finished`` and rewrite ``grade_set.json``."""
+    gs = load_grade_set(run_dir, grade_set_id)
+    grades = load_episode_grades(run_dir, grade_set_id)
+    gs.episodes = len(grades)
+    gs.skipped = sum(1 for g in grades if g.skipped)
+    gs.judge_errors = sum(g.judge_errors for g in grades)
+    gs.finished = _now()
+    _save_set(Path(run_dir), gs)
+    return gs
+
+
+def grade_set_summary(run_dir: Path, grade_set_id: str) -> list[str]:
+    """A few plain lines about a grade set: counts, judges, mean scores over scored episodes."""
+    gs = load_grade_set(run_dir, grade_set_id)
+    scored = [g for g in load_episode_grades(run_dir, grade_set_id) if not g.skipped]
+
+    def mean(xs: list[float | None]) -> str:
+        vals = [x for x in xs if x is not None]
+        return f"{sum(vals) / len(vals):.1f}" if vals else "n/a"
+
+    return [
+        f"grade set {gs.grade_set_id}: {gs.episodes} episode(s), {gs.skipped} skipped, "
+        f"{gs.judge_errors} judge error(s)",
+        f"judges: task {gs.task_judge.spec}, conversation {gs.conversation_judge.spec}; cutoff {gs.cutoff:g}",
+        f"mean task {mean([g.task_score for g in scored])}, conversation "
+        f"{mean([g.conversation_score for g in scored])}, overall {mean([g.overall for g in scored])}; "
+        f"passed {sum(1 for g in scored if g.passed)} of {len(scored)}",
+        f"written to {grades_dir(Path(run_dir), gs.grade_set_id)}",
+    ]
