@@ -68,7 +68,8 @@ def _blocks(msg: ChatMessage) -> list[dict[str, Any]]:
     if msg.content and msg.content.strip():
         blocks.append({"type": "text", "text": msg.content})
     for call in msg.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)})
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
+                       "input": _tool_input(call.arguments)})
     if not blocks:
         blocks.append({"type": "text", "text": SILENCE})
     return blocks
@@ -121,7 +122,8 @@ def anthropic_request_body(request: ModelRequest, model: str, settings: ModelSet
     if request.response_schema is not None:
         schema, _ = _output_tool_schema(request.response_schema)
         name = output_tool_name(request)
-        tools.append({"name": name, "description": "Give your answer by calling this tool.", "input_schema": schema})
+        tools.append({"name": name, "description": "Give your answer by calling this tool.",
+                      "input_schema": schema})
         body["tool_choice"] = {"type": "tool", "name": name}
     if tools:
         tools[-1]["cache_control"] = EPHEMERAL
@@ -151,7 +153,9 @@ def parse_anthropic_message(message: Any, request: ModelRequest) -> ModelRespons
             texts.append(block.text)
         elif block.type == "tool_use":
             if wanted is not None and block.name == wanted and answer is None:
-                value = block.input.get(WRAP_KEY) if wrapped and isinstance(block.input, dict) else block.input
+                value = block.input
+                if wrapped and isinstance(value, dict):
+                    value = value.get(WRAP_KEY)
                 answer = json.dumps(value, ensure_ascii=False)
             else:
                 calls.append(ToolCall(id=block.id, name=block.name,

@@ -150,7 +150,8 @@ class OpenAIClient(RemoteClient):
                                           timeout=settings.timeout_s, http_client=http_client)
 
     async def _send(self, request: ModelRequest) -> ModelResponse:
-        body = openai_request_body(request, self.model, self.settings, official_endpoint=self.official_endpoint)
+        body = openai_request_body(request, self.model, self.settings,
+                                   official_endpoint=self.official_endpoint)
         completion = await self._client.chat.completions.create(
             **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
         return parse_openai_completion(completion)

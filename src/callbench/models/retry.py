@@ -94,7 +94,8 @@ def _status_message(exc: openai.APIStatusError | anthropic.APIStatusError) -> st
     return f"HTTP {exc.status_code}: {message}"
 
 
-def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor) -> InfrastructureError | None:
+def classify_exception(exc: BaseException, *, provider: str,
+                       redactor: Redactor) -> InfrastructureError | None:
     """Map an SDK or transport exception to an :class:`InfrastructureError`, or None when ``exc``
     is not a provider failure (a programming error, which should propagate).
 

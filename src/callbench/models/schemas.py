@@ -31,15 +31,18 @@ DROPPED_KEYWORDS = frozenset({
     "contentEncoding", "contentMediaType",
 })
 FORMATS: dict[str, frozenset[str]] = {
-    "openai": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}),
+    "openai": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6",
+                         "uuid"}),
     "anthropic": frozenset({"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4",
                             "ipv6", "uuid"}),
+    # llama.cpp json-schema-to-grammar (STRING_FORMAT_RULES)
+    "local": frozenset({"date", "time", "date-time", "uuid"}),
 }
 # Keywords whose value is a schema, a list of schemas, or a name -> schema mapping.
-_SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+SUBSCHEMA = ("items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
               "unevaluatedItems", "unevaluatedProperties")
-_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
-_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
+SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 
 OPENAI_STRICT_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
@@ -67,11 +70,11 @@ def _clean_node(node: Any, provider: str) -> Any:
         if key == "format" and isinstance(value, str) and value not in FORMATS.get(provider, frozenset()):
             notes.append(f"Format: {value}.")
             continue
-        if key in _SUBSCHEMA:
+        if key in SUBSCHEMA:
             out[key] = _clean_node(value, provider)
-        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
             out[key] = [_clean_node(v, provider) for v in value]
-        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
             out[key] = {name: _clean_node(v, provider) for name, v in value.items()}
         else:
             out[key] = copy.deepcopy(value)
@@ -115,12 +118,12 @@ def _walk(node: Any) -> list[dict[str, Any]]:
         return []
     found = [node]
     for key, value in node.items():
-        if key in _SUBSCHEMA:
+        if key in SUBSCHEMA:
             found += _walk(value)
-        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
             for v in value:
                 found += _walk(v)
-        elif key in _SUBSCHEMA_MAPS and isinstance(value, dict):
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
             for v in value.values():
                 found += _walk(v)
     return found

@@ -44,7 +44,8 @@ def resolve_headers(headers: dict[str, str], redactor: Redactor) -> dict[str, st
             var = value[4:]
             resolved = os.environ.get(var)
             if resolved is None:
-                raise ValueError(f"extra_headers[{name!r}] reads environment variable {var}, which is not set")
+                raise ValueError(f"extra_headers[{name!r}] reads environment variable {var}, "
+                                 "which is not set")
             redactor.add(resolved)
             out[name] = resolved
         else:

@@ -32,7 +32,7 @@ CHUNK = 8 * 1024 * 1024
 _PART_RE = re.compile(r"part(\d+)\.bin$")
 
 
-class WeightsError(RuntimeError):
+class WeightsError(ValueError):
     """The embedded weights are missing, incomplete or do not match their pinned hash."""
 
 
@@ -157,7 +157,8 @@ def assemble(variant: WeightsVariant, parts: list[Path], target: Path) -> None:
     total = sum(p.stat().st_size for p in parts)
     if total != variant.size:
         raise WeightsError(
-            f"embedded model {variant.name} ({variant.description}): the installed parts hold {total:,} bytes, "
+            f"embedded model {variant.name} ({variant.description}): the installed parts hold "
+            f"{total:,} bytes, "
             f"expected {variant.size:,}. Installed: {_versions(variant)}. Expected: "
             f"{' '.join(variant.distributions)}")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -176,7 +177,8 @@ def assemble(variant: WeightsVariant, parts: list[Path], target: Path) -> None:
         got = digest.hexdigest()
         if got != variant.sha256:
             raise WeightsError(
-                f"embedded model {variant.name} ({variant.description}): the joined parts have SHA-256 {got}, "
+                f"embedded model {variant.name} ({variant.description}): the joined parts have "
+                f"SHA-256 {got}, "
                 f"but the official release is {variant.sha256}; refusing to load. Installed: "
                 f"{_versions(variant)}. Reinstall with {_install_hint(variant)}")
         os.replace(tmp, target)
@@ -204,7 +206,8 @@ def ensure_weights(name: str, *, root: Path | None = None) -> Path:
         target.unlink()  # damaged cache file: rebuild it from the parts
     parts = find_parts(variant)
     if parts is None:
-        raise WeightsError(f"embedded model {name} ({variant.description}) is not installed: {_install_hint(variant)}")
+        raise WeightsError(f"embedded model {name} ({variant.description}) is not installed: "
+                           f"{_install_hint(variant)}")
     assemble(variant, parts, target)
     _write_marker(target, variant)
     return target

@@ -1,0 +1,299 @@
+"""``local[:0.5b|1.5b|<path.gguf>]``: the embedded llama.cpp model (DESIGN.md "Embedded default model").
+
+- Weights: the pinned Qwen2.5-Coder GGUF joined from its part packages and verified by SHA-256
+  (``weights.py``), or any GGUF file given by path (not an embedded smoke-test model then).
+- Output: JSON-schema constrained decoding (``local_format.py``): a candidate's "speech, tool
+  calls or both" object, or the caller's/judge's response schema, compiled to a llama.cpp grammar
+  by llama-cpp-python's ``json_schema_to_gbnf``. A tool whose argument schema the converter cannot
+  handle is constrained to its schema without ``pattern``/``not``/conditionals, else to any object.
+- One ``Llama`` instance per (weights file, role) in this process: llama.cpp keeps the KV cache of
+  the last prompt and re-evaluates only the part after the longest common prefix, so a role's
+  long system prompt is processed once per episode, not once per turn. Tokens reused that way are
+  reported as ``cached_input_tokens``.
+- Context: ``n_ctx`` is sized to the prompt plus the output budget, rounded up with headroom for
+  the conversation to grow (the instance is rebuilt larger when needed) and capped at the model's
+  training context (32,768 for Qwen2.5); ``settings.n_ctx`` fixes it. A prompt that does not fit
+  raises a non-retryable InfrastructureError (the episode is skipped with that reason).
+- llama.cpp calls block, so they run in a worker thread (``asyncio.to_thread``) under a lock per
+  instance. ``usage.tokens_per_second`` is the generation speed; ``last_timings`` also has the
+  prompt speed. Threads: ``CALLBENCH_LOCAL_THREADS`` (default: llama.cpp's choice). OpenMP threads
+  wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless set): spinning threads slowed generation by
+  a factor of 5 or more on a shared 2-core machine.
+- Sampling seed: ``settings.seed`` mixed with the episode, attempt, turn, role and message count,
+  so every call is reproducible and repeats differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from callbench.models.base import (
+    InfrastructureError,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    Usage,
+)
+from callbench.models.local_format import (
+    candidate_output_schema,
+    chat_messages,
+    parse_candidate_output,
+    tool_arguments_schema,
+)
+from callbench.models.output import check_json_output
+from callbench.models.schemas import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS
+
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_MAX_TOKENS_JSON = 2048
+CTX_STEP = 2048
+CTX_HEADROOM = 4096
+DEFAULT_CONTEXT_LIMIT = 32768
+CHATML = (
+    "{% for message in messages %}"
+    "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n'}}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+_GRAMMAR_DROP = frozenset({"pattern", "not", "if", "then", "else", "patternProperties", "dependentSchemas",
+                           "propertyNames", "contains", "format"})
+
+
+def llama_available() -> bool:
+    """True when llama-cpp-python is importable (the ``[local]`` extra)."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def _llama() -> Any:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        import llama_cpp
+    except ImportError:
+        raise InfrastructureError("the local provider needs llama-cpp-python: pip install 'callbench[local]'",
+                                  retryable=False) from None
+    return llama_cpp
+
+
+@dataclass
+class _Engine:
+    llm: Any = None
+    n_ctx: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_REGISTRY_LOCK = threading.Lock()
+_ENGINES: dict[tuple[str, str], _Engine] = {}
+_TOKENIZERS: dict[str, Any] = {}
+_GRAMMARS: dict[str, Any] = {}
+
+
+def _tokenizer(path: Path) -> Any:
+    with _REGISTRY_LOCK:
+        tok = _TOKENIZERS.get(str(path))
+        if tok is None:
+            tok = _llama().Llama(str(path), vocab_only=True, verbose=False)
+            _TOKENIZERS[str(path)] = tok
+        return tok
+
+
+def _engine(path: Path, role: str) -> _Engine:
+    with _REGISTRY_LOCK:
+        return _ENGINES.setdefault((str(path), role), _Engine())
+
+
+def release_engines() -> None:
+    """Free every cached llama.cpp instance of this process (tests, end of a run)."""
+    with _REGISTRY_LOCK:
+        for engine in _ENGINES.values():
+            with engine.lock:
+                if engine.llm is not None:
+                    engine.llm.close()
+                    engine.llm = None
+        _ENGINES.clear()
+        _TOKENIZERS.clear()
+
+
+def context_limit(tok: Any) -> int:
+    """The model's training context from GGUF metadata (``<arch>.context_length``)."""
+    meta = tok.metadata
+    arch = meta.get("general.architecture", "")
+    try:
+        return int(meta.get(f"{arch}.context_length", DEFAULT_CONTEXT_LIMIT))
+    except ValueError:
+        return DEFAULT_CONTEXT_LIMIT
+
+
+def choose_n_ctx(needed: int, limit: int) -> int:
+    """Context size for ``needed`` tokens: plus headroom, rounded up to 2,048, at most ``limit``."""
+    size = -(-(needed + CTX_HEADROOM) // CTX_STEP) * CTX_STEP
+    return min(size, limit)
+
+
+def render_prompt(tok: Any, messages: list[dict[str, str]]) -> str:
+    """``messages`` rendered with the GGUF's chat template (ChatML when it has none)."""
+    fmt = _llama().llama_chat_format
+    meta = tok.metadata
+    template = meta.get("tokenizer.chat_template") or CHATML
+    eos = tok.detokenize([tok.token_eos()], special=True).decode("utf-8", "replace")
+    bos_id = tok.token_bos()
+    bos = tok.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
+    formatter = fmt.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+    return str(formatter(messages=messages).prompt)
+
+
+def _strip_keywords(schema: Any) -> Any:
+    """``schema`` without the keywords the grammar converter often cannot express (keyword
+    positions only: a property named ``format`` is kept)."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _GRAMMAR_DROP:
+            continue
+        if key in SUBSCHEMA:
+            out[key] = _strip_keywords(value)
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_strip_keywords(v) for v in value]
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _strip_keywords(v) for name, v in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
+def _converts(schema: dict[str, Any]) -> bool:
+    try:
+        _llama().llama_grammar.json_schema_to_gbnf(json.dumps(schema))
+    except Exception:  # the converter raises AssertionError/ValueError/KeyError on what it cannot express
+        return False
+    return True
+
+
+def grammar_schema(request: ModelRequest) -> dict[str, Any]:
+    """The schema the output is constrained to, simplified per tool until llama.cpp can compile it."""
+    if request.response_schema is not None:
+        schema = request.response_schema
+        if _converts(schema):
+            return schema
+        stripped = _strip_keywords(schema)
+        return stripped if _converts(stripped) else {"type": "object"}
+    arguments: dict[str, dict[str, Any]] = {}
+    for tool in request.tools:
+        original = tool_arguments_schema(tool)
+        probe = candidate_output_schema([tool])
+        if _converts(probe):
+            continue
+        stripped = _strip_keywords(original)
+        arguments[tool.name] = stripped if _converts(candidate_output_schema(
+            [tool], {tool.name: stripped})) else {"type": "object"}
+    return candidate_output_schema(request.tools, arguments)
+
+
+def _grammar(schema: dict[str, Any]) -> Any:
+    key = json.dumps(schema, sort_keys=True)
+    with _REGISTRY_LOCK:
+        grammar = _GRAMMARS.get(key)
+        if grammar is None:
+            grammar = _llama().LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            _GRAMMARS[key] = grammar
+        return grammar
+
+
+def derive_seed(settings: ModelSettings, request: ModelRequest) -> int:
+    """A 31-bit sampling seed from the settings' seed and where the request comes from."""
+    ctx = request.context
+    material = json.dumps([settings.seed, ctx.episode_id, ctx.attempt, ctx.turn, ctx.role,
+                           len(request.messages)])
+    return int.from_bytes(hashlib.sha256(material.encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+class LocalClient:
+    """The embedded llama.cpp provider. ``embedded_smoke_test_model`` is True for the shipped
+    weights (reports must say so plainly) and False for a user's GGUF file."""
+
+    provider = "local"
+
+    def __init__(self, spec: str, settings: ModelSettings, *, model_path: Path, model_name: str,
+                 embedded: bool) -> None:
+        self.spec = spec
+        self.settings = settings
+        self.model_path = Path(model_path)
+        self.model_name = model_name
+        self.embedded_smoke_test_model = embedded
+        self.last_timings: dict[str, float] = {}
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Generate one constrained answer. Raises InfrastructureError (llama-cpp missing, prompt
+        over the context) or ModelOutputError (output cut off at the token limit)."""
+        return await asyncio.to_thread(self._complete_sync, request)
+
+    def _complete_sync(self, request: ModelRequest) -> ModelResponse:
+        llama_cpp = _llama()
+        tok = _tokenizer(self.model_path)
+        prompt = render_prompt(tok, chat_messages(request))
+        tokens = tok.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        json_out = request.response_schema is not None
+        max_new = self.settings.max_tokens or (DEFAULT_MAX_TOKENS_JSON if json_out else DEFAULT_MAX_TOKENS)
+        limit = self.settings.n_ctx or context_limit(tok)
+        needed = len(tokens) + max_new
+        if needed > limit:
+            raise InfrastructureError(
+                f"{self.spec}: the {request.context.role} prompt has {len(tokens):,} tokens; with "
+                f"{max_new:,} for the answer that exceeds the context of {limit:,} tokens", retryable=False)
+        grammar = _grammar(grammar_schema(request))
+        engine = _engine(self.model_path, request.context.role)
+        kwargs: dict[str, Any] = {"max_tokens": max_new, "grammar": grammar,
+                                  "seed": derive_seed(self.settings, request)}
+        for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k")):
+            value = getattr(self.settings, ours)
+            if value is not None:
+                kwargs[theirs] = value
+        with engine.lock:
+            if engine.llm is None or engine.n_ctx < needed:
+                if engine.llm is not None:
+                    engine.llm.close()
+                n_ctx = self.settings.n_ctx or choose_n_ctx(needed, limit)
+                threads = os.environ.get("CALLBENCH_LOCAL_THREADS")
+                engine.llm = llama_cpp.Llama(str(self.model_path), n_ctx=n_ctx, verbose=False,
+                                             n_threads=int(threads) if threads else None)
+                engine.n_ctx = n_ctx
+            llm = engine.llm
+            llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
+            start = time.perf_counter()
+            out = llm.create_completion(tokens, **kwargs)
+            elapsed = time.perf_counter() - start
+            perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
+        choice = out["choices"][0]
+        text = choice["text"]
+        gen_s = perf.t_eval_ms / 1000
+        prompt_s = perf.t_p_eval_ms / 1000
+        self.last_timings = {
+            "prompt_tokens": float(len(tokens)), "prompt_tokens_evaluated": float(perf.n_p_eval),
+            "prompt_tokens_per_second": perf.n_p_eval / prompt_s if prompt_s > 0 else 0.0,
+            "generated_tokens": float(perf.n_eval),
+            "generation_tokens_per_second": perf.n_eval / gen_s if gen_s > 0 else 0.0,
+            "seconds": elapsed,
+        }
+        usage = Usage(input_tokens=len(tokens), output_tokens=int(out["usage"]["completion_tokens"]),
+                      cached_input_tokens=max(0, len(tokens) - int(perf.n_p_eval)), calls=1,
+                      latency_s=elapsed, tokens_per_second=(perf.n_eval / gen_s) if gen_s > 0 else None,
+                      cost_usd=0.0)
+        finish = choice.get("finish_reason")
+        if json_out:
+            assert request.response_schema is not None
+            check_json_output(text, request.response_schema, usage=usage)
+            return ModelResponse(content=text, usage=usage, finish_reason=finish, model=self.model_name)
+        speech, calls = parse_candidate_output(text, turn_key=len(request.messages), usage=usage)
+        return ModelResponse(content=speech, tool_calls=calls, usage=usage, finish_reason=finish,
+                             model=self.model_name)
+
+    async def aclose(self) -> None:
+        """Instances are shared per (weights, role) in the process; see :func:`release_engines`."""
+

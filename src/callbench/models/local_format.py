@@ -1,0 +1,184 @@
+"""Prompt and output format of the embedded local model (pure functions; no llama.cpp needed).
+
+Small models call tools unreliably in free form, but JSON-schema constrained output always
+parses (DESIGN.md "Embedded default model"). So a candidate answers every turn with one JSON object
+
+    {"speech": "<words spoken to the caller>" | null,
+     "tool_calls": [{"name": "<tool>", "arguments": {...}}, ...]}
+
+decoded under a grammar built from :func:`candidate_output_schema`: ``name`` is one of the offered
+tools and ``arguments`` that tool's own parameter schema (an ``anyOf`` over the tools), at most
+``MAX_TOOL_CALLS`` calls per message (the paper's limit of ten chained calls). Callers and judges
+are constrained to their ``response_schema``. The system prompt gets a short block describing the
+tools and the format; earlier candidate turns are shown in the same JSON form so the model sees its
+own format; tool results are shown as ``<tool_response>`` blocks in a user turn (the Qwen2.5 chat
+format) and consecutive messages of one role are merged (some chat templates require alternation).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from callbench.models.base import ModelOutputError, ModelRequest, ToolCall, ToolSchema, Usage
+from callbench.models.conversation import normalize_messages
+from callbench.models.schemas import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, clean_schema
+
+MAX_TOOL_CALLS = 10
+
+FORMAT_WITH_TOOLS = """\
+# Tools
+You can call these tools. Each line gives a tool's name, what it does, and the JSON Schema of its arguments:
+<tools>
+{tools}
+</tools>
+
+# How to answer
+Answer every turn with one JSON object: {{"speech": ..., "tool_calls": [...]}}.
+- "speech": the exact words you say aloud to the caller, or null when you say nothing this turn.
+- "tool_calls": the tools to call now, in order, each as
+  {{"name": "<tool name>", "arguments": {{...}}}}; [] when you call none.
+Tool results come back to you in the next message, before the caller speaks again."""
+
+FORMAT_JSON = """\
+# How to answer
+Answer with one JSON object that matches this JSON Schema:
+{schema}"""
+
+
+def grammar_friendly(schema: Any) -> Any:
+    """A copy of ``schema`` for grammar-constrained decoding: objects that list properties and do
+    not mention ``additionalProperties`` get ``false`` (a small model otherwise invents keys).
+    Only keyword positions are visited (an ``enum`` value is left alone)."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in SUBSCHEMA:
+            out[key] = grammar_friendly(value)
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [grammar_friendly(v) for v in value]
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: grammar_friendly(v) for name, v in value.items()}
+        else:
+            out[key] = value
+    if isinstance(out.get("properties"), dict):
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def tool_arguments_schema(tool: ToolSchema) -> dict[str, Any]:
+    """The schema that constrains ``tool``'s arguments (cleaned, closed objects)."""
+    schema = clean_schema(tool.parameters, "local") if isinstance(tool.parameters, dict) else {}
+    if "type" not in schema:
+        schema = {"type": "object", **schema}
+    return grammar_friendly(schema)
+
+
+def candidate_output_schema(tools: list[ToolSchema], arguments: dict[str, dict[str, Any]] | None = None,
+                            ) -> dict[str, Any]:
+    """The "speech, tool calls or both" schema. ``arguments`` overrides a tool's argument schema
+    (e.g. a simplified one when the original cannot be turned into a grammar)."""
+    arguments = arguments or {}
+    speech = {"anyOf": [{"type": "string"}, {"type": "null"}]}
+    if not tools:
+        return {"type": "object",
+                "properties": {"speech": speech, "tool_calls": {"type": "array", "maxItems": 0}},
+                "required": ["speech", "tool_calls"], "additionalProperties": False}
+    variants = [
+        {"type": "object",
+         "properties": {"name": {"const": t.name},
+                        "arguments": arguments.get(t.name, tool_arguments_schema(t))},
+         "required": ["name", "arguments"], "additionalProperties": False}
+        for t in tools
+    ]
+    return {
+        "type": "object",
+        "properties": {
+            "speech": speech,
+            "tool_calls": {"type": "array", "items": {"anyOf": variants}, "maxItems": MAX_TOOL_CALLS},
+        },
+        "required": ["speech", "tool_calls"],
+        "additionalProperties": False,
+    }
+
+
+def format_block(request: ModelRequest) -> str | None:
+    """The instructions appended to the system prompt, or None when nothing is constrained."""
+    if request.response_schema is not None:
+        return FORMAT_JSON.format(schema=json.dumps(request.response_schema, ensure_ascii=False))
+    lines = [json.dumps({"name": t.name, "description": t.description,
+                         "parameters": clean_schema(t.parameters, "local")}, ensure_ascii=False)
+             for t in request.tools]
+    return FORMAT_WITH_TOOLS.format(tools="\n".join(lines) if lines else "(none)")
+
+
+def _assistant_json(content: str | None, calls: list[ToolCall]) -> str:
+    rendered = []
+    for call in calls:
+        try:
+            args: Any = json.loads(call.arguments)
+        except json.JSONDecodeError:
+            args = call.arguments
+        rendered.append({"name": call.name, "arguments": args})
+    return json.dumps({"speech": content if content else None, "tool_calls": rendered}, ensure_ascii=False)
+
+
+def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
+    """The request as alternating ``system``/``user``/``assistant`` messages for a chat template."""
+    conv = normalize_messages(request.messages)
+    candidate_format = request.response_schema is None
+    names = {c.id: c.name for m in conv.messages for c in m.tool_calls}
+    system = conv.system or ""
+    block = format_block(request)
+    if block:
+        system = f"{system}\n\n{block}" if system else block
+    out: list[dict[str, str]] = [{"role": "system", "content": system}]
+    for msg in conv.messages:
+        if msg.role == "assistant":
+            role = "assistant"
+            text = _assistant_json(msg.content, msg.tool_calls) if candidate_format else (msg.content or "")
+        elif msg.role == "tool":
+            role = "user"
+            name = names.get(msg.tool_call_id or "", "tool")
+            text = f'<tool_response name="{name}">\n{msg.content or ""}\n</tool_response>'
+        else:
+            role, text = "user", msg.content or ""
+        if out[-1]["role"] == role and role != "system":
+            out[-1]["content"] += "\n" + text
+        else:
+            out.append({"role": role, "content": text})
+    return out
+
+
+def parse_candidate_output(text: str, *, turn_key: int, usage: Usage | None = None,
+                           ) -> tuple[str | None, list[ToolCall]]:
+    """``(speech, tool calls)`` from a constrained candidate answer.
+
+    Call ids are ``call_<turn_key>_<i>`` (``turn_key`` is the number of messages in the request,
+    so ids are unique within a conversation and the same on every replay). Arguments are kept as
+    JSON text. Raises ModelOutputError with the raw text when ``text`` is not such an object (for
+    example when generation stopped at the token limit).
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ModelOutputError(f"local model output is not valid JSON ({exc.msg} at column {exc.colno}); "
+                               "it may have hit the token limit", raw=text, usage=usage) from None
+    if not isinstance(value, dict):
+        raise ModelOutputError("local model output is not a JSON object", raw=text, usage=usage)
+    speech = value.get("speech")
+    if speech is not None and not isinstance(speech, str):
+        raise ModelOutputError("local model output: 'speech' is not a string or null", raw=text, usage=usage)
+    raw_calls = value.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise ModelOutputError("local model output: 'tool_calls' is not a list", raw=text, usage=usage)
+    calls: list[ToolCall] = []
+    for i, item in enumerate(raw_calls):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise ModelOutputError(f"local model output: tool_calls[{i}] has no name", raw=text, usage=usage)
+        args = item.get("arguments", {})
+        calls.append(ToolCall(id=f"call_{turn_key}_{i}", name=item["name"],
+                              arguments=json.dumps(args, ensure_ascii=False)))
+    speech = speech.strip() if isinstance(speech, str) else None
+    return (speech or None), calls
