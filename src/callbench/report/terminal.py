@@ -64,21 +64,16 @@ def render_terminal(report: Report, console: Console) -> None:
 
 
 def _runs(report: Report, console: Console) -> None:
-    t = Table(title="Runs", title_justify="left")
-    for col in ("run", "bundle", "official", "caller", "task judge", "conversation judge", "grade set"):
-        t.add_column(col)
+    console.print("[b]Runs[/b]")
     for r in report.runs:
-        dirty = "dirty tree" if r.git_dirty else "clean" if r.git_dirty is False else "git unknown"
-        t.add_row(
-            escape(r.run_id),
-            escape(f"{r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]})"),
-            f"{'yes' if r.official else 'no'} ({dirty})",
-            escape(r.caller),
-            escape(r.task_judge),
-            escape(r.conversation_judge),
-            escape(r.grade_set_id),
+        dirty = "dirty tree" if r.git_dirty else "clean tree" if r.git_dirty is False else "git state unknown"
+        console.print(
+            escape(
+                f"  {r.run_id}: bundle {r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]}), "
+                f"official {'yes' if r.official else 'no'} ({dirty}), grade set {r.grade_set_id}\n"
+                f"    caller {r.caller}; task judge {r.task_judge}; conversation judge {r.conversation_judge}"
+            )
         )
-    console.print(t)
 
 
 def _leaderboard(report: Report, console: Console) -> None:
@@ -88,35 +83,40 @@ def _leaderboard(report: Report, console: Console) -> None:
         title=f"Leaderboard (mean [{conf} hierarchical bootstrap interval, {n} samples])",
         title_justify="left",
     )
-    for col in (
-        "#",
-        "candidate",
-        "overall",
-        "task",
-        "conversation",
-        "pass rate %",
-        "scored",
-        "skipped",
-        "judge errors",
-    ):
-        t.add_column(col, justify="right" if col not in ("candidate",) else "left")
+    t.add_column("#", justify="right")
+    t.add_column("candidate", overflow="fold", min_width=8)
+    t.add_column("overall", justify="right", no_wrap=True)
+    t.add_column("pass rate %", justify="right", no_wrap=True)
+    t.add_column("scored/skipped/not graded", justify="right", overflow="fold")
+    t.add_column("judge errors", justify="right", overflow="fold")
     for i, c in enumerate(report.candidates, 1):
-        not_graded = c.n_ungraded + c.n_not_run
         t.add_row(
             str(i),
             escape(c.candidate),
             fmt_ci(c.overall),
-            fmt_ci(c.task),
-            fmt_ci(c.conversation),
             fmt_ci(c.pass_rate),
-            f"{c.n_scored}" + (f" (+{not_graded} not graded/run)" if not_graded else ""),
-            str(c.n_skipped),
+            f"{c.n_scored}/{c.n_skipped}/{c.n_ungraded + c.n_not_run}",
             str(c.judge_errors),
         )
     console.print(t)
     cut = sorted({x for c in report.candidates for x in c.cutoffs})
     if cut:
         console.print(f"Pass = overall >= {', '.join(f'{x:g}' for x in cut)} (provisional cutoff).")
+    p = Table(title="Pillars (mean \\[interval]; raw points / weight)", title_justify="left")
+    p.add_column("candidate", overflow="fold", min_width=8)
+    for col in ("task", "conversation"):
+        p.add_column(col, justify="right", no_wrap=True)
+    p.add_column("task points", justify="right")
+    p.add_column("conversation points", justify="right")
+    for c in report.candidates:
+        p.add_row(
+            escape(c.candidate),
+            fmt_ci(c.task),
+            fmt_ci(c.conversation),
+            f"{c.task_totals.points:g} / {c.task_totals.weight:g}",
+            f"{c.conversation_totals.points:g} / {c.conversation_totals.weight:g}",
+        )
+    console.print(p)
 
 
 def _paired(report: Report, console: Console) -> None:
