@@ -33,7 +33,9 @@ FILE_TYPES: dict[str, type[BaseModel]] = {
     "agent.schema.json": AgentConfig,
     "scenario.schema.json": Scenario,
 }
-_MATCHER_MEMBERS = ("Eq", "Present", "OneOf", "Range", "Regex", "Contains", "Subset", "AllOf", "AnyOf", "Not")
+_MATCHER_KEYS = {"Eq": "eq", "Present": "present", "OneOf": "one_of", "Range": "range", "Regex": "regex",
+                 "Contains": "contains", "Subset": "subset", "AllOf": "all", "AnyOf": "any", "Not": "not"}
+_MATCHER_MEMBERS = tuple(_MATCHER_KEYS)
 _MATCHER_REF = {"$ref": "#/$defs/Matcher"}
 
 
@@ -80,6 +82,10 @@ def file_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
     if any(m in defs for m in _MATCHER_MEMBERS):
         defs.pop("_Invalid", None)
         defs["Matcher"] = _matcher_def()
+        for member, key in _MATCHER_KEYS.items():
+            # On disk a matcher names its kind by its key ({present: true}); {} is no matcher.
+            if member in defs and key not in defs[member].get("required", []):
+                defs[member]["required"] = [*defs[member].get("required", []), key]
     return {"$schema": DRAFT_2020_12, "$id": SCHEMA_BASE + name, **schema}
 
 
