@@ -51,7 +51,7 @@ class RunManifest(BaseModel):
     seed: int
     repeats: int
     filters: dict[str, list[str] | int | None] = Field(default_factory=dict)
-    loop_settings: dict[str, int] = Field(default_factory=dict)
+    loop_settings: dict[str, int | bool] = Field(default_factory=dict)
     planned: list[EpisodeKey] = Field(default_factory=list)
     started: str
     ended: str | None = None
