@@ -151,6 +151,7 @@ def report(
     run_dirs: list[Path] = typer.Argument(..., help="One or more run folders (same bundle hash)."),
     html: Path | None = typer.Option(None, "--html", help="HTML report path (default: RUN_DIR/report.html)."),
     no_html: bool = typer.Option(False, "--no-html", help="Do not write the HTML report."),
+    no_traces: bool = typer.Option(False, "--no-traces", help="Leave the trace viewer out of the HTML."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the report as JSON."),
     csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per episode."),
     grade_set: str | None = typer.Option(None, "--grade-set", help="Grade set id (default: the latest)."),
@@ -187,7 +188,7 @@ def report(
             typer.echo(f"CSV (one row per episode): {csv_path}")
         if not no_html:
             html_path = html if html is not None else run_dirs[0] / "report.html"
-            write_html(result, runs, html_path)
+            write_html(result, runs, html_path, include_traces=not no_traces)
             typer.echo(f"HTML report: {html_path}")
     except OSError as e:
         typer.echo(f"error: cannot write report: {e}", err=True)

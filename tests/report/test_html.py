@@ -151,3 +151,12 @@ def test_write_html_file(make_run: MakeRun, tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
     assert re.search(r"<title>callbench report [0-9a-f]{12}</title>", text)
+
+
+def test_html_without_traces(make_run: MakeRun) -> None:
+    runs = load_runs([make_run(reply=lambda c, a, s, r: EVIL)])
+    report = build_report(runs, n_samples=20)
+    full, lean = render_html(report, runs), render_html(report, runs, include_traces=False)
+    assert 'id="e0"' in full and 'id="e0"' not in lean
+    assert "--no-traces" in lean and "alert(1)" not in lean
+    assert lean.count("* plotly.js v") == 1 and "://" not in lean

@@ -150,9 +150,11 @@ def figures(report: Report) -> list[tuple[str, str]]:
     return out
 
 
-def render_html(report: Report, runs: list[RunData]) -> str:
-    """The report as one HTML document (module docstring for the offline and escaping rules)."""
-    views, instructions = episode_views(runs)
+def render_html(report: Report, runs: list[RunData], *, include_traces: bool = True) -> str:
+    """The report as one HTML document (module docstring for the offline and escaping rules).
+    ``include_traces=False`` leaves out the per-episode trace viewer (for very large runs, where
+    it dominates the file size)."""
+    views, instructions = episode_views(runs) if include_traces else ([], [])
     env = _environment()
     template = env.from_string(_template_source())
     figs = [
@@ -171,9 +173,10 @@ def render_html(report: Report, runs: list[RunData]) -> str:
         instructions=instructions,
         smoke_test_text=SMOKE_TEST_TEXT,
         report_id=hashlib.sha256(report.model_dump_json().encode()).hexdigest()[:12],
+        include_traces=include_traces,
     )
 
 
-def write_html(report: Report, runs: list[RunData], path: Path) -> None:
+def write_html(report: Report, runs: list[RunData], path: Path, *, include_traces: bool = True) -> None:
     """Render and write the report atomically to ``path``."""
-    atomic_write_text(path, render_html(report, runs))
+    atomic_write_text(path, render_html(report, runs, include_traces=include_traces))

@@ -248,4 +248,3 @@ def sort_key(summary: CandidateSummary) -> tuple[int, float, str]:
     """Leaderboard order: candidates with a defined overall first, by overall descending."""
     est = summary.overall.estimate
     return (0 if est is not None else 1, -(est or 0.0), summary.candidate)
-
