@@ -85,6 +85,28 @@ MAX_SCENARIOS = 5_000
 
 _MATCHER: TypeAdapter[Any] = TypeAdapter(Matcher)
 
+PROBLEM_CODES: frozenset[str] = frozenset({
+    # loading
+    "missing", "read", "parse", "schema", "size.file", "size.files", "size.bundle", "size.expansion",
+    "size.depth", "path.escape", "ref.agent_folder", "ref.scenario_file",
+    # bundle
+    "size.agents", "size.scenarios", "scenario.duplicate_id",
+    # agent
+    "tool.duplicate", "tool.schema_invalid", "tool.schema_not_object", "tool.schema_remote_ref",
+    "tool.required_unknown", "ending.undeclared", "ending.no_success", "ending.duplicate", "language.tag",
+    "prompt.hash_mismatch", "prompt.empty", "prompt.render", "size.prompt",
+    # scenario
+    "ref.agent", "ref.check_tool", "ref.fixture_tool", "ref.after", "ref.after_cycle", "ref.unresolved",
+    "ref.misplaced", "check.count_bounds", "id.duplicate", "plan.duplicate_step", "channel.turn_or_step",
+    "channel.step", "channel.replacement", "channel.anchor", "matcher.type", "matcher.enum",
+    "matcher.param_unknown", "brief.datetime", "excerpt.not_verbatim", "language.agent",
+    "language.brief_mismatch", "isolation.leak", "reference.unknown_tool", "reference.args_invalid",
+    "reference.length", "reference.after_end", "reference.check_unmet",
+    # a bug in an audit (reported, never raised)
+    "internal",
+})
+"""Every problem code the loader and validator emit (documented in this module's docstring)."""
+
 
 def validate_path(path: str | Path) -> tuple[Bundle | None, list[Problem]]:
     """Load the bundle at ``path`` and run every audit; returns (bundle or None, all problems).
