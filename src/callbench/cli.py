@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -148,16 +149,24 @@ def grade(
 
 @app.command()
 def report(
-    run_dirs: list[Path] = typer.Argument(..., help="One or more run folders (same bundle hash)."),
-    html: Path | None = typer.Option(None, "--html", help="HTML report path (default: RUN_DIR/report.html)."),
-    no_html: bool = typer.Option(False, "--no-html", help="Do not write the HTML report."),
-    no_traces: bool = typer.Option(False, "--no-traces", help="Leave the trace viewer out of the HTML."),
-    json_path: Path | None = typer.Option(None, "--json", help="Write the report as JSON."),
-    csv_path: Path | None = typer.Option(None, "--csv", help="Write one CSV row per episode."),
-    grade_set: str | None = typer.Option(None, "--grade-set", help="Grade set id (default: the latest)."),
-    samples: int = typer.Option(2000, "--samples", min=1, help="Bootstrap samples."),
-    confidence: float = typer.Option(0.95, "--confidence", min=0.5, max=0.999, help="Interval confidence."),
-    seed: int | None = typer.Option(None, "--seed", min=0, help="Bootstrap seed (default: the runs' seed)."),
+    run_dirs: Annotated[list[Path], typer.Argument(help="One or more run folders (same bundle hash).")],
+    html: Annotated[
+        Path | None, typer.Option("--html", help="HTML report path (default: RUN_DIR/report.html).")
+    ] = None,
+    no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the HTML report.")] = False,
+    no_traces: Annotated[bool, typer.Option("--no-traces", help="HTML without the trace viewer.")] = False,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per episode.")] = None,
+    grade_set: Annotated[
+        str | None, typer.Option("--grade-set", help="Grade set id (default: the latest).")
+    ] = None,
+    samples: Annotated[int, typer.Option("--samples", min=1, help="Bootstrap samples.")] = 2000,
+    confidence: Annotated[
+        float, typer.Option("--confidence", min=0.5, max=0.999, help="Interval confidence level.")
+    ] = 0.95,
+    seed: Annotated[
+        int | None, typer.Option("--seed", min=0, help="Bootstrap seed (default: the runs' seed).")
+    ] = None,
 ) -> None:
     """Report runs: terminal tables, one offline HTML file, optional JSON/CSV exports.
 
