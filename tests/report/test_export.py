@@ -94,3 +94,12 @@ def test_terminal_tables(make_run: MakeRun) -> None:
     assert "Skipped episodes (2; excluded from scores)" in text
     assert "outcome reached" in text and "SMOKE TEST" not in text and "UNFAIR" not in text
     assert "$0.0180" in text  # cand-a: 12 traces x (0.001 + 0.0005)
+
+
+def test_report_command_called_as_a_function_uses_real_defaults(make_run: MakeRun) -> None:
+    from callbench.cli import report as report_command
+
+    rd = make_run(agents=1, scenarios=1, repeats=1)
+    report_command(run_dirs=[rd], samples=50)  # as `callbench demo` calls it
+    html = (rd / "report.html").read_text(encoding="utf-8")
+    assert 'id="e0"' in html  # trace viewer included by default
