@@ -84,38 +84,38 @@ def _leaderboard(report: Report, console: Console) -> None:
         title_justify="left",
     )
     t.add_column("#", justify="right")
-    t.add_column("candidate", overflow="fold", min_width=8)
+    t.add_column("candidate", overflow="fold", min_width=12)
     t.add_column("overall", justify="right", no_wrap=True)
     t.add_column("pass rate %", justify="right", no_wrap=True)
-    t.add_column("scored/skipped/not graded", justify="right", overflow="fold")
-    t.add_column("judge errors", justify="right", overflow="fold")
     for i, c in enumerate(report.candidates, 1):
-        t.add_row(
-            str(i),
-            escape(c.candidate),
-            fmt_ci(c.overall),
-            fmt_ci(c.pass_rate),
-            f"{c.n_scored}/{c.n_skipped}/{c.n_ungraded + c.n_not_run}",
-            str(c.judge_errors),
-        )
+        t.add_row(str(i), escape(c.candidate), fmt_ci(c.overall), fmt_ci(c.pass_rate))
     console.print(t)
     cut = sorted({x for c in report.candidates for x in c.cutoffs})
     if cut:
         console.print(f"Pass = overall >= {', '.join(f'{x:g}' for x in cut)} (provisional cutoff).")
-    p = Table(title="Pillars (mean \\[interval]; raw points / weight)", title_justify="left")
-    p.add_column("candidate", overflow="fold", min_width=8)
+    e = Table(
+        title="Episodes (skipped and ungraded ones are excluded from every score)", title_justify="left"
+    )
+    e.add_column("candidate", overflow="fold", min_width=8)
+    for col in ("scored", "skipped", "ungraded", "not run", "no score", "judge err"):
+        e.add_column(col, justify="right", overflow="fold")
+    for c in report.candidates:
+        e.add_row(
+            escape(c.candidate),
+            str(c.n_scored),
+            str(c.n_skipped),
+            str(c.n_ungraded),
+            str(c.n_not_run),
+            str(c.n_overall_undefined),
+            str(c.judge_errors),
+        )
+    console.print(e)
+    p = Table(title="Pillars (mean \\[interval]; raw point totals in the HTML/JSON)", title_justify="left")
+    p.add_column("candidate", overflow="fold", min_width=12)
     for col in ("task", "conversation"):
         p.add_column(col, justify="right", no_wrap=True)
-    p.add_column("task points", justify="right")
-    p.add_column("conversation points", justify="right")
     for c in report.candidates:
-        p.add_row(
-            escape(c.candidate),
-            fmt_ci(c.task),
-            fmt_ci(c.conversation),
-            f"{c.task_totals.points:g} / {c.task_totals.weight:g}",
-            f"{c.conversation_totals.points:g} / {c.conversation_totals.weight:g}",
-        )
+        p.add_row(escape(c.candidate), fmt_ci(c.task), fmt_ci(c.conversation))
     console.print(p)
 
 
@@ -124,7 +124,7 @@ def _paired(report: Report, console: Console) -> None:
         return
     t = Table(title="Paired comparisons (a - b on scenarios both completed)", title_justify="left")
     for col in ("a", "b", "scenarios", "difference [interval]", "wins", "losses", "ties"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for p in report.paired:
         diff = "—" if p.mean_difference is None else f"{p.mean_difference:+.1f} [{fmt(p.low)}, {fmt(p.high)}]"
         if p.excludes_zero:
@@ -174,9 +174,9 @@ def _diagnostics(report: Report, console: Console) -> None:
     t = Table(
         title="Diagnostics (score from summed points; mean of episodes in brackets)", title_justify="left"
     )
-    t.add_column("diagnostic")
+    t.add_column("diagnostic", overflow="fold")
     for c in report.candidates:
-        t.add_column(escape(c.candidate), justify="right")
+        t.add_column(escape(c.candidate), justify="right", overflow="fold")
     for d in Diagnostic:
         cells = []
         for c in report.candidates:
@@ -193,7 +193,7 @@ def _skipped(report: Report, console: Console) -> None:
         return
     t = Table(title=f"Skipped episodes ({len(report.skipped)}; excluded from scores)", title_justify="left")
     for col in ("candidate", "episode", "reason"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for s in report.skipped[:MAX_SKIPPED_ROWS]:
         t.add_row(escape(s.candidate), escape(f"{s.agent_id}/{s.scenario_id} #{s.repeat}"), escape(s.reason))
     console.print(t)
@@ -206,7 +206,7 @@ def _skipped(report: Report, console: Console) -> None:
 def _cost(report: Report, console: Console) -> None:
     t = Table(title="Cost and tokens (from traces)", title_justify="left")
     for col in ("candidate", "role", "calls", "input tokens", "output tokens", "cached input", "cost"):
-        t.add_column(col, justify="left" if col in ("candidate", "role") else "right")
+        t.add_column(col, justify="left" if col in ("candidate", "role") else "right", overflow="fold")
     for c in report.candidates:
         for role, u in sorted(c.usage.items()):
             t.add_row(
