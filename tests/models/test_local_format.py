@@ -1,0 +1,172 @@
+"""The local model's prompt and constrained output format (no model needed)."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from callbench.models.base import (
+    ChatMessage,
+    ModelOutputError,
+    ModelRequest,
+    RequestContext,
+    ToolCall,
+    ToolSchema,
+)
+from callbench.models.local_format import (
+    MAX_TOOL_CALLS,
+    candidate_output_schema,
+    chat_messages,
+    grammar_friendly,
+    parse_candidate_output,
+)
+
+TOOLS = [
+    ToolSchema(
+        name="lookup",
+        description="Find an account.",
+        parameters={"type": "object", "properties": {"account": {"type": "string"}}, "required": ["account"]},
+    ),
+    ToolSchema(
+        name="end_call",
+        description="End.",
+        parameters={
+            "type": "object",
+            "properties": {"status": {"enum": ["done", "failed"]}},
+            "required": ["status"],
+        },
+    ),
+]
+
+
+def test_candidate_schema_accepts_speech_tools_or_both():
+    schema = candidate_output_schema(TOOLS)
+    v = jsonschema.Draft202012Validator(schema)
+    assert v.is_valid(
+        {"speech": "One moment.", "tool_calls": [{"name": "lookup", "arguments": {"account": "1"}}]}
+    )
+    assert v.is_valid({"speech": None, "tool_calls": [{"name": "end_call", "arguments": {"status": "done"}}]})
+    assert v.is_valid({"speech": "Hello!", "tool_calls": []})
+    assert not v.is_valid(
+        {"speech": "x", "tool_calls": [{"name": "lookup", "arguments": {"status": "done"}}]}
+    )
+    assert not v.is_valid({"speech": "x", "tool_calls": [{"name": "transfer", "arguments": {}}]})
+    assert not v.is_valid(
+        {"speech": "x", "tool_calls": [{"name": "lookup", "arguments": {"account": "1", "extra": 1}}]}
+    )
+    assert not v.is_valid(
+        {
+            "speech": "x",
+            "tool_calls": [{"name": "end_call", "arguments": {"status": "done"}}] * (MAX_TOOL_CALLS + 1),
+        }
+    )
+    assert not jsonschema.Draft202012Validator(candidate_output_schema([])).is_valid(
+        {"speech": "x", "tool_calls": [{"name": "lookup", "arguments": {}}]}
+    )
+
+
+def test_grammar_friendly_closes_objects_but_not_values():
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "object", "properties": {"b": {"type": "string"}}},
+            "properties": {"enum": [{"properties": 1}]},
+        },
+        "additionalProperties": True,
+    }
+    out = grammar_friendly(schema)
+    assert out["additionalProperties"] is True  # explicit value kept
+    assert out["properties"]["a"]["additionalProperties"] is False
+    assert out["properties"]["properties"] == {"enum": [{"properties": 1}]}
+
+
+def test_chat_messages_render_history_in_output_format():
+    msgs = [
+        ChatMessage(role="system", content="You are an agent."),
+        ChatMessage(role="assistant", content="Hello."),
+        ChatMessage(role="user", content="Check 1."),
+        ChatMessage(role="user", content="Please."),
+        ChatMessage(
+            role="assistant",
+            content=None,
+            tool_calls=[ToolCall(id="c", name="lookup", arguments='{"account": "1"}')],
+        ),
+        ChatMessage(role="tool", tool_call_id="c", content='{"found": true}'),
+    ]
+    out = chat_messages(ModelRequest(messages=msgs, tools=TOOLS, context=RequestContext(role="candidate")))
+    assert [m["role"] for m in out] == ["system", "assistant", "user", "assistant", "user"]
+    assert out[0]["content"].startswith("You are an agent.\n\n# Tools")
+    assert '"name": "lookup"' in out[0]["content"] and '"speech"' in out[0]["content"]
+    assert json.loads(out[1]["content"]) == {"speech": "Hello.", "tool_calls": []}
+    assert out[2]["content"] == "Check 1.\nPlease."
+    assert json.loads(out[3]["content"]) == {
+        "speech": None,
+        "tool_calls": [{"name": "lookup", "arguments": {"account": "1"}}],
+    }
+    assert out[4]["content"] == '<tool_response name="lookup">\n{"found": true}\n</tool_response>'
+
+
+def test_chat_messages_for_json_roles_keep_plain_history():
+    schema = {"type": "object", "properties": {"speech": {"type": "string"}}}
+    msgs = [
+        ChatMessage(role="system", content="You are the caller."),
+        ChatMessage(role="user", content="Hi"),
+        ChatMessage(role="assistant", content="I need help."),
+    ]
+    out = chat_messages(
+        ModelRequest(messages=msgs, response_schema=schema, context=RequestContext(role="caller"))
+    )
+    assert out[2] == {"role": "assistant", "content": "I need help."}
+    assert out[0]["content"].endswith(json.dumps(schema))
+
+
+def test_parse_candidate_output():
+    speech, calls = parse_candidate_output(
+        '{"speech": "  Let me check. ", "tool_calls": [{"name": "lookup", "arguments": {"account": "१२"}}]}',
+        turn_key=7,
+    )
+    assert speech == "Let me check."
+    assert [(c.id, c.name, c.arguments) for c in calls] == [("call_7_0", "lookup", '{"account": "१२"}')]
+    assert parse_candidate_output('{"speech": "", "tool_calls": []}', turn_key=1) == (None, [])
+    with pytest.raises(ModelOutputError, match=r"not valid JSON.*token limit") as info:
+        parse_candidate_output('{"speech": "Let me', turn_key=1)
+    assert info.value.raw == '{"speech": "Let me'
+    with pytest.raises(ModelOutputError, match=r"tool_calls\[0\] has no name"):
+        parse_candidate_output('{"speech": null, "tool_calls": [{"arguments": {}}]}', turn_key=1)
+    with pytest.raises(ModelOutputError, match="'speech' is not a string"):
+        parse_candidate_output('{"speech": 3, "tool_calls": []}', turn_key=1)
+
+
+def test_grammar_conversion_with_fallback():
+    pytest.importorskip("llama_cpp")
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    from callbench.models.local import grammar_schema
+
+    odd = ToolSchema(
+        name="odd",
+        description="Unsupported keywords.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "pattern": "[A-Z]+"},
+                "x": {"not": {"type": "string"}},
+                "format": {"type": "string"},
+            },
+        },
+    )
+    request = ModelRequest(
+        messages=[ChatMessage(role="user", content="hi")],
+        tools=[*TOOLS, odd],
+        context=RequestContext(role="candidate"),
+    )
+    schema = grammar_schema(request)
+    variants = schema["properties"]["tool_calls"]["items"]["anyOf"]
+    assert [v["properties"]["name"]["const"] for v in variants] == ["lookup", "end_call", "odd"]
+    odd_args = variants[2]["properties"]["arguments"]
+    assert "pattern" not in odd_args["properties"]["code"] and odd_args["properties"]["x"] == {}
+    assert "format" in odd_args["properties"]  # a property named format is kept
+    assert variants[0]["properties"]["arguments"]["properties"] == {"account": {"type": "string"}}
+    assert "root ::=" in json_schema_to_gbnf(json.dumps(schema))

@@ -1,0 +1,113 @@
+"""The embedded model for real (skipped unless llama-cpp-python and the 0.5B weights are installed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from callbench.models.base import (
+    ChatMessage,
+    InfrastructureError,
+    ModelRequest,
+    ModelSettings,
+    RequestContext,
+    ToolSchema,
+)
+from callbench.models.weights import VARIANTS, find_parts
+
+pytest.importorskip("llama_cpp")
+if find_parts(VARIANTS["0.5b"]) is None:
+    pytest.skip("the 0.5B weights (callbench[local]) are not installed", allow_module_level=True)
+
+from callbench.models.local import release_engines
+from callbench.models.registry import create_client
+
+TOOLS = [
+    ToolSchema(
+        name="lookup_account",
+        description="Look up a bank account by its 8-digit number.",
+        parameters={
+            "type": "object",
+            "properties": {"account_number": {"type": "string"}},
+            "required": ["account_number"],
+        },
+    ),
+    ToolSchema(
+        name="end_call",
+        description="Hang up.",
+        parameters={"type": "object", "properties": {"status": {"enum": ["ended"]}}, "required": ["status"]},
+    ),
+]
+SYSTEM = "You are the phone agent of Acme Bank. Look up the caller's account before answering. Be brief."
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = create_client("local:0.5b", ModelSettings(temperature=0.0, seed=3, max_tokens=120))
+    yield c
+    release_engines()
+
+
+async def test_candidate_turns_parse_and_reuse_prefix(client):
+    assert client.embedded_smoke_test_model is True
+    msgs = [
+        ChatMessage(role="system", content=SYSTEM),
+        ChatMessage(role="assistant", content="Acme Bank, hello."),
+        ChatMessage(role="user", content="My account number is 12345678. What is my balance?"),
+    ]
+    first = await client.complete(
+        ModelRequest(
+            messages=msgs, tools=TOOLS, context=RequestContext(role="candidate", episode_id="t", turn=1)
+        )
+    )
+    assert first.content is not None or first.tool_calls
+    assert {c.name for c in first.tool_calls} <= {"lookup_account", "end_call"}
+    for call in first.tool_calls:
+        assert isinstance(json.loads(call.arguments), dict)
+    assert first.usage.input_tokens > 100 and first.usage.output_tokens > 0
+    assert first.usage.tokens_per_second and first.usage.tokens_per_second > 0
+    assert first.usage.cost_usd == 0.0
+    msgs.append(ChatMessage(role="assistant", content=first.content, tool_calls=first.tool_calls))
+    msgs += [
+        ChatMessage(role="tool", tool_call_id=c.id, content='{"balance": "120 dollars"}')
+        for c in first.tool_calls
+    ]
+    msgs.append(ChatMessage(role="user", content="Thanks."))
+    second = await client.complete(
+        ModelRequest(
+            messages=msgs, tools=TOOLS, context=RequestContext(role="candidate", episode_id="t", turn=2)
+        )
+    )
+    # the system prompt and earlier turns were evaluated once and reused from the KV cache
+    assert second.usage.cached_input_tokens >= first.usage.input_tokens - 8
+
+
+async def test_json_role_output_matches_schema(client):
+    schema = {
+        "type": "object",
+        "properties": {"speech": {"type": "string"}, "done": {"type": "boolean"}},
+        "required": ["speech", "done"],
+        "additionalProperties": False,
+    }
+    msgs = [
+        ChatMessage(
+            role="system", content="You are a caller who wants to know a bank balance. Reply briefly."
+        ),
+        ChatMessage(role="user", content="Acme Bank, how can I help?"),
+    ]
+    response = await client.complete(
+        ModelRequest(
+            messages=msgs, response_schema=schema, context=RequestContext(role="caller", episode_id="t")
+        )
+    )
+    value = json.loads(response.content or "")
+    assert set(value) == {"speech", "done"} and isinstance(value["done"], bool)
+
+
+async def test_prompt_over_context_is_infrastructure():
+    small = create_client("local:0.5b", ModelSettings(n_ctx=256, max_tokens=64))
+    msgs = [ChatMessage(role="system", content="word " * 400), ChatMessage(role="user", content="hi")]
+    with pytest.raises(InfrastructureError, match="exceeds the context of 256 tokens") as info:
+        await small.complete(ModelRequest(messages=msgs, context=RequestContext(role="task_judge")))
+    assert info.value.retryable is False
