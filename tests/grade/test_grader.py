@@ -12,6 +12,7 @@ from callbench.cli import app
 from callbench.grade.grader import (
     GradeError,
     create_grade_set,
+    finalize_grade_set,
     grade_into_set,
     grade_run,
     grade_set_id_for,
@@ -229,3 +230,16 @@ def test_cli_grade_errors(tmp_path, run_dir):
     bad.write_text("version: x\nratings: [{id: memory, weight: 9}]\n")
     res = CliRunner().invoke(app, ["grade", str(run_dir), "--rubric", str(bad)])
     assert res.exit_code == 2 and "invalid rubric" in res.output and "ratings.0.weight" in res.output
+
+
+async def test_finalize_reregisters_a_set_a_runner_overwrote(run_dir, make_trace, bundle):
+    role = RoleInfo(spec="scripted:met")
+    gs = create_grade_set(run_dir, role, role)  # registered on disk...
+    stale = _manifest(run_dir)
+    stale.grade_sets = []  # ...then a runner saves its in-memory manifest without the id
+    (run_dir / "manifest.json").write_text(stale.model_dump_json(indent=1))
+    judge = create_scripted_judge("scripted:met")
+    await grade_into_set(run_dir, gs.grade_set_id, make_trace("good", "ep-good"), bundle, judge, judge)
+    done = finalize_grade_set(run_dir, gs.grade_set_id)
+    assert _manifest(run_dir).grade_sets == [gs.grade_set_id]
+    assert (done.episodes, done.skipped, done.judge_errors) == (1, 0, 0) and done.finished

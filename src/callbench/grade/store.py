@@ -149,9 +149,13 @@ def load_episode_grades(run_dir: Path, grade_set_id: str) -> list[EpisodeGrade]:
     return out
 
 
-def finalize_grade_set(run_dir: Path, grade_set_id: str) -> GradeSetManifest:
+def finalize_grade_set(run_dir: Path, grade_set_id: str, *, register: bool = True) -> GradeSetManifest:
     """Recount episodes, skipped episodes and judge errors from the episode files, stamp
-    ``finished`` and rewrite ``grade_set.json``."""
+    ``finished`` and rewrite ``grade_set.json``.
+
+    ``register=True`` (re)appends the id to the run manifest's ``grade_sets`` when it is missing:
+    a runner that saved its in-memory manifest after :func:`create_grade_set` registered the set
+    would otherwise have dropped it. Call it once the runner no longer rewrites the manifest."""
     gs = load_grade_set(run_dir, grade_set_id)
     grades = load_episode_grades(run_dir, grade_set_id)
     gs.episodes = len(grades)
@@ -159,6 +163,8 @@ def finalize_grade_set(run_dir: Path, grade_set_id: str) -> GradeSetManifest:
     gs.judge_errors = sum(g.judge_errors for g in grades)
     gs.finished = _now()
     _save_set(Path(run_dir), gs)
+    if register:
+        register_grade_set(Path(run_dir), grade_set_id)
     return gs
 
 
