@@ -160,3 +160,27 @@ def test_html_without_traces(make_run: MakeRun) -> None:
     assert 'id="e0"' in full and 'id="e0"' not in lean
     assert "--no-traces" in lean and "alert(1)" not in lean
     assert lean.count("* plotly.js v") == 1 and "://" not in lean
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no headless chromium installed")
+def test_charts_render_offline_in_headless_chromium(make_run: MakeRun, tmp_path: Path) -> None:
+    runs = load_runs([make_run(reply=lambda c, a, s, r: EVIL)])
+    path = tmp_path / "r.html"
+    write_html(build_report(runs, n_samples=20), runs, path)
+    browser = _chromium()
+    assert browser is not None
+    done = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000", "--dump-dom",
+         path.as_uri()],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    dom = done.stdout
+    # plotly drew every figure: each plot gets an SVG root with class main-svg
+    for i in range(4):
+        start = dom.index(f'id="fig-{i}"')
+        assert 'class="main-svg"' in dom[start : start + 200_000], f"figure {i} not drawn"
+    assert "<script>alert(1)</script>" not in dom.split('id="plotly-config"')[0]

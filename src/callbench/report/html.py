@@ -102,10 +102,10 @@ def figures(report: Report) -> list[tuple[str, str]]:
         )
     )
     fig.update_layout(
-        xaxis={"title": "overall score", "range": [0, 100]},
+        xaxis={"title": "overall score", "range": [-2, 102]},
         yaxis={"autorange": "reversed", "type": "category"},
-        height=120 + 40 * len(cands),
-        margin={"l": 200},
+        height=110 + 45 * len(cands),
+        margin={"l": 240, "r": 20, "t": 20, "b": 50},
     )
     out.append(("Leaderboard: overall score with interval", fig.to_json()))
     fig = go.Figure()
@@ -118,7 +118,11 @@ def figures(report: Report) -> list[tuple[str, str]]:
             error_y=_errors([r.estimate for r in rs], [r.low for r in rs], [r.high for r in rs]),
         )
     fig.update_layout(
-        barmode="group", yaxis={"title": "pillar score", "range": [0, 100]}, xaxis={"type": "category"}
+        barmode="group",
+        yaxis={"title": "pillar score", "range": [0, 102]},
+        xaxis={"type": "category"},
+        margin={"t": 20},
+        height=420,
     )
     out.append(("Pillars: task and conversation", fig.to_json()))
     pr = [c.pass_rate for c in report.candidates]
@@ -129,7 +133,12 @@ def figures(report: Report) -> list[tuple[str, str]]:
             error_y=_errors([r.estimate for r in pr], [r.low for r in pr], [r.high for r in pr]),
         )
     )
-    fig.update_layout(yaxis={"title": "pass rate %", "range": [0, 100]}, xaxis={"type": "category"})
+    fig.update_layout(
+        yaxis={"title": "pass rate %", "range": [0, 102]},
+        xaxis={"type": "category"},
+        margin={"t": 20},
+        height=380,
+    )
     out.append(("Pass rate at the cutoff", fig.to_json()))
     diags = list(Diagnostic)
     z = [[(c.diagnostics[d].score if d in c.diagnostics else None) for d in diags] for c in report.candidates]
@@ -145,7 +154,12 @@ def figures(report: Report) -> list[tuple[str, str]]:
             hovertemplate="%{y}<br>%{x}: %{z:.1f}<extra></extra>",
         )
     )
-    fig.update_layout(height=160 + 40 * len(cands), margin={"l": 200}, yaxis={"autorange": "reversed"})
+    fig.update_layout(
+        height=230 + 40 * len(cands),
+        margin={"l": 240, "r": 20, "t": 20, "b": 170},
+        yaxis={"autorange": "reversed", "type": "category"},
+        xaxis={"tickangle": 35},
+    )
     out.append(("Diagnostics (score from summed points)", fig.to_json()))
     return out
 
