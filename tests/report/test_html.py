@@ -174,8 +174,8 @@ def test_charts_render_offline_in_headless_chromium(make_run: MakeRun, tmp_path:
     browser = _chromium()
     assert browser is not None
     done = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000", "--dump-dom",
-         path.as_uri()],
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--dump-dom", path.as_uri()],  # no name resolves: offline
         capture_output=True, text=True, timeout=180,
     )  # fmt: skip
     dom = done.stdout
