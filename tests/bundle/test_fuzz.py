@@ -22,7 +22,7 @@ from callbench.bundle.validate import PROBLEM_CODES, validate_path
 
 from .conftest import AGENT, BOOKING, MINIMAL
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 _scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.integers(min_value=10**300, max_value=10**4000),

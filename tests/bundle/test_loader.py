@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from callbench.bundle import loader
 from callbench.bundle.loader import (
@@ -286,3 +288,71 @@ def test_symlink_loop_is_a_problem(mb: MiniBundle) -> None:
 
 def test_sha256_text() -> None:
     assert sha256_text("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+# ------------------------------------------------------------------ the YAML loader matches safe_load
+
+
+_TRICKY = """
+a: yes
+b: No
+c: ~
+d: ""
+e: 0x1F
+f: 0o17
+g: 1_000
+h: .inf
+i: -.NaN
+j: 1:30
+k: 190:20:30.15
+l: '123'
+m: "true"
+n: null
+o: [1, 2.5, -3e2, +7]
+p: {x: Off, y: on}
+q: &anchor {k: v}
+r: *anchor
+s:
+  <<: *anchor
+  extra: 1
+t: |
+  literal
+u: >-
+  folded
+  text
+v: 0b101
+x: 2026-03-14
+"""
+
+
+def _safe(text: str) -> object:
+    return yaml.safe_load(text)
+
+
+def test_yaml_loader_matches_safe_load_on_tricky_scalars() -> None:
+    ours = yaml.load(_TRICKY, Loader=loader._YAML_LOADER)
+    theirs = _safe(_TRICKY)
+    assert theirs["x"] != "2026-03-14" and ours["x"] == "2026-03-14"  # the one intended difference
+    del ours["x"], theirs["x"]
+    assert repr(ours) == repr(theirs)  # repr: NaN != NaN, but its repr is the same
+    for bad in ("w: =\n", "[a, b\n"):  # PyYAML's own quirks and errors are kept, too
+        with pytest.raises(yaml.YAMLError):
+            _safe(bad)
+        with pytest.raises(yaml.YAMLError):
+            yaml.load(bad, Loader=loader._YAML_LOADER)
+
+
+_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+              st.text(), st.sampled_from(["yes", "off", "~", "0x1f", "1:30", "1_0", ".inf", "<<", "="])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_json, st.booleans(), st.sampled_from([None, '"', "'"]))
+def test_yaml_loader_matches_safe_load(data: object, flow: bool, style: str | None) -> None:
+    text = yaml.safe_dump(data, default_flow_style=flow, default_style=style, allow_unicode=True)
+    assert yaml.load(text, Loader=loader._YAML_LOADER) == _safe(text)
