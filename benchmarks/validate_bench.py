@@ -91,8 +91,9 @@ def main() -> int:
     tools = sum(len(a.config.tools) for a in bundle.agents.values())
     print(f"source {args.source}: {n} scenarios, {agents} agents, {tools} tools, {size / 1e6:.2f} MB on disk")
     print("median of", args.repeats, "runs, CPU ms (wall ms):")
-    for label, (cpu, wall) in (("load (read, parse, typed models)", t_load), ("audits (validate_loaded)", t_audit),
-                               ("validate_path (both)", t_all)):
+    rows = (("load (read, parse, typed models)", t_load), ("audits (validate_loaded)", t_audit),
+            ("validate_path (both)", t_all))
+    for label, (cpu, wall) in rows:
         print(f"  {label:34s} {cpu * 1000:7.1f} ({wall * 1000:7.1f})  {cpu / n * 1000:5.1f} ms/scenario")
     ok = t_all[0] <= args.budget
     print(f"{'OK' if ok else 'OVER'}: budget {args.budget * 1000:.0f} ms CPU for validate_path")
