@@ -225,3 +225,42 @@ def test_isolation_is_case_and_normalisation_insensitive(mb: MiniBundle) -> None
 
 def test_norm_text() -> None:
     assert norm_text("ABC ૧૨૩ ४५६") == "abc 123 456"
+
+
+# ------------------------------------------------------------------ paths
+
+
+def test_symlink_pointing_outside_is_reported(mb: MiniBundle, tmp_path: Any) -> None:
+    import os
+
+    outside = tmp_path / "outside_docs"
+    outside.mkdir()
+    os.symlink(outside, mb.root / "docs")
+    os.symlink("/etc/hostname", mb.agent_dir / "notes.txt")
+    probs = mb.only("path.escape")
+    assert [(p.file, p.message) for p in probs] == [
+        (f"agents/{AGENT}/notes.txt", "symlink points outside the bundle folder"),
+        ("docs", "symlink points outside the bundle folder"),
+    ]
+
+
+def test_symlink_inside_the_bundle_is_fine(mb: MiniBundle) -> None:
+    import os
+
+    os.symlink(mb.agent_dir / "prompt.md", mb.root / "prompt-link.md")
+    assert mb.problems() == []
+
+
+def test_load_bundle_runs_every_audit(mb: MiniBundle, tmp_path: Any) -> None:
+    import os
+
+    from callbench.bundle.loader import BundleError, load_bundle
+
+    os.symlink(tmp_path, mb.root / "escape")
+    with pytest.raises(BundleError) as ei:
+        load_bundle(mb.root)
+    assert [p.code for p in ei.value.problems] == ["path.escape"]
+    with pytest.raises(FileNotFoundError):
+        load_bundle(mb.root / "bundle.yaml" / "x")
+    with pytest.raises(FileNotFoundError):
+        load_bundle(mb.agent_dir / "prompt.md")

@@ -436,13 +436,12 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
 
 
 def load_bundle(path: str | Path) -> Bundle:
-    """Load a bundle and run every validation audit; raises :class:`BundleError` listing all
-    problems when any is found, ``FileNotFoundError`` when ``path`` is not a folder."""
-    from callbench.bundle.validate import validate_loaded
+    """Load a bundle and run every validation audit (as ``callbench validate``); raises
+    :class:`BundleError` listing all problems when any is found, ``FileNotFoundError`` when ``path``
+    is not a folder (or its ``bundle.yaml``)."""
+    from callbench.bundle.validate import validate_path
 
-    bundle, problems = load_bundle_collect(path)
-    if bundle is not None:
-        problems = problems + validate_loaded(bundle)
+    bundle, problems = validate_path(path)
     if bundle is None or problems:
         raise BundleError(problems)
     return bundle

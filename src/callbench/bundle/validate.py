@@ -111,16 +111,16 @@ def validate_path(path: str | Path) -> tuple[Bundle | None, list[Problem]]:
     """Load the bundle at ``path`` and run every audit; returns (bundle or None, all problems).
 
     ``path`` may be the bundle folder or its ``bundle.yaml``/``bundle.json``. Never raises on bad
-    content; raises ``FileNotFoundError`` (or another ``OSError``) only when ``path`` cannot be read
-    as a folder (the CLI's exit code 2).
+    content; raises ``FileNotFoundError`` when ``path`` is not a folder, or another ``OSError``
+    when it cannot be listed (the CLI's exit code 2).
     """
     root = Path(path)
     if root.is_file() and root.stem == "bundle" and root.suffix in DATA_SUFFIXES:
         root = root.parent
     if not root.exists():
         raise FileNotFoundError(errno.ENOENT, "no such folder", str(root))
-    if not root.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(root))
+    if not root.is_dir():  # FileNotFoundError (errno ENOTDIR), as load_bundle_collect documents
+        raise FileNotFoundError(errno.ENOTDIR, "not a folder", str(root))
     next(root.iterdir(), None)  # raises PermissionError now when the folder cannot be listed
     bundle, problems = load_bundle_collect(root)
     problems = problems + _guard("symlinks", "", lambda: audit_symlinks(root))
