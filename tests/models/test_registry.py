@@ -115,3 +115,19 @@ def test_secret_headers_must_come_from_env():
         ModelSettings(extra_headers={"HTTP-Referer": "https://x"}).extra_headers["HTTP-Referer"]
         == "https://x"
     )
+
+
+def test_settings_from_pairs():
+    from callbench.models.registry import settings_from_pairs
+
+    s = settings_from_pairs(["temperature=0.7", "top_k=20", "seed=3", "base_url=http://h:1/v1",
+                             "reasoning_effort=low", "extra_headers.X-Title=my bench"])
+    assert (s.temperature, s.top_k, s.seed, s.base_url) == (0.7, 20, 3, "http://h:1/v1")
+    assert s.reasoning_effort == "low" and s.extra_headers == {"X-Title": "my bench"}
+    assert settings_from_pairs(["max_tokens=64"], base=s).temperature == 0.7
+    with pytest.raises(ValueError, match="unknown setting 'temp'"):
+        settings_from_pairs(["temp=1"])
+    with pytest.raises(ValueError, match="expected name=value"):
+        settings_from_pairs(["temperature"])
+    with pytest.raises(ValueError, match="model setting top_k"):
+        settings_from_pairs(["top_k=many"])

@@ -71,8 +71,11 @@ def llama_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
+# OpenMP reads this when llama.cpp's CPU library loads, so it is set before llama_cpp is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def _llama() -> Any:
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import llama_cpp
     except ImportError:
@@ -92,6 +95,7 @@ _REGISTRY_LOCK = threading.Lock()
 _ENGINES: dict[tuple[str, str], _Engine] = {}
 _TOKENIZERS: dict[str, Any] = {}
 _GRAMMARS: dict[str, Any] = {}
+_FORMATTERS: dict[int, Any] = {}
 
 
 def _tokenizer(path: Path) -> Any:
@@ -118,6 +122,7 @@ def release_engines() -> None:
                     engine.llm = None
         _ENGINES.clear()
         _TOKENIZERS.clear()
+        _FORMATTERS.clear()
 
 
 def context_limit(tok: Any) -> int:
@@ -136,16 +141,23 @@ def choose_n_ctx(needed: int, limit: int) -> int:
     return min(size, limit)
 
 
+def _formatter(tok: Any) -> Any:
+    with _REGISTRY_LOCK:
+        formatter = _FORMATTERS.get(id(tok))
+        if formatter is None:
+            template = tok.metadata.get("tokenizer.chat_template") or CHATML
+            eos = tok.detokenize([tok.token_eos()], special=True).decode("utf-8", "replace")
+            bos_id = tok.token_bos()
+            bos = tok.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
+            formatter = _llama().llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos,
+                                                                       bos_token=bos)
+            _FORMATTERS[id(tok)] = formatter
+        return formatter
+
+
 def render_prompt(tok: Any, messages: list[dict[str, str]]) -> str:
     """``messages`` rendered with the GGUF's chat template (ChatML when it has none)."""
-    fmt = _llama().llama_chat_format
-    meta = tok.metadata
-    template = meta.get("tokenizer.chat_template") or CHATML
-    eos = tok.detokenize([tok.token_eos()], special=True).decode("utf-8", "replace")
-    bos_id = tok.token_bos()
-    bos = tok.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
-    formatter = fmt.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-    return str(formatter(messages=messages).prompt)
+    return str(_formatter(tok)(messages=messages).prompt)
 
 
 def _strip_keywords(schema: Any) -> Any:

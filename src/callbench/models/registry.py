@@ -133,3 +133,32 @@ def load_settings_file(path: Path | str) -> dict[str, tuple[str, ModelSettings]]
             raise ValueError(f"{path}: unknown role {role!r}; expected one of {', '.join(ROLES)}")
         out[role] = _role_entry(value, f"{path}: {role}")
     return out
+
+
+def settings_from_pairs(pairs: list[str], base: ModelSettings | None = None) -> ModelSettings:
+    """Settings from CLI-style ``name=value`` pairs (values read as YAML scalars, so
+    ``temperature=0.7``, ``seed=3``, ``base_url=http://localhost:8000/v1``), over ``base``.
+    ``extra_headers.<Name>=value`` sets one header. Raises ValueError naming the bad pair."""
+    data = (base or ModelSettings()).model_dump()
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise ValueError(f"model setting {pair!r}: expected name=value, e.g. temperature=0.7")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError:
+            value = raw
+        if name.startswith("extra_headers."):
+            data["extra_headers"] = {**data["extra_headers"], name.split(".", 1)[1]: raw}
+        elif name in ModelSettings.model_fields:
+            data[name] = raw if name in ("base_url", "reasoning_effort") else value
+        else:
+            raise ValueError(f"model setting {pair!r}: unknown setting {name!r}; expected one of "
+                             + ", ".join(ModelSettings.model_fields))
+    try:
+        return ModelSettings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"model setting {loc}: {first['msg']}") from None
