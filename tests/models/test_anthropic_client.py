@@ -245,3 +245,29 @@ def test_missing_key(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ValueError, match=r"anthropic:claude-x.*ANTHROPIC_API_KEY"):
         AnthropicClient("anthropic:claude-x", ModelSettings())
+
+
+async def test_history_arguments_that_are_not_objects(keys, mk):
+    rec = mk.Recorder(mk.json_response(mk.anthropic_message([{"type": "text", "text": "x"}])))
+    msgs = [
+        ChatMessage(role="user", content="hi"),
+        ChatMessage(
+            role="assistant",
+            tool_calls=[
+                ToolCall(id="a", name="end_call", arguments=""),
+                ToolCall(id="b", name="lookup", arguments='{"account": '),
+                ToolCall(id="c", name="lookup", arguments="[1]"),
+            ],
+        ),
+        ChatMessage(role="tool", tool_call_id="a", content=""),
+        ChatMessage(role="tool", tool_call_id="b", content="error"),
+        ChatMessage(role="tool", tool_call_id="c", content="error"),
+    ]
+    await make(mk, rec).complete(ModelRequest(messages=msgs, tools=TOOLS, context=CTX))
+    sent = rec.bodies[0]["messages"]
+    assert [b["input"] for b in sent[1]["content"]] == [
+        {},
+        {"_raw_arguments": '{"account": '},
+        {"_raw_arguments": "[1]"},
+    ]
+    assert sent[2]["content"][0] == {"type": "tool_result", "tool_use_id": "a"}  # empty result: no content

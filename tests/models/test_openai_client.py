@@ -291,3 +291,14 @@ async def test_key_never_in_response(keys, mk):
     response = await make(mk, rec).complete(ModelRequest(messages=CONVERSATION[:4], context=CTX))
     assert keys not in response.model_dump_json()
     assert keys not in json.dumps(rec.bodies[0])
+
+
+async def test_empty_content_is_none_and_refusal_is_speech(keys, mk):
+    rec = mk.Recorder(mk.json_response(mk.openai_completion("", [("c1", "lookup", "{}")])))
+    response = await make(mk, rec).complete(ModelRequest(messages=CONVERSATION[:4], context=CTX))
+    assert response.content is None and len(response.tool_calls) == 1
+    data = mk.openai_completion(None)
+    data["choices"][0]["message"]["refusal"] = "I can't help with that."
+    rec2 = mk.Recorder(mk.json_response(data))
+    response2 = await make(mk, rec2).complete(ModelRequest(messages=CONVERSATION[:4], context=CTX))
+    assert response2.content == "I can't help with that."

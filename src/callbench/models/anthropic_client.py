@@ -51,6 +51,8 @@ WRAP_KEY = "value"
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
+    if not arguments.strip():
+        return {}
     try:
         value = json.loads(arguments)
     except json.JSONDecodeError:
@@ -160,7 +162,7 @@ def parse_anthropic_message(message: Any, request: ModelRequest) -> ModelRespons
             else:
                 calls.append(ToolCall(id=block.id, name=block.name,
                                       arguments=json.dumps(block.input, ensure_ascii=False)))
-    content = answer if wanted is not None else ("".join(texts) if texts else None)
+    content = answer if wanted is not None else ("".join(texts) or None)
     u = message.usage
     read = getattr(u, "cache_read_input_tokens", None) or 0
     written = getattr(u, "cache_creation_input_tokens", None) or 0

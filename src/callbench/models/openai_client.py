@@ -110,9 +110,7 @@ def parse_openai_completion(completion: Any) -> ModelResponse:
         ToolCall(id=c.id or "", name=c.function.name, arguments=c.function.arguments or "")
         for c in (message.tool_calls or []) if getattr(c, "function", None) is not None
     ]
-    content = message.content
-    if content is None and getattr(message, "refusal", None):
-        content = message.refusal
+    content = message.content or getattr(message, "refusal", None) or None
     usage = Usage()
     if completion.usage is not None:
         details = getattr(completion.usage, "prompt_tokens_details", None)
