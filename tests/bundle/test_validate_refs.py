@@ -224,3 +224,21 @@ def test_internal_failure_becomes_a_problem(mb: MiniBundle, monkeypatch: Any) ->
     probs = validate_loaded(bundle)
     assert [p.code for p in probs] == ["internal", "internal"]
     assert "RuntimeError: bug" in probs[0].message
+
+
+def test_reference_in_check_description_is_misplaced(mb: MiniBundle) -> None:
+    def brk(d: dict[str, Any]) -> None:
+        d["action_checks"][0]["description"] = "Looks up ${caller.account_number}."
+
+    mb.edit_scenario(brk)
+    assert [p.path for p in mb.only("ref.misplaced")] == ["action_checks.0.description"]
+
+
+def test_unresolved_reference_reported_at_every_place(mb: MiniBundle) -> None:
+    def brk(d: dict[str, Any]) -> None:
+        d["fixtures"]["lookup_account"]["queue"][0]["response"]["note"] = "${state.gone}"
+        d["fixtures"]["schedule_pickup"]["default"] = {"who": "${state.gone}", "ok": "${state.account.id}"}
+
+    mb.edit_scenario(brk)
+    paths = [p.path for p in mb.only("ref.unresolved")]
+    assert paths == ["fixtures.lookup_account.queue.0.response.note", "fixtures.schedule_pickup.default.who"]

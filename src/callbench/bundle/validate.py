@@ -59,7 +59,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from callbench.bundle.loader import DATA_SUFFIXES, MAX_FILES, Problem, load_bundle_collect, read_data_file
 from callbench.bundle.matchers import Matcher
 from callbench.bundle.models import AsrEvent, Bundle, LoadedAgent, Scenario, VadSplit
-from callbench.bundle.references import ReferenceError_, find_references, resolve
+from callbench.bundle.references import REF, ReferenceError_, find_references, resolve
 from callbench.bundle.validate_content import (
     audit_isolation,
     audit_languages,
@@ -439,24 +439,43 @@ def _after_cycles(s: Scenario) -> list[tuple[int, list[str]]]:
 
 def audit_references(agent: LoadedAgent, s: Scenario, report: Report) -> None:
     """Code ``ref.unresolved`` for each ``${...}`` that does not resolve against the scenario's
-    known facts and hidden state, in fixtures, check arguments and the agent's default responses."""
+    known facts and hidden state, in fixtures, check arguments and the agent's default responses.
+
+    Fast path: every distinct reference in the JSON text is resolved once; only when one fails are
+    the values walked to report each place it occurs.
+    """
     facts, state = s.brief.known_facts, s.hidden_state
-    places: list[tuple[str, Any]] = [(f"fixtures.{k}", v.model_dump(by_alias=True))
-                                     for k, v in s.fixtures.items() if "${" in v.model_dump_json()]
-    places += [(f"action_checks.{i}.args", {k: m.model_dump(by_alias=True) for k, m in c.args.items()})
-               for i, c in enumerate(s.action_checks) if any(_mentions_ref(m) for m in c.args.values())]
-    for where0, value in places:
-        for where, ref in find_references(value, where0):
-            try:
-                resolve(ref, facts, state)
-            except ReferenceError_:
-                report(where, "ref.unresolved", _unresolved(ref, facts, state))
+    places: list[tuple[str, Any]] = [(f"fixtures.{k}", v) for k, v in s.fixtures.items()]
+    places += [(f"action_checks.{i}.args", c.args) for i, c in enumerate(s.action_checks)]
+    texts = [_SCENARIO_PARTS.dump_json(v).decode("utf-8") for _, v in places]
+    if not _all_resolve({m.group(0) for t in texts for m in REF.finditer(t)}, facts, state):
+        for (where0, value), text in zip(places, texts, strict=True):
+            if "${" not in text:
+                continue
+            dumped = _SCENARIO_PARTS.dump_python(value, by_alias=True)
+            for where, ref in find_references(dumped, where0):
+                try:
+                    resolve(ref, facts, state)
+                except ReferenceError_:
+                    report(where, "ref.unresolved", _unresolved(ref, facts, state))
     for t in agent.config.tools:
         for where, ref in find_references(t.default_response, f"default_response of tool {t.name}"):
             try:
                 resolve(ref, facts, state)
             except ReferenceError_:
                 report("", "ref.unresolved", f"{where}: " + _unresolved(ref, facts, state))
+
+
+_SCENARIO_PARTS: TypeAdapter[Any] = TypeAdapter(Any)
+
+
+def _all_resolve(refs: set[str], facts: dict[str, Any], state: dict[str, Any]) -> bool:
+    for ref in refs:
+        try:
+            resolve(ref, facts, state)
+        except ReferenceError_:
+            return False
+    return True
 
 
 def _unresolved(ref: str, facts: dict[str, Any], state: dict[str, Any]) -> str:
@@ -478,8 +497,8 @@ def audit_scenario_matchers(agent: LoadedAgent, s: Scenario, report: Report) -> 
         tool = tools.get(tool_name)
         if tool is None:
             continue
-        schema = arguments_schema(tool, agent.config)
-        if not schema_usable(schema):
+        schema = _usable_schema(tool, agent.config)
+        if schema is None:
             continue
         resolved: dict[str, Any] = {}
         for k, m in matchers.items():
@@ -497,3 +516,20 @@ def _mentions_ref(m: Any) -> bool:
     """Whether a typed matcher holds a ``${...}`` reference anywhere (a fast JSON dump in
     pydantic-core; much cheaper than resolving every matcher)."""
     return b"${" in _MATCHER.dump_json(m)
+
+
+_SCHEMA_CACHE: dict[int, tuple[Any, Any, dict[str, Any] | None]] = {}
+
+
+def _usable_schema(tool: Any, config: Any) -> dict[str, Any] | None:
+    """The tool's arguments schema when usable (see ``schema_usable``), cached per tool object
+    (checked by identity, so a reused ``id`` never returns a stale entry)."""
+    hit = _SCHEMA_CACHE.get(id(tool))
+    if hit is not None and hit[0] is tool and hit[1] is config:
+        return hit[2]
+    schema = arguments_schema(tool, config)
+    result = schema if schema_usable(schema) else None
+    if len(_SCHEMA_CACHE) > 4096:
+        _SCHEMA_CACHE.clear()
+    _SCHEMA_CACHE[id(tool)] = (tool, config, result)
+    return result

@@ -10,8 +10,6 @@ the j-th call of a tool meets the j-th queue entry) and the grader
 
 from __future__ import annotations
 
-import json
-
 from pydantic import ValidationError
 
 from callbench.bundle.checks import CallRecord, evaluate_checks
@@ -99,14 +97,13 @@ def audit_reference_refs(scen: Scenario, report: Report) -> None:
     """Code ``ref.misplaced``: a ``${caller...}``/``${state...}`` reference outside fixtures and
     action-check arguments. Only those resolve; anywhere else the literal text would reach the
     caller, the candidate or a grader."""
-    data = scen.model_dump(by_alias=True, exclude={"fixtures", "action_checks"})
-    if "${" not in json.dumps(data, ensure_ascii=False):
-        data = {}
-    for where, ref in find_references(data):
-        report(where, "ref.misplaced",
-               f"{ref} is not resolved here; references work only in fixtures and action-check arguments")
+    msg = "is not resolved here; references work only in fixtures and action-check arguments"
+    if "${" in scen.model_dump_json(exclude={"fixtures", "action_checks"}):
+        data = scen.model_dump(by_alias=True, exclude={"fixtures", "action_checks"})
+        for where, ref in find_references(data):
+            report(where, "ref.misplaced", f"{ref} {msg}")
     for i, c in enumerate(scen.action_checks):
-        rest = c.model_dump(by_alias=True, exclude={"args"})
-        for where, ref in find_references(rest, f"action_checks.{i}"):
-            report(where, "ref.misplaced",
-                   f"{ref} is not resolved here; references work only in fixtures and action-check arguments")
+        if "${" in c.model_dump_json(exclude={"args"}):
+            rest = c.model_dump(by_alias=True, exclude={"args"})
+            for where, ref in find_references(rest, f"action_checks.{i}"):
+                report(where, "ref.misplaced", f"{ref} {msg}")
