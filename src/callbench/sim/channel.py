@@ -5,13 +5,19 @@ For each caller turn, in this order:
 1. authored ASR events aimed at the turn (by ``turn`` number, or by ``step`` = the turn that
    expressed that plan step; both must hold when both are given), in authored order: ``drop``
    removes the span, ``double`` repeats it, ``substitute`` replaces it with ``replacement``. Spans are
-   found case-insensitively after NFC, preferring whole-word matches;
+   found case-insensitively after NFC, preferring whole-word matches, reading decimal digits of any
+   script as the same digit and ignoring how a digit run is grouped (:mod:`callbench.sim.text`);
+   the edit works on the caller's original characters (a drop removes them, a double repeats
+   them), and a substitute's ASCII digits are written in the script of the digits it replaces;
 2. seeded noise, on the first caller turn only (see :mod:`callbench.sim.noise`);
 3. the first VAD split aimed at the turn: the text is cut right after the first occurrence of each
-   anchor (the second anchor searched after the first), giving at most three fragments.
+   anchor (the second anchor searched after the first, matched like spans but anywhere, not only on
+   whole words), giving at most three fragments; the cut falls right after the caller's own
+   characters that matched the anchor.
 
 Each step records a :class:`~callbench.trace.ChannelEvent` saying what changed or why it did not
-apply. Events whose turn never came are reported by :meth:`Channel.unreached`.
+apply; when a match needed digit normalisation (another digit script, another grouping) the
+event's ``detail`` says so. Events whose turn never came are reported by :meth:`Channel.unreached`.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from pydantic import BaseModel
 
 from callbench.bundle.models import AsrEvent, ChannelProgram, VadSplit
 from callbench.sim.noise import seeded_slip
-from callbench.sim.text import find_span, nfc, tidy
+from callbench.sim.text import SpanMatch, digits_like, find_span_match, nfc, tidy
 from callbench.trace import ChannelEvent
 
 
@@ -46,41 +52,58 @@ def _target(ev: AsrEvent | VadSplit) -> str:
     return " and ".join(parts) or "no turn or step"
 
 
+def _with_note(detail: str, hit: SpanMatch) -> str:
+    note = hit.note()
+    return f"{detail} ({note})" if note else detail
+
+
 def apply_asr(text: str, ev: AsrEvent, turn: int) -> tuple[str, ChannelEvent]:
-    """Apply one authored ASR event to ``text``; return the new text and its event record."""
+    """Apply one authored ASR event to ``text``; return the new text and its event record.
+
+    The span is found with :func:`callbench.sim.text.find_span_match`; the recorded ``span`` is the
+    caller's original substring that matched, and ``detail`` notes any digit normalisation."""
     base = ChannelEvent(
         kind=ev.kind, source="authored", turn=turn, span=ev.span, replacement=ev.replacement, applied=False
     )
     if ev.kind == "substitute" and ev.replacement is None:
         return text, base.model_copy(update={"detail": "substitute event has no replacement"})
-    hit = find_span(text, ev.span)
+    hit = find_span_match(text, ev.span)
     if hit is None:
         return text, base.model_copy(update={"detail": f"span {ev.span!r} not found in the turn"})
-    s, e = hit
+    s, e = hit.start, hit.end
     found = text[s:e]
+    update: dict[str, object] = {"applied": True, "span": found}
     if ev.kind == "drop":
         new, detail = text[:s] + text[e:], f"dropped {found!r}"
     elif ev.kind == "double":
         new, detail = text[:e] + " " + found + text[e:], f"doubled {found!r}"
     else:
-        rep = nfc(ev.replacement or "")
+        rep = digits_like(nfc(ev.replacement or ""), found)
         new, detail = text[:s] + rep + text[e:], f"replaced {found!r} with {rep!r}"
-    return tidy(new), base.model_copy(update={"applied": True, "span": found, "detail": detail})
+        update["replacement"] = rep
+    update["detail"] = _with_note(detail, hit)
+    return tidy(new), base.model_copy(update=update)
 
 
 def split_vad(text: str, split: VadSplit, turn: int) -> tuple[list[str], ChannelEvent]:
-    """Cut ``text`` after each anchor of ``split``; return the fragments and the event record."""
+    """Cut ``text`` after each anchor of ``split``; return the fragments and the event record.
+
+    Anchors are found with :func:`callbench.sim.text.find_span_match` (not only on whole words);
+    ``detail`` notes each anchor whose match needed digit normalisation."""
     cuts: list[int] = []
     missing: list[str] = []
+    notes: list[str] = []
     pos = 0
     for anchor in split.after:
-        hit = find_span(text, anchor, pos, whole_words=False)
+        hit = find_span_match(text, anchor, pos, whole_words=False)
         if hit is None:
             missing.append(anchor)
             continue
-        cut = hit[1]
+        cut = hit.end
         if text[cut:].strip():
             cuts.append(cut)
+            if hit.normalised:
+                notes.append(f"anchor {anchor!r} matched {text[hit.start : cut]!r} ({hit.note()})")
         else:
             missing.append(f"{anchor} (at the end of the turn)")
         pos = cut
@@ -103,6 +126,8 @@ def split_vad(text: str, split: VadSplit, turn: int) -> tuple[list[str], Channel
     detail = f"split into {len(frags)} fragments: " + " / ".join(repr(f) for f in frags)
     if missing:
         detail += "; not found: " + ", ".join(repr(m) for m in missing)
+    if notes:
+        detail += "; " + "; ".join(notes)
     return frags, ChannelEvent(
         kind="vad_split", source="authored", turn=turn, span=span, applied=True, detail=detail
     )
