@@ -21,6 +21,8 @@ from callbench.runs.plan import ScenarioFilters
 from callbench.sim.episode import LoopLimits
 
 DEMO_MAX_TURNS = 6
+DEMO_MAX_TOKENS = {"candidate": 320, "caller": 160, "judge": 1400}
+"""Output caps per role (tokens): a phone turn is short; a judge's JSON lists every item."""
 DEMO_LANGUAGE_PREFERENCE = ("en", "hi", "gu", "mr", "ta", "bn")
 """Order in which languages enter the demo slice (primary subtag of BCP 47)."""
 
@@ -59,10 +61,15 @@ def demo_config(out: Path, model: str = "local", bundle: Bundle | None = None, n
 
     bundle = bundle or load_bundle(starter_path())
     chosen = choose_demo_scenarios(bundle, n_scenarios)
-    role = RoleSpec(spec=model, settings=ModelSettings(temperature=0.0, seed=seed))
+
+    def role(max_tokens: int) -> RoleSpec:
+        return RoleSpec(spec=model, settings=ModelSettings(temperature=0.0, seed=seed, max_tokens=max_tokens))
+
     return RunConfig(
-        bundle_path=Path(bundle.root), out=out, candidates=[role], caller=role, task_judge=role,
-        conversation_judge=role, repeats=1, seed=seed, concurrency=1, provider_limits={"local": 1},
+        bundle_path=Path(bundle.root), out=out, candidates=[role(DEMO_MAX_TOKENS["candidate"])],
+        caller=role(DEMO_MAX_TOKENS["caller"]), task_judge=role(DEMO_MAX_TOKENS["judge"]),
+        conversation_judge=role(DEMO_MAX_TOKENS["judge"]), repeats=1, seed=seed, concurrency=1,
+        provider_limits={"local": 1},
         filters=ScenarioFilters(scenarios=[s.id for s in chosen]),
         limits=LoopLimits(max_caller_turns=max_turns),
     )
