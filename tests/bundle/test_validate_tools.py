@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from callbench.bundle.validate_tools import SchemaView, fast_schema_ok, schema_errors, view_at
+from callbench.bundle.validate_matchers import SchemaView, view_at
+from callbench.bundle.validate_tools import fast_schema_ok, schema_errors
 
 from .conftest import AGENT, MiniBundle
 
