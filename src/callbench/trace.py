@@ -31,7 +31,9 @@ class EndReason(StrEnum):
 
     CALL_ENDED = "call_ended"  # a call-ending tool result met its success condition
     CALLER_DONE = "caller_done"  # the caller ended the call with every plan step expressed
-    CALLER_DONE_EARLY = "caller_done_early"  # caller said done with plan steps open: counts against the simulator
+    CALLER_DONE_EARLY = (
+        "caller_done_early"  # caller said done with plan steps open: counts against the simulator
+    )
     MAX_TURNS = "max_turns"  # the caller-turn limit was reached
     SKIPPED = "skipped"  # simulator or infrastructure failure: excluded from scores
 
@@ -102,8 +104,9 @@ class ToolEvent(BaseModel):
     double_encoded: bool = False
     known_tool: bool = True
     queue_position: int | None = None  # j: prior calls to this tool (0-based)
-    outcome: Literal["authored", "mismatch", "default", "unknown_tool", "parse_error",
-                     "limit_reached", "after_call_ended"]
+    outcome: Literal[
+        "authored", "mismatch", "default", "unknown_tool", "parse_error", "limit_reached", "after_call_ended"
+    ]
     executed: bool = True  # False: not sent to the backend (tool-call limit reached, or the call had ended)
     matcher_results: list[MatcherOutcome] = Field(default_factory=list)
     result: Any = None

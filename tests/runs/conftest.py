@@ -20,11 +20,19 @@ def dairy() -> Bundle:
     return load_bundle(DAIRY)
 
 
-def scripted_config(out: Path, candidates: tuple[str, ...] = ("scripted:reference",), repeats: int = 2) -> RunConfig:
+def scripted_config(
+    out: Path, candidates: tuple[str, ...] = ("scripted:reference",), repeats: int = 2
+) -> RunConfig:
     return RunConfig(
-        bundle_path=DAIRY, out=out, candidates=[RoleSpec(spec=c) for c in candidates],
-        caller=RoleSpec(spec="scripted:plan"), task_judge=RoleSpec(spec="scripted:met"),
-        conversation_judge=RoleSpec(spec="scripted:met"), repeats=repeats, seed=7, concurrency=2,
+        bundle_path=DAIRY,
+        out=out,
+        candidates=[RoleSpec(spec=c) for c in candidates],
+        caller=RoleSpec(spec="scripted:plan"),
+        task_judge=RoleSpec(spec="scripted:met"),
+        conversation_judge=RoleSpec(spec="scripted:met"),
+        repeats=repeats,
+        seed=7,
+        concurrency=2,
     )
 
 

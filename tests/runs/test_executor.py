@@ -17,7 +17,7 @@ from callbench.runs.session import run_and_grade
 from callbench.runs.store import RunStore
 from callbench.trace import EndReason
 
-from .conftest import DAIRY, scripted_clients, scripted_config
+from .conftest import scripted_clients, scripted_config
 
 
 async def test_run_saves_every_episode_and_grades_it(tmp_path: Path, dairy: Bundle) -> None:
@@ -48,7 +48,7 @@ async def test_rerun_resumes_without_duplicates_and_extends(tmp_path: Path, dair
     assert {p.name: p.stat().st_mtime_ns for p in (out / "traces").iterdir()} == first
     # More repeats extend the same run.
     config3 = scripted_config(out, repeats=2)
-    m3, gid = await run_and_grade(config3, clients=scripted_clients(config3, dairy), bundle=dairy)
+    m3, _gid = await run_and_grade(config3, clients=scripted_clients(config3, dairy), bundle=dairy)
     assert len(m3.planned) == 2 * len(m2.planned)
     assert m3.completed == len(m3.planned)
     for name, mtime in first.items():
@@ -127,4 +127,3 @@ async def test_kill_9_mid_run_loses_nothing_finished(tmp_path: Path, dairy: Bund
     rows = RunStore(out).episode_rows()
     assert len(rows) == len(manifest.planned)
     assert all(r[1] != EndReason.SKIPPED.value for r in rows)
-

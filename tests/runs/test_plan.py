@@ -15,8 +15,12 @@ def test_slug_is_stable_and_depends_on_settings() -> None:
 
 
 def test_plan_orders_candidates_scenarios_repeats(dairy: Bundle) -> None:
-    plan = plan_episodes(dairy, [("scripted:reference", ModelSettings()), ("scripted:hangup", ModelSettings())],
-                         3, ScenarioFilters())
+    plan = plan_episodes(
+        dairy,
+        [("scripted:reference", ModelSettings()), ("scripted:hangup", ModelSettings())],
+        3,
+        ScenarioFilters(),
+    )
     n_scen = len(select_scenarios(dairy, ScenarioFilters()))
     assert len(plan) == 2 * 3 * n_scen
     assert [k.repeat for k in plan[:3]] == [0, 1, 2]

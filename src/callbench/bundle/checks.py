@@ -70,35 +70,37 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
     for c in _order(scenario.action_checks):
         matchers = resolve_matchers(c.args, facts, state, f"action_checks.{c.id}.args")
         deps = [first.get(a) for a in c.after]
-        if any(d is None for d in deps):
-            start = None
-        else:
-            start = max((d for d in deps if d is not None), default=-1)
+        start = None if any(d is None for d in deps) else max((d for d in deps if d is not None), default=-1)
         counted: list[int] = []
         near: list[int] = []
         if start is not None:
             for call in calls:
                 if call.name != c.tool or call.index <= start:
                     continue
-                if call.arguments is None:
-                    ok = not matchers
-                else:
-                    ok = match_fields(matchers, call.arguments).ok
+                ok = not matchers if call.arguments is None else match_fields(matchers, call.arguments).ok
                 (counted if ok else near).append(call.index)
         n = len(counted)
         hi = c.count.max
         met = n >= c.count.min and (hi is None or n <= hi)
         if start is None:
             reason = "a check it must come after was never met: " + ", ".join(
-                a for a in c.after if first.get(a) is None)
+                a for a in c.after if first.get(a) is None
+            )
         elif met:
             reason = f"{n} matching call(s) of {c.tool}"
         elif n < c.count.min:
-            reason = (f"{n} matching call(s) of {c.tool}, need at least {c.count.min}"
-                      + (f"; {len(near)} call(s) with other arguments" if near else ""))
+            reason = f"{n} matching call(s) of {c.tool}, need at least {c.count.min}" + (
+                f"; {len(near)} call(s) with other arguments" if near else ""
+            )
         else:
             reason = f"{n} matching call(s) of {c.tool}, at most {hi} allowed"
         first[c.id] = counted[0] if counted else None
-        results[c.id] = CheckResult(id=c.id, met=met, reason=reason, count=n, cited_events=counted or near,
-                                    first_met_index=counted[0] if counted else None)
+        results[c.id] = CheckResult(
+            id=c.id,
+            met=met,
+            reason=reason,
+            count=n,
+            cited_events=counted or near,
+            first_met_index=counted[0] if counted else None,
+        )
     return [results[c.id] for c in scenario.action_checks]

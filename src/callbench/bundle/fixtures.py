@@ -29,8 +29,9 @@ class FixtureAnswer(BaseModel):
     result: Any
 
 
-def resolve_matchers(matchers: dict[str, Any], facts: dict[str, Any], state: dict[str, Any],
-                     where: str = "") -> dict[str, Any]:
+def resolve_matchers(
+    matchers: dict[str, Any], facts: dict[str, Any], state: dict[str, Any], where: str = ""
+) -> dict[str, Any]:
     """Resolve ``${...}`` references inside matchers and re-parse them into typed matchers."""
     return {
         k: _MATCHER.validate_python(resolve(m, facts, state, f"{where}.{k}".strip(".")))
@@ -50,14 +51,18 @@ class ResolvedFixtures:
         self._defaults: dict[str, Any] = {}
         self._queues: dict[str, list[FixtureEntry]] = {}
         for t in agent.tools:
-            self._defaults[t.name] = resolve(t.default_response, facts, state) if t.default_response is not None else NO_DATA
+            self._defaults[t.name] = (
+                resolve(t.default_response, facts, state) if t.default_response is not None else NO_DATA
+            )
         for name, fx in scenario.fixtures.items():
             where = f"fixtures.{name}"
             self._queues[name] = [
                 FixtureEntry(
                     args=resolve_matchers(e.args, facts, state, f"{where}.queue.{i}.args"),
                     response=resolve(e.response, facts, state, f"{where}.queue.{i}.response"),
-                    mismatch_response=resolve(e.mismatch_response, facts, state, f"{where}.queue.{i}.mismatch_response"),
+                    mismatch_response=resolve(
+                        e.mismatch_response, facts, state, f"{where}.queue.{i}.mismatch_response"
+                    ),
                 )
                 for i, e in enumerate(fx.queue)
             ]
@@ -67,7 +72,9 @@ class ResolvedFixtures:
     def answer(self, tool: str, args: dict[str, Any] | None, j: int) -> FixtureAnswer:
         queue = self._queues.get(tool, [])
         if j >= len(queue):
-            return FixtureAnswer(outcome="default", queue_position=j, result=self._defaults.get(tool, NO_DATA))
+            return FixtureAnswer(
+                outcome="default", queue_position=j, result=self._defaults.get(tool, NO_DATA)
+            )
         entry = queue[j]
         if args is None:
             return FixtureAnswer(outcome="mismatch", queue_position=j, result=entry.mismatch_response)

@@ -182,7 +182,9 @@ class Regex(_Base):
         pat = self._compiled()
         s = unicodedata.normalize("NFC", value)
         ok = (pat.fullmatch(s) if self.full else pat.search(s)) is not None
-        return MatchResult(ok=ok, reason=f"{_short(value)} {'matches' if ok else 'does not match'} /{self.regex}/")
+        return MatchResult(
+            ok=ok, reason=f"{_short(value)} {'matches' if ok else 'does not match'} /{self.regex}/"
+        )
 
 
 class Contains(_Base):

@@ -114,7 +114,7 @@ class AgentConfig(Strict):
     instructions_file: str = "prompt.md"
     prompt_sha256: str | None = Field(
         default=None,
-        description="Recorded SHA-256 (hex) of the instructions template text (UTF-8); validated when present.",
+        description="Recorded SHA-256 (hex) of the instructions template (UTF-8); validated when present.",
     )
     tools: list[ToolSpec] = Field(default_factory=list, max_length=64)
     call_ending_tools: list[CallEndingTool] = Field(default_factory=list)
@@ -143,7 +143,9 @@ class Brief(Strict):
     plan: list[PlanStep] = Field(min_length=1, max_length=40)
     language: str = Field(min_length=2, max_length=35, description="BCP 47 tag, e.g. gu-IN.")
     script: str = Field(min_length=2, max_length=40, description="Script name, e.g. Gujarati.")
-    datetime: str = Field(description="Local date and time of the call, ISO 8601, e.g. 2026-03-14T17:20+05:30")
+    datetime: str = Field(
+        description="Local date and time of the call, ISO 8601, e.g. 2026-03-14T17:20+05:30"
+    )
     persona: str = Field(default="", max_length=4000)
 
 
@@ -264,7 +266,9 @@ class Scenario(Strict):
     id: str = Field(pattern=ID_PATTERN)
     agent: str
     title: str = Field(default="", max_length=300)
-    goal: str = Field(min_length=1, max_length=4000, description="What a correct call achieves (graders only).")
+    goal: str = Field(
+        min_length=1, max_length=4000, description="What a correct call achieves (graders only)."
+    )
     language: str = Field(min_length=2, max_length=35)
     difficulty: Literal["medium", "hard"]
     tags: list[str] = Field(default_factory=list)
@@ -301,7 +305,9 @@ class Bundle(BaseModel):
 
     def scenarios(self) -> list[tuple[LoadedAgent, Scenario]]:
         """All (agent, scenario) pairs in a stable order: agent id, then scenario id."""
-        return [(a, s) for _, a in sorted(self.agents.items()) for s in sorted(a.scenarios, key=lambda s: s.id)]
+        return [
+            (a, s) for _, a in sorted(self.agents.items()) for s in sorted(a.scenarios, key=lambda s: s.id)
+        ]
 
     def scenario(self, scenario_id: str) -> tuple[LoadedAgent, Scenario]:
         """Look up a scenario by id; raises ``KeyError`` with the id when absent."""

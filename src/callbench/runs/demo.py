@@ -50,12 +50,20 @@ def choose_demo_scenarios(bundle: Bundle, n: int = 3) -> list[Scenario]:
     order = [lang for lang in DEMO_LANGUAGE_PREFERENCE if lang in best]
     order += sorted(set(best) - set(order))
     if len(order) < n:
-        raise ValueError(f"the bundle has medium scenarios in only {len(order)} language(s); the demo needs {n}")
+        raise ValueError(
+            f"the bundle has medium scenarios in only {len(order)} language(s); the demo needs {n}"
+        )
     return [best[lang][3] for lang in order[:n]]
 
 
-def demo_config(out: Path, model: str = "local", bundle: Bundle | None = None, n_scenarios: int = 3,
-                max_turns: int = DEMO_MAX_TURNS, seed: int = 0) -> RunConfig:
+def demo_config(
+    out: Path,
+    model: str = "local",
+    bundle: Bundle | None = None,
+    n_scenarios: int = 3,
+    max_turns: int = DEMO_MAX_TURNS,
+    seed: int = 0,
+) -> RunConfig:
     """The demo's run configuration: every role on ``model``, one repeat, one episode at a time."""
     from callbench.bundle.loader import load_bundle
 
@@ -66,9 +74,15 @@ def demo_config(out: Path, model: str = "local", bundle: Bundle | None = None, n
         return RoleSpec(spec=model, settings=ModelSettings(temperature=0.0, seed=seed, max_tokens=max_tokens))
 
     return RunConfig(
-        bundle_path=Path(bundle.root), out=out, candidates=[role(DEMO_MAX_TOKENS["candidate"])],
-        caller=role(DEMO_MAX_TOKENS["caller"]), task_judge=role(DEMO_MAX_TOKENS["judge"]),
-        conversation_judge=role(DEMO_MAX_TOKENS["judge"]), repeats=1, seed=seed, concurrency=1,
+        bundle_path=Path(bundle.root),
+        out=out,
+        candidates=[role(DEMO_MAX_TOKENS["candidate"])],
+        caller=role(DEMO_MAX_TOKENS["caller"]),
+        task_judge=role(DEMO_MAX_TOKENS["judge"]),
+        conversation_judge=role(DEMO_MAX_TOKENS["judge"]),
+        repeats=1,
+        seed=seed,
+        concurrency=1,
         provider_limits={"local": 1},
         filters=ScenarioFilters(scenarios=[s.id for s in chosen]),
         limits=LoopLimits(max_caller_turns=max_turns),

@@ -89,8 +89,11 @@ GradeHook = Callable[[Trace], Awaitable[None]]
 
 
 def role_info(client: Any, role: RoleSpec) -> RoleInfo:
-    return RoleInfo(spec=role.spec, settings=role.settings,
-                    embedded_smoke_test_model=bool(getattr(client, "embedded_smoke_test_model", False)))
+    return RoleInfo(
+        spec=role.spec,
+        settings=role.settings,
+        embedded_smoke_test_model=bool(getattr(client, "embedded_smoke_test_model", False)),
+    )
 
 
 def _compare(old: RunManifest, new: RunManifest) -> list[str]:
@@ -167,8 +170,9 @@ async def execute_run(
     if old is not None:
         diffs = _compare(old, manifest)
         if diffs:
-            raise RunConflict(f"{config.out} holds a different run: " + "; ".join(diffs)
-                              + ". Use another --out folder.")
+            raise RunConflict(
+                f"{config.out} holds a different run: " + "; ".join(diffs) + ". Use another --out folder."
+            )
         known = {k.episode_id for k in old.planned}
         manifest.planned = old.planned + [k for k in planned if k.episode_id not in known]
         manifest.started, manifest.grade_sets = old.started, old.grade_sets
@@ -201,18 +205,27 @@ async def execute_run(
             agent = bundle.agents[key.agent_id]
             scenario = next(s for s in agent.scenarios if s.id == key.scenario_id)
             trace = await run_episode(
-                agent, scenario,
-                candidate=wrapped[f"candidate:{key.candidate}"], caller=wrapped["caller"],
-                bundle_name=bundle.meta.name, bundle_version=bundle.meta.version,
-                bundle_hash=bundle.content_hash, episode_id=key.episode_id, run_seed=config.seed,
-                repeat=key.repeat, limits=config.limits, code_version=version,
+                agent,
+                scenario,
+                candidate=wrapped[f"candidate:{key.candidate}"],
+                caller=wrapped["caller"],
+                bundle_name=bundle.meta.name,
+                bundle_version=bundle.meta.version,
+                bundle_hash=bundle.content_hash,
+                episode_id=key.episode_id,
+                run_seed=config.seed,
+                repeat=key.repeat,
+                limits=config.limits,
+                code_version=version,
             )
             async with lock:
                 store.save_trace(trace)
                 refresh_counts(manifest, store)
                 for u in trace.usage.values():
                     totals["tokens"] += u.input_tokens + u.output_tokens
-                    totals["cost"] = None if totals["cost"] is None or u.cost_usd is None else totals["cost"] + u.cost_usd
+                    totals["cost"] = (
+                        None if totals["cost"] is None or u.cost_usd is None else totals["cost"] + u.cost_usd
+                    )
                 store.save_manifest(manifest)
             if grade_hook is not None:
                 await grade_hook(trace)
@@ -222,8 +235,9 @@ async def execute_run(
     await asyncio.gather(*(one(k) for k in todo))
     refresh_counts(manifest, store)
     manifest.ended = now()
-    manifest.official = (manifest.completed == len(manifest.planned) and manifest.skipped == 0
-                         and manifest.git_dirty is False)
+    manifest.official = (
+        manifest.completed == len(manifest.planned) and manifest.skipped == 0 and manifest.git_dirty is False
+    )
     manifest.cost_usd = store.total_cost({k.episode_id for k in manifest.planned})
     store.save_manifest(manifest)
     return manifest

@@ -45,17 +45,23 @@ def select_scenarios(bundle: Bundle, filters: ScenarioFilters) -> list[tuple[Loa
     run an empty benchmark).
     """
     pairs = [(a, s) for a, s in bundle.scenarios() if a.config.active]
-    known = {
+    known: dict[str, set[str]] = {
         "agents": {a.config.id for a, _ in pairs},
         "scenarios": {s.id for _, s in pairs},
         "languages": {s.language for _, s in pairs},
         "difficulty": {s.difficulty for _, s in pairs},
     }
-    for name, values in (("agents", filters.agents), ("scenarios", filters.scenarios),
-                         ("languages", filters.languages), ("difficulty", filters.difficulty)):
+    for name, values in (
+        ("agents", filters.agents),
+        ("scenarios", filters.scenarios),
+        ("languages", filters.languages),
+        ("difficulty", filters.difficulty),
+    ):
         unknown = sorted(set(values) - known[name])
         if unknown:
-            raise ValueError(f"--{name} {', '.join(unknown)}: not in the bundle (known: {', '.join(sorted(known[name]))})")
+            raise ValueError(
+                f"--{name} {', '.join(unknown)}: not in the bundle (known: {', '.join(sorted(known[name]))})"
+            )
     out = [
         (a, s)
         for a, s in pairs

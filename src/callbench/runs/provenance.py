@@ -15,14 +15,26 @@ def git_state() -> tuple[str | None, bool | None]:
     package is not running from a checkout (an installed release) or git is unavailable."""
     src = Path(__file__).resolve().parents[2]
     try:
-        top = subprocess.run(["git", "-C", str(src), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=10)
+        top = subprocess.run(
+            ["git", "-C", str(src), "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if top.returncode != 0 or not (Path(top.stdout.strip()) / "pyproject.toml").exists():
             return None, None
-        commit = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10).stdout.strip() or None
-        status = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=10)
+        commit = (
+            subprocess.run(
+                ["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
+        status = subprocess.run(
+            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         return commit, bool(status.stdout.strip())
     except (OSError, subprocess.SubprocessError):
         return None, None

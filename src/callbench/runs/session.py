@@ -30,7 +30,9 @@ from callbench.runs.store import RunStore
 from callbench.trace import Trace
 
 
-def build_clients(config: RunConfig, bundle: Bundle, cache: ResponseCache | None = None) -> dict[str, ModelClient]:
+def build_clients(
+    config: RunConfig, bundle: Bundle, cache: ResponseCache | None = None
+) -> dict[str, ModelClient]:
     """Create one client per role: ``candidate:<slug>`` for each candidate, ``caller``,
     ``task_judge``, ``conversation_judge``. Raises ``ValueError`` naming a bad spec."""
     from callbench.models.registry import create_client
@@ -52,9 +54,11 @@ def _reusable_grade_set(run_dir: Path, config: RunConfig, clients: dict[str, Mod
     if m is None or not m.grade_sets:
         return None
     gs = load_grade_set(run_dir, m.grade_sets[-1])
-    same = (gs.task_judge == role_info(clients["task_judge"], config.task_judge)
-            and gs.conversation_judge == role_info(clients["conversation_judge"], config.conversation_judge)
-            and gs.cutoff == config.cutoff)
+    same = (
+        gs.task_judge == role_info(clients["task_judge"], config.task_judge)
+        and gs.conversation_judge == role_info(clients["conversation_judge"], config.conversation_judge)
+        and gs.cutoff == config.cutoff
+    )
     return gs.grade_set_id if same else None
 
 
@@ -86,26 +90,42 @@ async def run_and_grade(
                 nonlocal grade_set, pending_register
                 if grade_set is None:
                     grade_set = create_grade_set(
-                        out, role_info(clients["task_judge"], config.task_judge),
+                        out,
+                        role_info(clients["task_judge"], config.task_judge),
                         role_info(clients["conversation_judge"], config.conversation_judge),
-                        cutoff=config.cutoff, run_id=out.resolve().name, bundle_hash=bundle.content_hash,
+                        cutoff=config.cutoff,
+                        run_id=out.resolve().name,
+                        bundle_hash=bundle.content_hash,
                         register=True,
                     ).grade_set_id
                     pending_register = False
-                g = await grade_into_set(out, grade_set, trace, bundle, clients["task_judge"],
-                                         clients["conversation_judge"])
-                RunStore(out).index_grade(grade_set, trace.episode_id, g.task_score, g.conversation_score,
-                                          g.overall, g.passed, g.judge_errors)
+                g = await grade_into_set(
+                    out, grade_set, trace, bundle, clients["task_judge"], clients["conversation_judge"]
+                )
+                RunStore(out).index_grade(
+                    grade_set,
+                    trace.episode_id,
+                    g.task_score,
+                    g.conversation_score,
+                    g.overall,
+                    g.passed,
+                    g.judge_errors,
+                )
                 if on_graded:
                     on_graded(g)
 
-        manifest = await execute_run(config, clients, bundle=bundle, on_episode=on_episode,
-                                     grade_hook=hook, on_plan=on_plan)
+        manifest = await execute_run(
+            config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan
+        )
         if hook is not None:
             # Grade traces a killed run saved but never graded (and traces of earlier invocations
             # when this invocation started a new grade set).
             store = RunStore(Path(config.out))
-            graded = {g.episode_id for g in load_episode_grades(Path(config.out), grade_set)} if grade_set else set()
+            graded = (
+                {g.episode_id for g in load_episode_grades(Path(config.out), grade_set)}
+                if grade_set
+                else set()
+            )
             planned = {k.episode_id for k in manifest.planned}
             for eid in sorted(store.finished_ids() & planned - graded):
                 await hook(store.load_trace(eid))

@@ -73,7 +73,9 @@ class RunStore:
         except ValueError:
             disk = None
         if disk is not None:
-            manifest.grade_sets = manifest.grade_sets + [g for g in disk.grade_sets if g not in manifest.grade_sets]
+            manifest.grade_sets = manifest.grade_sets + [
+                g for g in disk.grade_sets if g not in manifest.grade_sets
+            ]
         atomic_write_text(self.manifest_path(), manifest.model_dump_json(indent=1) + "\n")
 
     # -------------------------------------------------------------- traces
@@ -104,13 +106,28 @@ class RunStore:
         db.executescript(_SCHEMA)
         return db
 
-    def index_grade(self, grade_set_id: str, episode_id: str, task: float | None, conversation: float | None,
-                    overall: float | None, passed: bool | None, judge_errors: int) -> None:
+    def index_grade(
+        self,
+        grade_set_id: str,
+        episode_id: str,
+        task: float | None,
+        conversation: float | None,
+        overall: float | None,
+        passed: bool | None,
+        judge_errors: int,
+    ) -> None:
         with self._db() as db:
             db.execute(
                 "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?)",
-                (grade_set_id, episode_id, task, conversation, overall,
-                 None if passed is None else int(passed), judge_errors),
+                (
+                    grade_set_id,
+                    episode_id,
+                    task,
+                    conversation,
+                    overall,
+                    None if passed is None else int(passed),
+                    judge_errors,
+                ),
             )
 
     def rebuild_index(self) -> int:
@@ -133,7 +150,9 @@ class RunStore:
     def episode_rows(self) -> list[tuple[str, str, str | None]]:
         """(episode_id, end_reason, skip_reason) for every indexed episode, by id."""
         with self._db() as db:
-            return list(db.execute("SELECT episode_id, end_reason, skip_reason FROM episodes ORDER BY episode_id"))
+            return list(
+                db.execute("SELECT episode_id, end_reason, skip_reason FROM episodes ORDER BY episode_id")
+            )
 
 
 def _index_trace(db: sqlite3.Connection, t: Trace) -> None:
@@ -143,6 +162,19 @@ def _index_trace(db: sqlite3.Connection, t: Trace) -> None:
     cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
     db.execute(
         "INSERT OR REPLACE INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (t.episode_id, t.candidate.spec, t.agent_id, t.scenario_id, t.language, t.difficulty, t.repeat,
-         t.end_reason.value, t.skip_reason, t.sha256(), inp, out, cost),
+        (
+            t.episode_id,
+            t.candidate.spec,
+            t.agent_id,
+            t.scenario_id,
+            t.language,
+            t.difficulty,
+            t.repeat,
+            t.end_reason.value,
+            t.skip_reason,
+            t.sha256(),
+            inp,
+            out,
+            cost,
+        ),
     )
