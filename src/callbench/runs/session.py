@@ -21,7 +21,7 @@ from callbench.grade.grader import (
     load_grade_set,
 )
 from callbench.grade.models import EpisodeGrade
-from callbench.models.base import ModelClient
+from callbench.models.base import ModelClient, Role
 from callbench.models.cache import CacheMode, ResponseCache
 from callbench.runs.executor import RoleSpec, RunConfig, execute_run, role_info
 from callbench.runs.manifest import EpisodeKey, RunManifest
@@ -37,14 +37,16 @@ def build_clients(
     ``task_judge``, ``conversation_judge``. Raises ``ValueError`` naming a bad spec."""
     from callbench.models.registry import create_client
 
-    def make(role: RoleSpec) -> ModelClient:
-        return create_client(role.spec, role.settings, bundle=bundle, cache=cache)
+    def make(role: RoleSpec, name: Role) -> ModelClient:
+        return create_client(role.spec, role.settings, bundle=bundle, cache=cache, role=name)
 
-    clients = {f"candidate:{candidate_slug(c.spec, c.settings)}": make(c) for c in config.candidates}
-    clients["caller"] = make(config.caller)
+    clients = {
+        f"candidate:{candidate_slug(c.spec, c.settings)}": make(c, "candidate") for c in config.candidates
+    }
+    clients["caller"] = make(config.caller, "caller")
     if config.grade:
-        clients["task_judge"] = make(config.task_judge)
-        clients["conversation_judge"] = make(config.conversation_judge)
+        clients["task_judge"] = make(config.task_judge, "task_judge")
+        clients["conversation_judge"] = make(config.conversation_judge, "conversation_judge")
     return clients
 
 
