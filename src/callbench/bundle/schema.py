@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from callbench.bundle.models import AgentConfig, BundleMeta, Scenario
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
-SCHEMA_BASE = "https://callbench.dev/schema/"
+SCHEMA_BASE = "urn:callbench:schema:"  # an id, not a host
 FILE_TYPES: dict[str, type[BaseModel]] = {
     "bundle.schema.json": BundleMeta,
     "agent.schema.json": AgentConfig,
