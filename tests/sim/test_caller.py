@@ -154,3 +154,26 @@ def test_plain_word_step_ids_are_not_treated_as_leaks(brief: Brief) -> None:
     plain = brief.model_copy(update={"plan": [brief.plan[0].model_copy(update={"id": "confirm"})]})
     assert not is_internal_id("confirm") and is_internal_id("give_estimate") and is_internal_id("step2")
     assert validate_turn(_turn("Yes, I confirm.", "confirm"), plain, []).rejection is None
+
+
+def test_caller_schema_allows_only_the_next_open_step() -> None:
+    from callbench.bundle.models import Brief
+
+    brief = Brief.model_validate(
+        {
+            "context": "c",
+            "reason": "r",
+            "plan": [
+                {"id": "a", "trigger": "t", "meaning": "m"},
+                {"id": "b", "trigger": "t", "meaning": "m"},
+            ],
+            "language": "en-IN",
+            "script": "Latin",
+            "datetime": "2026-03-14T17:20:00+05:30",
+        }
+    )
+    step = caller_schema(brief, [])["properties"]["expressed_step"]
+    assert step["anyOf"][0]["enum"] == ["a"]
+    assert caller_schema(brief, ["a"])["properties"]["expressed_step"]["anyOf"][0]["enum"] == ["b"]
+    assert caller_schema(brief, ["a", "b"])["properties"]["expressed_step"]["type"] == "null"
+    assert caller_schema(brief)["properties"]["expressed_step"]["anyOf"][0]["enum"] == ["a", "b"]

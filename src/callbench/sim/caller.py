@@ -32,15 +32,27 @@ class CallerOutput(BaseModel):
     done: bool = False
 
 
-def caller_schema(brief: Brief) -> dict[str, Any]:
-    """JSON Schema (draft 2020-12) of a caller turn; ``expressed_step`` is one of the plan's step ids
-    or null."""
+def caller_schema(brief: Brief, expressed: list[str] | None = None) -> dict[str, Any]:
+    """JSON Schema (draft 2020-12) of a caller turn.
+
+    Without ``expressed``, ``expressed_step`` is any plan step id or null. With the ids expressed so
+    far, it is the next open step or null (null only once every step is expressed): the paper's
+    rule "at most one step per turn, in order" is then enforced by the schema itself for providers
+    that constrain output to it, and still checked by :func:`validate_turn` for those that do not.
+    """
+    if expressed is None:
+        allowed = [s.id for s in brief.plan]
+    else:
+        allowed = [s.id for s in brief.plan if s.id not in expressed][:1]
+    step_schema: dict[str, Any] = (
+        {"anyOf": [{"type": "string", "enum": allowed}, {"type": "null"}]} if allowed else {"type": "null"}
+    )
     return {
         "type": "object",
         "properties": {
             "speech": {"type": "string", "description": "Exactly what you say out loud in this turn."},
             "expressed_step": {
-                "anyOf": [{"type": "string", "enum": [s.id for s in brief.plan]}, {"type": "null"}],
+                **step_schema,
                 "description": "Id of the plan step this turn newly gets across, or null.",
             },
             "done": {"type": "boolean", "description": "True when you end the call with this turn."},

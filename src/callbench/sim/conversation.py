@@ -194,7 +194,7 @@ class Conversation:
         """Get caller turn ``turn`` (1-based), validate it, render it through the channel and add its
         fragments as user messages. Raises :class:`CallerFailed` after ``caller_attempts`` rejections."""
         brief = self.scenario.brief
-        schema = caller_schema(brief)
+        schema = caller_schema(brief, list(self.expressed))
         rejections: list[str] = []
         output: CallerOutput | None = None
         for attempt in range(self.caller_attempts):
