@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from typer.testing import CliRunner
@@ -20,9 +21,9 @@ SECRET = "sk-test-never-saved-7f3a9c"
 
 
 class _Handler(BaseHTTPRequestHandler):
-    requests: list[dict] = []
+    requests: ClassVar[list[dict[str, Any]]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server API
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _Handler.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
         turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
@@ -34,7 +35,10 @@ class _Handler(BaseHTTPRequestHandler):
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": f"Test agent, turn {turn}. Noted, thank you."},
+                    "message": {
+                        "role": "assistant",
+                        "content": f"Test agent, turn {turn}. Noted, thank you.",
+                    },
                     "finish_reason": "stop",
                 }
             ],
@@ -67,9 +71,26 @@ def server() -> Iterator[str]:
 def _run(out: Path, cache: Path, mode: str) -> None:
     result = CliRunner().invoke(
         app,
-        ["run", str(DAIRY), "--candidate", "openai:test-model", "--caller", "scripted:plan",
-         "--task-judge", "scripted:met", "--conversation-judge", "scripted:met", "--out", str(out),
-         "--cache", str(cache), "--cache-mode", mode, "--seed", "3"],
+        [
+            "run",
+            str(DAIRY),
+            "--candidate",
+            "openai:test-model",
+            "--caller",
+            "scripted:plan",
+            "--task-judge",
+            "scripted:met",
+            "--conversation-judge",
+            "scripted:met",
+            "--out",
+            str(out),
+            "--cache",
+            str(cache),
+            "--cache-mode",
+            mode,
+            "--seed",
+            "3",
+        ],
     )
     assert result.exit_code == 0, result.output
 
