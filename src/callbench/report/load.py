@@ -195,7 +195,11 @@ def _record(
             "status": status,
             "skip_reason": reason,
             "grade": grade if status == "scored" else None,
-            "usage": trace.usage if trace is not None else {},
+            # Judge usage lives in the grade (task_judge, conversation_judge); the other roles' in the trace.
+            "usage": {
+                **(trace.usage if trace is not None else {}),
+                **(grade.usage if grade is not None else {}),
+            },
         }
     )
 
