@@ -102,7 +102,11 @@ def _tokenizer(path: Path) -> Any:
     with _REGISTRY_LOCK:
         tok = _TOKENIZERS.get(str(path))
         if tok is None:
-            tok = _llama().Llama(str(path), vocab_only=True, verbose=False)
+            from llama_cpp._utils import suppress_stdout_stderr
+
+            # llama.cpp prints a context warning for vocabulary-only loads even when not verbose.
+            with suppress_stdout_stderr(disable=False):
+                tok = _llama().Llama(str(path), vocab_only=True, verbose=False)
             _TOKENIZERS[str(path)] = tok
         return tok
 
