@@ -111,3 +111,32 @@ async def test_prompt_over_context_is_infrastructure():
     with pytest.raises(InfrastructureError, match="exceeds the context of 256 tokens") as info:
         await small.complete(ModelRequest(messages=msgs, context=RequestContext(role="task_judge")))
     assert info.value.retryable is False
+
+
+async def test_concurrent_roles_leave_stdout_working() -> None:
+    """Regression: two roles constructing llama instances at once (the two judges grade
+    concurrently) left the process's stdout on /dev/null, so the demo printed no report."""
+    import asyncio
+    import os
+    import sys
+
+    release_engines()
+    before_obj, before_fd = sys.stdout, os.fstat(1)
+    client = create_client("local:0.5b", ModelSettings(max_tokens=8, temperature=0.0))
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+    def request(role: str) -> ModelRequest:
+        return ModelRequest(
+            messages=[ChatMessage(role="user", content="Say ok.")],
+            response_schema=schema,
+            context=RequestContext(role=role),  # type: ignore[arg-type]
+        )
+
+    replies = await asyncio.gather(
+        client.complete(request("task_judge")), client.complete(request("conversation_judge"))
+    )
+    assert all(json.loads(r.content or "{}").get("ok") in (True, False) for r in replies)
+    assert sys.stdout is before_obj
+    after_fd = os.fstat(1)
+    assert (after_fd.st_dev, after_fd.st_ino) == (before_fd.st_dev, before_fd.st_ino)
+    release_engines()

@@ -62,8 +62,20 @@ CHATML = (
     "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-_GRAMMAR_DROP = frozenset({"pattern", "not", "if", "then", "else", "patternProperties", "dependentSchemas",
-                           "propertyNames", "contains", "format"})
+_GRAMMAR_DROP = frozenset(
+    {
+        "pattern",
+        "not",
+        "if",
+        "then",
+        "else",
+        "patternProperties",
+        "dependentSchemas",
+        "propertyNames",
+        "contains",
+        "format",
+    }
+)
 
 
 def llama_available() -> bool:
@@ -79,8 +91,9 @@ def _llama() -> Any:
     try:
         import llama_cpp
     except ImportError:
-        raise InfrastructureError("the local provider needs llama-cpp-python: pip install 'callbench[local]'",
-                                  retryable=False) from None
+        raise InfrastructureError(
+            "the local provider needs llama-cpp-python: pip install 'callbench[local]'", retryable=False
+        ) from None
     return llama_cpp
 
 
@@ -93,6 +106,10 @@ class _Engine:
 
 _REGISTRY_LOCK = threading.Lock()
 _ENGINES: dict[tuple[str, str], _Engine] = {}
+_INIT_LOCK = threading.Lock()
+"""Serialises every Llama construction: llama-cpp-python swaps the process's stdout/stderr while
+constructing (``verbose=False``), and two constructions interleaved in worker threads (the two
+judges grade concurrently) could leave stdout pointing at /dev/null for good."""
 _TOKENIZERS: dict[str, Any] = {}
 _GRAMMARS: dict[str, Any] = {}
 _FORMATTERS: dict[int, Any] = {}
@@ -105,7 +122,7 @@ def _tokenizer(path: Path) -> Any:
             from llama_cpp._utils import suppress_stdout_stderr
 
             # llama.cpp prints a context warning for vocabulary-only loads even when not verbose.
-            with suppress_stdout_stderr(disable=False):
+            with _INIT_LOCK, suppress_stdout_stderr(disable=False):
                 tok = _llama().Llama(str(path), vocab_only=True, verbose=False)
             _TOKENIZERS[str(path)] = tok
         return tok
@@ -153,8 +170,9 @@ def _formatter(tok: Any) -> Any:
             eos = tok.detokenize([tok.token_eos()], special=True).decode("utf-8", "replace")
             bos_id = tok.token_bos()
             bos = tok.detokenize([bos_id], special=True).decode("utf-8", "replace") if bos_id >= 0 else ""
-            formatter = _llama().llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos,
-                                                                       bos_token=bos)
+            formatter = _llama().llama_chat_format.Jinja2ChatFormatter(
+                template=template, eos_token=eos, bos_token=bos
+            )
             _FORMATTERS[id(tok)] = formatter
         return formatter
 
@@ -207,8 +225,11 @@ def grammar_schema(request: ModelRequest) -> dict[str, Any]:
         if _converts(probe):
             continue
         stripped = _strip_keywords(original)
-        arguments[tool.name] = stripped if _converts(candidate_output_schema(
-            [tool], {tool.name: stripped})) else {"type": "object"}
+        arguments[tool.name] = (
+            stripped
+            if _converts(candidate_output_schema([tool], {tool.name: stripped}))
+            else {"type": "object"}
+        )
     return candidate_output_schema(request.tools, arguments)
 
 
@@ -231,16 +252,18 @@ def local_threads() -> int:
         try:
             return max(1, int(raw))
         except ValueError:
-            raise InfrastructureError(f"CALLBENCH_LOCAL_THREADS={raw!r} is not a number",
-                                      retryable=False) from None
+            raise InfrastructureError(
+                f"CALLBENCH_LOCAL_THREADS={raw!r} is not a number", retryable=False
+            ) from None
     return max(1, os.cpu_count() or 1)
 
 
 def derive_seed(settings: ModelSettings, request: ModelRequest) -> int:
     """A 31-bit sampling seed from the settings' seed and where the request comes from."""
     ctx = request.context
-    material = json.dumps([settings.seed, ctx.episode_id, ctx.attempt, ctx.turn, ctx.role,
-                           len(request.messages)])
+    material = json.dumps(
+        [settings.seed, ctx.episode_id, ctx.attempt, ctx.turn, ctx.role, len(request.messages)]
+    )
     return int.from_bytes(hashlib.sha256(material.encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
@@ -250,8 +273,9 @@ class LocalClient:
 
     provider = "local"
 
-    def __init__(self, spec: str, settings: ModelSettings, *, model_path: Path, model_name: str,
-                 embedded: bool) -> None:
+    def __init__(
+        self, spec: str, settings: ModelSettings, *, model_path: Path, model_name: str, embedded: bool
+    ) -> None:
         self.spec = spec
         self.settings = settings
         self.model_path = Path(model_path)
@@ -276,11 +300,16 @@ class LocalClient:
         if needed > limit:
             raise InfrastructureError(
                 f"{self.spec}: the {request.context.role} prompt has {len(tokens):,} tokens; with "
-                f"{max_new:,} for the answer that exceeds the context of {limit:,} tokens", retryable=False)
+                f"{max_new:,} for the answer that exceeds the context of {limit:,} tokens",
+                retryable=False,
+            )
         grammar = _grammar(grammar_schema(request))
         engine = _engine(self.model_path, request.context.role)
-        kwargs: dict[str, Any] = {"max_tokens": max_new, "grammar": grammar,
-                                  "seed": derive_seed(self.settings, request)}
+        kwargs: dict[str, Any] = {
+            "max_tokens": max_new,
+            "grammar": grammar,
+            "seed": derive_seed(self.settings, request),
+        }
         for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k")):
             value = getattr(self.settings, ours)
             if value is not None:
@@ -290,8 +319,10 @@ class LocalClient:
                 if engine.llm is not None:
                     engine.llm.close()
                 n_ctx = self.settings.n_ctx or choose_n_ctx(needed, limit)
-                engine.llm = llama_cpp.Llama(str(self.model_path), n_ctx=n_ctx, verbose=False,
-                                             n_threads=local_threads())
+                with _INIT_LOCK:
+                    engine.llm = llama_cpp.Llama(
+                        str(self.model_path), n_ctx=n_ctx, verbose=False, n_threads=local_threads()
+                    )
                 engine.n_ctx = n_ctx
             llm = engine.llm
             llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
@@ -304,25 +335,31 @@ class LocalClient:
         gen_s = perf.t_eval_ms / 1000
         prompt_s = perf.t_p_eval_ms / 1000
         self.last_timings = {
-            "prompt_tokens": float(len(tokens)), "prompt_tokens_evaluated": float(perf.n_p_eval),
+            "prompt_tokens": float(len(tokens)),
+            "prompt_tokens_evaluated": float(perf.n_p_eval),
             "prompt_tokens_per_second": perf.n_p_eval / prompt_s if prompt_s > 0 else 0.0,
             "generated_tokens": float(perf.n_eval),
             "generation_tokens_per_second": perf.n_eval / gen_s if gen_s > 0 else 0.0,
             "seconds": elapsed,
         }
-        usage = Usage(input_tokens=len(tokens), output_tokens=int(out["usage"]["completion_tokens"]),
-                      cached_input_tokens=max(0, len(tokens) - int(perf.n_p_eval)), calls=1,
-                      latency_s=elapsed, tokens_per_second=(perf.n_eval / gen_s) if gen_s > 0 else None,
-                      cost_usd=0.0)
+        usage = Usage(
+            input_tokens=len(tokens),
+            output_tokens=int(out["usage"]["completion_tokens"]),
+            cached_input_tokens=max(0, len(tokens) - int(perf.n_p_eval)),
+            calls=1,
+            latency_s=elapsed,
+            tokens_per_second=(perf.n_eval / gen_s) if gen_s > 0 else None,
+            cost_usd=0.0,
+        )
         finish = choice.get("finish_reason")
         if json_out:
             assert request.response_schema is not None
             check_json_output(text, request.response_schema, usage=usage)
             return ModelResponse(content=text, usage=usage, finish_reason=finish, model=self.model_name)
         speech, calls = parse_candidate_output(text, turn_key=len(request.messages), usage=usage)
-        return ModelResponse(content=speech, tool_calls=calls, usage=usage, finish_reason=finish,
-                             model=self.model_name)
+        return ModelResponse(
+            content=speech, tool_calls=calls, usage=usage, finish_reason=finish, model=self.model_name
+        )
 
     async def aclose(self) -> None:
         """Instances are shared per (weights, role) in the process; see :func:`release_engines`."""
-
