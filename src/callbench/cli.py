@@ -427,7 +427,7 @@ def demo(
     bundle = load_bundle(starter_path())
     config = demo_config(out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS)
     typer.echo(
-        f"callbench demo: {len(config.filters.scenarios)} starter scenarios "
+        f"callbench demo: {len(config.filters.scenarios)} starter scenario(s) "
         f"({', '.join(config.filters.scenarios)}), every role on {spec}, "
         f"at most {config.limits.max_caller_turns} caller turns each."
     )
