@@ -127,18 +127,16 @@ class Backend:
         result. Consumes the tool's j-th queue entry unless the tool is unknown.
         """
         parsed = parse_arguments(raw_arguments)
-        base: dict[str, Any] = dict(
-            index=index,
-            candidate_turn=candidate_turn,
-            message_index=message_index,
-            result_message_index=result_message_index,
-            tool_call_id=tool_call_id,
-            original_tool_call_id=original_tool_call_id,
-            name=name,
-            raw_arguments=raw_arguments,
-            arguments=parsed.arguments,
-            parse_error=parsed.error,
-            double_encoded=parsed.double_encoded,
+        base = _event_fields(
+            index,
+            candidate_turn,
+            message_index,
+            result_message_index,
+            tool_call_id,
+            original_tool_call_id,
+            name,
+            raw_arguments,
+            parsed,
         )
         if name not in self.tool_names:
             valid = ", ".join(self.tool_names) or "(none)"
@@ -193,19 +191,46 @@ class Backend:
         else:
             result = {"error": "call_already_ended", "message": "Not executed: the call had already ended."}
         return ToolEvent(
-            index=index,
-            candidate_turn=candidate_turn,
-            message_index=message_index,
-            result_message_index=result_message_index,
-            tool_call_id=tool_call_id,
-            original_tool_call_id=original_tool_call_id,
-            name=name,
-            raw_arguments=raw_arguments,
-            arguments=parsed.arguments,
-            parse_error=parsed.error,
-            double_encoded=parsed.double_encoded,
+            **_event_fields(
+                index,
+                candidate_turn,
+                message_index,
+                result_message_index,
+                tool_call_id,
+                original_tool_call_id,
+                name,
+                raw_arguments,
+                parsed,
+            ),
             known_tool=name in self.tool_names,
             outcome=outcome,
             executed=False,
             result=result,
         )
+
+
+def _event_fields(
+    index: int,
+    candidate_turn: int,
+    message_index: int,
+    result_message_index: int,
+    tool_call_id: str,
+    original_tool_call_id: str | None,
+    name: str,
+    raw_arguments: str,
+    parsed: Any,
+) -> dict[str, Any]:
+    """The fields every tool event records about the call itself (where, which id, what arguments)."""
+    return {
+        "index": index,
+        "candidate_turn": candidate_turn,
+        "message_index": message_index,
+        "result_message_index": result_message_index,
+        "tool_call_id": tool_call_id,
+        "original_tool_call_id": original_tool_call_id,
+        "name": name,
+        "raw_arguments": raw_arguments,
+        "arguments": parsed.arguments,
+        "parse_error": parsed.error,
+        "double_encoded": parsed.double_encoded,
+    }
