@@ -15,6 +15,7 @@ this file only checks statically that each path ends on a call-ending tool.
 from __future__ import annotations
 
 import json
+import os
 import unicodedata
 from pathlib import Path
 from typing import Any, get_args
@@ -77,16 +78,16 @@ def test_validate_cli_exits_zero() -> None:
     result = runner.invoke(app, ["validate", str(STARTER)])
     assert result.exit_code == 0, result.output
     assert "no problems" in result.output
-    assert "6 agent(s), 60 scenario(s)" in result.output
+    assert "7 agent(s), 70 scenario(s)" in result.output
 
 
 def test_inspect_shows_composition() -> None:
     result = runner.invoke(app, ["inspect", "--json", str(STARTER)])
     assert result.exit_code == 0, result.output
     comp = json.loads(result.output)
-    assert comp["active_agents"] == 6
-    assert comp["scenarios"] == 60
-    assert comp["by_difficulty"] == {"medium": 30, "hard": 30}
+    assert comp["active_agents"] == 7
+    assert comp["scenarios"] == 70
+    assert comp["by_difficulty"] == {"medium": 35, "hard": 35}
 
 
 def test_examples_symlink_is_the_packaged_bundle() -> None:
@@ -128,6 +129,18 @@ def test_operating_document_sizes(pairs: list[tuple[LoadedAgent, Scenario]]) -> 
     for agent, scen in pairs:
         n = len(render_instructions(agent, scen))
         assert 15_000 <= n <= 45_000, (agent.config.id, scen.id, n)
+
+
+def test_multilingual_agent_renders_one_static_prefix(bundle: Bundle) -> None:
+    """The LPG helpline serves three languages from one English document whose only variables sit
+    in its final section: every call shares the rest as a prompt prefix (read once by llama.cpp)."""
+    agent = bundle.agents["lpg_gas_helpline"]
+    assert set(agent.config.languages) == {"hi-IN", "en-IN", "ta-IN"}
+    assert {s.language for s in agent.scenarios} == {"hi-IN", "en-IN", "ta-IN"}
+    rendered = [render_instructions(agent, s) for s in agent.scenarios]
+    common = os.path.commonprefix(rendered)
+    assert len(common) >= 0.95 * min(len(r) for r in rendered)
+    assert "{{" not in agent.instructions_template[: len(common)]
 
 
 def test_tools_per_agent_and_scenario_balance(bundle: Bundle) -> None:

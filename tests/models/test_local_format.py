@@ -97,7 +97,9 @@ def test_chat_messages_render_history_in_output_format():
     ]
     out = chat_messages(ModelRequest(messages=msgs, tools=TOOLS, context=RequestContext(role="candidate")))
     assert [m["role"] for m in out] == ["system", "assistant", "user", "assistant", "user"]
-    assert out[0]["content"].startswith("You are an agent.\n\n# Tools")
+    # the static tools block comes first so that an agent's calls share the longest prefix
+    assert out[0]["content"].startswith("# Tools\n")
+    assert out[0]["content"].endswith("\n\nYou are an agent.")
     assert '"name": "lookup"' in out[0]["content"] and '"speech"' in out[0]["content"]
     assert json.loads(out[1]["content"]) == {"speech": "Hello.", "tool_calls": []}
     assert out[2]["content"] == "Check 1.\nPlease."
@@ -119,7 +121,14 @@ def test_chat_messages_for_json_roles_keep_plain_history():
         ModelRequest(messages=msgs, response_schema=schema, context=RequestContext(role="caller"))
     )
     assert out[2] == {"role": "assistant", "content": "I need help."}
-    assert out[0]["content"].endswith(json.dumps(schema))
+    # the per-turn schema block goes last; the system prompt stays the same from turn to turn
+    assert out[0]["content"] == "You are the caller."
+    assert out[3]["role"] == "user" and out[3]["content"].endswith(json.dumps(schema))
+    out = chat_messages(
+        ModelRequest(messages=msgs[:2], response_schema=schema, context=RequestContext(role="caller"))
+    )
+    assert [m["role"] for m in out] == ["system", "user"]
+    assert out[1]["content"].startswith("Hi\n\n# How to answer") and out[1]["content"].endswith(json.dumps(schema))
 
 
 def test_parse_candidate_output():

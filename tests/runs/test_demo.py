@@ -10,9 +10,11 @@ from callbench.bundle.loader import load_bundle
 from callbench.cli import app
 from callbench.runs.demo import (
     DEMO_MAX_TURNS,
+    PromptCost,
     choose_demo_scenarios,
     demo_config,
     estimate_tokens,
+    prompt_cost,
     starter_path,
 )
 
@@ -29,6 +31,42 @@ def test_demo_slice_is_three_medium_scenarios_in_three_languages() -> None:
     assert len({s.language.split("-")[0] for s in chosen}) == 3
     assert all(s.difficulty == "medium" for s in chosen)
     assert chosen == choose_demo_scenarios(bundle, 3)  # stable
+
+
+def test_demo_slice_reads_one_agents_shared_prompt_once() -> None:
+    bundle = load_bundle(starter_path())
+    chosen = choose_demo_scenarios(bundle, 3)
+    # the multilingual agent's tools and static document are read once for three languages
+    assert {s.agent for s in chosen} == {"lpg_gas_helpline"}
+    assert sorted(s.language for s in chosen) == ["en-IN", "hi-IN", "ta-IN"]
+    cost = prompt_cost(bundle.agents["lpg_gas_helpline"])
+    assert all(cost.per_scenario[s.id] < cost.shared for s in chosen)
+
+
+def test_prompt_cost_splits_at_the_first_call_specific_character() -> None:
+    agent = load_bundle(starter_path()).agents["parcel_delivery"]
+    cost = prompt_cost(agent)
+    # parcel's document names the date near its top: almost all of it is per call
+    assert cost.shared < 2500 < min(cost.per_scenario.values())
+    assert set(cost.per_scenario) == {s.id for s in agent.scenarios}
+
+
+def test_demo_slice_is_the_exact_minimum_over_agent_subsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    bundle = load_bundle(starter_path())
+    real = prompt_cost
+
+    def costly_lpg(agent):  # type: ignore[no-untyped-def]
+        cost = real(agent)
+        if agent.config.id == "lpg_gas_helpline":
+            return PromptCost(shared=1e6, per_scenario=cost.per_scenario)
+        return cost
+
+    monkeypatch.setattr("callbench.runs.demo.prompt_cost", costly_lpg)
+    chosen = choose_demo_scenarios(bundle, 3)
+    assert "lpg_gas_helpline" not in {s.agent for s in chosen}
+    assert len({s.agent for s in chosen}) == 3 and len({s.language for s in chosen}) == 3
+    with pytest.raises(ValueError, match="only 6 language"):
+        choose_demo_scenarios(bundle, 8)
 
 
 def test_demo_config_puts_every_role_on_the_model(tmp_path: Path) -> None:

@@ -44,6 +44,15 @@ def test_prompt_holds_every_part_of_the_brief(brief: Brief) -> None:
         assert part in p, part
     assert "farmer id: F-2231" in p and "farmer_id" not in p  # internal fact names are not modelled
     assert p.index("s1_greet") < p.index("s2_no_milk") < p.index("s3_reason")
+    # fixed rules first, the brief after them, the language line last
+    assert p.index("2 to 15 words") < p.index(brief.context) and p.rstrip().endswith("Latin script.")
+
+
+def test_prompts_of_two_briefs_share_the_rules_as_prefix(brief: Brief) -> None:
+    other = brief.model_copy(update={"context": "Someone else entirely."})
+    a, b = build_caller_prompt(brief), build_caller_prompt(other)
+    shared = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+    assert "a few digits per breath" in a[:shared] and "expressed_step" in a[:shared]
 
 
 def test_prompt_is_built_from_the_brief_only(dairy: tuple[LoadedAgent, Scenario]) -> None:

@@ -9,9 +9,16 @@ parses (DESIGN.md "Embedded default model"). So a candidate answers every turn w
 decoded under a grammar built from :func:`candidate_output_schema`: ``name`` is one of the offered
 tools and ``arguments`` that tool's own parameter schema (an ``anyOf`` over the tools), at most
 ``MAX_TOOL_CALLS`` calls per message (the paper's limit of ten chained calls). Callers and judges
-are constrained to their ``response_schema``. The system prompt gets a short block describing the
-tools and the format; earlier candidate turns are shown in the same JSON form so the model sees its
-own format; tool results are shown as ``<tool_response>`` blocks in a user turn (the Qwen2.5 chat
+are constrained to their ``response_schema``.
+
+Prompt order keeps the part that does not change in front, because llama.cpp re-evaluates only
+the tokens after the longest common prefix with the previous prompt of the same instance: a
+candidate's block describing the tools and the output format (the same for every call of an agent)
+opens the system prompt, before the operating document, whose call-specific details come last in
+a well-built bundle; a caller's or judge's JSON Schema block (which changes from turn to turn, e.g.
+the caller's next open plan step) is appended to the last user message, so the system prompt and
+the history before it are reused. Earlier candidate turns are shown in the same JSON form so the
+model sees its own format; tool results are shown as ``<tool_response>`` blocks in a user turn (the Qwen2.5 chat
 format) and consecutive messages of one role are merged (some chat templates require alternation).
 """
 
@@ -125,14 +132,18 @@ def _assistant_json(content: str | None, calls: list[ToolCall]) -> str:
 
 
 def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
-    """The request as alternating ``system``/``user``/``assistant`` messages for a chat template."""
+    """The request as alternating ``system``/``user``/``assistant`` messages for a chat template.
+
+    The tools-and-format block opens the system message (candidate); a JSON Schema block ends the
+    last user message, or is sent as a final user message after an assistant message (caller,
+    judge). See the module docstring for why."""
     conv = normalize_messages(request.messages)
     candidate_format = request.response_schema is None
     names = {c.id: c.name for m in conv.messages for c in m.tool_calls}
     system = conv.system or ""
     block = format_block(request)
-    if block:
-        system = f"{system}\n\n{block}" if system else block
+    if block and candidate_format:
+        system = f"{block}\n\n{system}" if system else block
     out: list[dict[str, str]] = [{"role": "system", "content": system}]
     for msg in conv.messages:
         if msg.role == "assistant":
@@ -148,6 +159,11 @@ def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
             out[-1]["content"] += "\n" + text
         else:
             out.append({"role": role, "content": text})
+    if block and not candidate_format:
+        if out[-1]["role"] == "user":
+            out[-1]["content"] += "\n\n" + block
+        else:
+            out.append({"role": "user", "content": block})
     return out
 
 

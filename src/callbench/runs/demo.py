@@ -1,16 +1,21 @@
 """``callbench demo``: a small slice of the starter bundle with the embedded local model in every role.
 
-The slice is chosen, not hard-coded: for each language, the medium scenario whose prompts (the
-candidate's operating document and tools, the caller's brief) are cheapest for the embedded model's
-tokenizer; then the three cheapest languages. On a 2-core CPU prompt processing dominates (about
-70 tokens a second for the 0.5B model), so this keeps several languages and scripts while keeping
-the run short. The loop is capped at ``DEMO_MAX_TURNS`` caller turns; both are printed, and the
-report says plainly that every role ran on the embedded smoke-test model.
+The slice is chosen, not hard-coded: ``n`` medium scenarios in ``n`` languages whose prompts cost
+the embedded model the fewest tokens to read. On a 2-core CPU prompt processing dominates (about
+70 tokens a second for the 0.5B model on short prompts, under 50 past 8,000 tokens), and llama.cpp
+re-reads only what follows the longest prefix shared with the previous prompt of the same role
+(:mod:`callbench.models.local`): an agent's tools and the static part of its operating document are
+read once for all its scenarios, so the cost model counts them once per agent (see
+:func:`choose_demo_scenarios`). The loop is capped at ``DEMO_MAX_TURNS`` caller turns; both are
+printed, and the report says plainly that every role ran on the embedded smoke-test model.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
@@ -40,39 +45,80 @@ def estimate_tokens(text: str) -> float:
     return ascii_chars / 4.5 + (len(text) - ascii_chars)
 
 
-def _episode_cost(agent: LoadedAgent, scenario: Scenario) -> float:
-    """Prompt tokens that dominate a demo episode on a CPU: the candidate's instructions and tools,
-    and the caller's brief."""
+@dataclass(frozen=True)
+class PromptCost:
+    """Estimated prompt tokens of an agent's scenarios for the local model: ``shared`` is read once
+    per agent (tools, and the operating document up to the first character that differs between its
+    scenarios); ``per_scenario`` maps a scenario id to what each call adds (the rest of the rendered
+    document and the caller's brief)."""
+
+    shared: float
+    per_scenario: dict[str, float]
+
+
+def prompt_cost(agent: LoadedAgent) -> PromptCost:
+    """The :class:`PromptCost` of ``agent``'s scenarios (estimates from :func:`estimate_tokens`)."""
     tools = json.dumps([t.model_dump() for t in agent.config.tools], ensure_ascii=False)
-    brief = scenario.brief.model_dump_json()
-    return (
-        estimate_tokens(render_instructions(agent, scenario))
-        + estimate_tokens(tools)
-        + estimate_tokens(brief)
-    )
+    rendered = {s.id: render_instructions(agent, s) for s in agent.scenarios}
+    common = os.path.commonprefix(list(rendered.values())) if rendered else ""
+    per = {
+        s.id: estimate_tokens(rendered[s.id][len(common):]) + estimate_tokens(s.brief.model_dump_json())
+        for s in agent.scenarios
+    }
+    return PromptCost(shared=estimate_tokens(tools) + estimate_tokens(common), per_scenario=per)
 
 
-def choose_demo_scenarios(bundle: Bundle, n: int = 3) -> list[Scenario]:
-    """Pick ``n`` medium scenarios in ``n`` different languages, cheapest first.
+def choose_demo_scenarios(bundle: Bundle, n: int = 3, max_agents: int = 16) -> list[Scenario]:
+    """Pick ``n`` medium scenarios in ``n`` different languages with the lowest total prompt cost.
 
-    For each language, the medium scenario with the smallest estimated prompt cost
-    (:func:`_episode_cost`); then the ``n`` cheapest languages. Ties break on scenario id.
-    Raises ``ValueError`` when fewer than ``n`` languages have a medium scenario.
+    Total cost = the ``shared`` cost of every agent used + the ``per_scenario`` cost of every
+    scenario (:func:`prompt_cost`). Exact: every subset of the active agents that have medium
+    scenarios is tried (at most ``2**max_agents``); within a subset, the cheapest scenario of each
+    language, then the ``n`` cheapest languages. Ties break on agent ids, then scenario ids, so the
+    choice is stable. Returned in (agent, scenario id) order, so one agent's calls run one after the
+    other. Raises ``ValueError`` when fewer than ``n`` languages have a medium scenario, or when more
+    than ``max_agents`` agents would have to be searched.
     """
-    best: dict[str, tuple[float, str, Scenario]] = {}
-    for agent in (a for a in bundle.agents.values() if a.config.active):
-        for s in agent.scenarios:
-            if s.difficulty != "medium":
-                continue
-            lang = s.language.split("-")[0].lower()
-            key = (_episode_cost(agent, s), s.id, s)
-            if lang not in best or key[:2] < best[lang][:2]:
-                best[lang] = key
-    if len(best) < n:
+    costs: dict[str, PromptCost] = {}
+    medium: dict[str, list[Scenario]] = {}
+    for agent_id in sorted(bundle.agents):
+        agent = bundle.agents[agent_id]
+        scen = [s for s in agent.scenarios if s.difficulty == "medium"]
+        if agent.config.active and scen:
+            medium[agent_id] = sorted(scen, key=lambda s: s.id)
+            costs[agent_id] = prompt_cost(agent)
+    languages = {_lang(s) for scen in medium.values() for s in scen}
+    if len(languages) < n:
         raise ValueError(
-            f"the bundle has medium scenarios in only {len(best)} language(s); the demo needs {n}"
+            f"the bundle has medium scenarios in only {len(languages)} language(s); the demo needs {n}"
         )
-    return [v[2] for v in sorted(best.values(), key=lambda v: v[:2])[:n]]
+    if len(medium) > max_agents:
+        raise ValueError(f"{len(medium)} agents with medium scenarios: too many to search (max {max_agents})")
+    ids = list(medium)
+    best: tuple[float, list[str], list[str]] | None = None
+    for size in range(1, len(ids) + 1):
+        for subset in itertools.combinations(ids, size):
+            per_lang: dict[str, tuple[float, str, str]] = {}
+            for agent_id in subset:
+                for s in medium[agent_id]:
+                    key = (costs[agent_id].per_scenario[s.id], agent_id, s.id)
+                    if _lang(s) not in per_lang or key < per_lang[_lang(s)]:
+                        per_lang[_lang(s)] = key
+            if len(per_lang) < n:
+                continue
+            picked = sorted(per_lang.values())[:n]
+            used = sorted({a for _, a, _ in picked})
+            total = sum(costs[a].shared for a in used) + sum(c for c, _, _ in picked)
+            candidate = (total, used, sorted(f"{a}/{sid}" for _, a, sid in picked))
+            if best is None or candidate < best:
+                best = candidate
+    assert best is not None
+    by_id = {s.id: s for scen in medium.values() for s in scen}
+    return [by_id[key.split("/", 1)[1]] for key in best[2]]
+
+
+def _lang(s: Scenario) -> str:
+    return s.language.split("-")[0].lower()
 
 
 def demo_config(

@@ -105,7 +105,8 @@ OUTPUT_RULES = "\n".join(
     [
         "Reply to each thing the agent says with one JSON object and nothing else:",
         '{{"speech": "...", "expressed_step": null, "done": false}}',
-        "- speech: exactly what you say out loud in this turn, in {language} ({script} script). Never empty.",
+        "- speech: exactly what you say out loud in this turn, in the language and script given "
+        "below. Never empty.",
         "- expressed_step: the id of the plan step that this turn newly gets across, or null. Steps go "
         "strictly in order: only the first step not yet expressed may be expressed, only once its "
         "trigger has come true, at most one step per turn, and never a step already expressed. "
@@ -120,12 +121,19 @@ OUTPUT_RULES = "\n".join(
 def build_caller_prompt(brief: Brief) -> str:
     """The caller's system prompt, built only from ``brief`` plus fixed phone-talk and output rules.
 
+    The fixed rules come first and the brief last, so every call shares the rules as a prompt
+    prefix (llama.cpp reuses its evaluation; API providers' prompt caches match on prefixes too).
     Known-fact names are shown as plain words (``account_number`` -> "account number") so the
     internal field name is never modelled for the caller to repeat.
     """
     lines = [
         "You are a person making or taking a phone call with a phone agent. Stay in this role for the "
-        "whole call and speak only as yourself.",
+        "whole call and speak only as yourself. Your situation, the facts you know and your plan "
+        "follow the rules below.",
+        "",
+        PHONE_RULES,
+        "",
+        OUTPUT_RULES,
         "",
         f"Who you are and your situation:\n{brief.context.strip()}",
         "",
@@ -133,12 +141,7 @@ def build_caller_prompt(brief: Brief) -> str:
     ]
     if brief.persona.strip():
         lines += ["", f"Your manner:\n{brief.persona.strip()}"]
-    lines += [
-        "",
-        f"Date and time of the call: {_when(brief.datetime)}",
-        f"Language: speak only {brief.language}, written in {brief.script} script.",
-        "",
-    ]
+    lines += ["", f"Date and time of the call: {_when(brief.datetime)}", ""]
     if brief.known_facts:
         lines.append("Facts you know (use them exactly as written here):")
         lines += [f"- {_label(k)}: {_value(v)}" for k, v in brief.known_facts.items()]
@@ -157,7 +160,7 @@ def build_caller_prompt(brief: Brief) -> str:
         lines.append(
             f"{n}. id {step.id}\n   when: {step.trigger.strip()}\n   get across: {step.meaning.strip()}"
         )
-    lines += ["", PHONE_RULES, "", OUTPUT_RULES.format(language=brief.language, script=brief.script)]
+    lines += ["", f"Language: speak only {brief.language}, written in {brief.script} script."]
     return "\n".join(lines)
 
 
