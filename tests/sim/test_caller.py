@@ -73,7 +73,8 @@ def test_prompt_is_built_from_the_brief_only(dairy: tuple[LoadedAgent, Scenario]
 
 def test_schema_enumerates_step_ids(brief: Brief) -> None:
     s = caller_schema(brief)
-    assert s["required"] == ["speech", "expressed_step", "done"]
+    assert s["required"] == ["expressed_step", "speech", "done"]  # the step is decided before the words
+    assert list(s["properties"]) == s["required"]
     assert s["properties"]["expressed_step"]["anyOf"][0]["enum"] == ["s1_greet", "s2_no_milk", "s3_reason"]
     assert s["additionalProperties"] is False
 

@@ -39,6 +39,11 @@ def caller_schema(brief: Brief, expressed: list[str] | None = None) -> dict[str,
     far, it is the next open step or null (null only once every step is expressed): the paper's
     rule "at most one step per turn, in order" is then enforced by the schema itself for providers
     that constrain output to it, and still checked by :func:`validate_turn` for those that do not.
+
+    ``expressed_step`` comes before ``speech``: a model that writes keys in schema order (constrained
+    decoding does) first decides which step it gets across, then words it. Measured with the
+    embedded 0.5B model on an inbound greeting: with ``speech`` first it repeated the agent's
+    greeting in 3-5 of 5 samples; with the step first, in 1 of 5.
     """
     if expressed is None:
         allowed = [s.id for s in brief.plan]
@@ -50,14 +55,14 @@ def caller_schema(brief: Brief, expressed: list[str] | None = None) -> dict[str,
     return {
         "type": "object",
         "properties": {
-            "speech": {"type": "string", "description": "Exactly what you say out loud in this turn."},
             "expressed_step": {
                 **step_schema,
                 "description": "Id of the plan step this turn newly gets across, or null.",
             },
+            "speech": {"type": "string", "description": "Exactly what you say out loud in this turn."},
             "done": {"type": "boolean", "description": "True when you end the call with this turn."},
         },
-        "required": ["speech", "expressed_step", "done"],
+        "required": ["expressed_step", "speech", "done"],
         "additionalProperties": False,
     }
 
@@ -104,13 +109,13 @@ PHONE_RULES = "\n".join(
 OUTPUT_RULES = "\n".join(
     [
         "Reply to each thing the agent says with one JSON object and nothing else:",
-        '{{"speech": "...", "expressed_step": null, "done": false}}',
-        "- speech: exactly what you say out loud in this turn, in the language and script given "
-        "below. Never empty.",
+        '{"expressed_step": null, "speech": "...", "done": false}',
         "- expressed_step: the id of the plan step that this turn newly gets across, or null. Steps go "
         "strictly in order: only the first step not yet expressed may be expressed, only once its "
         "trigger has come true, at most one step per turn, and never a step already expressed. "
         "Repeating or clarifying something you already said is fine with expressed_step null.",
+        "- speech: exactly what you say out loud in this turn, in the language and script given "
+        "below. Never empty.",
         "- done: true only in the turn where you end the call: when your plan is complete and the "
         "conversation has reached its natural end (usually after the agent's goodbye), or when you "
         "would really hang up. Say a short goodbye in that turn.",

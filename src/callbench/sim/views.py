@@ -66,7 +66,7 @@ def caller_turn_json(turn: CallerTurn) -> str:
     """The caller's own accepted turn as it returned it (speech = intended text)."""
     step = turn.expressed_steps[0] if turn.expressed_steps else None
     return json.dumps(
-        {"speech": turn.intended, "expressed_step": step, "done": turn.done}, ensure_ascii=False
+        {"expressed_step": step, "speech": turn.intended, "done": turn.done}, ensure_ascii=False
     )
 
 
