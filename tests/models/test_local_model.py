@@ -140,3 +140,42 @@ async def test_concurrent_roles_leave_stdout_working() -> None:
     after_fd = os.fstat(1)
     assert (after_fd.st_dev, after_fd.st_ino) == (before_fd.st_dev, before_fd.st_ino)
     release_engines()
+
+
+async def test_computations_of_different_roles_take_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: a judge grading one episode ran at the same time as the next episode's candidate;
+    both used every core and each ran at well under half speed. Computations now take turns."""
+    import asyncio
+    import threading
+
+    import llama_cpp
+
+    active, peak = 0, 0
+    guard = threading.Lock()
+    original = llama_cpp.Llama.create_completion
+
+    def counted(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal active, peak
+        with guard:
+            active += 1
+            peak = max(peak, active)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            with guard:
+                active -= 1
+
+    monkeypatch.setattr(llama_cpp.Llama, "create_completion", counted)
+    client = create_client("local:0.5b", ModelSettings(max_tokens=8, temperature=0.0))
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    requests = [
+        ModelRequest(
+            messages=[ChatMessage(role="user", content="Say ok.")],
+            response_schema=schema,
+            context=RequestContext(role=role),  # type: ignore[arg-type]
+        )
+        for role in ("task_judge", "conversation_judge", "caller")
+    ]
+    replies = await asyncio.gather(*(client.complete(r) for r in requests))
+    assert len(replies) == 3 and peak == 1
+    release_engines()

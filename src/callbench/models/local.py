@@ -14,9 +14,9 @@
   the conversation to grow (the instance is rebuilt larger when needed) and capped at the model's
   training context (32,768 for Qwen2.5); ``settings.n_ctx`` fixes it. A prompt that does not fit
   raises a non-retryable InfrastructureError (the episode is skipped with that reason).
-- llama.cpp calls block, so they run in a worker thread (``asyncio.to_thread``) under a lock per
-  instance. ``usage.tokens_per_second`` is the generation speed; ``last_timings`` also has the
-  prompt speed. Threads: ``CALLBENCH_LOCAL_THREADS``, default every core (:func:`local_threads`).
+- llama.cpp calls block, so they run in a worker thread (``asyncio.to_thread``), one computation at
+  a time in the process (they all share the CPU cores; see ``_COMPUTE_LOCK``).
+  ``usage.tokens_per_second`` is the generation speed; ``last_timings`` also has the prompt speed. Threads: ``CALLBENCH_LOCAL_THREADS``, default every core (:func:`local_threads`).
   OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless set): spinning threads slowed
   generation by a factor of 5 or more when other processes shared the 2-core machine.
 - Sampling seed: ``settings.seed`` mixed with the episode, attempt, turn, role and message count,
@@ -110,6 +110,12 @@ _INIT_LOCK = threading.Lock()
 """Serialises every Llama construction: llama-cpp-python swaps the process's stdout/stderr while
 constructing (``verbose=False``), and two constructions interleaved in worker threads (the two
 judges grade concurrently) could leave stdout pointing at /dev/null for good."""
+_COMPUTE_LOCK = threading.Lock()
+"""Serialises llama.cpp computations across instances in this process: every instance uses every
+core (:func:`local_threads`), so two at once (a judge grading one episode while the next episode's
+candidate runs) oversubscribe the cores, and llama.cpp's per-layer thread barriers make that much
+slower than taking turns (seen: two 2-thread computations on 2 cores each ran at well under half
+speed)."""
 _TOKENIZERS: dict[str, Any] = {}
 _GRAMMARS: dict[str, Any] = {}
 _FORMATTERS: dict[int, Any] = {}
@@ -314,7 +320,7 @@ class LocalClient:
             value = getattr(self.settings, ours)
             if value is not None:
                 kwargs[theirs] = value
-        with engine.lock:
+        with _COMPUTE_LOCK, engine.lock:
             if engine.llm is None or engine.n_ctx < needed:
                 if engine.llm is not None:
                     engine.llm.close()
