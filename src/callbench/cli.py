@@ -10,6 +10,22 @@ import typer
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="callbench: benchmark LLM phone agents.")
 
 
+@app.callback()
+def _setup() -> None:
+    """callbench: benchmark LLM phone agents.
+
+    ``CALLBENCH_LOG_LEVEL`` (e.g. ``DEBUG``) sends callbench's log records to stderr; at DEBUG the
+    local provider logs every llama.cpp call (role, tokens read and generated, seconds).
+    """
+    import logging
+    import os
+
+    level = os.environ.get("CALLBENCH_LOG_LEVEL", "").strip().upper()
+    if level:
+        logging.basicConfig(format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logging.getLogger("callbench").setLevel(level if level in logging._nameToLevel else "INFO")
+
+
 @app.command()
 def version() -> None:
     """Print the callbench version."""
@@ -397,7 +413,11 @@ def run(
 @app.command()
 def demo(
     out: Path = typer.Option(Path("callbench-demo"), "--out", help="Run folder for the demo."),
-    model: str = typer.Option("local", "--model", help="Model for every role (default: the embedded model)."),
+    model: str = typer.Option(
+        "", "--model",
+        help="Model for every role (default: the embedded 0.5B model, the variant that fits the "
+        "demo's time budget on a 2-core CPU; 'local' picks the best installed variant).",
+    ),
     local_model: Path | None = typer.Option(
         None, "--local-model", help="Any GGUF file to use as the local model."
     ),
@@ -414,9 +434,9 @@ def demo(
     import importlib.util
 
     from callbench.bundle.loader import load_bundle
-    from callbench.runs.demo import DEMO_MAX_TURNS, demo_config, starter_path
+    from callbench.runs.demo import DEMO_MAX_TURNS, default_demo_model, demo_config, starter_path
 
-    spec = f"local:{local_model}" if local_model is not None else model
+    spec = f"local:{local_model}" if local_model is not None else (model or default_demo_model())
     if spec.startswith("local") and importlib.util.find_spec("llama_cpp") is None:
         typer.echo(
             "error: the embedded model needs the local extra: pip install 'callbench[local]' "

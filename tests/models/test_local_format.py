@@ -97,9 +97,8 @@ def test_chat_messages_render_history_in_output_format():
     ]
     out = chat_messages(ModelRequest(messages=msgs, tools=TOOLS, context=RequestContext(role="candidate")))
     assert [m["role"] for m in out] == ["system", "assistant", "user", "assistant", "user"]
-    # the static tools block comes first so that an agent's calls share the longest prefix
-    assert out[0]["content"].startswith("# Tools\n")
-    assert out[0]["content"].endswith("\n\nYou are an agent.")
+    # the tools block follows the operating document (Qwen2.5's own tool template does the same)
+    assert out[0]["content"].startswith("You are an agent.\n\n# Tools\n")
     assert '"name": "lookup"' in out[0]["content"] and '"speech"' in out[0]["content"]
     assert json.loads(out[1]["content"]) == {"speech": "Hello.", "tool_calls": []}
     assert out[2]["content"] == "Check 1.\nPlease."

@@ -29,6 +29,7 @@ import asyncio
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import threading
 import time
@@ -52,6 +53,7 @@ from callbench.models.local_format import (
 from callbench.models.output import check_json_output
 from callbench.models.schemas import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS
 
+LOG = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_MAX_TOKENS_JSON = 2048
 CTX_STEP = 2048
@@ -320,7 +322,9 @@ class LocalClient:
             value = getattr(self.settings, ours)
             if value is not None:
                 kwargs[theirs] = value
+        waited = time.perf_counter()
         with _COMPUTE_LOCK, engine.lock:
+            waited = time.perf_counter() - waited
             if engine.llm is None or engine.n_ctx < needed:
                 if engine.llm is not None:
                     engine.llm.close()
@@ -347,7 +351,15 @@ class LocalClient:
             "generated_tokens": float(perf.n_eval),
             "generation_tokens_per_second": perf.n_eval / gen_s if gen_s > 0 else 0.0,
             "seconds": elapsed,
+            "waited_seconds": waited,
         }
+        LOG.debug(
+            "%s %s turn %s attempt %s: prompt %d tokens (%d read, %.1f s), %d generated (%.1f s), "
+            "%.1f s in all, %.1f s waiting for the cores",
+            request.context.role, request.context.episode_id, request.context.turn,
+            request.context.attempt, len(tokens), perf.n_p_eval, prompt_s, perf.n_eval, gen_s,
+            elapsed, waited,
+        )
         usage = Usage(
             input_tokens=len(tokens),
             output_tokens=int(out["usage"]["completion_tokens"]),

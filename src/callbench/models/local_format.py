@@ -11,13 +11,14 @@ tools and ``arguments`` that tool's own parameter schema (an ``anyOf`` over the 
 ``MAX_TOOL_CALLS`` calls per message (the paper's limit of ten chained calls). Callers and judges
 are constrained to their ``response_schema``.
 
-Prompt order keeps the part that does not change in front, because llama.cpp re-evaluates only
-the tokens after the longest common prefix with the previous prompt of the same instance: a
-candidate's block describing the tools and the output format (the same for every call of an agent)
-opens the system prompt, before the operating document, whose call-specific details come last in
-a well-built bundle; a caller's or judge's JSON Schema block (which changes from turn to turn, e.g.
-the caller's next open plan step) is appended to the last user message, so the system prompt and
-the history before it are reused. Earlier candidate turns are shown in the same JSON form so the
+Prompt order: llama.cpp re-evaluates only the tokens after the longest common prefix with the
+previous prompt of the same instance. A candidate's block describing the tools and the output
+format follows the operating document, as in Qwen2.5's own tool template (tried first: the block
+first, for a longer shared prefix; the 0.5B model then answered an inbound call's first turn by
+calling every listed tool in order, 254 tokens, against a 26-token greeting with the block last).
+A caller's or judge's JSON Schema block, which changes from turn to turn (e.g. the caller's next
+open plan step), is appended to the last user message, so the system prompt and the history
+before it are reused. Earlier candidate turns are shown in the same JSON form so the
 model sees its own format; tool results are shown as ``<tool_response>`` blocks in a user turn (the Qwen2.5 chat
 format) and consecutive messages of one role are merged (some chat templates require alternation).
 """
@@ -134,7 +135,7 @@ def _assistant_json(content: str | None, calls: list[ToolCall]) -> str:
 def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
     """The request as alternating ``system``/``user``/``assistant`` messages for a chat template.
 
-    The tools-and-format block opens the system message (candidate); a JSON Schema block ends the
+    The tools-and-format block ends the system message (candidate); a JSON Schema block ends the
     last user message, or is sent as a final user message after an assistant message (caller,
     judge). See the module docstring for why."""
     conv = normalize_messages(request.messages)
@@ -143,7 +144,7 @@ def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
     system = conv.system or ""
     block = format_block(request)
     if block and candidate_format:
-        system = f"{block}\n\n{system}" if system else block
+        system = f"{system}\n\n{block}" if system else block
     out: list[dict[str, str]] = [{"role": "system", "content": system}]
     for msg in conv.messages:
         if msg.role == "assistant":
