@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+
+from callbench.models import weights
+from callbench.models.weights import WeightsVariant
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 
@@ -148,3 +154,30 @@ class Helpers:
 @pytest.fixture
 def mk() -> type[Helpers]:
     return Helpers
+
+
+CHUNKS = {1: b"GGUF-first-", 2: b"second-", 10: b"tenth"}  # numeric order, not lexicographic
+
+
+@pytest.fixture
+def fake_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> WeightsVariant:
+    site = tmp_path / "site"
+    for n, data in CHUNKS.items():
+        pkg = site / f"cbfake_part{n}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("raise RuntimeError('part packages must not be imported')\n")
+        (pkg / "data" / f"part{n}.bin").write_bytes(data)
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    joined = b"".join(CHUNKS[n] for n in sorted(CHUNKS))
+    variant = WeightsVariant(
+        name="fake",
+        description="Fake model",
+        packages=tuple(f"cbfake_part{n}" for n in CHUNKS),
+        distributions=tuple(f"cbfake-part{n}==1.0" for n in CHUNKS),
+        size=len(joined),
+        sha256=hashlib.sha256(joined).hexdigest(),
+    )
+    monkeypatch.setitem(weights.VARIANTS, "fake", variant)
+    monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    return variant

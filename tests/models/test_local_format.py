@@ -178,3 +178,29 @@ def test_grammar_conversion_with_fallback():
     assert "format" in odd_args["properties"]  # a property named format is kept
     assert variants[0]["properties"]["arguments"]["properties"] == {"account": {"type": "string"}}
     assert "root ::=" in json_schema_to_gbnf(json.dumps(schema))
+
+
+def test_cap_strings_bounds_only_free_strings() -> None:
+    from callbench.models.local_format import STRING_MAX_CHARS, cap_strings
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string"},
+            "label": {"type": "string", "enum": ["met", "not_met"]},
+            "pin": {"type": "string", "pattern": "^[0-9]{6}$"},
+            "short": {"type": "string", "maxLength": 20},
+            "speech": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "notes": {"type": "array", "items": {"type": "string"}},
+            "string": {"type": "integer"},  # a property named like the type is left alone
+        },
+        "$defs": {"d": {"type": "string"}},
+    }
+    out = cap_strings(schema)
+    props = out["properties"]
+    assert props["reason"]["maxLength"] == STRING_MAX_CHARS == 400
+    assert props["speech"]["anyOf"][0]["maxLength"] == 400 and "maxLength" not in props["speech"]["anyOf"][1]
+    assert props["notes"]["items"]["maxLength"] == 400 and out["$defs"]["d"]["maxLength"] == 400
+    assert "maxLength" not in props["label"] and "maxLength" not in props["pin"]
+    assert props["short"]["maxLength"] == 20 and props["string"] == {"type": "integer"}
+    assert "maxLength" not in schema["properties"]["reason"]  # the input is not modified

@@ -179,3 +179,24 @@ async def test_computations_of_different_roles_take_turns(monkeypatch: pytest.Mo
     replies = await asyncio.gather(*(client.complete(r) for r in requests))
     assert len(replies) == 3 and peak == 1
     release_engines()
+
+
+async def test_requantized_copy_loads_and_answers(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from callbench.models.requantize import ensure_requantized
+
+    monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr("callbench.models.weights.cache_root", lambda: tmp_path)
+    path = ensure_requantized("0.5b", "q4_0")
+    source_size = 491_400_064
+    assert path.name.endswith("-q4_0.gguf") and 0 < path.stat().st_size < source_size
+    client = create_client("local:0.5b-q4_0", ModelSettings(max_tokens=8, temperature=0.0))
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    reply = await client.complete(
+        ModelRequest(
+            messages=[ChatMessage(role="user", content="Say ok.")],
+            response_schema=schema,
+            context=RequestContext(role="task_judge"),
+        )
+    )
+    assert json.loads(reply.content or "{}")["ok"] in (True, False)
+    release_engines()

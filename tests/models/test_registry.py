@@ -131,3 +131,24 @@ def test_settings_from_pairs():
         settings_from_pairs(["temperature"])
     with pytest.raises(ValueError, match="model setting top_k"):
         settings_from_pairs(["top_k=many"])
+
+
+def test_requantized_local_spec(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from callbench.models import requantize
+
+    monkeypatch.setattr(local_module, "llama_available", lambda: True)
+    made: list[tuple[str, str]] = []
+    copy = tmp_path / "copy.gguf"
+
+    def fake(name: str, quant: str = "q4_0", **_: object) -> Path:
+        made.append((name, quant))
+        return copy
+
+    monkeypatch.setattr(requantize, "ensure_requantized", fake)
+    client = create_client("local:0.5b-q4_0")
+    assert made == [("0.5b", "q4_0")]
+    assert client.model_path == copy  # type: ignore[attr-defined]
+    assert client.embedded_smoke_test_model is True  # type: ignore[attr-defined]
+    assert client.model_name.endswith("requantized to Q4_0")  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="local:0.5b-q4_0"):
+        create_client("local:0.5b-q2_k")

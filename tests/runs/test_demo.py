@@ -92,7 +92,7 @@ def test_demo_prefers_the_small_variant_even_beside_the_large_one(monkeypatch: p
     from callbench.runs.demo import default_demo_model
 
     monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: ["1.5b", "0.5b"])
-    assert default_demo_model() == "local:0.5b"
+    assert default_demo_model() == "local:0.5b-q4_0"
     monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: ["1.5b"])
     assert default_demo_model() == "local"
     monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: [])

@@ -46,6 +46,7 @@ from callbench.models.base import (
 )
 from callbench.models.local_format import (
     candidate_output_schema,
+    cap_strings,
     chat_messages,
     parse_candidate_output,
     tool_arguments_schema,
@@ -311,7 +312,9 @@ class LocalClient:
                 f"{max_new:,} for the answer that exceeds the context of {limit:,} tokens",
                 retryable=False,
             )
-        grammar = _grammar(grammar_schema(request))
+        schema = grammar_schema(request)
+        capped = cap_strings(schema)
+        grammar = _grammar(capped if _converts(capped) else schema)
         engine = _engine(self.model_path, request.context.role)
         kwargs: dict[str, Any] = {
             "max_tokens": max_new,

@@ -75,6 +75,35 @@ def grammar_friendly(schema: Any) -> Any:
     return out
 
 
+STRING_MAX_CHARS = 400
+"""Cap on any free string in a local model's constrained output (speech, a judge's reason, a tool
+argument without its own pattern or length): small models can loop inside a string until the
+token limit (seen: the 0.5B judges wrote 999 tokens into one reason, 100 s each, then failed)."""
+
+
+def cap_strings(schema: Any, limit: int = STRING_MAX_CHARS) -> Any:
+    """A copy of ``schema`` in which every string schema with no ``maxLength``, ``enum``, ``const``,
+    ``pattern`` or ``format`` gets ``maxLength: limit`` (keyword positions only). The output stays
+    valid for the original schema, which only the grammar is built from the copy."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in SUBSCHEMA:
+            out[key] = cap_strings(value, limit)
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [cap_strings(v, limit) for v in value]
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: cap_strings(v, limit) for name, v in value.items()}
+        else:
+            out[key] = value
+    kind = out.get("type")
+    is_string = kind == "string" or (isinstance(kind, list) and kind == ["string"])
+    if is_string and not ({"maxLength", "enum", "const", "pattern", "format"} & out.keys()):
+        out["maxLength"] = limit
+    return out
+
+
 def tool_arguments_schema(tool: ToolSchema) -> dict[str, Any]:
     """The schema that constrains ``tool``'s arguments (cleaned, closed objects)."""
     schema = clean_schema(tool.parameters, "local") if isinstance(tool.parameters, dict) else {}

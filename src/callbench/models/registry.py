@@ -1,7 +1,7 @@
 """Creating a ModelClient from a spec string and settings, and reading role settings from YAML.
 
 Specs (``specs.py``): ``openai:<model>``, ``anthropic:<model>``, ``local``, ``local:0.5b``,
-``local:1.5b``, ``local:<path.gguf>``, ``scripted:<name>``. Every error names the spec.
+``local:1.5b``, ``local:<variant>-q4_0`` (requantised copy, ``requantize.py``), ``local:<path.gguf>``, ``scripted:<name>``. Every error names the spec.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def _is_judge_script(spec: str, role: str | None) -> bool:
 
 def _create_local(spec: str, model: str, settings: ModelSettings) -> ModelClient:
     from callbench.models.local import LocalClient, llama_available
+    from callbench.models.requantize import QUANT_TYPES, ensure_requantized
     from callbench.models.weights import VARIANTS, check_gguf, default_variant, ensure_weights
 
     if not llama_available():
@@ -38,11 +39,16 @@ def _create_local(spec: str, model: str, settings: ModelSettings) -> ModelClient
         variant = model or default_variant()
         return LocalClient(spec, settings, model_path=ensure_weights(variant),
                            model_name=VARIANTS[variant].description, embedded=True)
+    variant, _, quant = model.partition("-")
+    if variant in VARIANTS and quant in QUANT_TYPES:
+        return LocalClient(spec, settings, model_path=ensure_requantized(variant, quant),
+                           model_name=f"{VARIANTS[variant].description} requantized to {quant.upper()}",
+                           embedded=True)
     if model.endswith(".gguf") or "/" in model:
         path = check_gguf(Path(model))
         return LocalClient(spec, settings, model_path=path, model_name=path.name, embedded=False)
-    raise ValueError(f"model spec {spec!r}: expected local, local:0.5b, local:1.5b or "
-                     "local:<path to a .gguf file>")
+    raise ValueError(f"model spec {spec!r}: expected local, local:0.5b, local:1.5b, local:0.5b-q4_0, "
+                     "local:1.5b-q4_0 or local:<path to a .gguf file>")
 
 
 def create_client(
