@@ -449,7 +449,8 @@ def demo(
     typer.echo(
         f"callbench demo: {len(config.filters.scenarios)} starter scenario(s) "
         f"({', '.join(config.filters.scenarios)}), every role on {spec}, "
-        f"at most {config.limits.max_caller_turns} caller turns each."
+        f"at most {config.limits.max_caller_turns} caller turns and "
+        f"{config.limits.max_tool_calls_per_turn} tool calls per turn each."
     )
     if spec.startswith("local"):
         typer.echo(

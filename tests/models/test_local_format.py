@@ -127,7 +127,8 @@ def test_chat_messages_for_json_roles_keep_plain_history():
         ModelRequest(messages=msgs[:2], response_schema=schema, context=RequestContext(role="caller"))
     )
     assert [m["role"] for m in out] == ["system", "user"]
-    assert out[1]["content"].startswith("Hi\n\n# How to answer") and out[1]["content"].endswith(json.dumps(schema))
+    last = out[1]["content"]
+    assert last.startswith("Hi\n\n# How to answer") and last.endswith(json.dumps(schema))
 
 
 def test_parse_candidate_output():
@@ -199,7 +200,8 @@ def test_cap_strings_bounds_only_free_strings() -> None:
     out = cap_strings(schema)
     props = out["properties"]
     assert props["reason"]["maxLength"] == STRING_MAX_CHARS == 400
-    assert props["speech"]["anyOf"][0]["maxLength"] == 400 and "maxLength" not in props["speech"]["anyOf"][1]
+    speech = props["speech"]["anyOf"]
+    assert speech[0]["maxLength"] == 400 and "maxLength" not in speech[1]
     assert props["notes"]["items"]["maxLength"] == 400 and out["$defs"]["d"]["maxLength"] == 400
     assert "maxLength" not in props["label"] and "maxLength" not in props["pin"]
     assert props["short"]["maxLength"] == 20 and props["string"] == {"type": "integer"}

@@ -150,5 +150,5 @@ def test_requantized_local_spec(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert client.model_path == copy  # type: ignore[attr-defined]
     assert client.embedded_smoke_test_model is True  # type: ignore[attr-defined]
     assert client.model_name.endswith("requantized to Q4_0")  # type: ignore[attr-defined]
-    with pytest.raises(ValueError, match="local:0.5b-q4_0"):
+    with pytest.raises(ValueError, match=r"local:0\.5b-q4_0"):
         create_client("local:0.5b-q2_k")

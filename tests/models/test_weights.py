@@ -11,6 +11,7 @@ import pytest
 from callbench.models import weights
 from callbench.models.weights import WeightsError, WeightsVariant, check_gguf, ensure_weights
 
+
 def test_join_verify_and_marker(fake_parts: WeightsVariant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = ensure_weights("fake")
     assert path == tmp_path / "cache" / "models" / f"{fake_parts.sha256}.gguf"

@@ -75,6 +75,7 @@ def test_demo_config_puts_every_role_on_the_model(tmp_path: Path) -> None:
     specs = {config.caller.spec, config.task_judge.spec, config.conversation_judge.spec}
     assert specs == {"local:0.5b"} and [c.spec for c in config.candidates] == ["local:0.5b"]
     assert config.limits.max_caller_turns == DEMO_MAX_TURNS
+    assert config.limits.max_tool_calls_per_turn == 4
     assert len(config.filters.scenarios) == 3 and config.repeats == 1
 
 
@@ -92,7 +93,7 @@ def test_demo_prefers_the_small_variant_even_beside_the_large_one(monkeypatch: p
     from callbench.runs.demo import default_demo_model
 
     monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: ["1.5b", "0.5b"])
-    assert default_demo_model() == "local:0.5b-q4_0"
+    assert default_demo_model() == "local:0.5b"
     monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: ["1.5b"])
     assert default_demo_model() == "local"
     monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: [])

@@ -16,7 +16,8 @@
   raises a non-retryable InfrastructureError (the episode is skipped with that reason).
 - llama.cpp calls block, so they run in a worker thread (``asyncio.to_thread``), one computation at
   a time in the process (they all share the CPU cores; see ``_COMPUTE_LOCK``).
-  ``usage.tokens_per_second`` is the generation speed; ``last_timings`` also has the prompt speed. Threads: ``CALLBENCH_LOCAL_THREADS``, default every core (:func:`local_threads`).
+  ``usage.tokens_per_second`` is the generation speed; ``last_timings`` also has the prompt speed.
+  Threads: ``CALLBENCH_LOCAL_THREADS``, default every core (:func:`local_threads`).
   OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless set): spinning threads slowed
   generation by a factor of 5 or more when other processes shared the 2-core machine.
 - Sampling seed: ``settings.seed`` mixed with the episode, attempt, turn, role and message count,

@@ -18,8 +18,8 @@ first, for a longer shared prefix; the 0.5B model then answered an inbound call'
 calling every listed tool in order, 254 tokens, against a 26-token greeting with the block last).
 A caller's or judge's JSON Schema block, which changes from turn to turn (e.g. the caller's next
 open plan step), is appended to the last user message, so the system prompt and the history
-before it are reused. Earlier candidate turns are shown in the same JSON form so the
-model sees its own format; tool results are shown as ``<tool_response>`` blocks in a user turn (the Qwen2.5 chat
+before it are reused. Earlier candidate turns are shown in the same JSON form so the model sees
+its own format; tool results are shown as ``<tool_response>`` blocks in a user turn (the Qwen2.5 chat
 format) and consecutive messages of one role are merged (some chat templates require alternation).
 """
 

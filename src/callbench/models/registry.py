@@ -1,7 +1,8 @@
 """Creating a ModelClient from a spec string and settings, and reading role settings from YAML.
 
 Specs (``specs.py``): ``openai:<model>``, ``anthropic:<model>``, ``local``, ``local:0.5b``,
-``local:1.5b``, ``local:<variant>-q4_0`` (requantised copy, ``requantize.py``), ``local:<path.gguf>``, ``scripted:<name>``. Every error names the spec.
+``local:1.5b``, ``local:<variant>-q4_0`` (requantised copy, ``requantize.py``),
+``local:<path.gguf>``, ``scripted:<name>``. Every error names the spec.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Providers (DESIGN.md "models/"; issue #5):
 - ``openai:<model>``: OpenAI or any OpenAI-compatible server (vLLM, Ollama, OpenRouter, llama.cpp
   server) through ``settings.base_url`` or the SDK's own ``OPENAI_BASE_URL``.
 - ``anthropic:<model>``: the Anthropic Messages API with native tool use.
-- ``local``, ``local:0.5b``, ``local:1.5b``, ``local:0.5b-q4_0``, ``local:<path.gguf>``: the embedded llama.cpp model
+- ``local``, ``local:0.5b``, ``local:1.5b``, ``local:0.5b-q4_0``, ``local:<path.gguf>``: the
+  embedded llama.cpp model
   (DESIGN.md "Embedded default model"); bare ``local`` picks the 1.5B weights when installed.
 - ``scripted:<name>``: deterministic test models (written in ``scripted.py`` / ``scripted_judge.py``).
 """
