@@ -181,8 +181,8 @@ def test_grammar_conversion_with_fallback():
     assert "root ::=" in json_schema_to_gbnf(json.dumps(schema))
 
 
-def test_cap_strings_bounds_only_free_strings() -> None:
-    from callbench.models.local_format import STRING_MAX_CHARS, cap_strings
+def test_cap_sizes_bounds_only_free_strings_and_arrays() -> None:
+    from callbench.models.local_format import ARRAY_MAX_ITEMS, STRING_MAX_CHARS, cap_sizes
 
     schema = {
         "type": "object",
@@ -193,11 +193,14 @@ def test_cap_strings_bounds_only_free_strings() -> None:
             "short": {"type": "string", "maxLength": 20},
             "speech": {"anyOf": [{"type": "string"}, {"type": "null"}]},
             "notes": {"type": "array", "items": {"type": "string"}},
+            "cited": {"type": "array", "items": {"type": "integer", "enum": [0, 1, 2]}},
+            "calls": {"type": "array", "maxItems": 10},
+            "many": {"type": "array", "minItems": 30},
             "string": {"type": "integer"},  # a property named like the type is left alone
         },
         "$defs": {"d": {"type": "string"}},
     }
-    out = cap_strings(schema)
+    out = cap_sizes(schema)
     props = out["properties"]
     assert props["reason"]["maxLength"] == STRING_MAX_CHARS == 400
     speech = props["speech"]["anyOf"]
@@ -205,4 +208,6 @@ def test_cap_strings_bounds_only_free_strings() -> None:
     assert props["notes"]["items"]["maxLength"] == 400 and out["$defs"]["d"]["maxLength"] == 400
     assert "maxLength" not in props["label"] and "maxLength" not in props["pin"]
     assert props["short"]["maxLength"] == 20 and props["string"] == {"type": "integer"}
+    assert props["cited"]["maxItems"] == ARRAY_MAX_ITEMS == 20 and props["notes"]["maxItems"] == 20
+    assert props["calls"]["maxItems"] == 10 and props["many"]["maxItems"] == 30
     assert "maxLength" not in schema["properties"]["reason"]  # the input is not modified

@@ -47,7 +47,7 @@ from callbench.models.base import (
 )
 from callbench.models.local_format import (
     candidate_output_schema,
-    cap_strings,
+    cap_sizes,
     chat_messages,
     parse_candidate_output,
     tool_arguments_schema,
@@ -314,7 +314,7 @@ class LocalClient:
                 retryable=False,
             )
         schema = grammar_schema(request)
-        capped = cap_strings(schema)
+        capped = cap_sizes(schema)
         grammar = _grammar(capped if _converts(capped) else schema)
         engine = _engine(self.model_path, request.context.role)
         kwargs: dict[str, Any] = {

@@ -76,31 +76,35 @@ def grammar_friendly(schema: Any) -> Any:
 
 
 STRING_MAX_CHARS = 400
-"""Cap on any free string in a local model's constrained output (speech, a judge's reason, a tool
-argument without its own pattern or length): small models can loop inside a string until the
-token limit (seen: the 0.5B judges wrote 999 tokens into one reason, 100 s each, then failed)."""
+ARRAY_MAX_ITEMS = 20
+"""Caps on free strings and arrays in a local model's constrained output (speech, a judge's reason
+and cited indices, a tool argument without its own bounds): small models can loop inside a
+string or an array until the token limit (seen: 0.5B judges wrote 999 tokens, mostly a cited-index
+list repeating "0, 1, 2", 100 s per reply, then failed as unparsable)."""
 
 
-def cap_strings(schema: Any, limit: int = STRING_MAX_CHARS) -> Any:
-    """A copy of ``schema`` in which every string schema with no ``maxLength``, ``enum``, ``const``,
-    ``pattern`` or ``format`` gets ``maxLength: limit`` (keyword positions only). The output stays
-    valid for the original schema, which only the grammar is built from the copy."""
+def cap_sizes(schema: Any, max_chars: int = STRING_MAX_CHARS, max_items: int = ARRAY_MAX_ITEMS) -> Any:
+    """A copy of ``schema`` in which every string schema with no ``maxLength``, ``enum``,
+    ``const``, ``pattern`` or ``format`` gets ``maxLength: max_chars``, and every array schema with
+    no ``maxItems`` gets ``maxItems: max_items`` (keyword positions only). Output that fits the copy
+    also fits the original, so only the grammar is built from the copy."""
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key in SUBSCHEMA:
-            out[key] = cap_strings(value, limit)
+            out[key] = cap_sizes(value, max_chars, max_items)
         elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            out[key] = [cap_strings(v, limit) for v in value]
+            out[key] = [cap_sizes(v, max_chars, max_items) for v in value]
         elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: cap_strings(v, limit) for name, v in value.items()}
+            out[key] = {name: cap_sizes(v, max_chars, max_items) for name, v in value.items()}
         else:
             out[key] = value
     kind = out.get("type")
-    is_string = kind == "string" or (isinstance(kind, list) and kind == ["string"])
-    if is_string and not ({"maxLength", "enum", "const", "pattern", "format"} & out.keys()):
-        out["maxLength"] = limit
+    if kind == "string" and not ({"maxLength", "enum", "const", "pattern", "format"} & out.keys()):
+        out["maxLength"] = max_chars
+    if kind == "array" and "maxItems" not in out:
+        out["maxItems"] = max(max_items, int(out.get("minItems", 0)))
     return out
 
 

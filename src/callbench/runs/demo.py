@@ -26,7 +26,7 @@ from callbench.runs.executor import RoleSpec, RunConfig
 from callbench.runs.plan import ScenarioFilters
 from callbench.sim.episode import LoopLimits
 
-DEMO_MAX_TURNS = 4
+DEMO_MAX_TURNS = 3
 DEMO_MAX_TOOL_CALLS = 4
 """Tool calls per candidate turn in the demo (the harness default is the paper's ten): a small
 model that chains one call per request would otherwise spend ten or more requests on one turn."""
