@@ -76,7 +76,7 @@ def grammar_friendly(schema: Any) -> Any:
 
 
 STRING_MAX_CHARS = 400
-ARRAY_MAX_ITEMS = 20
+ARRAY_MAX_ITEMS = 8
 """Caps on free strings and arrays in a local model's constrained output (speech, a judge's reason
 and cited indices, a tool argument without its own bounds): small models can loop inside a
 string or an array until the token limit (seen: 0.5B judges wrote 999 tokens, mostly a cited-index
