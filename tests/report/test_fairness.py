@@ -86,4 +86,10 @@ def test_smoke_test_roles_and_banner(make_run: MakeRun) -> None:
     assert 'id="smoke-test"' in render_html(report, runs)
     r2 = make_run("r2", candidates=("b",), **SMALL)
     assert smoke_test_roles(load_runs([r2])) == []
+    # a judge is named once, from the grade set whose labels are reported (regression: the run
+    # manifest's copy was listed a second time as "task judge (run manifest)")
+    r3 = make_run(
+        "r3", candidates=("c",), task_judge=RoleInfo(spec="local", embedded_smoke_test_model=True), **SMALL
+    )
+    assert smoke_test_roles(load_runs([r3])) == ["task judge (run r3)"]
     assert 'id="smoke-test"' not in render_html(build_report(load_runs([r2]), n_samples=10), load_runs([r2]))

@@ -138,8 +138,8 @@ def smoke_test_roles(runs: list[RunData]) -> list[str]:
         m = run.manifest
         named: list[tuple[str, RoleInfo]] = [
             ("caller", m.caller),
-            ("task judge (run manifest)", m.task_judge),
-            ("conversation judge (run manifest)", m.conversation_judge),
+            # the judges of the reported grade set (those of the run manifest graded it too, or
+            # were replaced by a regrade whose labels are not the ones shown)
             ("task judge", run.grade_set.task_judge),
             ("conversation judge", run.grade_set.conversation_judge),
             *((f"candidate {c.spec}", c) for c in m.candidates),
