@@ -4,8 +4,8 @@ The slice is chosen, not hard-coded: ``n`` medium scenarios in ``n`` languages w
 the embedded model the fewest tokens to read. On a 2-core CPU prompt processing dominates (about
 70 tokens a second for the 0.5B model on short prompts, under 50 past 8,000 tokens), and llama.cpp
 re-reads only what follows the longest prefix shared with the previous prompt of the same role
-(:mod:`callbench.models.local`): an agent's tools and the static part of its operating document are
-read once for all its scenarios, so the cost model counts them once per agent (see
+(:mod:`callbench.models.local`): the static part of an agent's operating document is read once for
+all its scenarios, so the cost model counts it once per agent (see
 :func:`choose_demo_scenarios`). The loop is capped at ``DEMO_MAX_TURNS`` caller turns; both are
 printed, and the report says plainly that every role ran on the embedded smoke-test model.
 """
@@ -66,9 +66,9 @@ def estimate_tokens(text: str) -> float:
 @dataclass(frozen=True)
 class PromptCost:
     """Estimated prompt tokens of an agent's scenarios for the local model: ``shared`` is read once
-    per agent (tools, and the operating document up to the first character that differs between its
+    per agent (the operating document up to the first character that differs between its
     scenarios); ``per_scenario`` maps a scenario id to what each call adds (the rest of the rendered
-    document and the caller's brief)."""
+    document, the tools block that the local format puts after it, and the caller's brief)."""
 
     shared: float
     per_scenario: dict[str, float]
@@ -81,10 +81,12 @@ def prompt_cost(agent: LoadedAgent) -> PromptCost:
     # a character prefix is what is wanted here (the shared start of the rendered documents)
     common = os.path.commonprefix(list(rendered.values())) if rendered else ""  # noqa: RUF071
     per = {
-        s.id: estimate_tokens(rendered[s.id][len(common):]) + estimate_tokens(s.brief.model_dump_json())
+        s.id: estimate_tokens(rendered[s.id][len(common):])
+        + estimate_tokens(tools)
+        + estimate_tokens(s.brief.model_dump_json())
         for s in agent.scenarios
     }
-    return PromptCost(shared=estimate_tokens(tools) + estimate_tokens(common), per_scenario=per)
+    return PromptCost(shared=estimate_tokens(common), per_scenario=per)
 
 
 def choose_demo_scenarios(bundle: Bundle, n: int = 3, max_agents: int = 16) -> list[Scenario]:
