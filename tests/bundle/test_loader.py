@@ -19,6 +19,7 @@ from callbench.bundle.loader import (
     read_data_file,
     render_instructions,
     sha256_text,
+    static_prefix_chars,
 )
 
 from .conftest import AGENT, BOOKING, MINIMAL, MiniBundle
@@ -75,6 +76,25 @@ def test_render_sandbox_blocks_attribute_escapes() -> None:
     evil = agent.model_copy(update={"instructions_template": "{{ agent_name.__class__.__mro__ }}"})
     with pytest.raises(ValueError):
         render_instructions(evil)
+
+
+@pytest.mark.parametrize(
+    ("template", "expected"),
+    [
+        ("Rules.\n## Context\nToday is {{date}}.", len("Rules.\n## Context\nToday is ")),
+        ("Rules.\n{# a comment #}Today {{date}}", len("Rules.\n")),
+        ("Rules.  \n{%- if true %}x{% endif %}", len("Rules.")),  # {%- strips the spaces before it
+        ("No variables at all.", len("No variables at all.")),
+        ("{{agent_name}} rules", 0),
+    ],
+)
+def test_static_prefix_is_the_literal_text_before_the_first_tag(template: str, expected: int) -> None:
+    b = load_bundle(MINIMAL)
+    agent, scen = b.scenario(BOOKING)
+    custom = agent.model_copy(update={"instructions_template": template})
+    rendered = render_instructions(custom, scen)
+    assert static_prefix_chars(custom, rendered) == expected
+    assert rendered[:expected] == template[:expected]
 
 
 # ------------------------------------------------------------------ the content hash

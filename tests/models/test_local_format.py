@@ -21,6 +21,7 @@ from callbench.models.local_format import (
     chat_messages,
     grammar_friendly,
     parse_candidate_output,
+    tools_block_position,
 )
 
 TOOLS = [
@@ -211,3 +212,45 @@ def test_cap_sizes_bounds_only_free_strings_and_arrays() -> None:
     assert props["cited"]["maxItems"] == ARRAY_MAX_ITEMS == 8 and props["notes"]["maxItems"] == 8
     assert props["calls"]["maxItems"] == 10 and props["many"]["maxItems"] == 30
     assert "maxLength" not in schema["properties"]["reason"]  # the input is not modified
+
+
+DOC = "# Agent\n\nRules " + "x" * 300 + "\n\n## 15. Call context\n\n- Today is Monday.\n"
+
+
+def test_tools_block_goes_before_a_trailing_call_context_section() -> None:
+    first_variable = DOC.index("Monday")
+    at = tools_block_position(DOC, first_variable)
+    assert DOC[at:].startswith("## 15. Call context")
+    req = ModelRequest(
+        messages=[ChatMessage(role="system", content=DOC), ChatMessage(role="user", content="hi")],
+        tools=TOOLS,
+        context=RequestContext(role="candidate"),
+        static_system_chars=first_variable,
+    )
+    system = chat_messages(req)[0]["content"]
+    assert system.index("# Tools") < system.index("# How to answer") < system.index("## 15. Call context")
+    assert system.startswith(DOC[:at].rstrip("\n") + "\n\n# Tools")
+    assert system.endswith("- Today is Monday.\n")
+
+
+@pytest.mark.parametrize(
+    "static_chars",
+    [0, len(DOC), 12],  # unknown; no variable at all; a variable in the first section
+)
+def test_tools_block_stays_at_the_end_otherwise(static_chars: int) -> None:
+    assert tools_block_position(DOC, static_chars) == len(DOC)
+    req = ModelRequest(
+        messages=[ChatMessage(role="system", content=DOC)],
+        tools=TOOLS,
+        context=RequestContext(role="candidate"),
+        static_system_chars=static_chars,
+    )
+    system = chat_messages(req)[0]["content"]
+    assert system.startswith(DOC.rstrip("\n") + "\n\n# Tools")
+
+
+def test_tools_block_needs_a_heading_in_the_second_half() -> None:
+    early = "# Agent\n\n## Today\nMonday\n" + "rules " * 100
+    assert tools_block_position(early, early.index("Monday")) == len(early)
+    no_heading = "rules " * 100 + "Monday"
+    assert tools_block_position(no_heading, no_heading.index("Monday")) == len(no_heading)

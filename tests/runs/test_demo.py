@@ -43,6 +43,26 @@ def test_demo_slice_reads_one_agents_shared_prompt_once() -> None:
     assert all(cost.per_scenario[s.id] < cost.shared for s in chosen)
 
 
+def test_prompt_cost_counts_the_tools_block_where_the_local_format_puts_it() -> None:
+    import json
+
+    from callbench.bundle.loader import render_instructions
+
+    bundle = load_bundle(starter_path())
+    for agent_id, tools_shared in (("lpg_gas_helpline", True), ("parcel_delivery", False)):
+        agent = bundle.agents[agent_id]
+        tools = estimate_tokens(json.dumps([t.model_dump() for t in agent.config.tools], ensure_ascii=False))
+        cost = prompt_cost(agent)
+        for s in agent.scenarios:
+            brief = estimate_tokens(s.brief.model_dump_json())
+            whole = estimate_tokens(render_instructions(agent, s)) + brief
+            # every token is counted once, shared or per call
+            assert cost.shared + cost.per_scenario[s.id] == pytest.approx(whole + tools)
+        # LPG's variables sit in a trailing "Call context" section: the tools block goes before it;
+        # parcel names the date near its top: the block stays at the end, once per call
+        assert (cost.shared > tools) is tools_shared
+
+
 def test_prompt_cost_splits_at_the_first_call_specific_character() -> None:
     agent = load_bundle(starter_path()).agents["parcel_delivery"]
     cost = prompt_cost(agent)

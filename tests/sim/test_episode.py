@@ -152,3 +152,18 @@ async def test_empty_first_user_message(run, recorder, bundle) -> None:
     assert [(m.role, m.content) for m in cand.requests[0].messages][1:] == [("user", "")]
     assert t.end_reason == EndReason.CALL_ENDED
     assert t.settings["empty_first_user_message"] is True
+
+
+async def test_candidate_requests_carry_the_static_part_of_the_document(run, recorder, bundle, dairy) -> None:
+    agent, _ = dairy
+    cand = recorder(create_scripted("scripted:reference", None, bundle))
+    await run(candidate=cand)
+    assert {r.static_system_chars for r in cand.requests} == {len("You are ")}
+    assert cand.requests[0].messages[0].content.startswith("You are ")
+    moved = agent.model_copy(
+        update={"instructions_template": "Rules first.\n\n## Call context\nToday is {{date}}."}
+    )
+    cand = recorder(create_scripted("scripted:reference", None, bundle))
+    await run(candidate=cand, agent=moved)
+    static = len("Rules first.\n\n## Call context\nToday is ")
+    assert {r.static_system_chars for r in cand.requests} == {static}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import unicodedata
 from datetime import datetime
 from pathlib import Path
@@ -291,6 +292,19 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
     except RecursionError:
         raise ValueError("instructions template: nested too deeply") from None
     return unicodedata.normalize("NFC", text)
+
+
+def static_prefix_chars(agent: LoadedAgent, rendered: str) -> int:
+    """How many leading characters of ``rendered`` (this agent's operating document as rendered
+    for some scenario) are the same for every scenario: the template's literal text before its
+    first Jinja tag (``{{``, ``{%`` or ``{#``), as far as ``rendered`` starts with it (a ``{%-``
+    tag strips the whitespace before it). Providers may cache or place shared material at this
+    boundary (``ModelRequest.static_system_chars``)."""
+    template = agent.instructions_template
+    starts = [i for i in (template.find("{{"), template.find("{%"), template.find("{#")) if i >= 0]
+    literal = unicodedata.normalize("NFC", template[: min(starts)] if starts else template)
+    # a character prefix is what is wanted here (the shared start of two texts)
+    return len(os.path.commonprefix([literal, rendered]))  # noqa: RUF071
 
 
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)

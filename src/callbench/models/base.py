@@ -98,6 +98,11 @@ class ModelRequest(BaseModel):
     response_schema: dict[str, Any] | None = None
     response_schema_name: str = "output"
     context: RequestContext
+    static_system_chars: int = 0
+    """How many leading characters of the system prompt are the same for every call of this agent
+    (the operating document before its first template variable); 0 when unknown. Providers may
+    place or cache shared material at this boundary (the local format puts its tools block there
+    when the call-specific rest is a trailing section, ``local_format.tools_block_position``)."""
 
 
 class Usage(BaseModel):

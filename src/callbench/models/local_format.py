@@ -154,6 +154,25 @@ def format_block(request: ModelRequest) -> str | None:
     return FORMAT_WITH_TOOLS.format(tools="\n".join(lines) if lines else "(none)")
 
 
+def tools_block_position(system: str, static_chars: int) -> int:
+    """Where the candidate's tools-and-format block goes in ``system`` (a character offset).
+
+    At the end, unless the operating document ends with a call-specific section: when the first
+    call-specific character (``static_chars``, ``ModelRequest.static_system_chars``) lies in a
+    markdown section (a line starting with ``#``) that begins in the second half of the document,
+    the block goes just before that section's heading. llama.cpp then reuses the document and the
+    block from one call of the agent to the next and re-reads only the call-specific section
+    (measured on the LPG helpline agent: 1,415 tokens re-read per call before, 33 s on 2 cores).
+    A document whose variables come early keeps the block at the end (the 0.5B model answered with
+    every tool in order when the block came first; see the module docstring)."""
+    if not 0 < static_chars < len(system):
+        return len(system)
+    heading = system.rfind("\n#", 0, static_chars + 1)
+    if heading < 0 or heading < len(system) / 2:
+        return len(system)
+    return heading + 1
+
+
 def _assistant_json(content: str | None, calls: list[ToolCall]) -> str:
     rendered = []
     for call in calls:
@@ -168,8 +187,9 @@ def _assistant_json(content: str | None, calls: list[ToolCall]) -> str:
 def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
     """The request as alternating ``system``/``user``/``assistant`` messages for a chat template.
 
-    The tools-and-format block ends the system message (candidate); a JSON Schema block ends the
-    last user message, or is sent as a final user message after an assistant message (caller,
+    The tools-and-format block ends the system message, or precedes its call-specific last section
+    (candidate, :func:`tools_block_position`); a JSON Schema block ends the last user message, or
+    is sent as a final user message after an assistant message (caller,
     judge). See the module docstring for why."""
     conv = normalize_messages(request.messages)
     candidate_format = request.response_schema is None
@@ -177,7 +197,9 @@ def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
     system = conv.system or ""
     block = format_block(request)
     if block and candidate_format:
-        system = f"{system}\n\n{block}" if system else block
+        at = tools_block_position(system, request.static_system_chars)
+        head, tail = system[:at].rstrip("\n"), system[at:]
+        system = "\n\n".join(part for part in (head, block, tail) if part)
     out: list[dict[str, str]] = [{"role": "system", "content": system}]
     for msg in conv.messages:
         if msg.role == "assistant":

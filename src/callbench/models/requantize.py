@@ -21,7 +21,7 @@ from pathlib import Path
 
 from callbench.models.weights import VARIANTS, WeightsError, check_gguf, ensure_weights, file_sha256
 
-QUANT_TYPES = {"q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0"}
+QUANT_TYPES = {"q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0", "q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0"}
 """Supported target types: our name -> llama.cpp ``llama_ftype`` constant name."""
 
 Quantizer = Callable[[Path, Path, str], None]

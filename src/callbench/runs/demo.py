@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from callbench.bundle.loader import render_instructions
+from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.models.base import ModelSettings
+from callbench.models.local_format import tools_block_position
 from callbench.runs.executor import RoleSpec, RunConfig
 from callbench.runs.plan import ScenarioFilters
 from callbench.sim.episode import LoopLimits
@@ -75,18 +76,29 @@ class PromptCost:
 
 
 def prompt_cost(agent: LoadedAgent) -> PromptCost:
-    """The :class:`PromptCost` of ``agent``'s scenarios (estimates from :func:`estimate_tokens`)."""
-    tools = json.dumps([t.model_dump() for t in agent.config.tools], ensure_ascii=False)
+    """The :class:`PromptCost` of ``agent``'s scenarios (estimates from :func:`estimate_tokens`).
+
+    The tools block counts as shared when the local format places it before the first character
+    that differs between scenarios (:func:`~callbench.models.local_format.tools_block_position`),
+    else once per scenario."""
+    tools = estimate_tokens(json.dumps([t.model_dump() for t in agent.config.tools], ensure_ascii=False))
     rendered = {s.id: render_instructions(agent, s) for s in agent.scenarios}
     # a character prefix is what is wanted here (the shared start of the rendered documents)
     common = os.path.commonprefix(list(rendered.values())) if rendered else ""  # noqa: RUF071
-    per = {
-        s.id: estimate_tokens(rendered[s.id][len(common):])
-        + estimate_tokens(tools)
-        + estimate_tokens(s.brief.model_dump_json())
-        for s in agent.scenarios
-    }
-    return PromptCost(shared=estimate_tokens(common), per_scenario=per)
+    shared, per = estimate_tokens(common), {}
+    tools_shared = bool(rendered) and all(
+        tools_block_position(text, static_prefix_chars(agent, text)) <= len(common)
+        for text in rendered.values()
+    )
+    if tools_shared:
+        shared += tools
+    for s in agent.scenarios:
+        per[s.id] = (
+            estimate_tokens(rendered[s.id][len(common) :])
+            + (0.0 if tools_shared else tools)
+            + estimate_tokens(s.brief.model_dump_json())
+        )
+    return PromptCost(shared=shared, per_scenario=per)
 
 
 def choose_demo_scenarios(bundle: Bundle, n: int = 3, max_agents: int = 16) -> list[Scenario]:

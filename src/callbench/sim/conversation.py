@@ -59,6 +59,7 @@ class Conversation:
         max_tool_calls: int,
         empty_first_user_message: bool,
         caller_attempts: int,
+        static_system_chars: int = 0,
     ) -> None:
         self.scenario = scenario
         self.agent_id = agent_id
@@ -74,6 +75,7 @@ class Conversation:
         self.max_tool_calls = max_tool_calls
         self.empty_first = empty_first_user_message
         self.caller_attempts = caller_attempts
+        self.static_system_chars = static_system_chars
         self.messages: list[TraceMessage] = []
         self.caller_turns: list[CallerTurn] = []
         self.tool_events: list[ToolEvent] = []
@@ -134,6 +136,7 @@ class Conversation:
                 messages=candidate_messages(self.messages),
                 tools=self.tools,
                 context=self._context("candidate", turn),
+                static_system_chars=self.static_system_chars,
             )
             try:
                 resp = await self.candidate.complete(req)

@@ -14,7 +14,7 @@ import hashlib
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from callbench.bundle.loader import render_instructions
+from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import AgentConfig, LoadedAgent, Scenario
 from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage
 from callbench.sim.backend import Backend
@@ -98,6 +98,7 @@ async def run_episode(
     """
     limits = limits or LoopLimits()
     instructions = render_instructions(agent, scenario)
+    static_chars = static_prefix_chars(agent, instructions)
     tools = candidate_tools(agent.config)
     caller_prompt = build_caller_prompt(scenario.brief)
     seeds = episode_seeds(run_seed, scenario.id, repeat)
@@ -123,6 +124,7 @@ async def run_episode(
             max_tool_calls=limits.max_tool_calls_per_turn,
             empty_first_user_message=limits.empty_first_user_message,
             caller_attempts=limits.caller_turn_attempts,
+            static_system_chars=static_chars,
         )
 
     def trace(conv: Conversation, end: EndReason, reruns: int, skip_reason: str | None = None) -> Trace:
