@@ -228,9 +228,11 @@ def test_tools_block_goes_before_a_trailing_call_context_section() -> None:
         static_system_chars=first_variable,
     )
     system = chat_messages(req)[0]["content"]
-    assert system.index("# Tools") < system.index("# How to answer") < system.index("## 15. Call context")
+    # tools list, then the call-specific section, then the answer format (still last)
+    assert system.index("# Tools") < system.index("## 15. Call context") < system.index("# How to answer")
     assert system.startswith(DOC[:at].rstrip("\n") + "\n\n# Tools")
-    assert system.endswith("- Today is Monday.\n")
+    assert "</tools>\n\n## 15. Call context\n\n- Today is Monday.\n\n# How to answer" in system
+    assert system.endswith("before the caller speaks again.")
 
 
 @pytest.mark.parametrize(
@@ -247,6 +249,7 @@ def test_tools_block_stays_at_the_end_otherwise(static_chars: int) -> None:
     )
     system = chat_messages(req)[0]["content"]
     assert system.startswith(DOC.rstrip("\n") + "\n\n# Tools")
+    assert "</tools>\n\n# How to answer" in system
 
 
 def test_tools_block_needs_a_heading_in_the_second_half() -> None:

@@ -101,7 +101,7 @@ class ModelRequest(BaseModel):
     static_system_chars: int = 0
     """How many leading characters of the system prompt are the same for every call of this agent
     (the operating document before its first template variable); 0 when unknown. Providers may
-    place or cache shared material at this boundary (the local format puts its tools block there
+    place or cache shared material at this boundary (the local format puts its tools list there
     when the call-specific rest is a trailing section, ``local_format.tools_block_position``)."""
 
 

@@ -12,10 +12,13 @@ tools and ``arguments`` that tool's own parameter schema (an ``anyOf`` over the 
 are constrained to their ``response_schema``.
 
 Prompt order: llama.cpp re-evaluates only the tokens after the longest common prefix with the
-previous prompt of the same instance. A candidate's block describing the tools and the output
-format follows the operating document, as in Qwen2.5's own tool template (tried first: the block
-first, for a longer shared prefix; the 0.5B model then answered an inbound call's first turn by
-calling every listed tool in order, 254 tokens, against a 26-token greeting with the block last).
+previous prompt of the same instance. A candidate's tools list and answer format follow the
+operating document, as in Qwen2.5's own tool template (tried first: both first, for a longer
+shared prefix; the 0.5B model then answered an inbound call's first turn by calling every listed
+tool in order, 254 tokens, against a 26-token greeting with them last). When the document ends
+with a call-specific section, the tools list goes before that section and the answer format
+after it (:func:`tools_block_position`; with both blocks before it, the 0.5B model called a tool
+with its schema as arguments, then chained calls to the loop limit).
 A caller's or judge's JSON Schema block, which changes from turn to turn (e.g. the caller's next
 open plan step), is appended to the last user message, so the system prompt and the history
 before it are reused. Earlier candidate turns are shown in the same JSON form so the model sees
@@ -34,13 +37,14 @@ from callbench.models.schemas import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS,
 
 MAX_TOOL_CALLS = 10
 
-FORMAT_WITH_TOOLS = """\
+TOOLS_LIST = """\
 # Tools
 You can call these tools. Each line gives a tool's name, what it does, and the JSON Schema of its arguments:
 <tools>
 {tools}
-</tools>
+</tools>"""
 
+ANSWER_FORMAT = """\
 # How to answer
 Answer every turn with one JSON object: {{"speech": ..., "tool_calls": [...]}}.
 - "speech": the exact words you say aloud to the caller, or null when you say nothing this turn.
@@ -144,27 +148,39 @@ def candidate_output_schema(tools: list[ToolSchema], arguments: dict[str, dict[s
     }
 
 
-def format_block(request: ModelRequest) -> str | None:
-    """The instructions appended to the system prompt, or None when nothing is constrained."""
+def candidate_blocks(request: ModelRequest) -> tuple[str, str]:
+    """The candidate's ``(tools list, answer format)`` blocks for the system prompt."""
+    lines = [
+        json.dumps(
+            {"name": t.name, "description": t.description, "parameters": clean_schema(t.parameters, "local")},
+            ensure_ascii=False,
+        )
+        for t in request.tools
+    ]
+    return TOOLS_LIST.format(tools="\n".join(lines) if lines else "(none)"), ANSWER_FORMAT.format()
+
+
+def format_block(request: ModelRequest) -> str:
+    """The output instructions: a JSON role's schema block, or a candidate's tools list and answer
+    format joined (:func:`candidate_blocks`)."""
     if request.response_schema is not None:
         return FORMAT_JSON.format(schema=json.dumps(request.response_schema, ensure_ascii=False))
-    lines = [json.dumps({"name": t.name, "description": t.description,
-                         "parameters": clean_schema(t.parameters, "local")}, ensure_ascii=False)
-             for t in request.tools]
-    return FORMAT_WITH_TOOLS.format(tools="\n".join(lines) if lines else "(none)")
+    return "\n\n".join(candidate_blocks(request))
 
 
 def tools_block_position(system: str, static_chars: int) -> int:
-    """Where the candidate's tools-and-format block goes in ``system`` (a character offset).
+    """Where the candidate's tools list goes in ``system`` (a character offset); the answer format
+    always ends the system prompt.
 
     At the end, unless the operating document ends with a call-specific section: when the first
     call-specific character (``static_chars``, ``ModelRequest.static_system_chars``) lies in a
     markdown section (a line starting with ``#``) that begins in the second half of the document,
-    the block goes just before that section's heading. llama.cpp then reuses the document and the
-    block from one call of the agent to the next and re-reads only the call-specific section
-    (measured on the LPG helpline agent: 1,415 tokens re-read per call before, 33 s on 2 cores).
-    A document whose variables come early keeps the block at the end (the 0.5B model answered with
-    every tool in order when the block came first; see the module docstring)."""
+    the list goes just before that section's heading. llama.cpp then reuses the document and the
+    list from one call of the agent to the next and re-reads only the call-specific section and
+    the answer format (measured on the LPG helpline agent, 2 cores: 158 tokens re-read per call
+    instead of 1,422, ~30 s less a call, and the same first turn as with both blocks at the end).
+    A document whose variables come early keeps the list at the end (the 0.5B model answered with
+    every tool in order when the list came first; see the module docstring)."""
     if not 0 < static_chars < len(system):
         return len(system)
     heading = system.rfind("\n#", 0, static_chars + 1)
@@ -187,19 +203,20 @@ def _assistant_json(content: str | None, calls: list[ToolCall]) -> str:
 def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
     """The request as alternating ``system``/``user``/``assistant`` messages for a chat template.
 
-    The tools-and-format block ends the system message, or precedes its call-specific last section
-    (candidate, :func:`tools_block_position`); a JSON Schema block ends the last user message, or
+    A candidate's answer format ends the system message, and its tools list comes just before it
+    or before a call-specific last section (:func:`tools_block_position`); a JSON Schema block ends
+    the last user message, or
     is sent as a final user message after an assistant message (caller,
     judge). See the module docstring for why."""
     conv = normalize_messages(request.messages)
     candidate_format = request.response_schema is None
     names = {c.id: c.name for m in conv.messages for c in m.tool_calls}
     system = conv.system or ""
-    block = format_block(request)
-    if block and candidate_format:
+    if candidate_format:
+        tools_list, answer_format = candidate_blocks(request)
         at = tools_block_position(system, request.static_system_chars)
-        head, tail = system[:at].rstrip("\n"), system[at:]
-        system = "\n\n".join(part for part in (head, block, tail) if part)
+        head, tail = system[:at].rstrip("\n"), system[at:].rstrip("\n")
+        system = "\n\n".join(part for part in (head, tools_list, tail, answer_format) if part)
     out: list[dict[str, str]] = [{"role": "system", "content": system}]
     for msg in conv.messages:
         if msg.role == "assistant":
@@ -215,7 +232,8 @@ def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
             out[-1]["content"] += "\n" + text
         else:
             out.append({"role": role, "content": text})
-    if block and not candidate_format:
+    if not candidate_format:
+        block = format_block(request)
         if out[-1]["role"] == "user":
             out[-1]["content"] += "\n\n" + block
         else:
