@@ -132,3 +132,29 @@ def test_openai_strict_compatibility():
     assert not is_openai_strict_compatible(
         {**strict, "properties": {"a": {"type": "string", "minLength": 2}, "b": {"type": "string"}}}
     )
+
+
+def test_map_subschemas_visits_keyword_positions_only() -> None:
+    from callbench.models.schemas import map_subschemas, subschemas
+
+    schema = {
+        "type": "object",
+        "properties": {"items": {"type": "string"}, "n": {"type": "integer"}},
+        "anyOf": [{"required": ["n"]}],
+        "enum": [{"type": "not-a-schema"}],
+        "items": {"type": "number"},
+    }
+    assert list(subschemas(schema)) == [
+        {"type": "string"},
+        {"type": "integer"},
+        {"required": ["n"]},
+        {"type": "number"},
+    ]
+    out = map_subschemas(schema, lambda sub: {**sub, "seen": True})
+    assert out["properties"] == {
+        "items": {"type": "string", "seen": True},
+        "n": {"type": "integer", "seen": True},
+    }
+    assert out["anyOf"] == [{"required": ["n"], "seen": True}] and out["items"]["seen"] is True
+    assert out["enum"] == [{"type": "not-a-schema"}] and out["enum"][0] is not schema["enum"][0]
+    assert "seen" not in out and list(out) == list(schema)

@@ -17,6 +17,7 @@ from callbench.models.base import (
     RequestContext,
     ToolCall,
     ToolSchema,
+    request_seed,
 )
 from callbench.models.openai_client import OpenAIClient
 from callbench.models.retry import RetryPolicy
@@ -119,7 +120,8 @@ async def test_settings_mapping_official_endpoint(keys, mk):
     )
     await make(mk, rec, settings).complete(ModelRequest(messages=CONVERSATION[:4], context=CTX))
     body = rec.bodies[0]
-    assert (body["temperature"], body["top_p"], body["seed"]) == (0.7, 0.9, 7)
+    assert (body["temperature"], body["top_p"]) == (0.7, 0.9)
+    assert body["seed"] == request_seed(settings, ModelRequest(messages=CONVERSATION[:4], context=CTX))
     assert body["max_completion_tokens"] == 300 and "max_tokens" not in body
     assert body["reasoning_effort"] == "low"
     assert body["top_k"] == 20  # extra_body is merged into the JSON body
@@ -302,3 +304,21 @@ async def test_empty_content_is_none_and_refusal_is_speech(keys, mk):
     rec2 = mk.Recorder(mk.json_response(data))
     response2 = await make(mk, rec2).complete(ModelRequest(messages=CONVERSATION[:4], context=CTX))
     assert response2.content == "I can't help with that."
+
+
+def test_request_seed_differs_by_repeat_and_is_reproducible() -> None:
+    """Regression: one fixed seed per run made the repeats of a scenario draw the same sample on a
+    seeded OpenAI-compatible server, so repeats were copies and intervals too narrow."""
+    settings = ModelSettings(seed=7)
+
+    def seed(episode: str, turn: int = 1) -> int:
+        ctx = RequestContext(role="candidate", episode_id=episode, turn=turn)
+        return request_seed(settings, ModelRequest(messages=CONVERSATION[:2], context=ctx))
+
+    assert seed("c--s--r0") == seed("c--s--r0")
+    assert len({seed("c--s--r0"), seed("c--s--r1"), seed("c--s--r0", turn=2)}) == 3
+    assert 0 <= seed("c--s--r0") < 2**31
+    other = ModelRequest(
+        messages=CONVERSATION[:2], context=RequestContext(role="candidate", episode_id="c--s--r0", turn=1)
+    )
+    assert request_seed(ModelSettings(seed=8), other) != seed("c--s--r0")

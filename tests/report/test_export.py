@@ -94,6 +94,14 @@ def test_terminal_tables(make_run: MakeRun) -> None:
     assert "Skipped episodes (2; excluded from scores)" in text
     assert "outcome reached" in text and "SMOKE TEST" not in text and "UNFAIR" not in text
     assert "$0.0180" in text  # cand-a: 12 traces x (0.001 + 0.0005)
+    # the total row sums each column (it once put the token total under "cached input")
+    cost_table = text[text.index("Cost and tokens") :]
+    total = next(line for line in cost_table.splitlines() if "total" in line)
+    usages = list(a.usage.values())
+    expected = [sum(u.calls for u in usages), sum(u.input_tokens for u in usages)]
+    expected += [sum(u.output_tokens for u in usages), sum(u.cached_input_tokens for u in usages)]
+    cells = [cell.strip() for cell in total.split("│")[3:7]]
+    assert cells == [f"{n:,}" for n in expected]
 
 
 def test_report_command_called_as_a_function_uses_real_defaults(make_run: MakeRun) -> None:

@@ -127,3 +127,49 @@ async def test_kill_9_mid_run_loses_nothing_finished(tmp_path: Path, dairy: Bund
     rows = RunStore(out).episode_rows()
     assert len(rows) == len(manifest.planned)
     assert all(r[1] != EndReason.SKIPPED.value for r in rows)
+
+
+class _Probe:
+    """Counts calls in flight across every role it wraps."""
+
+    active = 0
+    peak = 0
+    judged = 0
+
+    def __init__(self, inner, role: str) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.role = inner, role
+        self.spec, self.settings = inner.spec, inner.settings
+
+    async def complete(self, request):  # type: ignore[no-untyped-def]
+        import asyncio
+
+        cls = type(self)
+        cls.active += 1
+        cls.peak = max(cls.peak, cls.active)
+        cls.judged += self.role.endswith("judge")
+        try:
+            await asyncio.sleep(0.002)
+            return await self.inner.complete(request)
+        finally:
+            cls.active -= 1
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize(("limit", "overlaps"), [(1, False), (4, True)])
+async def test_provider_limit_covers_the_judges_too(
+    tmp_path: Path, dairy: Bundle, limit: int, overlaps: bool
+) -> None:
+    """Regression: judges grading finished episodes ran outside the provider's semaphore."""
+    config = scripted_config(tmp_path / "run").model_copy(
+        update={"concurrency": 4, "provider_limits": {"scripted": limit}}
+    )
+    probe = type("Probe", (_Probe,), {})
+    clients = {k: probe(c, k) for k, c in scripted_clients(config, dairy).items()}
+    manifest, _ = await run_and_grade(config, clients=clients, bundle=dairy)  # type: ignore[arg-type]
+    assert manifest.completed == len(manifest.planned) and probe.judged > 0
+    assert (probe.peak > 1) is overlaps and probe.peak <= limit

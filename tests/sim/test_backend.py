@@ -3,20 +3,22 @@ import json
 import pytest
 
 from callbench.bundle.models import LoadedAgent, Scenario
-from callbench.sim.backend import Backend, parse_arguments
+from callbench.sim.backend import Backend, CallSite, parse_arguments
 
 
 def _call(backend: Backend, name: str, raw: str | dict, index: int = 0):  # type: ignore[no-untyped-def]
     raw_s = raw if isinstance(raw, str) else json.dumps(raw)
     return backend.dispatch(
-        index=index,
-        candidate_turn=1,
-        message_index=3,
-        result_message_index=4,
-        tool_call_id=f"c{index}",
-        original_tool_call_id=None,
-        name=name,
-        raw_arguments=raw_s,
+        CallSite(
+            index=index,
+            candidate_turn=1,
+            message_index=3,
+            result_message_index=4,
+            tool_call_id=f"c{index}",
+            original_tool_call_id=None,
+            name=name,
+            raw_arguments=raw_s,
+        )
     )
 
 
@@ -114,7 +116,7 @@ def test_call_ending_success_and_failure(backend: Backend) -> None:
 
 
 def test_refused_calls_are_not_executed(backend: Backend) -> None:
-    ev = backend.refuse(
+    site = CallSite(
         index=0,
         candidate_turn=1,
         message_index=2,
@@ -123,9 +125,8 @@ def test_refused_calls_are_not_executed(backend: Backend) -> None:
         original_tool_call_id=None,
         name="lookup_farmer",
         raw_arguments='{"farmer_id": "F-2231"}',
-        outcome="limit_reached",
-        limit=10,
     )
+    ev = backend.refuse(site, "limit_reached", limit=10)
     assert not ev.executed and ev.outcome == "limit_reached" and ev.queue_position is None
     assert "limit of 10 tool calls" in ev.result["message"]
     assert _call(backend, "lookup_farmer", {"farmer_id": "F-2231"}).queue_position == 0

@@ -7,6 +7,8 @@ a tool message answers one call by ``tool_call_id``). Adapters translate to each
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -190,3 +192,15 @@ class ModelClient(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
 
     async def aclose(self) -> None: ...
+
+
+def request_seed(settings: ModelSettings, request: ModelRequest) -> int:
+    """The sampling seed sent with one request: a 31-bit number from SHA-256 of the settings' seed
+    and where the request comes from (episode id, which includes the repeat; attempt; turn; role;
+    message count). Every call is reproducible, and repeats of a scenario (or two turns with the
+    same prompt) do not draw the same sample, as one fixed seed per run would make them do."""
+    ctx = request.context
+    material = json.dumps(
+        [settings.seed, ctx.episode_id, ctx.attempt, ctx.turn, ctx.role, len(request.messages)]
+    )
+    return int.from_bytes(hashlib.sha256(material.encode()).digest()[:4], "big") & 0x7FFFFFFF

@@ -29,7 +29,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib.util
 import json
 import logging
@@ -46,6 +45,7 @@ from callbench.models.base import (
     ModelResponse,
     ModelSettings,
     Usage,
+    request_seed,
 )
 from callbench.models.local_format import (
     candidate_output_schema,
@@ -56,7 +56,7 @@ from callbench.models.local_format import (
 )
 from callbench.models.local_sampling import fast_llama_class
 from callbench.models.output import check_json_output
-from callbench.models.schemas import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS
+from callbench.models.schemas import map_subschemas
 
 LOG = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = 1024
@@ -200,19 +200,8 @@ def _strip_keywords(schema: Any) -> Any:
     positions only: a property named ``format`` is kept)."""
     if not isinstance(schema, dict):
         return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in _GRAMMAR_DROP:
-            continue
-        if key in SUBSCHEMA:
-            out[key] = _strip_keywords(value)
-        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            out[key] = [_strip_keywords(v) for v in value]
-        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: _strip_keywords(v) for name, v in value.items()}
-        else:
-            out[key] = value
-    return out
+    kept = {key: value for key, value in schema.items() if key not in _GRAMMAR_DROP}
+    return map_subschemas(kept, _strip_keywords)
 
 
 def _converts(schema: dict[str, Any]) -> bool:
@@ -271,15 +260,6 @@ def local_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def derive_seed(settings: ModelSettings, request: ModelRequest) -> int:
-    """A 31-bit sampling seed from the settings' seed and where the request comes from."""
-    ctx = request.context
-    material = json.dumps(
-        [settings.seed, ctx.episode_id, ctx.attempt, ctx.turn, ctx.role, len(request.messages)]
-    )
-    return int.from_bytes(hashlib.sha256(material.encode()).digest()[:4], "big") & 0x7FFFFFFF
-
-
 class LocalClient:
     """The embedded llama.cpp provider. ``embedded_smoke_test_model`` is True for the shipped
     weights (reports must say so plainly) and False for a user's GGUF file."""
@@ -323,7 +303,7 @@ class LocalClient:
         kwargs: dict[str, Any] = {
             "max_tokens": max_new,
             "grammar": grammar,
-            "seed": derive_seed(self.settings, request),
+            "seed": request_seed(self.settings, request),
         }
         for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k")):
             value = getattr(self.settings, ours)

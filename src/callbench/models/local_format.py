@@ -33,7 +33,7 @@ from typing import Any
 
 from callbench.models.base import ModelOutputError, ModelRequest, ToolCall, ToolSchema, Usage
 from callbench.models.conversation import normalize_messages
-from callbench.models.schemas import SUBSCHEMA, SUBSCHEMA_LISTS, SUBSCHEMA_MAPS, clean_schema
+from callbench.models.schemas import clean_schema, map_subschemas
 
 MAX_TOOL_CALLS = 10
 
@@ -64,16 +64,7 @@ def grammar_friendly(schema: Any) -> Any:
     Only keyword positions are visited (an ``enum`` value is left alone)."""
     if not isinstance(schema, dict):
         return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in SUBSCHEMA:
-            out[key] = grammar_friendly(value)
-        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            out[key] = [grammar_friendly(v) for v in value]
-        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: grammar_friendly(v) for name, v in value.items()}
-        else:
-            out[key] = value
+    out = map_subschemas(schema, grammar_friendly)
     if isinstance(out.get("properties"), dict):
         out.setdefault("additionalProperties", False)
     return out
@@ -94,16 +85,7 @@ def cap_sizes(schema: Any, max_chars: int = STRING_MAX_CHARS, max_items: int = A
     also fits the original, so only the grammar is built from the copy."""
     if not isinstance(schema, dict):
         return schema
-    out: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in SUBSCHEMA:
-            out[key] = cap_sizes(value, max_chars, max_items)
-        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            out[key] = [cap_sizes(v, max_chars, max_items) for v in value]
-        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: cap_sizes(v, max_chars, max_items) for name, v in value.items()}
-        else:
-            out[key] = value
+    out = map_subschemas(schema, lambda sub: cap_sizes(sub, max_chars, max_items))
     kind = out.get("type")
     if kind == "string" and not ({"maxLength", "enum", "const", "pattern", "format"} & out.keys()):
         out["maxLength"] = max_chars

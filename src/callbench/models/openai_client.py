@@ -16,7 +16,8 @@ Message translation (Chat Completions API reference, "messages"):
 - ``response_schema`` becomes ``response_format: {"type": "json_schema", ...}``, ``strict`` only
   when the schema meets strict mode's rules (otherwise the server would reject it).
 
-Settings: temperature, top_p, seed, reasoning_effort as named; max_tokens as
+Settings: temperature, top_p, reasoning_effort as named; seed mixed with where the request comes
+from (``base.request_seed``, so repeats differ); max_tokens as
 ``max_completion_tokens`` on OpenAI (reasoning models reject ``max_tokens``) and ``max_tokens`` on
 other servers (which do not all know the newer name); top_k, which OpenAI lacks, through
 ``extra_body`` (vLLM, llama.cpp server, OpenRouter read it); extra_headers as request headers.
@@ -30,7 +31,7 @@ from typing import Any
 
 import openai
 
-from callbench.models.base import ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage
+from callbench.models.base import ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage, request_seed
 from callbench.models.conversation import normalize_messages
 from callbench.models.remote import RemoteClient
 from callbench.models.schemas import clean_schema, clean_tool_parameters, is_openai_strict_compatible
@@ -90,7 +91,7 @@ def openai_request_body(request: ModelRequest, model: str, settings: ModelSettin
     if settings.top_p is not None:
         body["top_p"] = settings.top_p
     if settings.seed is not None:
-        body["seed"] = settings.seed
+        body["seed"] = request_seed(settings, request)
     if settings.max_tokens is not None:
         body["max_completion_tokens" if official_endpoint else "max_tokens"] = settings.max_tokens
     if settings.reasoning_effort is not None:

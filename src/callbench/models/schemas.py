@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 DROPPED_KEYWORDS = frozenset({
@@ -51,6 +52,36 @@ OPENAI_STRICT_KEYWORDS = frozenset({
 })
 
 
+def subschemas(node: dict[str, Any]) -> Iterator[Any]:
+    """The direct subschemas of the schema object ``node``: the values of ``SUBSCHEMA`` keywords,
+    the items of ``SUBSCHEMA_LISTS`` lists and the values of ``SUBSCHEMA_MAPS`` mappings (JSON
+    Schema 2020-12 "Keywords for Applying Subschemas"). Keyword positions only: a property named
+    ``items`` or an ``enum`` value is not a subschema."""
+    for key, value in node.items():
+        if key in SUBSCHEMA:
+            yield value
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
+            yield from value
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
+            yield from value.values()
+
+
+def map_subschemas(node: dict[str, Any], fn: Callable[[Any], Any]) -> dict[str, Any]:
+    """A copy of the schema object ``node`` with ``fn`` applied to each direct subschema (see
+    :func:`subschemas`) and every other value deep-copied; key order is kept."""
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in SUBSCHEMA:
+            out[key] = fn(value)
+        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [fn(v) for v in value]
+        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: fn(v) for name, v in value.items()}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 def _append_description(node: dict[str, Any], note: str) -> None:
     text = node.get("description")
     node["description"] = f"{text.rstrip()} {note}" if isinstance(text, str) and text.strip() else note
@@ -59,7 +90,7 @@ def _append_description(node: dict[str, Any], note: str) -> None:
 def _clean_node(node: Any, provider: str) -> Any:
     if not isinstance(node, dict):
         return node
-    out: dict[str, Any] = {}
+    kept: dict[str, Any] = {}
     notes: list[str] = []
     for key, value in node.items():
         if key in DROPPED_KEYWORDS:
@@ -70,14 +101,8 @@ def _clean_node(node: Any, provider: str) -> Any:
         if key == "format" and isinstance(value, str) and value not in FORMATS.get(provider, frozenset()):
             notes.append(f"Format: {value}.")
             continue
-        if key in SUBSCHEMA:
-            out[key] = _clean_node(value, provider)
-        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            out[key] = [_clean_node(v, provider) for v in value]
-        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: _clean_node(v, provider) for name, v in value.items()}
-        else:
-            out[key] = copy.deepcopy(value)
+        kept[key] = value
+    out = map_subschemas(kept, lambda sub: _clean_node(sub, provider))
     for note in notes:
         _append_description(out, note)
     return out
@@ -117,15 +142,8 @@ def _walk(node: Any) -> list[dict[str, Any]]:
     if not isinstance(node, dict):
         return []
     found = [node]
-    for key, value in node.items():
-        if key in SUBSCHEMA:
-            found += _walk(value)
-        elif key in SUBSCHEMA_LISTS and isinstance(value, list):
-            for v in value:
-                found += _walk(v)
-        elif key in SUBSCHEMA_MAPS and isinstance(value, dict):
-            for v in value.values():
-                found += _walk(v)
+    for sub in subschemas(node):
+        found += _walk(sub)
     return found
 
 

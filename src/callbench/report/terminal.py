@@ -208,15 +208,26 @@ def _cost(report: Report, console: Console) -> None:
     for col in ("candidate", "role", "calls", "input tokens", "output tokens", "cached input", "cost"):
         t.add_column(col, justify="left" if col in ("candidate", "role") else "right", overflow="fold")
     for c in report.candidates:
-        for role, u in sorted(c.usage.items()):
+        roles = sorted(c.usage.items())
+        for i, (role, u) in enumerate(roles):
             t.add_row(
-                escape(c.candidate),
+                escape(c.candidate) if i == 0 else "",
                 escape(role),
-                str(u.calls),
-                str(u.input_tokens),
-                str(u.output_tokens),
-                str(u.cached_input_tokens),
+                f"{u.calls:,}",
+                f"{u.input_tokens:,}",
+                f"{u.output_tokens:,}",
+                f"{u.cached_input_tokens:,}",
                 fmt_cost(u.cost_usd),
             )
-        t.add_row(escape(c.candidate), "[b]total[/b]", "", "", "", f"{c.tokens} tokens", fmt_cost(c.cost_usd))
+        usages = [u for _, u in roles]
+        t.add_row(
+            "" if roles else escape(c.candidate),
+            "[b]total[/b]",
+            f"{sum(u.calls for u in usages):,}",
+            f"{sum(u.input_tokens for u in usages):,}",
+            f"{sum(u.output_tokens for u in usages):,}",
+            f"{sum(u.cached_input_tokens for u in usages):,}",
+            fmt_cost(c.cost_usd),
+            end_section=True,
+        )
     console.print(t)

@@ -84,6 +84,28 @@ class _Limited:
         return getattr(self.inner, name)
 
 
+def limit_providers(clients: dict[str, ModelClient], config: RunConfig) -> dict[str, ModelClient]:
+    """``clients`` with every call holding its provider's semaphore: ``config.provider_limits``
+    calls at once per provider (the part of the spec before ``:``), ``config.concurrency`` for a
+    provider not listed. One semaphore per provider is shared by every role (candidates, caller and
+    judges), so grading as episodes finish never exceeds a provider's limit. Clients already limited
+    are returned as they are."""
+    sems: dict[str, asyncio.Semaphore] = {}
+    for c in clients.values():
+        if isinstance(c, _Limited):
+            sems.setdefault(c.spec.split(":", 1)[0], c._sem)
+
+    def limited(c: ModelClient) -> ModelClient:
+        if isinstance(c, _Limited):
+            return c
+        provider = c.spec.split(":", 1)[0]
+        limit = config.provider_limits.get(provider, config.concurrency)
+        sem = sems.setdefault(provider, asyncio.Semaphore(max(1, limit)))
+        return _Limited(c, sem)
+
+    return {k: limited(c) for k, c in clients.items()}
+
+
 ProgressHook = Callable[[Trace, dict[str, Any]], None]
 GradeHook = Callable[[Trace], Awaitable[None]]
 
@@ -186,15 +208,7 @@ async def execute_run(
     if on_plan:
         on_plan(manifest.planned, done)
 
-    sems: dict[str, asyncio.Semaphore] = {}
-
-    def limited(c: ModelClient) -> ModelClient:
-        provider = c.spec.split(":", 1)[0]
-        limit = config.provider_limits.get(provider, config.concurrency)
-        sem = sems.setdefault(provider, asyncio.Semaphore(max(1, limit)))
-        return _Limited(c, sem)
-
-    wrapped = {k: limited(c) for k, c in clients.items()}
+    wrapped = limit_providers(clients, config)
     gate = asyncio.Semaphore(max(1, config.concurrency))
     lock = asyncio.Lock()
     version = code_version()

@@ -23,7 +23,7 @@ from callbench.grade.grader import (
 from callbench.grade.models import EpisodeGrade
 from callbench.models.base import ModelClient, Role
 from callbench.models.cache import CacheMode, ResponseCache
-from callbench.runs.executor import RoleSpec, RunConfig, execute_run, role_info
+from callbench.runs.executor import RoleSpec, RunConfig, execute_run, limit_providers, role_info
 from callbench.runs.manifest import EpisodeKey, RunManifest
 from callbench.runs.plan import candidate_slug
 from callbench.runs.store import RunStore
@@ -78,7 +78,7 @@ async def run_and_grade(
     when ``config.grade`` is false). Closes the clients it created."""
     bundle = bundle or load_bundle(config.bundle_path)
     own = clients is None
-    clients = clients or build_clients(config, bundle, cache)
+    clients = limit_providers(clients or build_clients(config, bundle, cache), config)
     grade_set: str | None = None
     try:
         hook = None

@@ -18,6 +18,7 @@ The backend is deterministic; it has a seed only so every component is keyed the
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from callbench.bundle.fixtures import ResolvedFixtures
@@ -94,6 +95,34 @@ def dump_result(result: Any) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
+@dataclass(frozen=True)
+class CallSite:
+    """One tool call and where it sits in the trace: ``index`` (its event's position among the
+    trace's tool events), ``candidate_turn``, ``message_index`` (the assistant message holding the
+    call) and ``result_message_index`` (the tool message that will hold its result), its id (and
+    the model's ``original_tool_call_id`` when that was renamed to be unique), the tool ``name``
+    and the ``raw_arguments`` text as the model wrote it."""
+
+    index: int
+    candidate_turn: int
+    message_index: int
+    result_message_index: int
+    tool_call_id: str
+    original_tool_call_id: str | None
+    name: str
+    raw_arguments: str
+
+    def event_fields(self, parsed: Any) -> dict[str, Any]:
+        """The fields every tool event records about the call itself, with the parsed arguments
+        (:func:`parse_arguments`)."""
+        return {
+            **asdict(self),
+            "arguments": parsed.arguments,
+            "parse_error": parsed.error,
+            "double_encoded": parsed.double_encoded,
+        }
+
+
 class Backend:
     """One episode's backend: the agent's tools, the scenario's resolved fixtures and per-tool counts.
 
@@ -109,35 +138,13 @@ class Backend:
         self.ending = {c.tool: c for c in agent.call_ending_tools}
         self.calls: dict[str, int] = {}
 
-    def dispatch(
-        self,
-        *,
-        index: int,
-        candidate_turn: int,
-        message_index: int,
-        result_message_index: int,
-        tool_call_id: str,
-        original_tool_call_id: str | None,
-        name: str,
-        raw_arguments: str,
-    ) -> ToolEvent:
-        """Answer one tool call and return its event (``result`` is the object sent back).
-
-        ``index`` is the event's position in the trace; the message indices locate the call and its
-        result. Consumes the tool's j-th queue entry unless the tool is unknown.
+    def dispatch(self, site: CallSite) -> ToolEvent:
+        """Answer the tool call at ``site`` and return its event (``result`` is the object sent
+        back). Consumes the tool's j-th queue entry unless the tool is unknown.
         """
-        parsed = parse_arguments(raw_arguments)
-        base = _event_fields(
-            index,
-            candidate_turn,
-            message_index,
-            result_message_index,
-            tool_call_id,
-            original_tool_call_id,
-            name,
-            raw_arguments,
-            parsed,
-        )
+        name = site.name
+        parsed = parse_arguments(site.raw_arguments)
+        base = site.event_fields(parsed)
         if name not in self.tool_names:
             valid = ", ".join(self.tool_names) or "(none)"
             result = {
@@ -165,23 +172,11 @@ class Backend:
         return ev
 
     def refuse(
-        self,
-        *,
-        index: int,
-        candidate_turn: int,
-        message_index: int,
-        result_message_index: int,
-        tool_call_id: str,
-        original_tool_call_id: str | None,
-        name: str,
-        raw_arguments: str,
-        outcome: Literal["limit_reached", "after_call_ended"],
-        limit: int = 0,
+        self, site: CallSite, outcome: Literal["limit_reached", "after_call_ended"], limit: int = 0
     ) -> ToolEvent:
         """Record a call that is answered without reaching the fixtures (no queue entry consumed):
         ``limit_reached`` (the turn's tool-call limit ``limit`` was used up) or ``after_call_ended``
         (an earlier call in the same message already ended the call)."""
-        parsed = parse_arguments(raw_arguments)
         if outcome == "limit_reached":
             result = {
                 "error": "tool_call_limit_reached",
@@ -191,46 +186,9 @@ class Backend:
         else:
             result = {"error": "call_already_ended", "message": "Not executed: the call had already ended."}
         return ToolEvent(
-            **_event_fields(
-                index,
-                candidate_turn,
-                message_index,
-                result_message_index,
-                tool_call_id,
-                original_tool_call_id,
-                name,
-                raw_arguments,
-                parsed,
-            ),
-            known_tool=name in self.tool_names,
+            **site.event_fields(parse_arguments(site.raw_arguments)),
+            known_tool=site.name in self.tool_names,
             outcome=outcome,
             executed=False,
             result=result,
         )
-
-
-def _event_fields(
-    index: int,
-    candidate_turn: int,
-    message_index: int,
-    result_message_index: int,
-    tool_call_id: str,
-    original_tool_call_id: str | None,
-    name: str,
-    raw_arguments: str,
-    parsed: Any,
-) -> dict[str, Any]:
-    """The fields every tool event records about the call itself (where, which id, what arguments)."""
-    return {
-        "index": index,
-        "candidate_turn": candidate_turn,
-        "message_index": message_index,
-        "result_message_index": result_message_index,
-        "tool_call_id": tool_call_id,
-        "original_tool_call_id": original_tool_call_id,
-        "name": name,
-        "raw_arguments": raw_arguments,
-        "arguments": parsed.arguments,
-        "parse_error": parsed.error,
-        "double_encoded": parsed.double_encoded,
-    }

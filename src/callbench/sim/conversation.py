@@ -19,7 +19,7 @@ from callbench.models.base import (
     ToolSchema,
     Usage,
 )
-from callbench.sim.backend import Backend, dump_result
+from callbench.sim.backend import Backend, CallSite, dump_result
 from callbench.sim.caller import SCHEMA_NAME, CallerOutput, Verdict, caller_schema, validate_turn
 from callbench.sim.channel import Channel
 from callbench.sim.views import REPLY_SEP, caller_messages, candidate_messages, with_retry_note
@@ -156,7 +156,7 @@ class Conversation:
                 return False
             ended = refused = False
             for call, original in calls:
-                where: dict[str, Any] = dict(
+                site = CallSite(
                     index=len(self.tool_events),
                     candidate_turn=turn,
                     message_index=msg.index,
@@ -167,12 +167,12 @@ class Conversation:
                     raw_arguments=call.arguments,
                 )
                 if ended:
-                    ev = self.backend.refuse(**where, outcome="after_call_ended")
+                    ev = self.backend.refuse(site, "after_call_ended")
                 elif executed >= self.max_tool_calls:
-                    ev = self.backend.refuse(**where, outcome="limit_reached", limit=self.max_tool_calls)
+                    ev = self.backend.refuse(site, "limit_reached", limit=self.max_tool_calls)
                     refused = True
                 else:
-                    ev = self.backend.dispatch(**where)
+                    ev = self.backend.dispatch(site)
                     executed += 1
                     ended = ev.ended_call
                 self.tool_events.append(ev)
