@@ -95,7 +95,7 @@ async def test_payload_shapes(keys, mk):
             {"type": "tool_result", "tool_use_id": "t1", "content": '{"ok": 1}'},
             {"type": "tool_result", "tool_use_id": "t1__2", "content": '{"ok": 2}'},
             {"type": "text", "text": "Thanks"},
-            {"type": "text", "text": "and goodbye"},
+            {"type": "text", "text": "and goodbye", "cache_control": {"type": "ephemeral"}},
         ],
     }
     assert len(msgs) == 5
@@ -140,6 +140,8 @@ async def test_trailing_assistant_gets_a_user_turn(keys, mk):
     sent = rec.bodies[0]["messages"]
     assert sent[0] == {"role": "user", "content": [{"type": "text", "text": "[silence]"}]}
     assert sent[-1] == {"role": "user", "content": [{"type": "text", "text": "[silence]"}]}
+    # the cache mark sits on the last real message, not on the added "[silence]" turn
+    assert sent[-2]["content"][-1] == {"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral"}}
 
 
 async def test_response_parsing_usage_and_cost(keys, mk):
@@ -271,3 +273,33 @@ async def test_history_arguments_that_are_not_objects(keys, mk):
         {"_raw_arguments": "[1]"},
     ]
     assert sent[2]["content"][0] == {"type": "tool_result", "tool_use_id": "a"}  # empty result: no content
+
+
+async def test_static_part_of_the_system_prompt_is_its_own_cache_breakpoint(keys, mk):
+    rec = mk.Recorder(mk.json_response(mk.anthropic_message([{"type": "text", "text": "Done."}])))
+    doc = "Rules.\nMore rules.\n## Call context\nToday is Monday."
+    messages = [ChatMessage(role="system", content=doc), ChatMessage(role="user", content="Hello?")]
+    request = ModelRequest(
+        messages=messages, tools=TOOLS, context=CTX, static_system_chars=doc.index("Monday")
+    )
+    await make(mk, rec).complete(request)
+    body = rec.bodies[0]
+    # split at the line break before the first call-specific character
+    mark = {"cache_control": {"type": "ephemeral"}}
+    assert body["system"] == [
+        {"type": "text", "text": "Rules.\nMore rules.\n## Call context\n", **mark},
+        {"type": "text", "text": "Today is Monday.", **mark},
+    ]
+    breakpoints = json.dumps(body).count('"cache_control"')
+    assert breakpoints == 4  # tools, two system blocks, the last message: the API's maximum
+
+
+@pytest.mark.parametrize("static_chars", [0, 3, 10_000])
+def test_system_prompt_stays_one_block_without_a_usable_split(static_chars: int) -> None:
+    from callbench.models.anthropic_client import system_blocks
+
+    doc = "Rules.\nToday is Monday."
+    # 0: unknown; 3: no line break before it; past the end: no call-specific part
+    assert system_blocks(doc, static_chars) == [
+        {"type": "text", "text": doc, "cache_control": {"type": "ephemeral"}}
+    ]

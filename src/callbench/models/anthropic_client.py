@@ -5,9 +5,11 @@ The key is ``ANTHROPIC_API_KEY`` from the environment only; ``settings.base_url`
 
 Message translation (Messages API reference, "messages", "tool use"):
 
-- every system text goes into one ``system`` text block marked ``cache_control: ephemeral``; the
-  last tool is marked too, so tools + system prompt form one cached prefix (prompt caching guide:
-  the cache prefix is tools, then system, then messages);
+- every system text goes into ``system`` text blocks marked ``cache_control: ephemeral``: one, or
+  two when the request says how much of it is the same for every call of the agent
+  (:func:`system_blocks`); the last tool and the last message block are marked too, so tools,
+  system prompt and the conversation so far form cached prefixes (prompt caching guide: the cache
+  prefix is tools, then system, then messages; at most four breakpoints);
 - an assistant message that only calls tools has only ``tool_use`` blocks (no empty text block:
   the API rejects empty text); tool inputs are the parsed argument objects (a string that is not a
   JSON object, which only another model could have produced, is sent as ``{"_raw_arguments": s}``);
@@ -111,13 +113,31 @@ def output_tool_name(request: ModelRequest) -> str:
     return _NAME_BAD.sub("_", request.response_schema_name)[:64] or "output"
 
 
+def system_blocks(system: str, static_chars: int) -> list[dict[str, Any]]:
+    """The ``system`` text blocks, each a cache breakpoint. When the operating document's first
+    ``static_chars`` characters are the same for every call of the agent
+    (``ModelRequest.static_system_chars``), the text is split at the last line break before that
+    point, so tools and that part form a prefix cached across all the agent's scenarios and the
+    call-specific rest is cached within the call. With the tools and the last message that makes
+    at most four breakpoints, the API's limit."""
+    cut = system.rfind("\n", 0, static_chars) + 1 if 0 < static_chars < len(system) else 0
+    parts = [system[:cut], system[cut:]] if cut > 0 and system[cut:].strip() else [system]
+    return [{"type": "text", "text": part, "cache_control": EPHEMERAL} for part in parts]
+
+
 def anthropic_request_body(request: ModelRequest, model: str, settings: ModelSettings) -> dict[str, Any]:
     """Keyword arguments for ``messages.create`` (without headers and timeout)."""
     system, messages = anthropic_messages(request)
     body: dict[str, Any] = {"model": model, "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
                             "messages": messages}
     if system is not None:
-        body["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+        body["system"] = system_blocks(system, request.static_system_chars)
+    # the conversation so far is the next request's prefix (prompt caching guide: a breakpoint on
+    # the last block caches the conversation incrementally); a "[silence]" turn added after a
+    # trailing assistant message will not be in the next request, so the mark goes before it
+    silence_only = messages[-1]["content"] == [{"type": "text", "text": SILENCE}]
+    target = messages[-2] if silence_only and len(messages) > 1 else messages[-1]
+    target["content"][-1]["cache_control"] = EPHEMERAL
     tools = [{"name": t.name, "description": t.description,
               "input_schema": clean_tool_parameters(t.parameters, "anthropic", tool=t.name)}
              for t in request.tools]
