@@ -376,3 +376,27 @@ _json = st.recursive(
 def test_yaml_loader_matches_safe_load(data: object, flow: bool, style: str | None) -> None:
     text = yaml.safe_dump(data, default_flow_style=flow, default_style=style, allow_unicode=True)
     assert yaml.load(text, Loader=loader._YAML_LOADER) == _safe(text)
+
+
+@pytest.mark.parametrize("content", ["", "# only a comment\n", "null\n", "~\n"])
+@pytest.mark.parametrize("which", ["scenario", "agent", "bundle"])
+def test_a_file_without_data_is_a_problem_not_skipped(mb: MiniBundle, which: str, content: str) -> None:
+    """Regression: an empty scenario or agent file was skipped, and validate said "no problems"."""
+    path = {
+        "scenario": mb.scenario_file(),
+        "agent": mb.agent_dir / "agent.yaml",
+        "bundle": mb.root / "bundle.yaml",
+    }[which]
+    path.write_text(content, encoding="utf-8")
+    problems = [p for p in mb.problems() if p.code == "empty"]
+    assert [p.file for p in problems] == [str(path.relative_to(mb.root))]
+    assert "holds no data" in problems[0].message
+
+
+def test_a_scenarios_file_in_place_of_the_folder_is_a_problem(mb: MiniBundle) -> None:
+    import shutil
+
+    scen = mb.agent_dir / "scenarios"
+    shutil.rmtree(scen)
+    scen.write_text("not a folder", encoding="utf-8")
+    assert any(p.code == "read" and p.file.endswith("scenarios") for p in mb.problems())

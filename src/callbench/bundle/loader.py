@@ -170,7 +170,8 @@ def read_data_file(root: Path, path: Path, problems: list[Problem], budget: _Bud
     YAML is read with a safe loader only (no tags beyond the YAML core schema; timestamps stay
     strings). The result must be JSON data within :data:`MAX_NODES` / :data:`MAX_DEPTH`
     (see :func:`json_data_problem`). Codes: ``path.escape``, ``size.file``, ``size.bundle``,
-    ``read``, ``parse``, ``size.expansion``, ``size.depth``.
+    ``read``, ``parse``, ``empty`` (no data: an empty file, only comments, or ``null``),
+    ``size.expansion``, ``size.depth``.
     """
     rel = _rel(root, path)
     try:
@@ -214,6 +215,11 @@ def read_data_file(root: Path, path: Path, problems: list[Problem], budget: _Bud
         return None
     except (ValueError, OverflowError) as e:  # e.g. an impossible date or an integer over 4300 digits
         problems.append(Problem(file=rel, code="parse", message=f"invalid value: {str(e)[:300]}"))
+        return None
+    if data is None:
+        problems.append(
+            Problem(file=rel, code="empty", message="the file holds no data (empty, only comments, or null)")
+        )
         return None
     bad = json_data_problem(data)
     if bad is not None:
@@ -416,7 +422,11 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
                                     budget, problems)
         scenarios: list[Scenario] = []
         raw_scens: dict[str, Any] = {}
-        scen_files = [p for p in _list_dir(root, folder / "scenarios", problems) if p.suffix in DATA_SUFFIXES]
+        scen_dir = folder / "scenarios"
+        if scen_dir.exists() and not scen_dir.is_dir():
+            problems.append(Problem(file=_rel(root, scen_dir), code="read",
+                                    message="scenarios must be a folder of scenario files"))
+        scen_files = [p for p in _list_dir(root, scen_dir, problems) if p.suffix in DATA_SUFFIXES]
         for sf in scen_files:
             n_files += 1
             if n_files > MAX_FILES:

@@ -9,7 +9,8 @@ plain ``message``). Codes are stable: tools and CI may match on them.
 Loading (:mod:`callbench.bundle.loader`)
     ``missing`` a required file or folder is absent · ``read`` a file or folder cannot be read or
     is not UTF-8 · ``parse`` invalid YAML/JSON, or data that is not JSON (a non-string key, a YAML
-    tag such as ``!!binary``, an impossible value) · ``schema`` a field fails the typed model
+    tag such as ``!!binary``, an impossible value) · ``empty`` a file with no data (empty, only
+    comments, or ``null``) · ``schema`` a field fails the typed model
     (includes matchers RE2 cannot compile: the message says "RE2 cannot compile") ·
     ``size.file`` / ``size.files`` / ``size.bundle`` / ``size.expansion`` / ``size.depth`` size
     limits · ``path.escape`` a file, symlink or ``instructions_file`` resolves outside the bundle ·
@@ -76,7 +77,7 @@ MAX_SCENARIOS = 5_000
 
 PROBLEM_CODES: frozenset[str] = frozenset({
     # loading
-    "missing", "read", "parse", "schema", "size.file", "size.files", "size.bundle", "size.expansion",
+    "missing", "read", "parse", "empty", "schema", "size.file", "size.files", "size.bundle", "size.expansion",
     "size.depth", "path.escape", "ref.agent_folder", "ref.scenario_file",
     # bundle
     "size.agents", "size.scenarios", "scenario.duplicate_id",
