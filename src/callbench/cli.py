@@ -275,6 +275,7 @@ def _execute(
     )
 
     from callbench.bundle.loader import BundleError
+    from callbench.grade.grader import GradeError
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.session import open_cache, run_and_grade
 
@@ -313,6 +314,8 @@ def _execute(
         )
 
     try:
+        if Path(config.out).exists() and not Path(config.out).is_dir():
+            raise ValueError(f"--out {config.out}: is a file; give a run folder")
         cache = open_cache(cache_path, cache_mode)
         with progress:
             return asyncio.run(run_and_grade(config, cache=cache, on_episode=on_episode, on_plan=on_plan))
@@ -328,7 +331,7 @@ def _execute(
             f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", markup=False
         )
         raise typer.Exit(2) from None
-    except (RunConflict, ValueError, FileNotFoundError) as e:
+    except (RunConflict, ValueError, FileNotFoundError, GradeError, FileExistsError, NotADirectoryError) as e:
         console.print(f"error: {e}", markup=False)
         raise typer.Exit(2) from None
 
@@ -360,7 +363,7 @@ def run(
     no_grade: bool = typer.Option(
         False, "--no-grade", help="Only simulate; grade later with callbench grade."
     ),
-    cutoff: float = typer.Option(70.0, "--cutoff", help="Pass cutoff on the overall score."),
+    cutoff: float = typer.Option(70.0, "--cutoff", min=0, max=100, help="Pass cutoff on the overall score."),
     local_limit: int = typer.Option(
         1, "--local-concurrency", min=1, help="Concurrent calls to the local model."
     ),

@@ -7,6 +7,7 @@ first grades any trace that a killed run saved but did not grade.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -142,8 +143,22 @@ async def run_and_grade(
 
 
 def open_cache(path: Path | None, mode: str) -> ResponseCache | None:
-    """The response cache for a run (``off`` -> None). Raises ``ValueError`` for an unknown mode."""
-    m = CacheMode(mode)
+    """The response cache for a run (``off``, or no path with ``read_write`` -> None).
+
+    Raises ``ValueError`` for an unknown mode, for ``replay_only`` without a path (it promises no
+    model calls, which only a cache can keep), and for a path that is a folder or not a SQLite
+    cache file."""
+    try:
+        m = CacheMode(mode)
+    except ValueError:
+        raise ValueError(f"--cache-mode {mode!r}: expected one of off, read_write, replay_only") from None
+    if m == CacheMode.REPLAY_ONLY and path is None:
+        raise ValueError("--cache-mode replay_only needs --cache FILE (the responses to replay)")
     if m == CacheMode.OFF or path is None:
         return None
-    return ResponseCache(path, m)
+    if path.is_dir():
+        raise ValueError(f"--cache {path}: is a folder; give a cache file path")
+    try:
+        return ResponseCache(path, m)
+    except sqlite3.DatabaseError as e:
+        raise ValueError(f"--cache {path}: not a response cache ({e})") from None

@@ -1,0 +1,76 @@
+"""``callbench run`` refuses bad input with a clear error (exit 2), never a traceback, and leaves
+saved data alone (cases found by trying to break it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from callbench.cli import app
+
+from .conftest import DAIRY
+
+BASE = [
+    "run", str(DAIRY), "--candidate", "scripted:reference", "--caller", "scripted:plan",
+    "--task-judge", "scripted:met", "--conversation-judge", "scripted:met", "--repeats", "1",
+]
+
+
+def _run(*extra: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, [*BASE, *extra])
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), (
+        result.exception
+    )
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("cutoff", ["nan", "150", "-1"])
+def test_cutoff_outside_0_to_100_is_refused(tmp_path: Path, cutoff: str) -> None:
+    """Regression: --cutoff nan was accepted, and the grade set it wrote broke the run folder."""
+    code, out = _run("--cutoff", cutoff, "--out", str(tmp_path / "r"))
+    assert code == 2 and "--cutoff" in out
+    assert not (tmp_path / "r" / "grades").exists()
+
+
+def test_out_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "afile"
+    target.write_text("keep me", encoding="utf-8")
+    code, out = _run("--out", str(target))
+    assert code == 2 and "is a file" in out
+    assert target.read_text(encoding="utf-8") == "keep me"
+
+
+@pytest.mark.parametrize("kind", ["folder", "not sqlite"])
+def test_cache_path_that_is_not_a_cache_is_refused(tmp_path: Path, kind: str) -> None:
+    cache = tmp_path / "cache"
+    if kind == "folder":
+        cache.mkdir()
+    else:
+        cache.write_text("not a database " * 100, encoding="utf-8")
+    code, out = _run("--cache", str(cache), "--out", str(tmp_path / "r"))
+    assert code == 2 and "--cache" in out
+
+
+def test_replay_only_without_a_cache_is_refused(tmp_path: Path) -> None:
+    """Regression: it ran with no cache at all, so a real model would have been called."""
+    code, out = _run("--cache-mode", "replay_only", "--out", str(tmp_path / "r"))
+    assert code == 2 and "needs --cache" in out
+    code, out = _run("--cache-mode", "bogus", "--out", str(tmp_path / "r"))
+    assert code == 2 and "--cache-mode 'bogus'" in out
+
+
+def test_corrupt_grade_file_on_resume_is_a_clear_error(tmp_path: Path) -> None:
+    out_dir = tmp_path / "r"
+    code, _ = _run("--limit", "2", "--out", str(out_dir))
+    assert code == 0
+    grade_file = next((out_dir / "grades").glob("gs*/episodes/*.json"))
+    grade_file.write_text('{"x":', encoding="utf-8")
+    traces_before = sorted(p.name for p in (out_dir / "traces").glob("*.json"))
+    code, out = _run("--limit", "3", "--out", str(out_dir))
+    assert code == 2 and grade_file.name in out
+    traces = sorted((out_dir / "traces").glob("*.json"))
+    assert {p.name for p in traces} >= set(traces_before)
+    assert all(json.loads(p.read_text(encoding="utf-8")) for p in traces)
