@@ -173,3 +173,30 @@ async def test_provider_limit_covers_the_judges_too(
     manifest, _ = await run_and_grade(config, clients=clients, bundle=dairy)  # type: ignore[arg-type]
     assert manifest.completed == len(manifest.planned) and probe.judged > 0
     assert (probe.peak > 1) is overlaps and probe.peak <= limit
+
+
+async def test_a_run_extended_by_other_code_is_not_official(
+    tmp_path: Path, dairy: Bundle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: resuming rewrote the manifest with the newest code version and called the run
+    official, though earlier traces came from other (even dirty) code."""
+    out = tmp_path / "run"
+    monkeypatch.setattr("callbench.runs.executor.git_state", lambda: ("abc", False))
+    monkeypatch.setattr("callbench.runs.executor.code_version", lambda: "0.1.0+gabc")
+    config = scripted_config(out, repeats=1)
+    m1, _ = await run_and_grade(config, clients=scripted_clients(config, dairy), bundle=dairy)
+    assert m1.official is True and m1.code_versions == ["0.1.0+gabc"]
+    m1b, _ = await run_and_grade(config, clients=scripted_clients(config, dairy), bundle=dairy)
+    assert m1b.official is True and m1b.code_versions == ["0.1.0+gabc"]  # same code resumes cleanly
+    monkeypatch.setattr("callbench.runs.executor.code_version", lambda: "0.1.0+gdef.dirty")
+    monkeypatch.setattr("callbench.runs.executor.git_state", lambda: ("def", True))
+    config2 = scripted_config(out, repeats=2)
+    m2, _ = await run_and_grade(config2, clients=scripted_clients(config2, dairy), bundle=dairy)
+    assert m2.completed == len(m2.planned) and m2.skipped == 0
+    assert m2.code_versions == ["0.1.0+gabc", "0.1.0+gdef.dirty"]
+    assert m2.git_dirty is True and m2.official is False
+    # going back to the clean code does not make the mixed run official again
+    monkeypatch.setattr("callbench.runs.executor.code_version", lambda: "0.1.0+gabc")
+    monkeypatch.setattr("callbench.runs.executor.git_state", lambda: ("abc", False))
+    m3, _ = await run_and_grade(config2, clients=scripted_clients(config2, dairy), bundle=dairy)
+    assert m3.official is False and m3.git_dirty is True

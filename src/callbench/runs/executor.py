@@ -198,7 +198,11 @@ async def execute_run(
         known = {k.episode_id for k in old.planned}
         manifest.planned = old.planned + [k for k in planned if k.episode_id not in known]
         manifest.started, manifest.grade_sets = old.started, old.grade_sets
+        manifest.code_versions = list(old.code_versions or [old.callbench_version])
+        manifest.git_dirty = None if old.git_dirty is None or dirty is None else old.git_dirty or dirty
         manifest.repeats = max(old.repeats, config.repeats)
+    if manifest.callbench_version not in manifest.code_versions:
+        manifest.code_versions.append(manifest.callbench_version)
     done = store.finished_ids()
     store.rebuild_index()
     todo = [k for k in manifest.planned if k.episode_id not in done]
@@ -250,7 +254,10 @@ async def execute_run(
     refresh_counts(manifest, store)
     manifest.ended = now()
     manifest.official = (
-        manifest.completed == len(manifest.planned) and manifest.skipped == 0 and manifest.git_dirty is False
+        manifest.completed == len(manifest.planned)
+        and manifest.skipped == 0
+        and manifest.git_dirty is False
+        and len(manifest.code_versions) == 1
     )
     manifest.cost_usd = store.total_cost({k.episode_id for k in manifest.planned})
     store.save_manifest(manifest)

@@ -33,8 +33,9 @@ class EpisodeKey(BaseModel):
 
 class RunManifest(BaseModel):
     """What produced a run: bundle hash, code version and git state, every role's model spec and
-    settings, seeds, times, counts and skips by reason. ``official`` is true only for a clean
-    working tree, a tagged-or-released code version and every planned episode complete."""
+    settings, seeds, times, counts and skips by reason. ``official`` is true only when every
+    invocation ran one code version (``code_versions``) from a clean working tree (``git_dirty``
+    is true when any invocation's tree was dirty) and every planned episode completed."""
 
     run_id: str
     bundle_name: str
@@ -59,6 +60,9 @@ class RunManifest(BaseModel):
     skipped: int = 0
     skips_by_reason: dict[str, int] = Field(default_factory=dict)
     official: bool = False
+    code_versions: list[str] = Field(default_factory=list)
+    """Every callbench version (``+g<commit>[.dirty]``) an invocation of this run ran with, in
+    order; a run resumed or extended by different code is never official."""
     grade_sets: list[str] = Field(default_factory=list)
     cost_usd: float | None = 0.0
 

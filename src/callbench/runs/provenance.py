@@ -35,6 +35,8 @@ def git_state() -> tuple[str | None, bool | None]:
             text=True,
             timeout=10,
         )
+        if status.returncode != 0:
+            return commit, None  # unknown, so never reported as clean
         return commit, bool(status.stdout.strip())
     except (OSError, subprocess.SubprocessError):
         return None, None
