@@ -222,6 +222,11 @@ def report(
     except (ReportInputError, UnfairComparisonError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+    html_out = None if no_html else (html if html is not None else run_dirs[0] / "report.html")
+    problem = _output_problem(run_dirs, {"--json": json_path, "--csv": csv_path, "--html": html_out})
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
     render_terminal(result, Console())
     try:
         if json_path is not None:
@@ -230,13 +235,31 @@ def report(
         if csv_path is not None:
             write_csv([r for run in runs for r in run.records], csv_path)
             typer.echo(f"CSV (one row per episode): {csv_path}")
-        if not no_html:
-            html_path = html if html is not None else run_dirs[0] / "report.html"
-            write_html(result, runs, html_path, include_traces=not no_traces)
-            typer.echo(f"HTML report: {html_path}")
+        if html_out is not None:
+            write_html(result, runs, html_out, include_traces=not no_traces)
+            typer.echo(f"HTML report: {html_out}")
     except OSError as e:
         typer.echo(f"error: cannot write report: {e}", err=True)
         raise typer.Exit(2) from None
+
+
+def _output_problem(run_dirs: list[Path], outputs: dict[str, Path | None]) -> str | None:
+    """Why the report's output paths cannot be written, or None: two outputs on one path, or a
+    path holding a run's own saved data (:func:`callbench.runs.manifest.run_owned_path`)."""
+    from callbench.runs.manifest import run_owned_path
+
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        key = path.resolve()
+        if key in seen:
+            return f"{option} and {seen[key]} both write {path}"
+        seen[key] = option
+        owner = run_owned_path(run_dirs, path)
+        if owner is not None:
+            return f"{option} {path}: would overwrite the saved data of run {owner}; choose another path"
+    return None
 
 
 # ---------------------------------------------------------------- run and demo

@@ -111,3 +111,29 @@ def test_report_command_called_as_a_function_uses_real_defaults(make_run: MakeRu
     report_command(run_dirs=[rd], samples=50)  # as `callbench demo` calls it
     html = (rd / "report.html").read_text(encoding="utf-8")
     assert 'id="e0"' in html  # trace viewer included by default
+
+
+@pytest.mark.parametrize(
+    ("option", "target"),
+    [
+        ("--csv", "manifest.json"),
+        ("--html", "traces/x.json"),
+        ("--json", "grades/g.json"),
+        ("--csv", "index.sqlite"),
+    ],
+)
+def test_report_never_overwrites_a_runs_saved_data(make_run: MakeRun, option: str, target: str) -> None:
+    """Regression: ``--csv RUN/manifest.json`` replaced the manifest, and the run was lost."""
+    rd = make_run(agents=1, scenarios=1, repeats=1)
+    path = rd / target
+    before = path.read_bytes() if path.exists() else None
+    result = CliRunner().invoke(app, ["report", str(rd), option, str(path), "--samples", "20"])
+    assert result.exit_code == 2 and "would overwrite the saved data" in result.output
+    assert (path.read_bytes() if path.exists() else None) == before
+
+
+def test_report_refuses_two_outputs_on_one_path(make_run: MakeRun, tmp_path: Path) -> None:
+    rd = make_run(agents=1, scenarios=1, repeats=1)
+    same = tmp_path / "out.json"
+    result = CliRunner().invoke(app, ["report", str(rd), "--json", str(same), "--html", str(same)])
+    assert result.exit_code == 2 and "both write" in result.output and not same.exists()

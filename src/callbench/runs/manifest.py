@@ -73,3 +73,17 @@ def traces_dir(run_dir: Path) -> Path:
 
 def grades_dir(run_dir: Path, grade_set_id: str) -> Path:
     return run_dir / GRADES / grade_set_id
+
+
+def run_owned_path(run_dirs: list[Path], path: Path) -> Path | None:
+    """The run folder whose saved data ``path`` would overwrite (its manifest, its index database
+    and journal files, or anything under ``traces/`` or ``grades/``), else None. Report outputs
+    must never land there."""
+    target = Path(path).resolve()
+    for run_dir in run_dirs:
+        root = Path(run_dir).resolve()
+        if target.parent == root and (target.name == MANIFEST or target.name.startswith("index.sqlite")):
+            return Path(run_dir)
+        if any(target.is_relative_to(root / sub) for sub in (TRACES, GRADES)):
+            return Path(run_dir)
+    return None
