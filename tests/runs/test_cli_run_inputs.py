@@ -74,3 +74,11 @@ def test_corrupt_grade_file_on_resume_is_a_clear_error(tmp_path: Path) -> None:
     traces = sorted((out_dir / "traces").glob("*.json"))
     assert {p.name for p in traces} >= set(traces_before)
     assert all(json.loads(p.read_text(encoding="utf-8")) for p in traces)
+
+
+@pytest.mark.parametrize("flag", [["--languages", "xx-XX"], ["--agents", "nope"], ["--difficulty", "easy"]])
+def test_refused_run_leaves_no_empty_folder(tmp_path: Path, flag: list[str]) -> None:
+    out_dir = tmp_path / "new" / "run"
+    code, out = _run(*flag, "--out", str(out_dir))
+    assert code == 2 and "error: --" in out
+    assert not out_dir.exists()

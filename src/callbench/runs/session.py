@@ -76,11 +76,14 @@ async def run_and_grade(
     on_graded: Callable[[EpisodeGrade], None] | None = None,
 ) -> tuple[RunManifest, str | None]:
     """Run (or resume) ``config`` and grade every trace. Returns (manifest, grade set id or None
-    when ``config.grade`` is false). Closes the clients it created."""
+    when ``config.grade`` is false). Closes the clients it created. A run refused before it saved
+    anything (``ValueError`` for filters that match nothing, :class:`RunConflict`) leaves no new
+    folder behind."""
     bundle = bundle or load_bundle(config.bundle_path)
     own = clients is None
     clients = limit_providers(clients or build_clients(config, bundle, cache), config)
     grade_set: str | None = None
+    out_existed = Path(config.out).exists()
     try:
         hook = None
         if config.grade:
@@ -136,6 +139,13 @@ async def run_and_grade(
                 finalize_grade_set(Path(config.out), grade_set)
                 manifest = store.load_manifest() or manifest
         return manifest, grade_set
+    except BaseException:
+        # a run refused before anything was saved (filters matching nothing, a conflict) leaves
+        # no empty folder behind
+        out_dir = Path(config.out)
+        if not out_existed and out_dir.is_dir() and not any(out_dir.iterdir()):
+            out_dir.rmdir()
+        raise
     finally:
         if own:
             for c in clients.values():
