@@ -379,7 +379,13 @@ def run(
     scenarios: list[str] = typer.Option([], "--scenarios", help="Scenario ids."),
     languages: list[str] = typer.Option([], "--languages", help="BCP 47 tags."),
     difficulty: list[str] = typer.Option([], "--difficulty", help="medium and/or hard."),
-    settings: Path | None = typer.Option(None, "--settings", help="YAML of per-role settings (see docs)."),
+    settings: Path | None = typer.Option(
+        None,
+        "--settings",
+        help="YAML of per-role settings: role -> {spec, temperature, top_p, top_k, seed, max_tokens, "
+        "reasoning_effort, base_url, extra_headers, timeout_s, n_ctx}; the spec must be the role's "
+        "(a candidate entry applies to the --candidate of that spec).",
+    ),
     max_turns: int = typer.Option(30, "--max-turns", min=1, help="Caller-turn limit."),
     cache: Path | None = typer.Option(None, "--cache", help="Response cache file (SQLite)."),
     cache_mode: str = typer.Option("read_write", "--cache-mode", help="off, read_write or replay_only."),
@@ -401,12 +407,23 @@ def run(
     from callbench.sim.episode import LoopLimits
 
     per_role = _role_settings(settings)
+    for name, given in (("candidate", candidate), ("caller", [caller]), ("task_judge", [task_judge]),
+                        ("conversation_judge", [conversation_judge])):
+        entry = per_role.get(name)
+        if entry is not None and entry[0] not in given:
+            flag = "--" + name.replace("_", "-")
+            typer.echo(
+                f"error: {settings}: {name}.spec is {entry[0]!r} but {flag} gives "
+                f"{', '.join(repr(g) for g in given)}; the settings apply to the model of that spec, "
+                "so make them the same",
+                err=True,
+            )
+            raise typer.Exit(2)
 
     def role(name: str, spec: str) -> RoleSpec:
         st = per_role.get(name)
-        return RoleSpec(
-            spec=spec, settings=st[1] if st and isinstance(st[1], ModelSettings) else ModelSettings()
-        )
+        matches = st is not None and st[0] == spec and isinstance(st[1], ModelSettings)
+        return RoleSpec(spec=spec, settings=st[1] if matches and st else ModelSettings())
 
     config = RunConfig(
         bundle_path=bundle,

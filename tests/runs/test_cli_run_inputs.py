@@ -82,3 +82,21 @@ def test_refused_run_leaves_no_empty_folder(tmp_path: Path, flag: list[str]) -> 
     code, out = _run(*flag, "--out", str(out_dir))
     assert code == 2 and "error: --" in out
     assert not out_dir.exists()
+
+
+def test_settings_file_spec_must_match_the_role(tmp_path: Path) -> None:
+    """Regression: the file's spec was silently replaced by the command's, keeping its settings."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("caller: {spec: 'scripted:hangup', temperature: 0.5}\n", encoding="utf-8")
+    code, out = _run("--settings", str(bad), "--limit", "1", "--out", str(tmp_path / "r1"))
+    assert code == 2 and "caller.spec is 'scripted:hangup' but --caller gives 'scripted:plan'" in out
+    good = tmp_path / "good.yaml"
+    good.write_text("candidate: {spec: 'scripted:reference', temperature: 0.5}\n", encoding="utf-8")
+    out_dir = tmp_path / "r2"
+    code, out = _run(
+        "--candidate", "scripted:hangup", "--settings", str(good), "--limit", "1", "--out", str(out_dir)
+    )
+    assert code == 0, out
+    manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
+    temps = {c["spec"]: c["settings"]["temperature"] for c in manifest["candidates"]}
+    assert temps == {"scripted:reference": 0.5, "scripted:hangup": None}
