@@ -400,3 +400,34 @@ def test_a_scenarios_file_in_place_of_the_folder_is_a_problem(mb: MiniBundle) ->
     shutil.rmtree(scen)
     scen.write_text("not a folder", encoding="utf-8")
     assert any(p.code == "read" and p.file.endswith("scenarios") for p in mb.problems())
+
+
+@pytest.mark.parametrize(
+    ("template", "fragment"),
+    [
+        ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "range()"),
+        ('{{ "x" * 100000000 }}', "repetition"),
+        ("{{ 10 ** 100000 }}", "exponent"),
+        ("{% for i in range(90000) %}{{ 'y' * 9000 }}{% endfor %}", "rendered text passes"),
+    ],
+)
+def test_runaway_templates_stop_quickly(template: str, fragment: str) -> None:
+    """Regression: nested loops over big ranges rendered forever; a huge repetition took 39 s."""
+    import time
+
+    b = load_bundle(MINIMAL)
+    agent, scen = b.scenario(BOOKING)
+    evil = agent.model_copy(update={"instructions_template": template})
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="instructions template") as info:
+        render_instructions(evil, scen)
+    assert fragment in str(info.value)
+    assert time.perf_counter() - start < 5.0
+
+
+def test_ordinary_loops_and_repetition_still_render() -> None:
+    b = load_bundle(MINIMAL)
+    agent, scen = b.scenario(BOOKING)
+    template = "{% for i in range(3) %}{{ i }}{% endfor %} {{ '-' * 5 }} {{ 2 ** 10 }}"
+    ok = agent.model_copy(update={"instructions_template": template})
+    assert render_instructions(ok, scen) == "012 ----- 1024"

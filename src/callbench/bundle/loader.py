@@ -14,6 +14,7 @@ once; :func:`load_bundle` raises :class:`BundleError` carrying them all when the
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import hashlib
 import json
@@ -25,6 +26,7 @@ from typing import Any
 
 import yaml
 from jinja2 import StrictUndefined, Template, TemplateError
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ValidationError
 
@@ -291,12 +293,24 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
     vars_.update(agent.config.variables)
     if scenario is not None:
         vars_.update(scenario.variables)
+    token = _RANGE_BUDGET.set([MAX_RENDER_RANGE_ITEMS])
     try:
-        text = _compiled(agent.instructions_template).render(**vars_)
+        chunks: list[str] = []
+        size = 0
+        for chunk in _compiled(agent.instructions_template).generate(**vars_):
+            size += len(chunk)
+            if size > MAX_RENDER_CHARS:
+                raise ValueError(
+                    f"instructions template: the rendered text passes {MAX_RENDER_CHARS:,} characters"
+                )
+            chunks.append(chunk)
+        text = "".join(chunks)
     except TemplateError as e:
         raise ValueError(f"instructions template: {e}") from None
     except RecursionError:
         raise ValueError("instructions template: nested too deeply") from None
+    finally:
+        _RANGE_BUDGET.reset(token)
     return unicodedata.normalize("NFC", text)
 
 
@@ -313,7 +327,46 @@ def static_prefix_chars(agent: LoadedAgent, rendered: str) -> int:
     return len(os.path.commonprefix([literal, rendered]))  # noqa: RUF071
 
 
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+MAX_RENDER_CHARS = 4 * MAX_PROMPT_CHARS
+"""Rendering stops past this many characters (``size.prompt`` reports anything over
+``MAX_PROMPT_CHARS`` below it): a runaway template never fills memory."""
+MAX_RENDER_RANGE_ITEMS = 100_000
+"""Items all ``range()`` calls of one render may produce together: nested loops over big ranges
+would otherwise run for hours (jinja's sandbox caps each call, not their product)."""
+MAX_REPEAT_CHARS = MAX_RENDER_CHARS
+_RANGE_BUDGET: contextvars.ContextVar[list[int]] = contextvars.ContextVar("range_budget")
+
+
+class _BoundedSandbox(SandboxedEnvironment):
+    """jinja2's sandbox with bounded work: ``range`` draws on a per-render item budget, and
+    ``*`` / ``**`` refuse to build a huge string, list or number (jinja2 sandbox docs,
+    "Operator Intercepting")."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and isinstance(right, int | float) and abs(right) > 1000:
+            raise SecurityError("an exponent over 1000 is not allowed in instructions")
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
+                if sized and len(seq) * times > MAX_REPEAT_CHARS:
+                    raise SecurityError(f"a repetition over {MAX_REPEAT_CHARS:,} items is not allowed")
+        return super().call_binop(context, operator, left, right)
+
+
+def _bounded_range(*args: int) -> range:
+    items = range(*args)
+    budget = _RANGE_BUDGET.get(None)
+    if budget is not None:
+        budget[0] -= len(items)
+        if budget[0] < 0:
+            raise SecurityError(f"range() over {MAX_RENDER_RANGE_ITEMS:,} items in all is not allowed")
+    return items
+
+
+_ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+_ENV.globals["range"] = _bounded_range
 
 
 @functools.lru_cache(maxsize=64)
