@@ -431,3 +431,22 @@ def test_ordinary_loops_and_repetition_still_render() -> None:
     template = "{% for i in range(3) %}{{ i }}{% endfor %} {{ '-' * 5 }} {{ 2 ** 10 }}"
     ok = agent.model_copy(update={"instructions_template": template})
     assert render_instructions(ok, scen) == "012 ----- 1024"
+
+
+def test_two_files_for_one_scenario_name_each_other(mb: MiniBundle) -> None:
+    """Regression: X.yaml beside X.json was reported as "also used by X.json" on X.json itself."""
+    yaml_file = mb.scenario_file()
+    json_file = yaml_file.with_suffix(".json")
+    json_file.write_text(json.dumps(mb.read(yaml_file)), encoding="utf-8")
+    dup = [p for p in mb.problems() if p.code == "scenario.duplicate_id"]
+    assert len(dup) == 1
+    assert dup[0].file == str(yaml_file.relative_to(mb.root))  # sorted: .json loads first
+    assert json_file.name in dup[0].message and yaml_file.name in dup[0].message
+
+
+def test_agent_file_in_two_formats_is_reported(mb: MiniBundle) -> None:
+    """Regression: agent.json beside agent.yaml was ignored without a word."""
+    agent_yaml = mb.agent_dir / "agent.yaml"
+    (mb.agent_dir / "agent.json").write_text(json.dumps(mb.read(agent_yaml)), encoding="utf-8")
+    [p] = [p for p in mb.problems() if p.file.endswith("agent.json")]
+    assert p.code == "read" and "agent.yaml is also here" in p.message

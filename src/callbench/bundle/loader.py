@@ -237,12 +237,17 @@ def _rel(root: Path, path: Path) -> str:
         return path.as_posix()
 
 
-def _find(folder: Path, stem: str) -> Path | None:
-    for suf in DATA_SUFFIXES:
-        p = folder / f"{stem}{suf}"
-        if p.exists():
-            return p
-    return None
+def _find(
+    folder: Path, stem: str, root: Path | None = None, problems: list[Problem] | None = None
+) -> Path | None:
+    """``folder/<stem>.yaml``, ``.yml`` or ``.json``, in that order of preference. When several
+    exist, the others are reported (``read``: not loaded) to ``problems``."""
+    found = [folder / f"{stem}{suf}" for suf in DATA_SUFFIXES if (folder / f"{stem}{suf}").exists()]
+    if len(found) > 1 and root is not None and problems is not None:
+        for extra in found[1:]:
+            message = f"{found[0].name} is also here; this file is not loaded (keep one)"
+            problems.append(Problem(file=_rel(root, extra), code="read", message=message))
+    return found[0] if found else None
 
 
 def canonical(obj: Any) -> str:
@@ -428,7 +433,7 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: not a bundle folder")
     budget = _Budget()
-    meta_path = _find(root, "bundle")
+    meta_path = _find(root, "bundle", root, problems)
     if meta_path is None:
         return None, [Problem(file="bundle.yaml", code="missing",
                               message="no bundle.yaml (or bundle.json) at the root")]
@@ -452,7 +457,7 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
             problems.append(Problem(file=_rel(root, folder), code="size.files",
                                     message=f"more than {MAX_FILES} files"))
             break
-        agent_file = _find(folder, "agent")
+        agent_file = _find(folder, "agent", root, problems)
         if agent_file is None:
             problems.append(Problem(file=_rel(root, folder), code="missing",
                                     message="no agent.yaml in this agent folder"))
@@ -480,7 +485,15 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
             problems.append(Problem(file=_rel(root, scen_dir), code="read",
                                     message="scenarios must be a folder of scenario files"))
         scen_files = [p for p in _list_dir(root, scen_dir, problems) if p.suffix in DATA_SUFFIXES]
+        stems: dict[str, Path] = {}
         for sf in scen_files:
+            if sf.stem in stems:
+                problems.append(Problem(
+                    file=_rel(root, sf), code="scenario.duplicate_id",
+                    message=f"{sf.name} and {stems[sf.stem].name} both define scenario {sf.stem!r}; "
+                    "keep one (this one is not loaded)"))
+                continue
+            stems[sf.stem] = sf
             n_files += 1
             if n_files > MAX_FILES:
                 problems.append(Problem(file=_rel(root, sf), code="size.files",
