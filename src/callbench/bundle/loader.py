@@ -338,7 +338,6 @@ MAX_RENDER_CHARS = 4 * MAX_PROMPT_CHARS
 MAX_RENDER_RANGE_ITEMS = 100_000
 """Items all ``range()`` calls of one render may produce together: nested loops over big ranges
 would otherwise run for hours (jinja's sandbox caps each call, not their product)."""
-MAX_REPEAT_CHARS = MAX_RENDER_CHARS
 _RANGE_BUDGET: contextvars.ContextVar[list[int]] = contextvars.ContextVar("range_budget")
 
 
@@ -355,8 +354,8 @@ class _BoundedSandbox(SandboxedEnvironment):
         if operator == "*":
             for seq, times in ((left, right), (right, left)):
                 sized = isinstance(seq, str | list | tuple) and isinstance(times, int)
-                if sized and len(seq) * times > MAX_REPEAT_CHARS:
-                    raise SecurityError(f"a repetition over {MAX_REPEAT_CHARS:,} items is not allowed")
+                if sized and len(seq) * times > MAX_RENDER_CHARS:
+                    raise SecurityError(f"a repetition over {MAX_RENDER_CHARS:,} items is not allowed")
         return super().call_binop(context, operator, left, right)
 
 

@@ -142,12 +142,9 @@ def candidate_blocks(request: ModelRequest) -> tuple[str, str]:
     return TOOLS_LIST.format(tools="\n".join(lines) if lines else "(none)"), ANSWER_FORMAT.format()
 
 
-def format_block(request: ModelRequest) -> str:
-    """The output instructions: a JSON role's schema block, or a candidate's tools list and answer
-    format joined (:func:`candidate_blocks`)."""
-    if request.response_schema is not None:
-        return FORMAT_JSON.format(schema=json.dumps(request.response_schema, ensure_ascii=False))
-    return "\n\n".join(candidate_blocks(request))
+def schema_block(schema: dict[str, Any]) -> str:
+    """The output instructions of a caller or judge: answer with JSON matching ``schema``."""
+    return FORMAT_JSON.format(schema=json.dumps(schema, ensure_ascii=False))
 
 
 def tools_block_position(system: str, static_chars: int) -> int:
@@ -186,10 +183,9 @@ def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
     """The request as alternating ``system``/``user``/``assistant`` messages for a chat template.
 
     A candidate's answer format ends the system message, and its tools list comes just before it
-    or before a call-specific last section (:func:`tools_block_position`); a JSON Schema block ends
-    the last user message, or
-    is sent as a final user message after an assistant message (caller,
-    judge). See the module docstring for why."""
+    or before a call-specific last section (:func:`tools_block_position`). A caller's or judge's
+    JSON Schema block ends the last user message, or is sent as a final user message after an
+    assistant message. See the module docstring for why."""
     conv = normalize_messages(request.messages)
     candidate_format = request.response_schema is None
     names = {c.id: c.name for m in conv.messages for c in m.tool_calls}
@@ -214,8 +210,8 @@ def chat_messages(request: ModelRequest) -> list[dict[str, str]]:
             out[-1]["content"] += "\n" + text
         else:
             out.append({"role": role, "content": text})
-    if not candidate_format:
-        block = format_block(request)
+    if request.response_schema is not None:
+        block = schema_block(request.response_schema)
         if out[-1]["role"] == "user":
             out[-1]["content"] += "\n\n" + block
         else:

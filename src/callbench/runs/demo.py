@@ -68,8 +68,9 @@ def estimate_tokens(text: str) -> float:
 class PromptCost:
     """Estimated prompt tokens of an agent's scenarios for the local model: ``shared`` is read once
     per agent (the operating document up to the first character that differs between its
-    scenarios); ``per_scenario`` maps a scenario id to what each call adds (the rest of the rendered
-    document, the tools block that the local format puts after it, and the caller's brief)."""
+    scenarios, and the tools list when the local format puts it before that character);
+    ``per_scenario`` maps a scenario id to what each call adds (the rest of the rendered document,
+    the tools list otherwise, and the caller's brief)."""
 
     shared: float
     per_scenario: dict[str, float]
