@@ -3,7 +3,7 @@
 
 Runs the demo in a subprocess (a fresh temporary run folder, so nothing is resumed) with
 ``CALLBENCH_LOG_LEVEL=DEBUG``, reads the local provider's per-call log lines
-(``callbench.models.local``: prompt tokens, tokens read, seconds reading, tokens generated,
+(``callbench.models.local.client``: prompt tokens, tokens read, seconds reading, tokens generated,
 seconds generating) and prints the wall time, the time outside model calls, and per role: calls,
 prompt tokens read and generated, and seconds. Exit status 1 when the wall time is over the budget.
 

@@ -31,7 +31,7 @@ from callbench.bundle.matchers import MATCHER_KEYS, iter_matchers, match_fields
 from callbench.bundle.models import AsrEvent, Bundle, LoadedAgent, Scenario
 from callbench.bundle.references import find_references
 from callbench.cli import app
-from callbench.models.scripted import create_scripted
+from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import run_episode
 from callbench.trace import EndReason
 

@@ -13,8 +13,8 @@ from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
 from callbench.grade.grader import grade_trace
 from callbench.grade.scoring import totals
-from callbench.models.scripted import create_scripted
-from callbench.models.scripted_judge import create_scripted_judge
+from callbench.models.scripted.judge import create_scripted_judge
+from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import run_episode
 from callbench.trace import Trace
 

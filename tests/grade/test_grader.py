@@ -22,7 +22,7 @@ from callbench.grade.grader import (
 from callbench.grade.models import Label
 from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
 from callbench.models.base import ModelSettings
-from callbench.models.scripted_judge import create_scripted_judge
+from callbench.models.scripted.judge import create_scripted_judge
 from callbench.runs.manifest import RunManifest
 from callbench.trace import RoleInfo, save_trace
 

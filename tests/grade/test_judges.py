@@ -12,7 +12,7 @@ from callbench.grade.grader import grade_trace
 from callbench.grade.judges import run_conversation_judge, run_task_judge
 from callbench.grade.models import Label
 from callbench.models.base import InfrastructureError, ModelOutputError
-from callbench.models.scripted_judge import create_scripted_judge
+from callbench.models.scripted.judge import create_scripted_judge
 
 TASK_OK = {
     "criteria": {

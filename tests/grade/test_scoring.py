@@ -10,7 +10,7 @@ from callbench.bundle.models import Diagnostic, Pillar
 from callbench.grade.grader import grade_trace
 from callbench.grade.models import GradedItem, Label
 from callbench.grade.scoring import episode_grade, item_value, score_items
-from callbench.models.scripted_judge import create_scripted_judge
+from callbench.models.scripted.judge import create_scripted_judge
 
 TASK_REPLY = {
     "criteria": {

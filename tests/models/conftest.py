@@ -12,8 +12,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from callbench.models import weights
-from callbench.models.weights import WeightsVariant
+from callbench.models.local import weights
+from callbench.models.local.weights import WeightsVariant
 
 SECRET = "sk-test-SECRET-0123456789abcdef"
 

@@ -11,7 +11,7 @@ import pytest
 from callbench.bundle.loader import load_bundle
 from callbench.models.base import ModelRequest, ModelResponse
 from callbench.models.cache import CachedClient, ResponseCache
-from callbench.models.scripted import create_scripted
+from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import run_episode
 
 STARTER = Path(__file__).resolve().parents[2] / "src" / "callbench" / "examples" / "starter"

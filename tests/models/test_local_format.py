@@ -15,7 +15,7 @@ from callbench.models.base import (
     ToolCall,
     ToolSchema,
 )
-from callbench.models.local_format import (
+from callbench.models.local.format import (
     MAX_TOOL_CALLS,
     candidate_output_schema,
     chat_messages,
@@ -153,7 +153,7 @@ def test_grammar_conversion_with_fallback():
     pytest.importorskip("llama_cpp")
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    from callbench.models.local import grammar_schema
+    from callbench.models.local.client import grammar_schema
 
     odd = ToolSchema(
         name="odd",
@@ -183,7 +183,7 @@ def test_grammar_conversion_with_fallback():
 
 
 def test_cap_sizes_bounds_only_free_strings_and_arrays() -> None:
-    from callbench.models.local_format import ARRAY_MAX_ITEMS, STRING_MAX_CHARS, cap_sizes
+    from callbench.models.local.format import ARRAY_MAX_ITEMS, STRING_MAX_CHARS, cap_sizes
 
     schema = {
         "type": "object",

@@ -14,13 +14,13 @@ from callbench.models.base import (
     RequestContext,
     ToolSchema,
 )
-from callbench.models.weights import VARIANTS, find_parts
+from callbench.models.local.weights import VARIANTS, find_parts
 
 pytest.importorskip("llama_cpp")
 if find_parts(VARIANTS["0.5b"]) is None:
     pytest.skip("the 0.5B weights (callbench[local]) are not installed", allow_module_level=True)
 
-from callbench.models.local import release_engines
+from callbench.models.local.client import release_engines
 from callbench.models.registry import create_client
 
 TOOLS = [
@@ -182,10 +182,10 @@ async def test_computations_of_different_roles_take_turns(monkeypatch: pytest.Mo
 
 
 async def test_requantized_copy_loads_and_answers(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from callbench.models.requantize import ensure_requantized
+    from callbench.models.local.requantize import ensure_requantized
 
     monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr("callbench.models.weights.cache_root", lambda: tmp_path)
+    monkeypatch.setattr("callbench.models.local.weights.cache_root", lambda: tmp_path)
     path = ensure_requantized("0.5b", "q4_0")
     source_size = 491_400_064
     assert path.name.endswith("-q4_0.gguf") and 0 < path.stat().st_size < source_size

@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 
-from callbench.models.weights import VARIANTS, find_parts
+from callbench.models.local.weights import VARIANTS, find_parts
 
 pytest.importorskip("llama_cpp")
 if find_parts(VARIANTS["0.5b"]) is None:
@@ -17,8 +17,8 @@ if find_parts(VARIANTS["0.5b"]) is None:
 
 import llama_cpp
 
-from callbench.models.local_sampling import GrammarRejectionSampler, fast_llama_class
-from callbench.models.weights import ensure_weights
+from callbench.models.local.sampling import GrammarRejectionSampler, fast_llama_class
+from callbench.models.local.weights import ensure_weights
 
 JUDGE_SCHEMA = {
     "type": "object",

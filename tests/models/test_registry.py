@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from callbench.models import local as local_module
 from callbench.models.base import ModelClient, ModelSettings
 from callbench.models.cache import CachedClient, ResponseCache
+from callbench.models.local import client as local_module
 from callbench.models.openai_client import OpenAIClient
 from callbench.models.registry import create_client, load_settings_file
 from callbench.models.specs import parse_spec
@@ -134,7 +134,7 @@ def test_settings_from_pairs():
 
 
 def test_requantized_local_spec(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from callbench.models import requantize
+    from callbench.models.local import requantize
 
     monkeypatch.setattr(local_module, "llama_available", lambda: True)
     made: list[tuple[str, str]] = []

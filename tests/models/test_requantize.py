@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from callbench.models import requantize
-from callbench.models.requantize import ensure_requantized
-from callbench.models.weights import WeightsError, WeightsVariant
+from callbench.models.local import requantize
+from callbench.models.local.requantize import ensure_requantized
+from callbench.models.local.weights import WeightsError, WeightsVariant
 
 
 class FakeQuantizer:

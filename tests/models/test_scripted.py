@@ -1,4 +1,4 @@
-"""Scripted candidate and caller models (callbench.models.scripted, scripted_script)."""
+"""Scripted candidate and caller models (callbench.models.scripted.models, scripted_script)."""
 
 import json
 from pathlib import Path
@@ -15,7 +15,7 @@ from callbench.models.base import (
     RequestContext,
     ToolSchema,
 )
-from callbench.models.scripted import (
+from callbench.models.scripted.models import (
     HangupCandidate,
     PlanCaller,
     ReferenceCandidate,
@@ -24,7 +24,7 @@ from callbench.models.scripted import (
     minimal_arguments,
     spoken,
 )
-from callbench.models.scripted_script import ScriptedFileModel, load_script
+from callbench.models.scripted.script import ScriptedFileModel, load_script
 from callbench.sim.episode import candidate_tools, run_episode
 from callbench.trace import EndReason
 

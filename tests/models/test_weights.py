@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from callbench.models import weights
-from callbench.models.weights import WeightsError, WeightsVariant, check_gguf, ensure_weights
+from callbench.models.local import weights
+from callbench.models.local.weights import WeightsError, WeightsVariant, check_gguf, ensure_weights
 
 
 def test_join_verify_and_marker(fake_parts: WeightsVariant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -7,8 +7,8 @@ import pytest
 from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
 from callbench.models.base import ModelClient, ModelSettings
-from callbench.models.scripted import create_scripted
-from callbench.models.scripted_judge import create_scripted_judge
+from callbench.models.scripted.judge import create_scripted_judge
+from callbench.models.scripted.models import create_scripted
 from callbench.runs.executor import RoleSpec, RunConfig
 from callbench.runs.plan import candidate_slug
 

@@ -112,11 +112,11 @@ def test_demo_without_llama_says_how_to_install(monkeypatch: pytest.MonkeyPatch,
 def test_demo_prefers_the_small_variant_even_beside_the_large_one(monkeypatch: pytest.MonkeyPatch) -> None:
     from callbench.runs.demo import default_demo_model
 
-    monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: ["1.5b", "0.5b"])
+    monkeypatch.setattr("callbench.models.local.weights.installed_variants", lambda: ["1.5b", "0.5b"])
     assert default_demo_model() == "local:0.5b"
-    monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: ["1.5b"])
+    monkeypatch.setattr("callbench.models.local.weights.installed_variants", lambda: ["1.5b"])
     assert default_demo_model() == "local"
-    monkeypatch.setattr("callbench.models.weights.installed_variants", lambda: [])
+    monkeypatch.setattr("callbench.models.local.weights.installed_variants", lambda: [])
     assert default_demo_model() == "local"  # the local provider then says what to install
 
 

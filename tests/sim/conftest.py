@@ -12,8 +12,8 @@ import pytest
 from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.models.base import ModelClient, ModelRequest, ModelResponse, ModelSettings
-from callbench.models.scripted import create_scripted
-from callbench.models.scripted_script import ScriptedFileModel
+from callbench.models.scripted.models import create_scripted
+from callbench.models.scripted.script import ScriptedFileModel
 from callbench.sim.episode import LoopLimits, run_episode
 from callbench.trace import Trace
 

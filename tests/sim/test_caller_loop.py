@@ -19,7 +19,7 @@ GOOD = [
 
 
 async def test_rejected_turn_gets_one_more_attempt_with_the_reason(run, recorder) -> None:
-    from callbench.models.scripted_script import ScriptedFileModel
+    from callbench.models.scripted.script import ScriptedFileModel
 
     caller = recorder(ScriptedFileModel.from_data({"caller": [_c("Caller: yes it's me", "s1_greet"), *GOOD]}))
     t = await run(caller=caller)
@@ -83,7 +83,7 @@ async def test_caller_output_error_counts_as_a_rejected_attempt(run) -> None:
 
 
 async def test_candidate_output_error_is_recorded_and_the_call_goes_on(run, recorder) -> None:
-    from callbench.models.scripted_script import ScriptedFileModel
+    from callbench.models.scripted.script import ScriptedFileModel
 
     cand = recorder(
         ScriptedFileModel.from_data(

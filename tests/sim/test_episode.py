@@ -3,7 +3,7 @@
 import json
 
 from callbench.bundle.models import ReferenceTurn
-from callbench.models.scripted import create_scripted
+from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import LoopLimits, candidate_tools
 from callbench.trace import EndReason
 

@@ -7,7 +7,7 @@ import pytest
 
 from callbench.bundle.loader import render_instructions
 from callbench.models.base import ModelRequest
-from callbench.models.scripted import create_scripted
+from callbench.models.scripted.models import create_scripted
 from callbench.sim.views import caller_messages, candidate_messages
 
 
@@ -98,7 +98,7 @@ async def test_every_request_is_rebuilt_from_the_trace(recorded) -> None:
 
 
 async def test_caller_hears_a_concluding_message(run, recorder) -> None:
-    from callbench.models.scripted_script import ScriptedFileModel
+    from callbench.models.scripted.script import ScriptedFileModel
 
     caller = recorder(
         ScriptedFileModel.from_data(

@@ -7,7 +7,7 @@ import pytest
 
 from callbench.bundle.loader import load_bundle_collect
 from callbench.bundle.models import Bundle
-from callbench.models.scripted import create_scripted
+from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import run_episode
 from callbench.sim.views import candidate_messages
 from callbench.trace import EndReason

@@ -22,7 +22,7 @@ JUDGE_ROLES = frozenset({"task_judge", "conversation_judge"})
 
 
 def _is_judge_script(spec: str, role: str | None) -> bool:
-    from callbench.models.scripted_judge import SCRIPTED_JUDGE_PREFIXES
+    from callbench.models.scripted.judge import SCRIPTED_JUDGE_PREFIXES
 
     if spec.startswith("scripted:file:"):
         return role in JUDGE_ROLES
@@ -30,9 +30,9 @@ def _is_judge_script(spec: str, role: str | None) -> bool:
 
 
 def _create_local(spec: str, model: str, settings: ModelSettings) -> ModelClient:
-    from callbench.models.local import LocalClient, llama_available
-    from callbench.models.requantize import QUANT_TYPES, ensure_requantized
-    from callbench.models.weights import VARIANTS, check_gguf, default_variant, ensure_weights
+    from callbench.models.local.client import LocalClient, llama_available
+    from callbench.models.local.requantize import QUANT_TYPES, ensure_requantized
+    from callbench.models.local.weights import VARIANTS, check_gguf, default_variant, ensure_weights
 
     if not llama_available():
         raise ValueError(f"{spec}: the local provider needs llama-cpp-python: pip install 'callbench[local]'")
@@ -75,10 +75,10 @@ def create_client(
     client: ModelClient
     if provider == "scripted":
         if _is_judge_script(spec, role):
-            from callbench.models.scripted_judge import create_scripted_judge
+            from callbench.models.scripted.judge import create_scripted_judge
 
             return create_scripted_judge(spec, settings)
-        from callbench.models.scripted import create_scripted
+        from callbench.models.scripted.models import create_scripted
 
         return create_scripted(spec, settings, bundle)
     if provider == "openai":

@@ -4,7 +4,7 @@ The slice is chosen, not hard-coded: ``n`` medium scenarios in ``n`` languages w
 the embedded model the fewest tokens to read. On a 2-core CPU prompt processing dominates (about
 70 tokens a second for the 0.5B model on short prompts, under 50 past 8,000 tokens), and llama.cpp
 re-reads only what follows the longest prefix shared with the previous prompt of the same role
-(:mod:`callbench.models.local`): the static part of an agent's operating document is read once for
+(:mod:`callbench.models.local.client`): the static part of an agent's operating document is read once for
 all its scenarios, so the cost model counts it once per agent (see
 :func:`choose_demo_scenarios`). The loop is capped at ``DEMO_MAX_TURNS`` caller turns; both are
 printed, and the report says plainly that every role ran on the embedded smoke-test model.
@@ -22,7 +22,7 @@ from pathlib import Path
 from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.models.base import ModelSettings
-from callbench.models.local_format import tools_block_position
+from callbench.models.local.format import tools_block_position
 from callbench.runs.executor import RoleSpec, RunConfig
 from callbench.runs.plan import ScenarioFilters
 from callbench.sim.episode import LoopLimits
@@ -47,7 +47,7 @@ def default_demo_model() -> str:
     faster (101 s against 126 s), but as the candidate it chained a tool call per request up to
     the loop limit on its first turn (12 requests of 119 tokens), which cost far more.
     """
-    from callbench.models.weights import installed_variants
+    from callbench.models.local.weights import installed_variants
 
     return "local:0.5b" if "0.5b" in installed_variants() else "local"
 
@@ -80,7 +80,7 @@ def prompt_cost(agent: LoadedAgent) -> PromptCost:
     """The :class:`PromptCost` of ``agent``'s scenarios (estimates from :func:`estimate_tokens`).
 
     The tools block counts as shared when the local format places it before the first character
-    that differs between scenarios (:func:`~callbench.models.local_format.tools_block_position`),
+    that differs between scenarios (:func:`~callbench.models.local.format.tools_block_position`),
     else once per scenario."""
     tools = estimate_tokens(json.dumps([t.model_dump() for t in agent.config.tools], ensure_ascii=False))
     rendered = {s.id: render_instructions(agent, s) for s in agent.scenarios}

@@ -1,7 +1,7 @@
 """``scripted:file:<path>``: a model that replays replies written in a YAML or JSON file, for
 arbitrary test dialogues (any role).
 
-File format (a superset of the judge reply files of :mod:`callbench.models.scripted_judge`)::
+File format (a superset of the judge reply files of :mod:`callbench.models.scripted.judge`)::
 
     candidate:                     # a mapping from role to a list of replies,
       - content: "Hello, dairy cooperative."           # or a bare list used for every role

@@ -26,9 +26,9 @@ Specs (:func:`create_scripted`):
     bundle, call-ending tools are recognised by their ``concluding_message`` property. Grading must
     score it low.
 ``scripted:file:<path>``
-    Replies from a script file (:mod:`callbench.models.scripted_script`).
+    Replies from a script file (:mod:`callbench.models.scripted.script`).
 
-The judges' scripted models (``scripted:met`` ...) live in :mod:`callbench.models.scripted_judge`.
+The judges' scripted models (``scripted:met`` ...) live in :mod:`callbench.models.scripted.judge`.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from callbench.models.base import (
     ToolSchema,
     Usage,
 )
-from callbench.models.scripted_script import ScriptedFileModel
+from callbench.models.scripted.script import ScriptedFileModel
 
 CLOSINGS: dict[str, str] = {
     "en": "Okay, thank you. Bye.",

@@ -3,7 +3,7 @@
 llama.cpp's CPU backend repacks Q4_0 weights into interleaved blocks on x86 (AVX2) and ARM, which
 its matrix kernels read faster than the K-quants of the shipped file. Measured on 2 cores (AVX2)
 with the 0.5B model: prompt processing 81 -> 108 tokens a second at 1,000 tokens and 66 -> 84 at
-4,000. The copy is made from the verified pinned file (:func:`~callbench.models.weights.
+4,000. The copy is made from the verified pinned file (:func:`~callbench.models.local.weights.
 ensure_weights`) with llama.cpp's own quantizer (``llama_model_quantize``, requantising allowed),
 written to ``<cache>/models/<source sha256>-<quant>.gguf`` through a temporary file and renamed into
 place. A JSON marker beside it records the source hash, the llama-cpp-python version that made it,
@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from callbench.models.weights import VARIANTS, WeightsError, check_gguf, ensure_weights, file_sha256
+from callbench.models.local.weights import VARIANTS, WeightsError, check_gguf, ensure_weights, file_sha256
 
 QUANT_TYPES = {"q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0", "q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0"}
 """Supported target types: our name -> llama.cpp ``llama_ftype`` constant name."""

@@ -47,14 +47,14 @@ from callbench.models.base import (
     Usage,
     request_seed,
 )
-from callbench.models.local_format import (
+from callbench.models.local.format import (
     candidate_output_schema,
     cap_sizes,
     chat_messages,
     parse_candidate_output,
     tool_arguments_schema,
 )
-from callbench.models.local_sampling import fast_llama_class
+from callbench.models.local.sampling import fast_llama_class
 from callbench.models.output import check_json_output
 from callbench.models.schemas import map_subschemas
 

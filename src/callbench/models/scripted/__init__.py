@@ -1,0 +1,26 @@
+"""Deterministic models for tests and reference replays (``scripted:...`` specs).
+
+Modules: :mod:`.models` (reference candidate, plan caller, hang-up candidate), :mod:`.judge`
+(scripted judges ``scripted:met`` ...), :mod:`.script` (replies from a script file). The public
+names are re-exported here.
+"""
+
+from callbench.models.scripted.judge import ScriptedJudge, create_scripted_judge
+from callbench.models.scripted.models import (
+    HangupCandidate,
+    PlanCaller,
+    ReferenceCandidate,
+    create_scripted,
+)
+from callbench.models.scripted.script import ScriptedFileModel, load_script
+
+__all__ = [
+    "HangupCandidate",
+    "PlanCaller",
+    "ReferenceCandidate",
+    "ScriptedFileModel",
+    "ScriptedJudge",
+    "create_scripted",
+    "create_scripted_judge",
+    "load_script",
+]
