@@ -80,6 +80,19 @@ def test_schema_rejects_wrong_fields() -> None:
     assert paths == ["brief", "criteria.0.importance", "difficulty"]
 
 
+def test_schema_describes_applies_after() -> None:
+    schema = bundle_schemas()["scenario.schema.json"]
+    prop = schema["$defs"]["ActionCheck"]["properties"]["applies_after"]
+    assert prop["type"] == "array" and prop["items"] == {"type": "string"} and prop["maxItems"] == 20
+    assert "not applicable" in prop["description"]
+    data = _scenario()
+    data["action_checks"][2]["applies_after"] = ["verify"]
+    assert list(_validator("scenario.schema.json").iter_errors(data)) == []
+    data["action_checks"][2]["applies_after"] = "verify"
+    errors = list(_validator("scenario.schema.json").iter_errors(data))
+    assert [".".join(map(str, e.absolute_path)) for e in errors] == ["action_checks.2.applies_after"]
+
+
 def test_write_schemas_atomically(tmp_path: Path) -> None:
     out = tmp_path / "nested" / "schemas"
     written = write_schemas(out)

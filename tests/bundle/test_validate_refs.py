@@ -242,3 +242,45 @@ def test_unresolved_reference_reported_at_every_place(mb: MiniBundle) -> None:
     mb.edit_scenario(brk)
     paths = [p.path for p in mb.only("ref.unresolved")]
     assert paths == ["fixtures.lookup_account.queue.0.response.note", "fixtures.schedule_pickup.default.who"]
+
+
+def test_applies_after_unknown_guard(mb: MiniBundle) -> None:
+    def brk(d: dict[str, Any]) -> None:
+        d["action_checks"][2]["applies_after"] = ["verify", "bok"]
+
+    mb.edit_scenario(brk)
+    probs = mb.problems()
+    [p] = [p for p in probs if p.code == "ref.applies_after"]
+    assert (p.file, p.path) == (SFILE, "action_checks.2.applies_after.1")
+    assert p.message == "guard 'bok' is not an action check of this scenario"
+    # the unknown guard is never met, so the reference path leaves no_cancel not applicable
+    [r] = [p for p in probs if p.code == "reference.check_unmet"]
+    assert r.path == "action_checks.2" and "not applicable: guard check(s) not met: bok" in r.message
+
+
+def test_applies_after_cycle_through_after(mb: MiniBundle) -> None:
+    def brk(d: dict[str, Any]) -> None:
+        d["action_checks"][0]["applies_after"] = ["book"]  # book after verify, verify guarded by book
+
+    mb.edit_scenario(brk)
+    [p] = mb.only("ref.after_cycle")
+    assert p.path in ("action_checks.0.applies_after", "action_checks.1.after")
+    assert p.message.count("->") == 2 and "verify" in p.message and "book" in p.message
+
+
+def test_applies_after_self_guard(mb: MiniBundle) -> None:
+    def brk(d: dict[str, Any]) -> None:
+        d["action_checks"][2]["applies_after"] = ["no_cancel"]
+
+    mb.edit_scenario(brk)
+    [p] = mb.only("ref.after_cycle")
+    assert p.path == "action_checks.2.applies_after"
+    assert p.message == "checks ordered in a cycle: no_cancel -> no_cancel"
+
+
+def test_applies_after_guard_met_on_reference_is_clean(mb: MiniBundle) -> None:
+    def brk(d: dict[str, Any]) -> None:
+        d["action_checks"][2]["applies_after"] = ["verify"]  # never cancel, once the account is found
+
+    mb.edit_scenario(brk)
+    assert mb.problems() == []

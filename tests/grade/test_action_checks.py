@@ -68,3 +68,66 @@ def test_after_cycle_is_a_grade_error(make_trace, bundle):
     bad.action_checks[0].after = ["log_reason"]
     with pytest.raises(GradeError, match=r"zero_supply.*cycle"):
         grade_action_checks(make_trace("good"), bad)
+
+
+def _guarded(scen):
+    """The zero_supply scenario with ``no_pickup`` guarded by ``log_reason`` (issue 12 item 2)."""
+    g = scen.model_copy(deep=True)
+    g.action_checks[2].applies_after = ["log_reason"]
+    return g
+
+
+def test_guarded_negative_is_not_applicable_when_the_guard_is_unmet(make_trace, bundle):
+    scen = _guarded(bundle.scenario("zero_supply")[1])
+    t = make_trace("hangup")
+    items = _by_id(grade_action_checks(t, scen))
+    np_ = items["no_pickup"]
+    assert items["log_reason"].label == Label.NOT_MET
+    assert (np_.label, np_.r) == (Label.NOT_APPLICABLE, None)
+    assert np_.reason == "not applicable: guard check(s) not met: log_reason"
+    # Without the guard the do-nothing trace meets it (the null-floor problem the guard fixes).
+    assert _by_id(grade_action_checks(t, bundle.scenario("zero_supply")[1]))["no_pickup"].label == Label.MET
+
+
+def test_guarded_negative_applies_once_the_guard_is_met(make_trace, bundle):
+    scen = _guarded(bundle.scenario("zero_supply")[1])
+    t = make_trace("good")
+    assert _by_id(grade_action_checks(t, scen))["no_pickup"].label == Label.MET
+    t.tool_events[2].name = "schedule_pickup"  # the forbidden call, after the guard was met
+    np_ = _by_id(grade_action_checks(t, scen))["no_pickup"]
+    assert (np_.label, np_.r, np_.cited_events) == (Label.NOT_MET, 0.0, [2])
+
+
+def test_guarded_check_enters_neither_sum(make_trace, bundle):
+    from callbench.grade.scoring import score_items
+
+    _, plain = bundle.scenario("zero_supply")
+    t = make_trace("hangup")
+    task_plain, _, _ = score_items(grade_action_checks(t, plain))
+    task_guarded, _, _ = score_items(grade_action_checks(t, _guarded(plain)))
+    # weights 1 + 3 + 2: unguarded the negative adds 2 of 6 weight met; guarded only 4 weight count
+    assert (task_plain.points, task_plain.weight) == (2.0, 6.0)
+    assert (task_guarded.points, task_guarded.weight, task_guarded.items) == (0.0, 4.0, 2)
+
+
+def test_not_applicable_guard_chains(make_trace, bundle):
+    from callbench.bundle.checks import evaluate_checks
+
+    _, scen = bundle.scenario("zero_supply")
+    g = scen.model_copy(deep=True)
+    # lookup_farmer guarded by log_reason; log_reason must come after lookup_farmer -> a cycle
+    g.action_checks[0].applies_after = ["log_reason"]
+    with pytest.raises(GradeError, match="applies_after' cycle"):
+        grade_action_checks(make_trace("good"), g)
+    # no_pickup guarded by a guarded check that is not applicable: not applicable too
+    g = scen.model_copy(deep=True)
+    g.action_checks[1].applies_after = ["no_pickup"]
+    g.action_checks[1].after = []
+    g.action_checks[2].applies_after = ["lookup_farmer"]
+    res = {r.id: r for r in evaluate_checks(g, call_records(make_trace("hangup")))}
+    assert (res["no_pickup"].applicable, res["no_pickup"].met) == (False, False)
+    assert (res["log_reason"].applicable, res["log_reason"].met) == (False, False)
+    assert res["log_reason"].reason == "not applicable: guard check(s) not met: no_pickup"
+    res = {r.id: r for r in evaluate_checks(g, call_records(make_trace("good")))}
+    assert res["no_pickup"].applicable and res["no_pickup"].met
+    assert res["log_reason"].applicable and res["log_reason"].met

@@ -24,10 +24,14 @@ class CallRecord(BaseModel):
 
 
 class CheckResult(BaseModel):
-    """Label of one action check: met or not, why, and the tool-event indices it cites."""
+    """Label of one action check: met or not, why, and the tool-event indices it cites.
+
+    ``applicable`` is False for a guarded check whose ``applies_after`` guards were not all met;
+    it then has ``met=False`` and enters neither sum of the score."""
 
     id: str
     met: bool
+    applicable: bool = True
     reason: str
     count: int
     cited_events: list[int]
@@ -43,9 +47,9 @@ def _order(checks: list[ActionCheck]) -> list[ActionCheck]:
         if c.id in done:
             return
         if c.id in visiting:
-            raise ValueError(f"action check {c.id!r} is in an 'after' cycle")
+            raise ValueError(f"action check {c.id!r} is in an 'after' / 'applies_after' cycle")
         visiting.add(c.id)
-        for a in c.after:
+        for a in [*c.after, *c.applies_after]:
             if a in by_id:
                 visit(by_id[a])
         visiting.discard(c.id)
@@ -62,7 +66,12 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
     A call counts for a check when its tool name equals ``check.tool``, its arguments satisfy every
     matcher, and it comes after the first counted call of each check in ``after`` (a check with an
     unmet ``after`` dependency counts nothing). Met when ``count.min <= n <= count.max``.
-    Results come in the scenario's check order. Raises ``ValueError`` on an ``after`` cycle.
+
+    A check with ``applies_after`` guards is evaluated the same way, then marked not applicable
+    (``applicable=False``, ``met=False``) unless every guard is applicable and met. A check that is
+    not applicable counts as never met for the checks that come ``after`` it or are guarded by it.
+    Results come in the scenario's check order. Raises ``ValueError`` on a cycle through ``after``
+    and ``applies_after``.
     """
     facts, state = scenario.brief.known_facts, scenario.hidden_state
     first: dict[str, int | None] = {}
@@ -94,13 +103,19 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
             )
         else:
             reason = f"{n} matching call(s) of {c.tool}, at most {hi} allowed"
-        first[c.id] = counted[0] if counted else None
+        unguarded = [g for g in c.applies_after if g not in results or not results[g].met]
+        applicable = not unguarded
+        if not applicable:
+            met = False
+            reason = "not applicable: guard check(s) not met: " + ", ".join(unguarded)
+        first[c.id] = counted[0] if counted and applicable else None
         results[c.id] = CheckResult(
             id=c.id,
             met=met,
+            applicable=applicable,
             reason=reason,
             count=n,
             cited_events=counted or near,
-            first_met_index=counted[0] if counted else None,
+            first_met_index=first[c.id],
         )
     return [results[c.id] for c in scenario.action_checks]

@@ -211,7 +211,12 @@ class CountBounds(Strict):
 class ActionCheck(Strict):
     """An executable expected action (A_s): a call of ``tool`` whose arguments satisfy ``args``,
     made between ``count.min`` and ``count.max`` times, each counted call after every check in
-    ``after`` was first met. ``count: {min: 0, max: 0}`` asserts the tool is never called."""
+    ``after`` was first met. ``count: {min: 0, max: 0}`` asserts the tool is never called.
+
+    ``applies_after`` guards the check: it is not applicable (enters neither sum, neither met nor
+    not met) unless every listed check of the same scenario is met at the end of the call, i.e. the
+    call reached the point where the action is tempting (issue 12 item 2). Guard a negative check
+    ("never call X") that a do-nothing agent would otherwise meet."""
 
     id: str = Field(pattern=ID_PATTERN)
     description: str = Field(default="", max_length=2000)
@@ -219,6 +224,14 @@ class ActionCheck(Strict):
     args: dict[str, Matcher] = Field(default_factory=dict)
     count: CountBounds = Field(default_factory=CountBounds)
     after: list[str] = Field(default_factory=list)
+    applies_after: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description=(
+            "Guard: ids of action checks of this scenario that must all be met for this check to "
+            "apply; until then it is not applicable (neither met nor not met)."
+        ),
+    )
     importance: Importance = 2
     diagnostic: Diagnostic = Diagnostic.TOOL_CHOICE
 

@@ -29,7 +29,9 @@ Scenario (``agents/<id>/scenarios/<scenario>.yaml``; :mod:`callbench.bundle.vali
 :mod:`callbench.bundle.validate_matchers`)
     ``ref.agent`` ``agent`` is not the agent owning the folder · ``ref.check_tool`` /
     ``ref.fixture_tool`` a check or fixture names a tool the agent lacks · ``ref.after`` an
-    ``after`` id that is no check of the scenario · ``ref.after_cycle`` checks ordered in a cycle ·
+    ``after`` id that is no check of the scenario · ``ref.applies_after`` an ``applies_after`` guard
+    that is no check of the scenario · ``ref.after_cycle`` checks ordered in a cycle (through
+    ``after`` and ``applies_after``) ·
     ``ref.unresolved`` a ``${caller.x}``/``${state.x}`` reference that does not resolve (fixtures,
     check arguments, the agent's ``default_response``) · ``ref.misplaced`` a reference where none
     resolves · ``check.count_bounds`` count min above max · ``id.duplicate`` a check or criterion id
@@ -86,7 +88,8 @@ PROBLEM_CODES: frozenset[str] = frozenset({
     "tool.required_unknown", "ending.undeclared", "ending.no_success", "ending.duplicate", "language.tag",
     "prompt.hash_mismatch", "prompt.empty", "prompt.render", "size.prompt",
     # scenario
-    "ref.agent", "ref.check_tool", "ref.fixture_tool", "ref.after", "ref.after_cycle", "ref.unresolved",
+    "ref.agent", "ref.check_tool", "ref.fixture_tool", "ref.after", "ref.applies_after", "ref.after_cycle",
+    "ref.unresolved",
     "ref.misplaced", "check.count_bounds", "id.duplicate", "plan.duplicate_step", "channel.turn_or_step",
     "channel.step", "channel.replacement", "channel.anchor", "matcher.type", "matcher.enum",
     "matcher.param_unknown", "brief.datetime", "excerpt.not_verbatim", "language.agent",

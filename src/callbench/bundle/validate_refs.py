@@ -19,7 +19,8 @@ _MATCHER: TypeAdapter[Any] = TypeAdapter(Matcher)
 
 
 def audit_structure(agent: LoadedAgent, s: Scenario, report: Report) -> None:
-    """Ids, tool names, ``after`` order, plan steps and the channel program of one scenario."""
+    """Ids, tool names, ``after`` order and ``applies_after`` guards, plan steps and the channel
+    program of one scenario."""
     cfg = agent.config
     tools = {t.name for t in cfg.tools}
     if s.agent != cfg.id:
@@ -46,12 +47,15 @@ def audit_structure(agent: LoadedAgent, s: Scenario, report: Report) -> None:
             if dep not in check_ids:
                 report(f"action_checks.{i}.after.{k}", "ref.after",
                        f"{dep!r} is not an action check of this scenario")
+        for k, guard in enumerate(c.applies_after):
+            if guard not in check_ids:
+                report(f"action_checks.{i}.applies_after.{k}", "ref.applies_after",
+                       f"guard {guard!r} is not an action check of this scenario")
         if c.count.max is not None and c.count.min > c.count.max:
             report(f"action_checks.{i}.count", "check.count_bounds",
                    f"count min {c.count.min} is greater than max {c.count.max}")
-    for cycle_at, cycle in _after_cycles(s):
-        report(f"action_checks.{cycle_at}.after", "ref.after_cycle",
-               "checks ordered in a cycle: " + " -> ".join(cycle))
+    for where, cycle in _after_cycles(s):
+        report(where, "ref.after_cycle", "checks ordered in a cycle: " + " -> ".join(cycle))
     steps: set[str] = set()
     for i, st in enumerate(s.brief.plan):
         if st.id in steps:
@@ -81,12 +85,15 @@ def audit_structure(agent: LoadedAgent, s: Scenario, report: Report) -> None:
                        "an empty VAD anchor splits nothing")
 
 
-def _after_cycles(s: Scenario) -> list[tuple[int, list[str]]]:
-    """Each ``after`` cycle once, as (index of the check where it was found, ids around the cycle)."""
-    deps = {c.id: [d for d in c.after] for c in s.action_checks}
+def _after_cycles(s: Scenario) -> list[tuple[str, list[str]]]:
+    """Each cycle through ``after`` and ``applies_after`` once (a guard is evaluated before the
+    check it guards, as an ``after`` dependency is), as (path of the field holding the edge that
+    closes the cycle, e.g. ``action_checks.2.applies_after``; ids around the cycle)."""
+    deps = {c.id: [*((d, "after") for d in c.after), *((d, "applies_after") for d in c.applies_after)]
+            for c in s.action_checks}
     index = {c.id: i for i, c in enumerate(s.action_checks)}
     state: dict[str, int] = {}
-    cycles: list[tuple[int, list[str]]] = []
+    cycles: list[tuple[str, list[str]]] = []
     for start in deps:
         if state.get(start):
             continue
@@ -100,10 +107,10 @@ def _after_cycles(s: Scenario) -> list[tuple[int, list[str]]]:
             nxt = deps.get(node, [])
             if k < len(nxt):
                 stack.append((node, k + 1))
-                dep = nxt[k]
+                dep, field = nxt[k]
                 if state.get(dep) == 1:
                     cyc = [*trail[trail.index(dep):], dep]
-                    cycles.append((index[dep], cyc))
+                    cycles.append((f"action_checks.{index[node]}.{field}", cyc))
                 elif not state.get(dep) and dep in deps:
                     stack.append((dep, 0))
             else:

@@ -36,11 +36,13 @@ def call_records(trace: Trace) -> list[CallRecord]:
 def grade_action_checks(trace: Trace, scenario: Scenario) -> list[GradedItem]:
     """One task-pillar item per action check of ``scenario``, in scenario order.
 
-    Label met / not_met (r 1 / 0), weight = the check's importance, diagnostic = the check's
-    diagnostic, ``cited_events`` = the tool-event indices the check counted (or, when none
-    counted, the calls of the tool with other arguments), ``cited_messages`` = the assistant
-    messages that made those calls. Raises :class:`GradeError` when the scenario's checks cannot
-    be evaluated (an ``after`` cycle or an unresolvable reference).
+    Label met / not_met (r 1 / 0), or not_applicable (r None, enters neither sum) for a guarded
+    check whose ``applies_after`` guards were not all met; weight = the check's importance,
+    diagnostic = the check's diagnostic, ``cited_events`` = the tool-event indices the check
+    counted (or, when none counted, the calls of the tool with other arguments),
+    ``cited_messages`` = the assistant messages that made those calls. Raises
+    :class:`GradeError` when the scenario's checks cannot be evaluated (an ``after`` /
+    ``applies_after`` cycle or an unresolvable reference).
     """
     try:
         results = evaluate_checks(scenario, call_records(trace))
@@ -51,7 +53,7 @@ def grade_action_checks(trace: Trace, scenario: Scenario) -> list[GradedItem]:
     items = []
     for res in results:
         check = checks[res.id]
-        label = Label.MET if res.met else Label.NOT_MET
+        label = Label.NOT_APPLICABLE if not res.applicable else Label.MET if res.met else Label.NOT_MET
         cited_msgs = sorted({by_event[i].message_index for i in res.cited_events if i in by_event})
         items.append(
             GradedItem(
@@ -61,7 +63,7 @@ def grade_action_checks(trace: Trace, scenario: Scenario) -> list[GradedItem]:
                 diagnostic=check.diagnostic,
                 weight=check.importance,
                 label=label,
-                r=LABEL_VALUE[label],
+                r=LABEL_VALUE.get(label),
                 reason=res.reason,
                 cited_events=sorted(res.cited_events),
                 cited_messages=cited_msgs,
