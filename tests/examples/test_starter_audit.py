@@ -1,0 +1,116 @@
+"""The starter bundle passes the measurement-validity audits of issues 12 and 17.
+
+- No leaks: no scenario's hidden value (hidden state, fixtures) that identifies something is written
+  in agent-level text (the operating document rendered with neutral values, the agent's default
+  variables, the tool schemas), where every candidate reads it in every call.
+- Every authored channel event applies on the reference replay.
+- The do-nothing floor (an agent that hangs up at once, one that only talks) stays low.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from callbench.bundle.checks import CallRecord, evaluate_checks
+from callbench.bundle.loader import load_bundle, render_instructions
+from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.models.scripted.models import create_scripted
+from callbench.sim.episode import run_episode
+from callbench.trace import Trace
+
+STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
+
+_CLOCK = re.compile(r"[0-9]{1,2}:[0-9]{2}(\s*-\s*[0-9]{1,2}:[0-9]{2})?")
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Bundle:
+    return load_bundle(STARTER)
+
+
+def _leaves(v: Any, where: str) -> list[tuple[str, Any]]:
+    if isinstance(v, dict):
+        return [x for k, y in v.items() for x in _leaves(y, f"{where}.{k}")]
+    if isinstance(v, list):
+        return [x for i, y in enumerate(v) for x in _leaves(y, f"{where}.{i}")]
+    return [(where, v)]
+
+
+def _enum_values(schema: Any) -> set[str]:
+    """Every ``enum`` member and ``const`` of a JSON Schema: the interface's own vocabulary."""
+    out: set[str] = set()
+    if isinstance(schema, dict):
+        for k, v in schema.items():
+            if k == "enum" and isinstance(v, list):
+                out |= {str(x) for x in v}
+            elif k == "const":
+                out.add(str(v))
+            else:
+                out |= _enum_values(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            out |= _enum_values(v)
+    return out
+
+
+def identifying(v: Any) -> str | None:
+    """The text of a value that identifies something (a reference, an account, a code), else None:
+    a string of 5+ characters holding a digit, or an integer of 5+ digits; a clock time or a range
+    of clock times ("17:00", "16:00-16:55") is a schedule, not an identifier."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int):
+        return str(v) if len(str(abs(v))) >= 5 else None
+    if isinstance(v, str):
+        s = v.strip()
+        if len(s) >= 5 and any(c.isdigit() for c in s) and not _CLOCK.fullmatch(s):
+            return s
+    return None
+
+
+def agent_level_text(agent: LoadedAgent) -> str:
+    """What every call of the agent shows the candidate whatever the scenario: the document rendered
+    with neutral values (the agent's default variables) and the tool schemas."""
+    tools = json.dumps([t.model_dump(exclude={"default_response"}) for t in agent.config.tools],
+                       ensure_ascii=False)
+    return render_instructions(agent) + "\n" + tools
+
+
+def leaks(agent: LoadedAgent, scen: Scenario) -> list[str]:
+    """``path: value`` of each identifying hidden-state or fixture value of ``scen`` written in the
+    agent-level text (values the tools declare as enum members excepted)."""
+    text = agent_level_text(agent)
+    vocab = set().union(*(_enum_values(t.parameters) for t in agent.config.tools))
+    values = _leaves(scen.hidden_state, "hidden_state")
+    values += _leaves(scen.model_dump(mode="json")["fixtures"], "fixtures")
+    out = []
+    for path, v in values:
+        s = identifying(v)
+        if s is not None and s not in vocab and s in text:
+            out.append(f"{path}: {s}")
+    return out
+
+
+def test_no_hidden_value_in_agent_level_text(bundle: Bundle) -> None:
+    found = {s.id: hits for a, s in bundle.scenarios() if (hits := leaks(a, s))}
+    assert found == {}
+
+
+def test_leak_finder_finds_the_known_leaks(bundle: Bundle) -> None:
+    """The audit above finds a hidden value put back into a document or a tool schema."""
+    agent, scen = bundle.scenario("bank_duplicate_charge_dispute")
+    planted = agent.model_copy(deep=True)
+    planted.instructions_template += "\nFor example DSP26031100418 is read in groups.\n"
+    assert leaks(planted, scen) == ["hidden_state.dispute_reference: DSP26031100418"]
+    agent, scen = bundle.scenario("dairy_zero_supply_mastitis")
+    planted = agent.model_copy(deep=True)
+    planted.config.tools[0].description += " e.g. BMC-2417-02"
+    assert "hidden_state.member_profile.center_code: BMC-2417-02" in leaks(planted, scen)
+    assert identifying("17:00") is None and identifying("16:00-16:55") is None
+    assert identifying(12343) == "12343" and identifying(2340) is None
