@@ -3,26 +3,21 @@
 - No leaks: no scenario's hidden value (hidden state, fixtures) that identifies something is written
   in agent-level text (the operating document rendered with neutral values, the agent's default
   variables, the tool schemas), where every candidate reads it in every call.
-- Every authored channel event applies on the reference replay.
-- The do-nothing floor (an agent that hangs up at once, one that only talks) stays low.
+(Every authored channel event applying on the reference replay is checked, scenario by scenario,
+in ``tests/sim/test_starter.py``.)
 """
 
 from __future__ import annotations
 
 import json
 import re
-import statistics
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.loader import load_bundle, render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
-from callbench.models.scripted.models import create_scripted
-from callbench.sim.episode import run_episode
-from callbench.trace import Trace
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 
