@@ -170,6 +170,9 @@ class Trace(BaseModel):
     end_reason: EndReason
     skip_reason: str | None = None
     reruns: int = 0  # conversations restarted after caller validation failures
+    # caller rejections inside conversations a rerun discarded (the kept conversation's own are in
+    # caller_turns[].rejections), oldest first
+    rerun_rejections: list[str] = Field(default_factory=list)
     usage: dict[str, Usage] = Field(default_factory=dict)  # by role
     code_version: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)  # loop limits etc.

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from callbench import __version__
 from callbench.report.fairness import FairnessFlag, check_fairness, describe_role, smoke_test_roles
+from callbench.report.ledger import RunLedger, run_ledger
 from callbench.report.load import RunData
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, derive_rng
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
@@ -52,6 +53,7 @@ class RunInfo(BaseModel):
     grade_set_id: str
     grade_set_created: str
     cutoff: float
+    simulator: RunLedger | None = None  # simulator and channel ledger (report/ledger.py)
 
 
 class SkippedEpisode(BaseModel):
@@ -111,6 +113,7 @@ def run_info(run: RunData) -> RunInfo:
         grade_set_id=g.grade_set_id,
         grade_set_created=g.created,
         cutoff=g.cutoff,
+        simulator=run_ledger(run),
     )
 
 

@@ -28,6 +28,7 @@ from markupsafe import Markup, escape
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import Report
+from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
 from callbench.report.terminal import SMOKE_TEST_TEXT
 from callbench.report.viewer import episode_views
@@ -188,6 +189,9 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         smoke_test_text=SMOKE_TEST_TEXT,
         report_id=hashlib.sha256(report.model_dump_json().encode()).hexdigest()[:12],
         include_traces=include_traces,
+        ledger=[row for r in report.runs if r.simulator for row in ledger_rows(r.run_id, r.simulator)],
+        ledger_columns=LEDGER_COLUMNS,
+        repeat_ks=[str(k) for k in sorted({int(k) for c in report.candidates for k in c.pass_hat_k or {}})],
     )
 
 

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import Report
+from callbench.report.ledger import render_ledger_terminal
 from callbench.stats.bootstrap import BootstrapResult
 
 MAX_SKIPPED_ROWS = 20
@@ -54,10 +55,12 @@ def render_terminal(report: Report, console: Console) -> None:
         )
     _runs(report, console)
     _leaderboard(report, console)
+    _repeats(report, console)
     _paired(report, console)
     _language_difficulty(report, console)
     _diagnostics(report, console)
     _skipped(report, console)
+    render_ledger_terminal([(r.run_id, r.simulator) for r in report.runs], console)
     _cost(report, console)
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
@@ -119,6 +122,41 @@ def _leaderboard(report: Report, console: Console) -> None:
     console.print(p)
 
 
+def _repeats(report: Report, console: Console) -> None:
+    """pass^k, verdict flips and within-scenario SD; nothing when no candidate has two repeats."""
+    cands = [c for c in report.candidates if c.pass_hat_k]
+    if not cands:
+        return
+    ks = sorted({int(k) for c in cands for k in (c.pass_hat_k or {})})
+    t = Table(
+        title="Reliability over repeats (pass^k = mean over scenarios of C(c,k)/C(n,k); no interval)",
+        title_justify="left",
+    )
+    t.add_column("candidate", overflow="fold", min_width=12)
+    for k in ks:
+        t.add_column(f"pass^{k}", justify="right", no_wrap=True)
+    for col in ("verdict flips", "within-scenario SD"):
+        t.add_column(col, justify="right", overflow="fold")
+    for c in cands:
+        rs = c.repeats
+        cells = []
+        for k in ks:
+            v = (c.pass_hat_k or {}).get(str(k))
+            n = rs.pass_hat_k_scenarios.get(str(k), 0)
+            cells.append("—" if v is None else f"{v:.3f} (n={n})")
+        flips = (
+            "—"
+            if c.verdict_flip_rate is None
+            else f"{100 * c.verdict_flip_rate:.1f}% ({rs.n_flipped}/{rs.n_scenarios_repeated})"
+        )
+        t.add_row(escape(c.candidate), *cells, flips, fmt(c.within_scenario_sd))
+    console.print(t)
+    console.print(
+        "n = scenarios behind each pass^k (a scenario with fewer completed repeats than k is left out); "
+        "verdict flips = scenarios whose repeats disagree on pass/fail; SD in score points."
+    )
+
+
 def _paired(report: Report, console: Console) -> None:
     if not report.paired:
         return
@@ -148,24 +186,38 @@ def _language_difficulty(report: Report, console: Console) -> None:
             continue
         diffs = sorted(c.by_difficulty)
         t = Table(
-            title=f"Overall by language x difficulty: {escape(c.candidate)} (mean, n)", title_justify="left"
+            title=f"Overall by language x difficulty: {escape(c.candidate)} (mean \\[interval] (n))",
+            title_justify="left",
         )
         t.add_column("language")
         for d in [*diffs, "all"]:
             t.add_column(escape(d or "?"), justify="right")
+        warned: list[str] = []
+
+        def cell(r: BootstrapResult | None, name: str, warned: list[str] = warned) -> str:
+            if r is None:
+                return ""
+            text = f"{fmt(r.estimate)} [{fmt(r.low)}, {fmt(r.high)}] ({r.n_episodes})"
+            if r.warning:
+                warned.append(f"{name}: {r.warning}")
+                text += " !"
+            return text
+
         for lang, row in c.by_language.items():
             cells = []
             for d in diffs:
                 r = c.by_language_difficulty.get(lang, {}).get(d)
-                cells.append("" if r is None else f"{fmt(r.estimate)} ({r.n_episodes})")
-            cells.append(f"{fmt(row.estimate)} ({row.n_episodes})")
+                cells.append(cell(r, f"{lang or '?'} x {d or '?'}"))
+            cells.append(cell(row, f"{lang or '?'}"))
             t.add_row(escape(lang or "?"), *cells)
         t.add_row(
             "all",
-            *[f"{fmt(c.by_difficulty[d].estimate)} ({c.by_difficulty[d].n_episodes})" for d in diffs],
-            f"{fmt(c.overall.estimate)} ({c.overall.n_episodes})",
+            *[cell(c.by_difficulty[d], f"{d or '?'}") for d in diffs],
+            cell(c.overall, "all"),
         )
         console.print(t)
+        for w in warned:
+            console.print(f"  [yellow]! {escape(w)}[/yellow]")
 
 
 def _diagnostics(report: Report, console: Console) -> None:

@@ -127,6 +127,8 @@ async def run_episode(
             static_system_chars=static_chars,
         )
 
+    discarded: list[str] = []  # rejections of conversations a rerun replaced
+
     def trace(conv: Conversation, end: EndReason, reruns: int, skip_reason: str | None = None) -> Trace:
         return Trace(
             episode_id=episode_id,
@@ -152,6 +154,7 @@ async def run_episode(
             end_reason=end,
             skip_reason=skip_reason,
             reruns=reruns,
+            rerun_rejections=list(discarded),
             usage=dict(sorted(usage.items())),
             code_version=code_version,
             settings=limits.model_dump(mode="json"),
@@ -159,6 +162,8 @@ async def run_episode(
 
     failure: tuple[Conversation, CallerFailed] | None = None
     for rerun in range(limits.conversation_reruns + 1):
+        if failure is not None:  # the failed conversation is replaced: keep its rejections
+            discarded.extend(r for turn in failure[0].caller_turns for r in turn.rejections)
         conv = new_conversation()
         try:
             end = await conv.run()

@@ -63,6 +63,7 @@ class BootstrapResult(BaseModel):
     n_excluded: int = 0  # undefined values removed before resampling
     n_agents: int = 0
     n_scenarios: int = 0
+    warning: str | None = None  # set on report slices that draw on too few agents or scenarios
 
     @property
     def width(self) -> float | None:

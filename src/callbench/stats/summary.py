@@ -33,6 +33,13 @@ from callbench.stats.bootstrap import (
     flat_bootstrap,
     hierarchical_bootstrap,
 )
+from callbench.stats.repeats import RepeatStats, repeat_stats
+
+# A language or difficulty slice drawing on fewer agents or scenarios than this gets a warning
+# beside its interval (issue 12): the hierarchical bootstrap cannot see agent-to-agent variation
+# in a one-agent slice, and a handful of scenarios gives an unstable percentile interval.
+SLICE_MIN_AGENTS = 2
+SLICE_MIN_SCENARIOS = 10
 
 Status = Literal["scored", "skipped", "ungraded", "not_run"]
 Metric = Literal["overall", "task", "conversation", "pass"]
@@ -105,6 +112,11 @@ class CandidateSummary(BaseModel):
     task: BootstrapResult
     conversation: BootstrapResult
     pass_rate: BootstrapResult
+    # reliability over repeats (stats/repeats.py); None with fewer than two repeats per scenario
+    pass_hat_k: dict[str, float] | None = None  # str(k) -> fraction 0..1
+    verdict_flip_rate: float | None = None  # fraction 0..1 of scenarios
+    within_scenario_sd: float | None = None  # score points
+    repeats: RepeatStats = Field(default_factory=RepeatStats)
     cutoffs: list[float] = Field(default_factory=list)
     task_totals: PointTotals = Field(default_factory=PointTotals)
     conversation_totals: PointTotals = Field(default_factory=PointTotals)
@@ -187,16 +199,55 @@ def summarize_candidate(
         by_lang[r.language].append(r)
         by_diff[r.difficulty].append(r)
         by_both[(r.language, r.difficulty)].append(r)
-    summary.by_language = {k: boot("overall", v, "language", k) for k, v in sorted(by_lang.items())}
-    summary.by_difficulty = {k: boot("overall", v, "difficulty", k) for k, v in sorted(by_diff.items())}
+    summary.by_language = {
+        k: slice_warned(boot("overall", v, "language", k)) for k, v in sorted(by_lang.items())
+    }
+    summary.by_difficulty = {
+        k: slice_warned(boot("overall", v, "difficulty", k)) for k, v in sorted(by_diff.items())
+    }
     for (lang, diff), subset in sorted(by_both.items()):
-        summary.by_language_difficulty.setdefault(lang, {})[diff] = boot(
-            "overall", subset, "language_difficulty", lang, diff
+        summary.by_language_difficulty.setdefault(lang, {})[diff] = slice_warned(
+            boot("overall", subset, "language_difficulty", lang, diff)
         )
+
+    per_scenario: dict[tuple[str, str], list[float]] = defaultdict(list)
+    per_cutoff: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in sorted(scored, key=lambda r: r.repeat):
+        if r.grade is not None and r.grade.overall is not None:
+            per_scenario[(r.agent_id, r.scenario_id)].append(r.grade.overall)
+            per_cutoff[(r.agent_id, r.scenario_id)].append(r.grade.cutoff)
+    summary.repeats = repeat_stats(per_scenario, per_cutoff)
+    summary.pass_hat_k = summary.repeats.pass_hat_k
+    summary.verdict_flip_rate = summary.repeats.verdict_flip_rate
+    summary.within_scenario_sd = summary.repeats.within_scenario_sd
 
     summary.diagnostics = summarize_diagnostics(grades)
     summary.usage, summary.cost_usd, summary.tokens = summarize_usage(records)
     return summary
+
+
+def slice_warning(result: BootstrapResult) -> str | None:
+    """Why a slice's interval deserves caution, or None: it draws on fewer than
+    :data:`SLICE_MIN_AGENTS` agents or fewer than :data:`SLICE_MIN_SCENARIOS` scenarios."""
+    if result.n_episodes == 0:
+        return None
+    parts = []
+    if result.n_agents < SLICE_MIN_AGENTS:
+        parts.append(f"{result.n_agents} agent{'s' if result.n_agents != 1 else ''}")
+    if result.n_scenarios < SLICE_MIN_SCENARIOS:
+        parts.append(f"{result.n_scenarios} scenario{'s' if result.n_scenarios != 1 else ''}")
+    if not parts:
+        return None
+    return (
+        f"only {' and '.join(parts)} (fewer than {SLICE_MIN_AGENTS} agents or "
+        f"{SLICE_MIN_SCENARIOS} scenarios): interval unreliable"
+    )
+
+
+def slice_warned(result: BootstrapResult) -> BootstrapResult:
+    """``result`` with its ``warning`` set by :func:`slice_warning`."""
+    result.warning = slice_warning(result)
+    return result
 
 
 def summarize_diagnostics(grades: Sequence[EpisodeGrade]) -> dict[Diagnostic, DiagnosticSummary]:

@@ -1,0 +1,197 @@
+"""The simulator and channel ledger of a run (issue 12, item 5): what the caller simulator, the
+channel and the judges did wrong or left undone, counted over the run's traces and the reported
+grade set, so faults that never reach a score are still visible in aggregate.
+
+Counted from each trace (``trace.py``):
+
+- caller rejections by reason: every entry of ``CallerTurn.rejections`` (a caller reply the
+  harness refused: bad JSON, a plan step out of order, a leaked field name ...), grouped by its
+  reason code, the text before the first ``:`` (``invalid_json``, ``step_out_of_order``,
+  ``leak`` ...), plus those of conversations a rerun discarded (``Trace.rerun_rejections``; also
+  counted apart as ``caller_rejections_in_reruns``). Traces written before that field existed
+  hold only their kept conversation's rejections.
+- conversation reruns: ``Trace.reruns`` summed (conversations restarted after the caller failed
+  validation on every attempt at a turn), and the number of episodes with any.
+- skipped episodes by reason: the reason code of ``Trace.skip_reason`` (``caller_validation``,
+  ``infrastructure`` ...); the full reasons are listed in the report's skipped table.
+- channel events: authored ASR and VAD events applied, not applied (the span or anchor was not
+  in what the caller said, or the turn was already split), never reached (their turn never came:
+  ``Trace.unreached_channel_events``); seeded noise applied and not applied (no eligible word).
+- judge errors: items labelled ``judge_error`` in the reported grade set, by item source.
+
+A run's ledger is also split per candidate (the candidate's replies change how far a call goes,
+hence which channel events are reached); the report shows the split when candidates differ.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from callbench.grade.models import EpisodeGrade, Label
+from callbench.report.load import RunData
+from callbench.trace import Trace
+
+
+class ChannelLedger(BaseModel):
+    """Channel events counted over traces (see the module docstring)."""
+
+    authored_applied: int = 0
+    authored_not_applied: int = 0
+    never_reached: int = 0
+    seeded_applied: int = 0
+    seeded_not_applied: int = 0
+
+
+class SimulatorLedger(BaseModel):
+    """Counts over the episodes of one run, or of one candidate in it (module docstring)."""
+
+    episodes: int = 0  # traces read
+    caller_turns: int = 0
+    caller_rejections: dict[str, int] = Field(default_factory=dict)  # reason code -> count
+    caller_turns_with_rejections: int = 0  # in the kept conversations
+    caller_rejections_in_reruns: int = 0  # of the rejections, those in discarded conversations
+    conversation_reruns: int = 0
+    episodes_rerun: int = 0
+    skipped: dict[str, int] = Field(default_factory=dict)  # reason code -> episodes
+    channel: ChannelLedger = Field(default_factory=ChannelLedger)
+    judge_errors: int = 0
+    judge_errors_by_source: dict[str, int] = Field(default_factory=dict)
+    episodes_with_judge_errors: int = 0
+
+    @property
+    def n_rejections(self) -> int:
+        return sum(self.caller_rejections.values())
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(self.skipped.values())
+
+
+class RunLedger(SimulatorLedger):
+    """A run's ledger (``runs[].simulator`` in the JSON report) with its per-candidate split."""
+
+    by_candidate: dict[str, SimulatorLedger] = Field(default_factory=dict)
+    candidates_differ: bool = False  # True when the per-candidate ledgers are not all equal
+
+
+def reason_code(text: str) -> str:
+    """The reason code of a rejection or skip reason: the text before the first ``:``, trimmed
+    (``"invalid_json: the reply is empty"`` -> ``"invalid_json"``); ``"unspecified"`` if empty."""
+    return text.split(":", 1)[0].strip() or "unspecified"
+
+
+def _add(ledger: SimulatorLedger, trace: Trace | None, grade: EpisodeGrade | None) -> None:
+    if trace is not None:
+        ledger.episodes += 1
+        ledger.caller_turns += len(trace.caller_turns)
+        rejections = Counter(ledger.caller_rejections)
+        for turn in trace.caller_turns:
+            rejections.update(reason_code(r) for r in turn.rejections)
+            ledger.caller_turns_with_rejections += bool(turn.rejections)
+            for ev in turn.channel_events:
+                if ev.source == "seeded":
+                    ledger.channel.seeded_applied += ev.applied
+                    ledger.channel.seeded_not_applied += not ev.applied
+                else:
+                    ledger.channel.authored_applied += ev.applied
+                    ledger.channel.authored_not_applied += not ev.applied
+        rejections.update(reason_code(r) for r in trace.rerun_rejections)
+        ledger.caller_rejections_in_reruns += len(trace.rerun_rejections)
+        ledger.caller_rejections = dict(sorted(rejections.items()))
+        ledger.channel.never_reached += len(trace.unreached_channel_events)
+        ledger.conversation_reruns += trace.reruns
+        ledger.episodes_rerun += trace.reruns > 0
+    skip_reason = (
+        trace.skip_reason if trace is not None and trace.skipped
+        else grade.skip_reason if grade is not None and grade.skipped
+        else None
+    )  # fmt: skip
+    if (trace is not None and trace.skipped) or (grade is not None and grade.skipped):
+        code = reason_code(skip_reason or "")
+        ledger.skipped = dict(sorted((Counter(ledger.skipped) + Counter([code])).items()))
+    if grade is not None and not grade.skipped:
+        by_source = Counter(ledger.judge_errors_by_source)
+        by_source.update(i.source for i in grade.items if i.label == Label.JUDGE_ERROR)
+        ledger.judge_errors_by_source = dict(sorted(by_source.items()))
+        ledger.judge_errors += grade.judge_errors
+        ledger.episodes_with_judge_errors += grade.judge_errors > 0
+
+
+def run_ledger(run: RunData) -> RunLedger:
+    """Count the ledger of one loaded run (its traces and the chosen grade set's episode grades),
+    in total and per candidate (the report's candidate labels)."""
+    total = RunLedger()
+    per: dict[str, SimulatorLedger] = {}
+    for rec in run.records:
+        trace = run.traces.get(rec.episode_id)
+        grade = run.grades.get(rec.episode_id)
+        if trace is None and grade is None:
+            continue
+        _add(total, trace, grade)
+        _add(per.setdefault(rec.candidate, SimulatorLedger()), trace, grade)
+    total.by_candidate = dict(sorted(per.items()))
+    dumps = {ledger.model_dump_json() for ledger in per.values()}
+    total.candidates_differ = len(dumps) > 1
+    return total
+
+
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in d.items()) if d else "none"
+
+
+LEDGER_COLUMNS = (
+    "episodes", "caller turns", "caller rejections (by reason)", "reruns", "skipped (by reason)",
+    "channel authored: applied / not applied / never reached", "seeded noise: applied / not",
+    "judge errors",
+)  # fmt: skip
+
+
+def ledger_cells(led: SimulatorLedger) -> list[str]:
+    """One row of :data:`LEDGER_COLUMNS` for ``led`` (plain text, not markup-escaped)."""
+    c = led.channel
+    rej = f"{led.n_rejections}" + (f" ({_counts(led.caller_rejections)})" if led.caller_rejections else "")
+    skipped = f"{led.n_skipped}" + (f" ({_counts(led.skipped)})" if led.skipped else "")
+    judge = f"{led.judge_errors}" + (
+        f" ({_counts(led.judge_errors_by_source)})" if led.judge_errors_by_source else ""
+    )
+    return [
+        str(led.episodes),
+        str(led.caller_turns),
+        rej,
+        f"{led.conversation_reruns} in {led.episodes_rerun} episode(s)",
+        skipped,
+        f"{c.authored_applied} / {c.authored_not_applied} / {c.never_reached}",
+        f"{c.seeded_applied} / {c.seeded_not_applied}",
+        judge,
+    ]
+
+
+def ledger_rows(run_id: str, led: RunLedger) -> list[tuple[str, list[str]]]:
+    """``(label, cells)`` rows for a run: the total, then each candidate when candidates differ."""
+    rows = [(f"{run_id} (all)", ledger_cells(led))]
+    if led.candidates_differ:
+        rows += [(f"  {cand}", ledger_cells(sub)) for cand, sub in led.by_candidate.items()]
+    return rows
+
+
+def render_ledger_terminal(ledgers: list[tuple[str, RunLedger | None]], console: Console) -> None:
+    """Print the simulator and channel ledger table (one row per run, plus per-candidate rows
+    where the candidates' ledgers differ)."""
+    rows = [row for run_id, led in ledgers if led is not None for row in ledger_rows(run_id, led)]
+    if not rows:
+        return
+    t = Table(
+        title="Simulator and channel ledger (caller, channel and judge faults; see docs/validity.md)",
+        title_justify="left",
+    )
+    t.add_column("run / candidate", overflow="fold")
+    for col in LEDGER_COLUMNS:
+        t.add_column(col, overflow="fold")
+    for label, cells in rows:
+        t.add_row(escape(label), *(escape(x) for x in cells))
+    console.print(t)
