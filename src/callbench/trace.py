@@ -65,6 +65,7 @@ class ChannelEvent(BaseModel):
     replacement: str | None = None
     applied: bool
     detail: str = ""  # what changed, or why it did not apply
+    program_path: str | None = None  # authored events: scenario field path, e.g. channel.asr_events.2
 
 
 class CallerTurn(BaseModel):

@@ -219,3 +219,30 @@ def test_script_validation_errors_name_the_place() -> None:
     with pytest.raises(ValueError, match="expected a list"):
         load_script("just text")
     assert load_script({"candidate": [{"json": [1, 2]}]})["candidate"][0].content == "[1, 2]"
+
+
+async def test_talk_candidate_never_calls_a_tool(bundle: Bundle) -> None:
+    from callbench.models.scripted.models import TalkCandidate
+
+    agent, scen = bundle.scenario("dairy_zero_supply")
+    talk = create_scripted("scripted:talk", None, bundle)
+    assert isinstance(talk, TalkCandidate)
+    t = await run_episode(
+        agent,
+        scen,
+        candidate=talk,
+        caller=create_scripted("scripted:plan", None, bundle),
+        bundle_name="b",
+        bundle_version="1",
+        bundle_hash="h",
+        episode_id="e",
+        run_seed=1,
+        repeat=0,
+    )
+    # the scripted caller speaks every plan step, then hangs up: the talker never ends the call
+    assert t.end_reason == EndReason.CALLER_DONE
+    assert len(t.caller_turns) == len(scen.brief.plan) + 1
+    assert t.tool_events == []
+    said = [m.content for m in t.messages if m.role == "assistant"]
+    assert said[0] == "Hello, this is Anand Dairy Cooperative. How can I help you?"
+    assert set(said[1:]) == {TalkCandidate.LINE} and len(said) == len(scen.brief.plan) + 1

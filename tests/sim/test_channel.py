@@ -163,3 +163,21 @@ def test_program_model_types_are_used() -> None:
     )
     r = Channel(prog, 0, {}).render("a b c", 1, [])
     assert r.fragments == ["b", "c"]
+
+
+def test_authored_events_name_their_program_field() -> None:
+    ch = _channel(
+        asr_events=[{"turn": 2, "kind": "drop", "span": "x"}, {"turn": 1, "kind": "drop", "span": "milk"},
+                    {"step": "s9", "kind": "double", "span": "y"}],
+        vad_splits=[{"turn": 1, "after": ["no"]}, {"turn": 1, "after": ["today"]},
+                    {"turn": 7, "after": ["a"]}],
+        seeded_noise=True,
+    )
+    r = ch.render("no milk today please", 1, [])
+    assert [(e.kind, e.program_path) for e in r.events] == [
+        ("drop", "channel.asr_events.1"), ("seeded_substitute", None),
+        ("vad_split", "channel.vad_splits.0"), ("vad_split", "channel.vad_splits.1"),
+    ]
+    r2 = ch.render("x marks", 2, [])
+    assert [(e.program_path, e.applied) for e in r2.events] == [("channel.asr_events.0", True)]
+    assert [e.program_path for e in ch.unreached()] == ["channel.asr_events.2", "channel.vad_splits.2"]

@@ -154,7 +154,7 @@ class Channel:
             if i not in self._asr_done and _aimed(ev, turn, expressed_steps):
                 self._asr_done.add(i)
                 text, rec = apply_asr(text, ev, turn)
-                events.append(rec)
+                events.append(rec.model_copy(update={"program_path": f"channel.asr_events.{i}"}))
         if self.program.seeded_noise and turn == 1:
             slip = seeded_slip(text, self.known_facts, self.seed)
             if slip is None:
@@ -195,12 +195,13 @@ class Channel:
                         span=" | ".join(sp.after),
                         applied=False,
                         detail="the turn was already split by an earlier VAD event",
+                        program_path=f"channel.vad_splits.{i}",
                     )
                 )
                 continue
             fragments, rec = split_vad(text, sp, turn)
             split_done = rec.applied
-            events.append(rec)
+            events.append(rec.model_copy(update={"program_path": f"channel.vad_splits.{i}"}))
         return Rendered(fragments=fragments, events=events)
 
     def unreached(self) -> list[ChannelEvent]:
@@ -217,6 +218,7 @@ class Channel:
                         replacement=ev.replacement,
                         applied=False,
                         detail=f"{_target(ev)} never came in {self._turns_seen} caller turns",
+                        program_path=f"channel.asr_events.{i}",
                     )
                 )
         for i, sp in enumerate(self.program.vad_splits):
@@ -229,6 +231,7 @@ class Channel:
                         span=" | ".join(sp.after),
                         applied=False,
                         detail=f"{_target(sp)} never came in {self._turns_seen} caller turns",
+                        program_path=f"channel.vad_splits.{i}",
                     )
                 )
         return out

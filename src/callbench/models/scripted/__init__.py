@@ -1,6 +1,6 @@
 """Deterministic models for tests and reference replays (``scripted:...`` specs).
 
-Modules: :mod:`.models` (reference candidate, plan caller, hang-up candidate), :mod:`.judge`
+Modules: :mod:`.models` (reference candidate, plan caller, hang-up and talk-only candidates), :mod:`.judge`
 (scripted judges ``scripted:met`` ...), :mod:`.script` (replies from a script file). The public
 names are re-exported here.
 """
@@ -10,6 +10,7 @@ from callbench.models.scripted.models import (
     HangupCandidate,
     PlanCaller,
     ReferenceCandidate,
+    TalkCandidate,
     create_scripted,
 )
 from callbench.models.scripted.script import ScriptedFileModel, load_script
@@ -20,6 +21,7 @@ __all__ = [
     "ReferenceCandidate",
     "ScriptedFileModel",
     "ScriptedJudge",
+    "TalkCandidate",
     "create_scripted",
     "create_scripted_judge",
     "load_script",

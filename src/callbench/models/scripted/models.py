@@ -25,6 +25,11 @@ Specs (:func:`create_scripted`):
     goodbye), else its first call-ending tool: hanging up must not pass for a transfer. Without a
     bundle, call-ending tools are recognised by their ``concluding_message`` property. Grading must
     score it low.
+``scripted:talk``
+    A candidate that only talks and never calls a tool: it greets, then says the same polite,
+    noncommittal sentence (:data:`TalkCandidate.LINE`) on every turn, so the call ends when the
+    caller gives up or the turn limit is reached. With ``scripted:hangup`` it is the audit's
+    do-nothing candidate (the *null floor*); grading must score it low.
 ``scripted:file:<path>``
     Replies from a script file (:mod:`callbench.models.scripted.script`).
 
@@ -69,7 +74,9 @@ CLOSINGS: dict[str, str] = {
     "pt": "Está bem, obrigado. Tchau.",
 }
 
-SCRIPTED_SPECS = ("scripted:reference", "scripted:plan", "scripted:hangup", "scripted:file:<path>")
+SCRIPTED_SPECS = (
+    "scripted:reference", "scripted:plan", "scripted:hangup", "scripted:talk", "scripted:file:<path>",
+)
 
 
 def closing_line(language: str) -> str:
@@ -220,6 +227,21 @@ class HangupCandidate(_Scripted):
         return self._reply(self.GOODBYE, [call])
 
 
+class TalkCandidate(_Scripted):
+    """``scripted:talk`` (see the module docstring)."""
+
+    GREETING = HangupCandidate.GREETING
+    LINE = "I understand. I am here to help you with that, please go on."
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        name = "the service"
+        if self.bundle is not None and request.context.agent_id in self.bundle.agents:
+            name = self.bundle.agents[request.context.agent_id].config.name
+        if request.context.turn == 0:
+            return self._reply(self.GREETING.format(name=name))
+        return self._reply(self.LINE)
+
+
 def create_scripted(
     spec: str, settings: ModelSettings | None = None, bundle: Bundle | None = None
 ) -> ModelClient:
@@ -240,6 +262,8 @@ def create_scripted(
         return PlanCaller(spec, settings, bundle)
     if spec == "scripted:hangup":
         return HangupCandidate(spec, settings, bundle)
+    if spec == "scripted:talk":
+        return TalkCandidate(spec, settings, bundle)
     if spec.startswith("scripted:file:"):
         path = spec.removeprefix("scripted:file:")
         if not path:
