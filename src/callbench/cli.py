@@ -251,6 +251,112 @@ def report(
         raise typer.Exit(2) from None
 
 
+@app.command()
+def agreement(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder with at least two grade sets.")],
+    grade_set: Annotated[
+        list[str], typer.Option("--grade-set", help="A grade set id; give exactly two (A, then B).")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    samples: Annotated[int, typer.Option("--samples", min=1, help="Bootstrap samples.")] = 2000,
+    confidence: Annotated[
+        float, typer.Option("--confidence", min=0.5, max=0.999, help="Interval confidence level.")
+    ] = 0.95,
+    seed: Annotated[
+        int | None, typer.Option("--seed", min=0, help="Bootstrap seed (default: the run's seed).")
+    ] = None,
+) -> None:
+    """Agreement between two grade sets of a run (two judges, one judge twice, or a judge and
+    human labels): percent agreement and Cohen's kappa on criterion labels, quadratic-weighted
+    kappa on ratings, overall, per pillar and per diagnostic, each with an interval from
+    resampling episodes.
+
+    Exit codes: 0 ok; 2 bad input (not a run, unknown grade set, not exactly two grade sets).
+    """
+    from rich.console import Console
+
+    from callbench.grade.action_checks import GradeError
+    from callbench.report.agreement import render_agreement, run_agreement
+
+    if len(grade_set) != 2:
+        typer.echo(f"error: give --grade-set exactly twice (got {len(grade_set)})", err=True)
+        raise typer.Exit(2)
+    try:
+        result = run_agreement(
+            run_dir, grade_set[0], grade_set[1], seed=seed, n_samples=samples, confidence=confidence
+        )
+    except (GradeError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(result.model_dump_json(indent=1))
+    else:
+        render_agreement(result, Console())
+
+
+labels_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Human labels: export a labelling sheet, import it as a grade set of kind human.",
+)
+app.add_typer(labels_app, name="labels")
+
+
+@labels_app.command("export")
+def labels_export(
+    run_dir: Annotated[Path, typer.Argument(help="A graded run folder.")],
+    out: Annotated[Path, typer.Option("--out", help="CSV file to write.")],
+    grade_set: Annotated[
+        str | None,
+        typer.Option("--grade-set", help="Grade set whose items to list (default: the latest)."),
+    ] = None,
+) -> None:
+    """Write a CSV labelling sheet: one row per judged criterion or rating of every graded
+    episode, with its statement, anchors, cited messages and transcript, and an empty label
+    column (met / partial / not_met for criteria, 1-5 for ratings). The judges' labels are not
+    included. Exit codes: 0 ok; 2 bad input."""
+    from callbench.grade.action_checks import GradeError
+    from callbench.grade.labels import export_labels
+
+    problem = _output_problem([run_dir], {"--out": out})
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
+    try:
+        n = export_labels(run_dir, out, grade_set)
+    except GradeError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except OSError as e:
+        typer.echo(f"error: cannot write {out}: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"{n} row(s) written to {out}; fill the label column, then run:")
+    typer.echo(f"callbench labels import {run_dir} {out}")
+
+
+@labels_app.command("import")
+def labels_import(
+    run_dir: Annotated[Path, typer.Argument(help="The run folder the sheet was exported from.")],
+    file: Annotated[Path, typer.Argument(help="The filled CSV sheet.")],
+) -> None:
+    """Store a filled labelling sheet as a new grade set of kind human and print its id (on
+    stdout; a summary goes to stderr). Compare it with a judge's grade set with callbench
+    agreement. Every bad row is reported as FILE: row N, column C. Exit codes: 0 ok; 2 bad input
+    (nothing stored)."""
+    from callbench.grade.action_checks import GradeError
+    from callbench.grade.labels import import_labels, summary_lines
+
+    try:
+        result = import_labels(run_dir, file)
+    except GradeError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    gid, *rest = summary_lines(result)
+    typer.echo(gid)
+    for line in rest:
+        typer.echo(line, err=True)
+
+
 def _output_problem(run_dirs: list[Path], outputs: dict[str, Path | None]) -> str | None:
     """Why the report's output paths cannot be written, or None: two outputs on one path, or a
     path holding a run's own saved data (:func:`callbench.runs.manifest.run_owned_path`)."""

@@ -112,3 +112,8 @@ class GradeSetManifest(BaseModel):
     prompt_version: str = ""  # judge prompt version (grade/prompts.py PROMPT_VERSION)
     rubric: dict[str, Any] = Field(default_factory=dict)  # the rating rubric used (grade/rubric.py)
     finished: str | None = None  # set when every trace of the run was graded into this set
+    # "judge": graded by the task and conversation judges; "human": imported labels
+    # (grade/labels.py), whose judges are "human:<hash of the labels file>"
+    kind: Literal["judge", "human"] = "judge"
+    source_grade_set: str | None = None  # human: the grade set the labelling sheet was exported from
+    labels_file: str | None = None  # human: the imported sheet

@@ -57,7 +57,8 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def _save_set(run_dir: Path, gs: GradeSetManifest) -> None:
+def save_grade_set(run_dir: Path, gs: GradeSetManifest) -> None:
+    """Rewrite ``RUN_DIR/grades/<id>/grade_set.json`` atomically."""
     atomic_write_text(
         grades_dir(run_dir, gs.grade_set_id) / GRADE_SET_FILE, gs.model_dump_json(indent=1) + "\n"
     )
@@ -122,7 +123,7 @@ def create_grade_set(
         prompt_version=PROMPT_VERSION,
         rubric=rubric.model_dump(mode="json", by_alias=True),
     )
-    _save_set(Path(run_dir), gs)
+    save_grade_set(Path(run_dir), gs)
     if register:
         register_grade_set(Path(run_dir), gid)
     return gs
@@ -162,7 +163,7 @@ def finalize_grade_set(run_dir: Path, grade_set_id: str, *, register: bool = Tru
     gs.skipped = sum(1 for g in grades if g.skipped)
     gs.judge_errors = sum(g.judge_errors for g in grades)
     gs.finished = _now()
-    _save_set(Path(run_dir), gs)
+    save_grade_set(Path(run_dir), gs)
     if register:
         register_grade_set(Path(run_dir), grade_set_id)
     return gs
