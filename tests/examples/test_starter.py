@@ -78,16 +78,16 @@ def test_validate_cli_exits_zero() -> None:
     result = runner.invoke(app, ["validate", str(STARTER)])
     assert result.exit_code == 0, result.output
     assert "no problems" in result.output
-    assert "7 agent(s), 70 scenario(s)" in result.output
+    assert "8 agent(s), 80 scenario(s)" in result.output
 
 
 def test_inspect_shows_composition() -> None:
     result = runner.invoke(app, ["inspect", "--json", str(STARTER)])
     assert result.exit_code == 0, result.output
     comp = json.loads(result.output)
-    assert comp["active_agents"] == 7
-    assert comp["scenarios"] == 70
-    assert comp["by_difficulty"] == {"medium": 35, "hard": 35}
+    assert comp["active_agents"] == 8
+    assert comp["scenarios"] == 80
+    assert comp["by_difficulty"] == {"medium": 40, "hard": 40}
 
 
 def test_examples_symlink_is_the_packaged_bundle() -> None:
@@ -141,6 +141,22 @@ def test_multilingual_agent_renders_one_static_prefix(bundle: Bundle) -> None:
     common = os.path.commonprefix(rendered)  # noqa: RUF071 (a character prefix is meant)
     assert len(common) >= 0.95 * min(len(r) for r in rendered)
     assert "{{" not in agent.instructions_template[: len(common)]
+
+
+def test_education_agent_serves_bengali_and_english_from_one_static_document(bundle: Bundle) -> None:
+    """The school board helpline (education) answers Bengali and English callers, five scenarios
+    each, from one document of the paper's length whose variables sit only in its final section."""
+    agent = bundle.agents["school_board_helpline"]
+    assert agent.config.domain == "education"
+    assert set(agent.config.languages) == {"bn-IN", "en-IN"}
+    langs = sorted(s.language for s in agent.scenarios)
+    assert langs == ["bn-IN"] * 5 + ["en-IN"] * 5
+    rendered = [render_instructions(agent, s) for s in agent.scenarios]
+    assert all(30_000 <= len(r) <= 34_000 for r in rendered), [len(r) for r in rendered]
+    common = os.path.commonprefix(rendered)  # noqa: RUF071 (a character prefix is meant)
+    assert len(common) >= 0.99 * min(len(r) for r in rendered)
+    assert "{{" not in agent.instructions_template[: len(common)]
+    assert "## 20. Call context" in agent.instructions_template[len(common) - 200 :]
 
 
 def test_tools_per_agent_and_scenario_balance(bundle: Bundle) -> None:
