@@ -105,14 +105,26 @@ def test_export_import_and_agreement(graded_run: tuple[Path, str], tmp_path: Pat
     assert data["by_diagnostic"]["policy_compliance"]["criteria"]["n"] == 2
     assert data["excluded"]["items_only_in_a"] == 0
 
+    # unique prefixes name grade sets; the terminal says who produced each
     text = CliRunner().invoke(
         app,
-        ["agreement", str(run_dir), "--grade-set", gid, "--grade-set", hid, "--samples", "50"],
+        [
+            "agreement",
+            str(run_dir),
+            "--grade-set",
+            gid.split("-")[0],
+            "--grade-set",
+            hid.split("-")[0],
+            "--samples",
+            "50",
+        ],
         env={"COLUMNS": "200"},
     )
-    assert (
-        text.exit_code == 0 and "quadratic" in text.output and "diagnostic policy_compliance" in text.output
-    )
+    assert text.exit_code == 0, text.output
+    assert "quadratic" in text.output and "diagnostic policy_compliance" in text.output
+    assert f"A = {gid}: task judge scripted:met" in text.output
+    assert f"B = {hid}: human labels from {sheet}" in text.output
+    assert data["description_b"].startswith(f"{hid}: human labels")
 
 
 def test_partly_labelled_sheet_is_not_scored(graded_run: tuple[Path, str], tmp_path: Path) -> None:
@@ -188,7 +200,8 @@ def test_agreement_refuses_bad_input(graded_run: tuple[Path, str], tmp_path: Pat
     res = CliRunner().invoke(app, ["agreement", str(run_dir), "--grade-set", gid])
     assert res.exit_code == 2 and "exactly twice" in res.stderr
     res = CliRunner().invoke(app, ["agreement", str(run_dir), "--grade-set", gid, "--grade-set", "gs999-x"])
-    assert res.exit_code == 2 and "gs999-x" in res.stderr and "grade_set.json" in res.stderr
+    assert res.exit_code == 2 and "'gs999-x' is not a grade set of this run (known: " in res.stderr
+    assert gid in res.stderr
     res = CliRunner().invoke(app, ["agreement", str(tmp_path), "--grade-set", "a", "--grade-set", "b"])
     assert res.exit_code == 2 and "not a run folder" in res.stderr
     res = CliRunner().invoke(

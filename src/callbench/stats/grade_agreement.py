@@ -84,6 +84,8 @@ class GradeSetAgreement(BaseModel):
 
     grade_set_a: str
     grade_set_b: str
+    description_a: str = ""  # who produced grade set A (judges, or a human labels file)
+    description_b: str = ""
     seed: int
     n_samples: int
     confidence: float
