@@ -85,14 +85,45 @@ def test_excerpt_not_verbatim(mb: MiniBundle) -> None:
     assert "'verified_first'" in p.message and "pickup_desk" in p.message
 
 
-def test_excerpt_whitespace_hint(mb: MiniBundle) -> None:
-    def brk(d: dict[str, Any]) -> None:
-        # The prompt breaks this sentence across two lines.
-        d["criteria"][0]["excerpts"] = ["before any booking or cancellation. Never cancel a pickup"]
+def test_excerpt_across_a_line_break_is_verbatim(mb: MiniBundle) -> None:
+    """The document is hard-wrapped Markdown: a line break inside a sentence reads as a space, so
+    an excerpt quoting the sentence on one line matches (issue 17: half-sentences came from
+    excerpts kept inside one line of prompt.md)."""
+    def fix(d: dict[str, Any]) -> None:
+        d["criteria"][0]["excerpts"] = [
+            "Always verify the caller with the 8-digit account number and the date of birth before "
+            "any booking or cancellation.",
+            "Always verify the caller with the 8-digit account number and the date of birth before any"
+            "\n  booking   or cancellation.",
+        ]
 
-    mb.edit_scenario(brk)
-    [p] = mb.only("excerpt.not_verbatim")
-    assert p.message.endswith("differs from the instructions only in whitespace or line breaks")
+    mb.edit_scenario(fix)
+    assert mb.problems() == []
+
+
+@pytest.mark.parametrize(("excerpt", "why"), [
+    ("Always verify the caller with the 8-digit account number and the date of birth before any booking",
+     "ends mid-sentence"),
+    ("before any booking or cancellation.", "starts mid-sentence"),
+    ("account number and the date of birth", "starts mid-sentence and ends mid-sentence"),
+])
+def test_excerpt_cut_mid_sentence(mb: MiniBundle, excerpt: str, why: str) -> None:
+    mb.edit_scenario(lambda d: d["criteria"][0].update(excerpts=[excerpt]))
+    [p] = mb.only("excerpt.partial")
+    assert (p.file.split("/")[-1], p.path) == (f"{BOOKING}.yaml", "criteria.0.excerpts.0")
+    assert f"'verified_first' {why} in the instructions" in p.message
+
+
+@pytest.mark.parametrize("excerpt", [
+    "Never cancel a pickup for a caller who has not been verified.",  # a sentence after a sentence
+    "Never cancel a pickup for a caller who has not been verified",  # the full stop left out
+    "Evening pickups take at most 40 kg.",  # a paragraph's first sentence
+    "Say goodbye and call end_call",  # a paragraph's end
+    "You answer the phone for GreenCycle in Pune.",  # rendered variables
+])
+def test_whole_excerpts(mb: MiniBundle, excerpt: str) -> None:
+    mb.edit_scenario(lambda d: d["criteria"][0].update(excerpts=[excerpt]))
+    assert mb.problems() == []
 
 
 def test_excerpt_with_template_syntax(mb: MiniBundle) -> None:
@@ -106,7 +137,7 @@ def test_excerpt_with_template_syntax(mb: MiniBundle) -> None:
 
 def test_excerpt_matches_the_rendered_text(mb: MiniBundle) -> None:
     def fix(d: dict[str, Any]) -> None:
-        d["criteria"][0]["excerpts"] = ["GreenCycle in Pune. Today is Saturday, 2026-03-14"]
+        d["criteria"][0]["excerpts"] = ["Today is Saturday, 2026-03-14, and the time is 17:20."]
 
     mb.edit_scenario(fix)
     assert mb.problems() == []

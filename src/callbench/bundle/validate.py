@@ -41,6 +41,7 @@ Scenario (``agents/<id>/scenarios/<scenario>.yaml``; :mod:`callbench.bundle.vali
     without replacement, or a replacement on drop/double · ``channel.anchor`` an empty VAD anchor ·
     ``matcher.type`` / ``matcher.enum`` / ``matcher.param_unknown`` matchers that disagree with the
     tool's JSON Schema · ``brief.datetime`` · ``prompt.render`` · ``excerpt.not_verbatim`` ·
+    ``excerpt.partial`` ·
     ``language.tag`` / ``language.agent`` / ``language.brief_mismatch`` · ``isolation.leak`` ·
     ``reference.unknown_tool`` / ``reference.args_invalid`` / ``reference.length`` /
     ``reference.after_end`` / ``reference.check_unmet`` (see
@@ -92,7 +93,7 @@ PROBLEM_CODES: frozenset[str] = frozenset({
     "ref.unresolved",
     "ref.misplaced", "check.count_bounds", "id.duplicate", "plan.duplicate_step", "channel.turn_or_step",
     "channel.step", "channel.replacement", "channel.anchor", "matcher.type", "matcher.enum",
-    "matcher.param_unknown", "brief.datetime", "excerpt.not_verbatim", "language.agent",
+    "matcher.param_unknown", "brief.datetime", "excerpt.not_verbatim", "excerpt.partial", "language.agent",
     "language.brief_mismatch", "isolation.leak", "reference.unknown_tool", "reference.args_invalid",
     "reference.length", "reference.after_end", "reference.check_unmet",
     # a bug in an audit (reported, never raised)

@@ -10,6 +10,7 @@ import unicodedata
 from datetime import datetime
 from typing import Any
 
+from callbench.bundle.excerpts import excerpt_cut, locate_excerpt
 from callbench.bundle.loader import MAX_PROMPT_CHARS, render_instructions, sha256_text
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.validate_tools import Report
@@ -58,8 +59,9 @@ def audit_rendered(agent: LoadedAgent, scen: Scenario, report: Report,
     Codes: ``brief.datetime`` (not ISO 8601, or no UTC offset), ``prompt.render`` (rendering fails
     with this scenario's variables), ``size.prompt`` (rendered text over
     :data:`~callbench.bundle.loader.MAX_PROMPT_CHARS`; reported once per agent on the prompt file),
-    ``excerpt.not_verbatim`` (an excerpt is empty or not an exact substring of the rendered text;
-    paper: "a criterion cannot hold the agent to a rule it was never given").
+    ``excerpt.not_verbatim`` (an excerpt is empty or not in the rendered text, a line break
+    reading as a space; paper: "a criterion cannot hold the agent to a rule it was never given"),
+    ``excerpt.partial`` (an excerpt starts or ends mid-sentence; see :mod:`callbench.bundle.excerpts`).
     """
     try:
         when = datetime.fromisoformat(scen.brief.datetime)
@@ -82,23 +84,26 @@ def audit_rendered(agent: LoadedAgent, scen: Scenario, report: Report,
         report_prompt("", "size.prompt",
                       f"rendered instructions are {len(rendered)} characters, "
                       f"over the {MAX_PROMPT_CHARS} limit")
-    squashed: str | None = None
     for ci, crit in enumerate(scen.criteria):
         for ei, ex in enumerate(crit.excerpts):
             path = f"criteria.{ci}.excerpts.{ei}"
             exn = _nfc(ex)
             if not exn.strip():
                 report(path, "excerpt.not_verbatim", "the excerpt is empty")
-            elif exn not in rendered:
+            elif locate_excerpt(rendered, exn) is None:
                 hint = ""
                 if "{{" in exn or "{%" in exn:
                     hint = "; it holds template syntax, quote the rendered text instead"
-                elif " ".join(exn.split()) in (squashed := squashed or " ".join(rendered.split())):
-                    hint = "; it differs from the instructions only in whitespace or line breaks"
                 short = exn if len(exn) <= 80 else exn[:77] + "..."
                 report(path, "excerpt.not_verbatim",
                        f"excerpt {short!r} of criterion {crit.id!r} is not verbatim in the rendered "
                        f"instructions of {agent.config.id!r}{hint}")
+            elif (why := excerpt_cut(rendered, exn)) is not None:
+                short = exn if len(exn) <= 80 else exn[:38] + " ... " + exn[-38:]
+                report(path, "excerpt.partial",
+                       f"excerpt {short!r} of criterion {crit.id!r} {why} in the instructions of "
+                       f"{agent.config.id!r}: quote the whole sentence or clause, so the judge reads "
+                       "the rule as the agent was given it")
 
 
 # ---------------------------------------------------------------- languages

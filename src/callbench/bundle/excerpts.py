@@ -1,0 +1,132 @@
+"""Where a criterion's excerpt sits in the rendered operating document, and whether it is whole.
+
+Paper (section 3): "Criteria that depend on the agent's instructions carry exact excerpts of those
+instructions, and the loader verifies each excerpt against the hash of the full rendered prompt."
+
+Operating documents are Markdown and are hard-wrapped, so one sentence often spans two lines of
+``prompt.md``. In Markdown a line break inside a paragraph (a soft break) reads as a space, so an
+excerpt matches the rendered text when it is equal to it after every run of whitespace (spaces,
+tabs, line breaks and the indentation of a continued list item) is read as one space. Nothing else
+is relaxed: letters, digits, punctuation and Markdown markers must be exactly as rendered (after
+Unicode NFC).
+
+An excerpt must also be *whole*: a judge handed half a rule ("...block with reason suspected_fraud
+after a") grades against a rule the document never stated. It must start where a sentence or
+clause starts (the start of a paragraph, list item, heading or table cell, or just after ``. ! ? ;
+:``, the Devanagari danda ``।``/``॥``, or the end of a quotation or bracket that follows one) and
+end where one ends (its last character, or the first after it, is one of those marks, or the list
+item, paragraph or line of a table ends there). A comma does not end a clause here: cutting at a
+comma is how half-rules are made.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+TERMINATORS = frozenset(".!?;:।॥…")
+"""Marks that end a sentence or clause (Latin, and the Devanagari danda and double danda used in
+Hindi, Marathi and Bengali text)."""
+_CLOSERS = "\"'”’)]*_`»"
+"""Closing quotation marks, brackets and Markdown emphasis that may follow a terminator."""
+_OPENERS = "\"'“‘([*_`«"
+_MARKER = r"[ \t]*(?:[-*+]|\d{1,3}[.)]|#{1,6}|>|\|)"
+_BLOCK_HEAD = re.compile(_MARKER + r"(?:[ \t]+\*\*[^*\n]{0,80}\*\*)?[ \t]*[\"'“‘(«]*")
+"""What may precede an excerpt on its line: a Markdown list marker, heading, quotation or table
+cell (with an optional bold label such as ``**Rule:**``) and opening quotes."""
+_BLOCK_START = re.compile(_MARKER + r"[ \t]")
+"""A line that starts a new block: list item, heading, quotation or table row."""
+_NEXT_BLOCK = re.compile(r"[ \t]*(?:\n[ \t]*(?:\n|[-*+][ \t]|\d{1,3}[.)][ \t]|#{1,6}[ \t]|>|\|)|\n?\Z|\|)")
+"""After an excerpt: the end of a table cell, or a line break followed by a blank line, a new list
+item, a heading, a quotation or a table row, or the end of the text."""
+
+
+def _nfc(s: str) -> str:
+    return unicodedata.normalize("NFC", s)
+
+
+def _squash(text: str) -> tuple[str, list[int]]:
+    """``text`` with every whitespace run read as one space, and for each character of the result
+    the index of the character it came from (a run maps to its first character)."""
+    out: list[str] = []
+    where: list[int] = []
+    in_space = False
+    for i, c in enumerate(text):
+        if c.isspace():
+            if not in_space:
+                out.append(" ")
+                where.append(i)
+            in_space = True
+        else:
+            out.append(c)
+            where.append(i)
+            in_space = False
+    return "".join(out), where
+
+
+def locate_excerpt(rendered: str, excerpt: str) -> tuple[int, int] | None:
+    """``(start, end)`` character offsets in ``rendered`` of the first occurrence of ``excerpt``
+    (both NFC; whitespace runs equal, see the module docstring), or None when it does not occur or
+    is blank. ``rendered[start:end]`` is the matched text, without surrounding whitespace."""
+    text, ex = _nfc(rendered), _nfc(excerpt).strip()
+    if not ex:
+        return None
+    i = text.find(ex)
+    if i >= 0:
+        return i, i + len(ex)
+    squashed, where = _squash(text)
+    sq_ex = " ".join(ex.split())
+    j = squashed.find(sq_ex)
+    if j < 0:
+        return None
+    last = where[j + len(sq_ex) - 1]
+    return where[j], last + 1
+
+
+def _ends_clause(before: str) -> bool:
+    b = before.rstrip()
+    return b[-1:] in TERMINATORS or b.rstrip(_CLOSERS)[-1:] in TERMINATORS
+
+
+def _starts_whole(text: str, start: int) -> bool:
+    line_start = text.rfind("\n", 0, start) + 1
+    head = text[line_start:start]
+    if _BLOCK_HEAD.fullmatch(head):
+        return True
+    if head.strip(" \t" + _OPENERS):
+        return _ends_clause(head.rstrip(" \t" + _OPENERS))
+    # At the start of a line: a new paragraph, unless the previous line runs on into this one.
+    if line_start == 0:
+        return True
+    prev_start = text.rfind("\n", 0, line_start - 1) + 1
+    prev = text[prev_start:line_start - 1]
+    return not prev.strip() or prev.lstrip().startswith("#") or _ends_clause(prev)
+
+
+def _ends_whole(text: str, end: int) -> bool:
+    matched = text[:end].rstrip()
+    if matched.rstrip(_CLOSERS)[-1:] in TERMINATORS:
+        return True
+    rest = text[end:]
+    nxt = rest.lstrip(" \t" + _CLOSERS)[:1]
+    if nxt in TERMINATORS and nxt != "":
+        return True
+    return _NEXT_BLOCK.match(rest) is not None
+
+
+def excerpt_cut(rendered: str, excerpt: str) -> str | None:
+    """Why ``excerpt`` is not a whole sentence or clause of ``rendered`` ("starts mid-sentence",
+    "ends mid-sentence", or both joined by "and"), or None when it is whole or does not occur
+    (that is :func:`locate_excerpt`'s problem). Rules in the module docstring."""
+    text = _nfc(rendered)
+    span = locate_excerpt(text, excerpt)
+    if span is None:
+        return None
+    start, end = span
+    ex = text[start:end]
+    whys = []
+    if not (_BLOCK_START.match(ex) or _starts_whole(text, start)):
+        whys.append("starts mid-sentence")
+    if not _ends_whole(text, end):
+        whys.append("ends mid-sentence")
+    return " and ".join(whys) or None
