@@ -108,6 +108,8 @@ def test_two_repeat_report_json(two_repeat_run: Path, tmp_path: Path) -> None:
     assert sim["conversation_reruns"] == 1 and sim["episodes_rerun"] == 1
     assert sim["skipped"] == {"caller validation failed 3 times": 1}
     assert sim["channel"] == {
+        "applied": 23,
+        "not_applied": 0,
         "authored_applied": 23,
         "authored_not_applied": 0,
         "never_reached": 1,

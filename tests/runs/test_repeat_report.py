@@ -153,6 +153,8 @@ async def test_two_repeat_scripted_run_report(tmp_path: Path) -> None:
     assert sim["conversation_reruns"] == 5 * 1 + 3 and sim["episodes_rerun"] == 6
     assert sim["skipped"] == {"caller_validation": 1}
     assert sim["channel"] == {
+        "applied": 8,
+        "not_applied": 3,
         "authored_applied": 2 + 2 + 2 + 1 + 1,
         "authored_not_applied": 1 + 1 + 1,
         "never_reached": 2 + 2 + 3,
@@ -163,7 +165,7 @@ async def test_two_repeat_scripted_run_report(tmp_path: Path) -> None:
     assert sim["candidates_differ"] is True
     by = sim["by_candidate"]
     assert by[label["reference"]]["channel"] == {
-        "authored_applied": 4, "authored_not_applied": 2, "never_reached": 0,
+        "applied": 4, "not_applied": 2, "never_reached": 0, "authored_applied": 4, "authored_not_applied": 2,
         "seeded_applied": 0, "seeded_not_applied": 0,
     }  # fmt: skip
     assert by[label["hangup"]]["skipped"] == {"caller_validation": 1}

@@ -38,11 +38,15 @@ from callbench.trace import Trace
 
 
 class ChannelLedger(BaseModel):
-    """Channel events counted over traces (see the module docstring)."""
+    """Channel events counted over traces (see the module docstring). ``applied`` and
+    ``not_applied`` count authored and seeded events together; ``never_reached`` is authored only
+    (seeded noise has no target turn)."""
 
+    applied: int = 0
+    not_applied: int = 0
+    never_reached: int = 0
     authored_applied: int = 0
     authored_not_applied: int = 0
-    never_reached: int = 0
     seeded_applied: int = 0
     seeded_not_applied: int = 0
 
@@ -94,6 +98,8 @@ def _add(ledger: SimulatorLedger, trace: Trace | None, grade: EpisodeGrade | Non
             rejections.update(reason_code(r) for r in turn.rejections)
             ledger.caller_turns_with_rejections += bool(turn.rejections)
             for ev in turn.channel_events:
+                ledger.channel.applied += ev.applied
+                ledger.channel.not_applied += not ev.applied
                 if ev.source == "seeded":
                     ledger.channel.seeded_applied += ev.applied
                     ledger.channel.seeded_not_applied += not ev.applied
