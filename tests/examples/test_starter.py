@@ -79,16 +79,16 @@ def test_validate_cli_exits_zero() -> None:
     result = runner.invoke(app, ["validate", str(STARTER)])
     assert result.exit_code == 0, result.output
     assert "no problems" in result.output
-    assert "8 agent(s), 80 scenario(s)" in result.output
+    assert "9 agent(s), 90 scenario(s)" in result.output
 
 
 def test_inspect_shows_composition() -> None:
     result = runner.invoke(app, ["inspect", "--json", str(STARTER)])
     assert result.exit_code == 0, result.output
     comp = json.loads(result.output)
-    assert comp["active_agents"] == 8
-    assert comp["scenarios"] == 80
-    assert comp["by_difficulty"] == {"medium": 40, "hard": 40}
+    assert comp["active_agents"] == 9
+    assert comp["scenarios"] == 90
+    assert comp["by_difficulty"] == {"medium": 45, "hard": 45}
 
 
 def test_examples_symlink_is_the_packaged_bundle() -> None:
