@@ -1,8 +1,11 @@
-"""The embedded model for real (skipped unless llama-cpp-python and the 0.5B weights are installed)."""
+"""The embedded model for real (skipped unless llama-cpp-python and the 0.5B weights are installed;
+with ``CALLBENCH_REQUIRE_LOCAL=1``, as in CI's ``[local]`` job, their absence fails instead)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 
 import pytest
 
@@ -14,14 +17,21 @@ from callbench.models.base import (
     RequestContext,
     ToolSchema,
 )
-from callbench.models.local.weights import VARIANTS, find_parts
-
-pytest.importorskip("llama_cpp")
-if find_parts(VARIANTS["0.5b"]) is None:
-    pytest.skip("the 0.5B weights (callbench[local]) are not installed", allow_module_level=True)
-
 from callbench.models.local.client import release_engines
+from callbench.models.local.weights import VARIANTS, find_parts
 from callbench.models.registry import create_client
+
+_MISSING = (
+    "llama-cpp-python is not installed"
+    if importlib.util.find_spec("llama_cpp") is None
+    else "the 0.5B weights (callbench[local]) are not installed"
+    if find_parts(VARIANTS["0.5b"]) is None
+    else ""
+)
+if _MISSING and os.environ.get("CALLBENCH_REQUIRE_LOCAL") == "1":
+    pytest.fail(f"CALLBENCH_REQUIRE_LOCAL=1 but {_MISSING}", pytrace=False)
+if _MISSING:
+    pytest.skip(_MISSING, allow_module_level=True)
 
 TOOLS = [
     ToolSchema(
@@ -199,4 +209,43 @@ async def test_requantized_copy_loads_and_answers(tmp_path, monkeypatch: pytest.
         )
     )
     assert json.loads(reply.content or "{}")["ok"] in (True, False)
+    release_engines()
+
+
+async def test_plain_and_json_generation_with_extra_buffer_types_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The configuration used on AMX CPUs (extra buffer types off), run here on any CPU: the model
+    loads with the flag cleared and answers both unconstrained and JSON-constrained requests."""
+    from callbench.models.local import client as local_client
+    from callbench.models.local.safeguards import extra_bufts_enabled
+
+    release_engines()
+    monkeypatch.setattr(local_client, "_EXTRA_BUFTS", [False])
+    c = create_client("local:0.5b", ModelSettings(max_tokens=24, temperature=0.0, seed=1))
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    reply = await c.complete(
+        ModelRequest(
+            messages=[ChatMessage(role="user", content="Name the capital of France as JSON.")],
+            response_schema=schema,
+            context=RequestContext(role="task_judge"),
+        )
+    )
+    assert isinstance(json.loads(reply.content or "")["city"], str)
+    engine = local_client._ENGINES[(str(c.model_path), "task_judge")]
+    assert engine.llm.model_params.use_extra_bufts is False
+    plain = engine.llm.create_completion("The capital of France is", max_tokens=8, temperature=0.0)
+    assert plain["choices"][0]["text"].strip() != ""
+    assert plain["usage"]["completion_tokens"] > 0
+    release_engines()
+    # the automatic choice is what a default construction gets
+    monkeypatch.setattr(local_client, "_EXTRA_BUFTS", [])
+    c = create_client("local:0.5b", ModelSettings(max_tokens=8, temperature=0.0))
+    await c.complete(
+        ModelRequest(
+            messages=[ChatMessage(role="user", content="Say ok.")],
+            response_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}},
+            context=RequestContext(role="caller"),
+        )
+    )
+    engine = local_client._ENGINES[(str(c.model_path), "caller")]
+    assert engine.llm.model_params.use_extra_bufts is extra_bufts_enabled()
     release_engines()

@@ -22,6 +22,10 @@
   Threads: ``CALLBENCH_LOCAL_THREADS``, default every core (:func:`local_threads`).
   OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless set): spinning threads slowed
   generation by a factor of 5 or more when other processes shared the 2-core machine.
+- CPU safeguard: llama.cpp's extra CPU buffer types are off on AMX CPUs (their AMX kernel crashes in
+  ``decode``) and on elsewhere (repacking is faster), ``CALLBENCH_LOCAL_EXTRA_BUFTS`` overrides
+  (:mod:`.safeguards`); every construction and computation leaves a note for the CLI's crash
+  supervisor (:mod:`callbench.runs.supervisor`).
 - Sampling seed: ``settings.seed`` mixed with the episode, attempt, turn, role and message count,
   so every call is reproducible and repeats differ.
 """
@@ -54,6 +58,7 @@ from callbench.models.local.format import (
     parse_candidate_output,
     tool_arguments_schema,
 )
+from callbench.models.local.safeguards import extra_bufts_enabled, extra_bufts_guard, note_native
 from callbench.models.local.sampling import fast_llama_class
 from callbench.models.output import check_json_output
 from callbench.models.schemas import map_subschemas
@@ -245,6 +250,21 @@ def _grammar(schema: dict[str, Any]) -> Any:
         return grammar
 
 
+_EXTRA_BUFTS: list[bool] = []
+
+
+def _extra_bufts() -> bool:
+    """:func:`~callbench.models.local.safeguards.extra_bufts_enabled`, decided once per process;
+    a bad ``CALLBENCH_LOCAL_EXTRA_BUFTS`` value is a non-retryable InfrastructureError."""
+    if not _EXTRA_BUFTS:
+        try:
+            _EXTRA_BUFTS.append(extra_bufts_enabled())
+        except ValueError as e:
+            raise InfrastructureError(str(e), retryable=False) from None
+        LOG.debug("llama.cpp extra buffer types: %s", "on" if _EXTRA_BUFTS[0] else "off")
+    return _EXTRA_BUFTS[0]
+
+
 def local_threads() -> int:
     """Generation threads: ``CALLBENCH_LOCAL_THREADS``, else every core (the run executor serializes
     local calls, ``provider_limits = {"local": 1}``). Measured on 2 shared cores with the 1.5B model:
@@ -316,12 +336,22 @@ class LocalClient:
                 if engine.llm is not None:
                     engine.llm.close()
                 n_ctx = self.settings.n_ctx or choose_n_ctx(needed, limit)
-                with _INIT_LOCK:
+                extra = _extra_bufts()
+                note_native(
+                    f"llama.cpp loaded {self.spec} for the {request.context.role} "
+                    f"(n_ctx {n_ctx}, extra buffer types {'on' if extra else 'off'})"
+                )
+                with _INIT_LOCK, extra_bufts_guard(extra):
                     engine.llm = fast_llama_class()(
                         str(self.model_path), n_ctx=n_ctx, verbose=False, n_threads=local_threads()
                     )
                 engine.n_ctx = n_ctx
             llm = engine.llm
+            note_native(
+                f"llama.cpp ran {self.spec} as the {request.context.role} "
+                f"({len(tokens):,} prompt tokens, episode {request.context.episode_id}, "
+                f"turn {request.context.turn})"
+            )
             llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
             start = time.perf_counter()
             out = llm.create_completion(tokens, **kwargs)
