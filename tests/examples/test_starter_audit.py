@@ -3,6 +3,9 @@
 - No leaks: no scenario's hidden value (hidden state, fixtures) that identifies something is written
   in agent-level text (the operating document rendered with neutral values, the agent's default
   variables, the tool schemas), where every candidate reads it in every call.
+- The do-nothing floor: an agent that hangs up at once, or one that only talks, meets a small share
+  of the action-check weight (negative checks are guarded with ``applies_after``).
+
 (Every authored channel event applying on the reference replay is checked, scenario by scenario,
 in ``tests/sim/test_starter.py``.)
 """
@@ -11,13 +14,17 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.loader import load_bundle, render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.models.scripted.models import create_scripted
+from callbench.sim.episode import run_episode
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 
@@ -109,3 +116,48 @@ def test_leak_finder_finds_the_known_leaks(bundle: Bundle) -> None:
     assert "hidden_state.member_profile.center_code: BMC-2417-02" in leaks(planted, scen)
     assert identifying("17:00") is None and identifying("16:00-16:55") is None
     assert identifying(12343) == "12343" and identifying(2340) is None
+
+
+# ---------------------------------------------------------------- the do-nothing floor
+
+FLOOR_MEAN = 0.10
+FLOOR_MAX = 0.25
+"""Issue 17: a do-nothing agent meets at most 10% of the action-check weight on average over the
+bundle's scenarios, and at most 25% in any one scenario."""
+
+
+async def _floor_share(bundle: Bundle, agent: LoadedAgent, scen: Scenario, spec: str) -> float:
+    """Share of the applicable action-check weight that candidate ``spec`` meets in a whole episode
+    with the plan-following caller (guarded checks whose guards are unmet are not applicable)."""
+    trace = await run_episode(
+        agent, scen,
+        candidate=create_scripted(spec, None, bundle),
+        caller=create_scripted("scripted:plan", None, bundle),
+        bundle_name=bundle.meta.name, bundle_version=bundle.meta.version, bundle_hash=bundle.content_hash,
+        episode_id=f"{scen.id}-{spec}", run_seed=20260314, repeat=0,
+    )
+    calls = [CallRecord(index=e.index, name=e.name, arguments=e.arguments) for e in trace.tool_events]
+    weight = {c.id: c.importance for c in scen.action_checks}
+    applicable = [r for r in evaluate_checks(scen, calls) if r.applicable]
+    total = sum(weight[r.id] for r in applicable)
+    return sum(weight[r.id] for r in applicable if r.met) / total if total else 0.0
+
+
+@pytest.mark.parametrize("spec", ["scripted:hangup", "scripted:talk"])
+async def test_do_nothing_floor(bundle: Bundle, spec: str) -> None:
+    shares = {s.id: await _floor_share(bundle, a, s, spec) for a, s in bundle.scenarios()}
+    assert len(shares) == len(bundle.scenarios()) > 0
+    worst = max(shares, key=lambda k: shares[k])
+    assert statistics.mean(shares.values()) <= FLOOR_MEAN, statistics.mean(shares.values())
+    assert shares[worst] <= FLOOR_MAX, (worst, shares[worst])
+
+
+async def test_floor_counts_unguarded_negatives(bundle: Bundle) -> None:
+    """The measure above is not vacuous: without their guards, the paper's example scenario's
+    negative checks give a hang-up agent a share of the weight."""
+    agent, scen = bundle.scenario("dairy_zero_supply_mastitis")
+    bare = scen.model_copy(deep=True)
+    for c in bare.action_checks:
+        c.applies_after = []
+    assert await _floor_share(bundle, agent, scen, "scripted:hangup") == 0.0
+    assert await _floor_share(bundle, agent, bare, "scripted:hangup") > FLOOR_MAX
