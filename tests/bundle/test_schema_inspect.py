@@ -12,7 +12,7 @@ import yaml
 from jsonschema import Draft202012Validator
 from rich.console import Console
 
-from callbench.bundle.inspect import Spread, composition, composition_tables
+from callbench.bundle.inspect import Spread, composition, composition_tables, shared_prefix_chars
 from callbench.bundle.loader import load_bundle, render_instructions
 from callbench.bundle.schema import DRAFT_2020_12, bundle_schemas, write_schemas
 
@@ -122,6 +122,32 @@ def test_composition_of_the_minimal_bundle() -> None:
     assert c.instruction_chars == Spread(median=float(n), min=n, max=n)
     assert c.agent_rows[0].instruction_chars == n and c.agent_rows[0].call_ending_tools == 1
     assert c.content_hash == b.content_hash
+    # The shared prefix ends where the two scenarios' documents first differ.
+    a, b_ = (render_instructions(agent, s) for s in sorted(agent.scenarios, key=lambda s: s.id))
+    k = c.agent_rows[0].shared_prefix_chars
+    assert k is not None and 0 < k < n
+    assert a[:k] == b_[:k] and a[k] != b_[k]
+
+
+def test_shared_prefix_grows_when_the_variables_move_to_the_end(mb: MiniBundle) -> None:
+    """issue 17: with its call-specific lines in a final section the whole rest of the document is
+    shared by every scenario (what a prompt cache reuses)."""
+    path = mb.agent_dir / "prompt.md"
+    text = path.read_text(encoding="utf-8")
+    before = composition(load_bundle(mb.root)).agent_rows[0].shared_prefix_chars
+    first = text.splitlines(keepends=True)
+    variable_lines = [ln for ln in first if "{{" in ln and "agent_name" not in ln]
+    static = "".join(ln for ln in first if ln not in variable_lines)
+    path.write_text(static + "\n## Call context\n\n" + "".join(variable_lines), encoding="utf-8")
+    b = load_bundle(mb.root)
+    row = composition(b).agent_rows[0]
+    assert before is not None and row.shared_prefix_chars is not None
+    assert row.shared_prefix_chars > before
+    assert row.shared_prefix_chars >= len(static)
+    agent = b.agents[AGENT]
+    assert shared_prefix_chars(agent) == row.shared_prefix_chars
+    agent.scenarios = []
+    assert shared_prefix_chars(agent) is None
 
 
 def test_composition_counts_active_agents_only(mb: MiniBundle) -> None:

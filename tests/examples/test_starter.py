@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.excerpts import excerpt_cut, locate_excerpt
 from callbench.bundle.fixtures import ResolvedFixtures
+from callbench.bundle.inspect import composition
 from callbench.bundle.loader import load_bundle, render_instructions
 from callbench.bundle.matchers import MATCHER_KEYS, iter_matchers, match_fields
 from callbench.bundle.models import AsrEvent, Bundle, LoadedAgent, Scenario
@@ -142,6 +143,20 @@ def test_multilingual_agent_renders_one_static_prefix(bundle: Bundle) -> None:
     common = os.path.commonprefix(rendered)  # noqa: RUF071 (a character prefix is meant)
     assert len(common) >= 0.95 * min(len(r) for r in rendered)
     assert "{{" not in agent.instructions_template[: len(common)]
+
+
+def test_every_agent_renders_one_static_prefix(bundle: Bundle) -> None:
+    """issue 17: every agent's date, time and call-specific values sit in a final section, so all
+    its scenarios share the rest of the document as a prompt prefix (``callbench inspect`` shows it)."""
+    rows = {r.id: r for r in composition(bundle).agent_rows}
+    for aid, agent in bundle.agents.items():
+        rendered = [render_instructions(agent, s) for s in agent.scenarios]
+        shared = rows[aid].shared_prefix_chars
+        assert shared is not None and shared >= 0.98 * min(len(r) for r in rendered), (aid, shared)
+        # Before the last section, no variable but the agent's own name (the same in every call).
+        template = agent.instructions_template.replace("{{agent_name}}", "")
+        last = template.rfind("\n## ")
+        assert "{{" not in template[:last] and "{{date}}" in template[last:], aid
 
 
 def test_education_agent_serves_bengali_and_english_from_one_static_document(bundle: Bundle) -> None:

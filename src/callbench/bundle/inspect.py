@@ -6,6 +6,7 @@ and the active agents declare 371 tools between them, from one to eighteen each"
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections import Counter
 
@@ -47,6 +48,12 @@ class AgentRow(BaseModel):
     instruction_chars: int | None = Field(
         description="Length of the rendered instructions in characters (rendered for the agent's first "
         "scenario, else with neutral values); None when they do not render.")
+    shared_prefix_chars: int | None = Field(
+        default=None,
+        description="Characters at the start of the rendered instructions that are the same for every "
+        "scenario of the agent: the part a prompt cache or the embedded model reads once per agent "
+        "(issue 17: put the date, time and call-specific values in a final section). None when the "
+        "agent has no scenario or its instructions do not render for one of them.")
 
 
 class Composition(BaseModel):
@@ -79,6 +86,19 @@ def _instruction_chars(agent: LoadedAgent) -> int | None:
             return None
 
 
+def shared_prefix_chars(agent: LoadedAgent) -> int | None:
+    """Length in characters of the longest common prefix of the agent's instructions rendered for
+    each of its scenarios (the whole document when it has no template variable that varies), or
+    None when the agent has no scenario or one of them fails to render."""
+    if not agent.scenarios:
+        return None
+    try:
+        rendered = [render_instructions(agent, s) for s in agent.scenarios]
+    except ValueError:
+        return None
+    return len(os.path.commonprefix(rendered))  # noqa: RUF071 (a character prefix is meant)
+
+
 def composition(bundle: Bundle) -> Composition:
     """Summarise ``bundle`` (whatever loaded of it: inspect works on a bundle with problems too)."""
     rows: list[AgentRow] = []
@@ -89,6 +109,7 @@ def composition(bundle: Bundle) -> Composition:
             active=a.config.active, languages=list(a.config.languages), tools=len(a.config.tools),
             call_ending_tools=len(a.config.call_ending_tools), scenarios=len(a.scenarios),
             medium=diffs.get("medium", 0), hard=diffs.get("hard", 0), instruction_chars=_instruction_chars(a),
+            shared_prefix_chars=shared_prefix_chars(a),
         ))
     active = [r for r in rows if r.active]
     by_lang: dict[str, dict[str, int]] = {}
@@ -146,11 +167,11 @@ def composition_tables(c: Composition) -> list[Table]:
     langs.add_row("all", str(c.by_difficulty["medium"]), str(c.by_difficulty["hard"]), str(c.scenarios))
 
     agents = Table(title="Agents")
-    for col in ("agent", "domain", "direction", "languages", "tools", "scenarios (m/h)", "instruction chars"):
-        agents.add_column(col, justify="right" if col in ("tools", "instruction chars") else "left",
-                          overflow="fold")
+    numeric = ("tools", "instruction chars", "shared prefix")
+    for col in ("agent", "domain", "direction", "languages", "tools", "scenarios (m/h)", *numeric[1:]):
+        agents.add_column(col, justify="right" if col in numeric else "left", overflow="fold")
     for r in c.agent_rows:
         agents.add_row(r.id + ("" if r.active else " (inactive)"), r.domain, r.direction,
                        ", ".join(r.languages), str(r.tools), f"{r.scenarios} ({r.medium}/{r.hard})",
-                       _num(r.instruction_chars))
+                       _num(r.instruction_chars), _num(r.shared_prefix_chars))
     return [summary, langs, agents]
