@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.bundle.loader import load_bundle
+from callbench.bundle.models import LoadedAgent
 from callbench.cli import app
 from callbench.runs.demo import (
     DEMO_MAX_TURNS,
@@ -49,8 +50,8 @@ def test_prompt_cost_counts_the_tools_block_where_the_local_format_puts_it() -> 
     from callbench.bundle.loader import render_instructions
 
     bundle = load_bundle(starter_path())
-    for agent_id, tools_shared in (("lpg_gas_helpline", True), ("parcel_delivery", False)):
-        agent = bundle.agents[agent_id]
+    for agent, tools_shared in ((bundle.agents["lpg_gas_helpline"], True),
+                                (_dated_at_top(bundle.agents["parcel_delivery"]), False)):
         tools = estimate_tokens(json.dumps([t.model_dump() for t in agent.config.tools], ensure_ascii=False))
         cost = prompt_cost(agent)
         for s in agent.scenarios:
@@ -59,14 +60,22 @@ def test_prompt_cost_counts_the_tools_block_where_the_local_format_puts_it() -> 
             # every token is counted once, shared or per call
             assert cost.shared + cost.per_scenario[s.id] == pytest.approx(whole + tools)
         # LPG's variables sit in a trailing "Call context" section: the tools block goes before it;
-        # parcel names the date near its top: the block stays at the end, once per call
+        # a document naming the date near its top keeps the block at the end, once per call
         assert (cost.shared > tools) is tools_shared
 
 
+def _dated_at_top(agent: LoadedAgent) -> LoadedAgent:
+    """A copy of ``agent`` whose document names the date in its first line (as the starter's
+    documents did before issue 17 moved every call value into a final section)."""
+    copy = agent.model_copy(deep=True)
+    copy.instructions_template = "Today is {{weekday}}, {{date}}.\n\n" + copy.instructions_template
+    return copy
+
+
 def test_prompt_cost_splits_at_the_first_call_specific_character() -> None:
-    agent = load_bundle(starter_path()).agents["parcel_delivery"]
+    agent = _dated_at_top(load_bundle(starter_path()).agents["parcel_delivery"])
     cost = prompt_cost(agent)
-    # parcel's document names the date near its top: almost all of it is per call
+    # this document names the date at its top: almost all of it is per call
     assert cost.shared < 2500 < min(cost.per_scenario.values())
     assert set(cost.per_scenario) == {s.id for s in agent.scenarios}
 
