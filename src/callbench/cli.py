@@ -145,16 +145,26 @@ def grade(
     cutoff: float = typer.Option(70.0, "--cutoff", min=0, max=100, help="Pass mark for the overall score."),
     rubric: Path | None = typer.Option(None, "--rubric", help="Rating rubric file (YAML/JSON)."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes graded at once."),
+    new_set: bool = typer.Option(
+        False, "--new-set", help="Always grade every trace into a new grade set."
+    ),
 ) -> None:
     """Grade (or regrade) every trace of a run into a new grade set; earlier grade sets stay.
 
-    Exit codes: 0 ok; 2 bad input (not a run folder, bundle hash mismatch, unreadable rubric).
+    When the run's latest grade set was made with the same judges, cutoff and rubric and still
+    lacks episodes or holds episodes left *not graded* (a judge outage), only those are graded,
+    into that set (--new-set to regrade everything).
+
+    Exit codes: 0 ok; 2 bad input (not a run folder, bundle hash mismatch, unreadable rubric);
+    4 disk full, permission denied or a read-only folder.
     """
     import asyncio
+    import sqlite3
 
     from callbench.grade.grader import GradeError, grade_run, grade_set_summary
     from callbench.grade.models import EpisodeGrade
     from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
+    from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
     from callbench.runs.store import RunStore
 
     store = RunStore(run_dir)
@@ -181,11 +191,18 @@ def grade(
                 rubric=rub,
                 concurrency=concurrency,
                 on_episode=index,
+                continue_latest=not new_set,
             )
         )
     except (GradeError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+    except (OSError, sqlite3.OperationalError) as e:
+        line = machine_fault_message(e, run_dir)
+        if line is None:
+            raise
+        typer.echo(f"error: {line}", err=True)
+        raise typer.Exit(EXIT_MACHINE_FAULT) from None
     for line in grade_set_summary(run_dir, gid):
         typer.echo(line)
 
@@ -398,8 +415,14 @@ def _role_settings(path: Path | None) -> dict[str, tuple[str, object]]:
 def _execute(
     config: object, cache_path: Path | None, cache_mode: str, title: str
 ) -> tuple[object, str | None]:
-    """Run with a rich progress bar; Ctrl-C stops cleanly (finished episodes are kept)."""
+    """Run with a rich progress bar; Ctrl-C stops cleanly (finished episodes are kept).
+
+    Exit codes: 2 bad input; 3 a role's provider cannot be used (preflight failed, or a role
+    failed with HTTP 401/403/404 several times in a row); 4 the machine refused a write (disk
+    full, permission denied, read-only folder); 130 interrupted. Finished episodes are kept in
+    every case and the same command resumes."""
     import asyncio
+    import sqlite3
 
     from rich.console import Console
     from rich.progress import (
@@ -414,6 +437,9 @@ def _execute(
     from callbench.bundle.loader import BundleError
     from callbench.grade.grader import GradeError
     from callbench.runs.executor import RunConfig, RunConflict
+    from callbench.runs.guard import RunStopped
+    from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
+    from callbench.runs.preflight import PreflightError
     from callbench.runs.session import open_cache, run_and_grade
 
     assert isinstance(config, RunConfig)
@@ -461,6 +487,18 @@ def _execute(
             f"interrupted: finished episodes are saved in {config.out}; run the same command to resume"
         )
         raise typer.Exit(130) from None
+    except (PreflightError, RunStopped) as e:
+        console.print(f"error: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_PROVIDER) from None
+    except (OSError, sqlite3.OperationalError) as e:
+        line = machine_fault_message(e, config.out)
+        if line is None and not isinstance(e, FileNotFoundError | FileExistsError | NotADirectoryError):
+            raise
+        if line is not None:
+            console.print(f"error: {line}", markup=False, soft_wrap=True)
+            raise typer.Exit(EXIT_MACHINE_FAULT) from None
+        console.print(f"error: {e}", markup=False)
+        raise typer.Exit(2) from None
     except BundleError as e:
         for p in e.problems:
             console.print(f"{p}", markup=False)
@@ -510,10 +548,21 @@ def run(
     local_limit: int = typer.Option(
         1, "--local-concurrency", min=1, help="Concurrent calls to the local model."
     ),
+    no_preflight: bool = typer.Option(
+        False, "--no-preflight",
+        help="Skip the check of every network role model (one minimal request each) before the "
+        "first episode.",
+    ),
 ) -> None:
     """Run candidates over a bundle: simulate every episode, save traces, grade as they finish.
 
-    Rerunning the same command resumes (finished episodes are kept). Exit codes: 0 done, 2 bad input.
+    Before the first episode, each role model served over the network gets one minimal request
+    (authentication, model name, tool calling for candidates, JSON output for the caller and
+    judges); --no-preflight skips it, and a replay_only cache needs none. Rerunning the same
+    command resumes (finished episodes are kept; episodes skipped for a provider fault run again).
+    Exit codes: 0 done; 2 bad input; 3 a role's provider cannot be used (preflight, or a role
+    failing with HTTP 401/403/404 three times in a row); 4 disk full, permission denied or a
+    read-only folder.
     """
     from callbench.models.base import ModelSettings
     from callbench.runs.executor import RoleSpec, RunConfig
@@ -560,6 +609,7 @@ def run(
         limits=LoopLimits(max_caller_turns=max_turns),
         grade=not no_grade,
         cutoff=cutoff,
+        preflight=not no_preflight,
     )
     _manifest, gid = _execute(config, cache, cache_mode, "episodes")
     typer.echo(f"run folder: {out}")

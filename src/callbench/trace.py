@@ -197,9 +197,17 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename).
+
+    An OSError that names no file (e.g. ENOSPC from ``write``) is raised again naming ``path``,
+    with the same errno, so the message can say which file could not be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        if e.filename is None:
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+        raise
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -207,8 +215,10 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename is None:
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
         raise
 
 

@@ -103,7 +103,9 @@ def test_run_against_openai_compatible_server_then_replay(
     cache = tmp_path / "cache.sqlite"
     _run(tmp_path / "live", cache, "read_write")
     assert _Handler.requests, "the server was never called"
-    first = _Handler.requests[0]
+    probe = _Handler.requests[0]  # the preflight: one request offering a tool, before any episode
+    assert [t["function"]["name"] for t in probe["body"]["tools"]] == ["preflight_ping"]
+    first = _Handler.requests[1]
     assert first["path"] == "/v1/chat/completions"
     assert first["auth"] == f"Bearer {SECRET}"
     assert first["body"]["model"] == "test-model"

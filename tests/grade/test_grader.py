@@ -215,7 +215,7 @@ def test_cli_grade(run_dir, tmp_path):
     )
     assert res.exit_code == 0, res.output
     gid = _manifest(run_dir).grade_sets[-1]
-    assert f"grade set {gid}: 3 episode(s), 1 skipped, 0 judge error(s)" in res.output
+    assert f"grade set {gid}: 3 episode(s), 1 skipped, 0 not graded, 0 judge error(s)" in res.output
     good = next(g for g in load_episode_grades(run_dir, gid) if g.episode_id == "ep-good")
     # conversation all r = 0 -> 0; task all met -> 100; overall 50 < 60
     assert (good.task_score, good.conversation_score, good.overall, good.passed) == (100.0, 0.0, 50.0, False)

@@ -161,8 +161,10 @@ async def test_unusable_twice_is_judge_error_excluded_and_counted(make_trace, bu
     assert all(i.r is None and i.reason.startswith("judge error after 2 attempt(s)") for i in task_items)
     assert g.judge_errors == 3
     assert g.judge_attempts["task_judge"] == 2
-    # excluded, not scored 0: the task pillar is the three action checks alone (all met) = 100
-    assert g.task.weight == 1 + 3 + 2 and g.task_score == 100.0
+    # every judged task item errored: the episode is not graded (issue 16 item 3), never scored on
+    # the action checks alone (that would have been 100) nor scored 0
+    assert g.not_graded and g.not_graded_reason.startswith("judge_output: task: 3 of 3 judged items")
+    assert g.task_score is None and g.overall is None and g.passed is None
 
 
 async def test_infrastructure_error_is_judge_error_not_zero(make_trace, bundle, recording):
@@ -174,19 +176,23 @@ async def test_infrastructure_error_is_judge_error_not_zero(make_trace, bundle, 
     assert {i.label for i in conv_items} == {Label.JUDGE_ERROR}
     assert all("judge infrastructure error: HTTP 503" in i.reason for i in conv_items)
     assert g.judge_errors == 6  # polite + five ratings
-    assert g.judge_attempts["conversation_judge"] == 1  # adapters already retried; no further attempt
-    assert g.conversation_score is None  # undefined, not 0
-    assert g.task_score is not None and g.overall == g.task_score
-    assert not g.skipped
+    assert g.judge_attempts["conversation_judge"] == 2  # a judge outage is asked again once
+    # a judge outage never scores an episode: before issue 16 this was overall == task score (passed)
+    assert g.not_graded and g.not_graded_reason.startswith("judge_outage: conversation: 6 of 6")
+    assert g.conversation_score is None and g.task_score is None and g.overall is None
+    assert g.passed is None and not g.skipped
 
 
 async def test_scripted_infra_error_and_garbage_judges(make_trace, bundle):
-    for spec, attempts in (("scripted:infra-error", 1), ("scripted:garbage", 2)):
+    for spec, attempts, category in (("scripted:infra-error", 2, "judge_outage"),
+                                     ("scripted:garbage", 2, "judge_output")):
         j = create_scripted_judge(spec)
         g = await grade_trace(make_trace("good"), bundle, j, j)
         assert g.judge_errors == 3 + 6
+        # an outage is asked again once, like an unusable reply
         assert g.judge_attempts == {"task_judge": attempts, "conversation_judge": attempts}
-        assert g.task_score == 100.0 and g.conversation_score is None
+        assert g.not_graded and g.not_graded_reason.startswith(f"{category}: task: 3 of 3")
+        assert g.task_score is None and g.conversation_score is None
 
 
 async def test_rating_not_applicable_by_trace_is_not_asked(make_trace, bundle, recording):

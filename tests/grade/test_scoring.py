@@ -120,7 +120,6 @@ def test_rating_maps_to_g_minus_1_over_4(g, r):
 def test_all_not_applicable_pillar_is_none_not_zero(make_trace):
     items = [
         _item(Pillar.TASK, 3, Label.NOT_APPLICABLE),
-        _item(Pillar.TASK, 1, Label.JUDGE_ERROR),
         _item(Pillar.CONVERSATION, 2, Label.MET, diag=Diagnostic.SPEAKABILITY),
     ]
     g = episode_grade(make_trace("good"), items, grade_set_id="gs")
@@ -128,7 +127,10 @@ def test_all_not_applicable_pillar_is_none_not_zero(make_trace):
     assert g.conversation_score == 100.0
     # overall = mean of the defined pillars only
     assert g.overall == 100.0 and g.passed is True
-    assert g.judge_errors == 1
+    # a pillar whose only judged item is a judge error is not graded, not undefined (issue 16)
+    errored = episode_grade(make_trace("good"), [*items, _item(Pillar.TASK, 1, Label.JUDGE_ERROR)],
+                            grade_set_id="gs")
+    assert errored.not_graded and errored.overall is None and errored.judge_errors == 1
     none = episode_grade(make_trace("good"), [_item(Pillar.TASK, 2, Label.NOT_APPLICABLE)], grade_set_id="gs")
     assert none.task_score is None and none.conversation_score is None
     assert none.overall is None and none.passed is None
@@ -154,3 +156,18 @@ async def test_skipped_trace_has_no_scores(make_trace, bundle, recording):
     assert g.items == [] and g.task_score is None and g.conversation_score is None
     assert g.overall is None and g.passed is None
     assert judge.requests == []  # no judge is asked about a skipped episode
+
+
+def test_not_graded_when_more_than_half_of_a_pillars_judged_items_errored(make_trace):
+    met = [_item(Pillar.CONVERSATION, w, Label.MET, diag=Diagnostic.SPEAKABILITY) for w in (1, 2)]
+    err = _item(Pillar.CONVERSATION, 3, Label.JUDGE_ERROR, diag=Diagnostic.SPEAKABILITY)
+    err.reason = "judge infrastructure error: openai:j (conversation_judge) failed after 6 attempts"
+    checks = [_item(Pillar.TASK, 2, Label.MET, source="action_check")]
+    # 1 of 3 judged conversation items errored: graded, the error enters neither sum
+    one = episode_grade(make_trace("good"), [*checks, *met, err], grade_set_id="gs")
+    assert not one.not_graded and one.conversation_score == 100.0 and one.judge_errors == 1
+    # 2 of 3 (more than half): not graded; action checks are not judged items and do not count
+    two = episode_grade(make_trace("good"), [*checks, met[0], err, err.model_copy()], grade_set_id="gs")
+    assert two.not_graded and two.task_score is None and two.passed is None
+    assert two.not_graded_reason is not None
+    assert two.not_graded_reason.startswith("judge_outage: conversation: 2 of 3 judged items errored")

@@ -22,6 +22,7 @@ from callbench.bundle.models import Bundle, Scenario
 from callbench.grade.action_checks import GradeError, grade_action_checks
 from callbench.grade.judges import run_conversation_judge, run_task_judge
 from callbench.grade.models import EpisodeGrade
+from callbench.grade.prompts import PROMPT_VERSION
 from callbench.grade.rubric import DEFAULT_RUBRIC, Rubric
 from callbench.grade.scoring import DEFAULT_CUTOFF, episode_grade
 from callbench.grade.store import (
@@ -36,7 +37,8 @@ from callbench.grade.store import (
     register_grade_set,
 )
 from callbench.models.base import ModelClient, ModelSettings, Role
-from callbench.runs.manifest import MANIFEST, traces_dir
+from callbench.models.faults import RoleFaults, collect_faults
+from callbench.runs.manifest import MANIFEST, grades_dir, traces_dir
 from callbench.trace import RoleInfo, Trace, atomic_write_text, load_trace
 
 __all__ = [
@@ -96,11 +98,13 @@ async def grade_trace(
     if trace.skipped:
         return episode_grade(trace, [], grade_set_id=grade_set_id, cutoff=cutoff)
     checks = grade_action_checks(trace, scenario)
-    (task_items, task_out), (conv_items, conv_out) = await asyncio.gather(
-        run_task_judge(trace, scenario, task_judge),
-        run_conversation_judge(trace, scenario, conversation_judge, rubric),
-    )
+    with collect_faults() as ledger:
+        (task_items, task_out), (conv_items, conv_out) = await asyncio.gather(
+            run_task_judge(trace, scenario, task_judge),
+            run_conversation_judge(trace, scenario, conversation_judge, rubric),
+        )
     grade = episode_grade(trace, checks + task_items + conv_items, grade_set_id=grade_set_id, cutoff=cutoff)
+    grade.faults = ledger.snapshot()
     grade.usage = {
         k: o.usage for k, o in (("task_judge", task_out), ("conversation_judge", conv_out)) if o.attempts
     }
@@ -117,12 +121,23 @@ async def grade_into_set(
     conversation_judge: ModelClient,
 ) -> EpisodeGrade:
     """Grade one trace into an existing grade set (cutoff and rubric from its ``grade_set.json``)
-    and write ``episodes/<episode_id>.json`` atomically. For the runner, as each episode finishes."""
+    and write ``episodes/<episode_id>.json`` atomically. For the runner, as each episode finishes.
+    An episode graded again because it was not graded keeps the judge fault counts of its earlier
+    attempts (the set's ledger counts every request made for it)."""
     gs = load_grade_set(run_dir, grade_set_id)
     rubric = Rubric.model_validate(gs.rubric) if gs.rubric else DEFAULT_RUBRIC
     grade = await grade_trace(
         trace, bundle, task_judge, conversation_judge, gs.cutoff, grade_set_id=grade_set_id, rubric=rubric
     )
+    path = episode_path(run_dir, grade_set_id, trace.episode_id)
+    if path.is_file():  # graded again (it was not graded): keep the judge requests made before
+        try:
+            before = EpisodeGrade.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            before = None
+        if before is not None and before.not_graded and before.trace_sha256 == grade.trace_sha256:
+            for role, counts in before.faults.items():
+                grade.faults.setdefault(role, RoleFaults()).add(counts)
     atomic_write_text(
         episode_path(run_dir, grade_set_id, trace.episode_id), grade.model_dump_json(indent=1) + "\n"
     )
@@ -194,6 +209,7 @@ async def grade_run(
     concurrency: int = 4,
     bundle: Bundle | None = None,
     on_episode: Callable[[EpisodeGrade], Any] | None = None,
+    continue_latest: bool = True,
 ) -> str:
     """Grade every trace of ``RUN_DIR`` into a new grade set and return its id.
 
@@ -205,6 +221,11 @@ async def grade_run(
     content hash differs from the manifest's or any trace's. ``on_episode`` is called with each
     episode grade as it is written. Earlier grade sets are left in place; the new id is appended
     to the manifest's ``grade_sets``.
+
+    With ``continue_latest`` (the default), when the run's latest grade set was made with the same
+    judges, settings, cutoff and rubric and still lacks some episodes or holds episodes that were
+    *not graded* (a judge outage, issue 16 item 3), only those are graded, into that set, and its
+    id is returned; a complete latest set is never touched (the run is regraded into a new set).
     """
     run_dir = Path(run_dir)
     manifest = read_run_manifest(run_dir)
@@ -232,27 +253,60 @@ async def grade_run(
         conversation_judge, conversation_judge_settings, manifest.conversation_judge, "conversation_judge"
     )
     try:
-        gs = create_grade_set(
-            run_dir,
-            _role(tj),
-            _role(cj),
-            cutoff=cutoff,
-            rubric=rubric,
-            run_id=manifest.run_id,
-            bundle_hash=manifest.bundle_hash,
+        resumed = (
+            _continuable(run_dir, manifest.grade_sets, _role(tj), _role(cj), cutoff, rubric, traces)
+            if continue_latest
+            else None
         )
+        if resumed is not None:
+            gid, traces = resumed
+        else:
+            gid = create_grade_set(
+                run_dir,
+                _role(tj),
+                _role(cj),
+                cutoff=cutoff,
+                rubric=rubric,
+                run_id=manifest.run_id,
+                bundle_hash=manifest.bundle_hash,
+            ).grade_set_id
         gate = asyncio.Semaphore(max(1, concurrency))
 
         async def one(t: Trace) -> None:
             async with gate:
-                g = await grade_into_set(run_dir, gs.grade_set_id, t, bundle, tj, cj)
+                g = await grade_into_set(run_dir, gid, t, bundle, tj, cj)
             if on_episode is not None:
                 on_episode(g)
 
         await asyncio.gather(*(one(t) for t in traces))
-        finalize_grade_set(run_dir, gs.grade_set_id)
+        finalize_grade_set(run_dir, gid)
     finally:
         for c, own in ((tj, own_t), (cj, own_c)):
             if own:
                 await c.aclose()
-    return gs.grade_set_id
+    return gid
+
+
+def pending_episodes(run_dir: Path, grade_set_id: str) -> set[str]:
+    """Episode ids of a grade set that were *not graded* (to be graded again)."""
+    return {g.episode_id for g in load_episode_grades(run_dir, grade_set_id) if g.not_graded}
+
+
+def _continuable(run_dir: Path, grade_sets: list[str], tj: RoleInfo, cj: RoleInfo, cutoff: float,
+                 rubric: Rubric, traces: list[Trace]) -> tuple[str, list[Trace]] | None:
+    """(latest grade set id, traces it still needs) when that set can be continued, else None."""
+    if not grade_sets or not (grades_dir(run_dir, grade_sets[-1]) / "grade_set.json").is_file():
+        return None
+    gs = load_grade_set(run_dir, grade_sets[-1])
+    same = (
+        gs.task_judge.model_dump(mode="json") == tj.model_dump(mode="json")
+        and gs.conversation_judge.model_dump(mode="json") == cj.model_dump(mode="json")
+        and gs.cutoff == cutoff
+        and gs.rubric == rubric.model_dump(mode="json", by_alias=True)
+        and gs.prompt_version == PROMPT_VERSION
+    )
+    if not same:
+        return None
+    done = {g.episode_id for g in load_episode_grades(run_dir, gs.grade_set_id) if not g.not_graded}
+    todo = [t for t in traces if t.episode_id not in done]
+    return (gs.grade_set_id, todo) if todo else None

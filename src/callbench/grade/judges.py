@@ -10,8 +10,9 @@ one more attempt, with the assistant's reply and the list of problems appended t
 conversation. Items usable in the first reply are kept; the retry fills only the rest. Whatever is
 still unusable is recorded as :attr:`Label.JUDGE_ERROR` with the reason: excluded from the scores
 and counted, never scored as not met. An :class:`InfrastructureError` (adapters already retried
-it) turns every pending item into a judge error with the reason, without a further attempt; the
-episode is still graded on its other items, never scored 0.
+it) gets one more attempt too (not for HTTP 401/403/404), then turns every pending item into a
+judge error with the reason; an episode whose judged items mostly errored is *not graded*
+(``scoring.not_graded_reason``), never scored on what is left.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ from callbench.models.base import (
 from callbench.trace import Trace
 
 MAX_ATTEMPTS = 2
-"""One request plus one retry (issue #6)."""
+"""One request plus one retry (issue #6); a provider failure is retried the same way (issue 16),
+except authentication and not-found errors (``FATAL_STATUS``), which cannot pass by asking again."""
+FATAL_STATUS = frozenset({401, 403, 404})
 
 
 class JudgeOutcome(BaseModel):
@@ -81,6 +84,8 @@ async def ask_judge(
                 )
             )
         except InfrastructureError as e:
+            if e.status not in FATAL_STATUS and attempt < max_attempts - 1:
+                continue  # the judge's provider failed: ask again (the adapter already retried)
             reason = f"judge infrastructure error: {e}"
             for k in pending:
                 out.errors[k] = reason

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Diagnostic, Pillar
 from callbench.models.base import Usage
+from callbench.models.faults import RoleFaults
 from callbench.trace import RoleInfo
 
 
@@ -93,6 +94,11 @@ class EpisodeGrade(BaseModel):
     judge_errors: int = 0
     usage: dict[str, Usage] = Field(default_factory=dict)  # judge usage by role
     judge_attempts: dict[str, int] = Field(default_factory=dict)  # requests made, by role
+    not_graded: bool = False
+    """True when a pillar's judged items mostly errored (``scoring.NOT_GRADED_SHARE``): no score,
+    excluded from means, pass rates and comparisons, graded again by the next grading pass."""
+    not_graded_reason: str | None = None  # "judge_outage: ..." or "judge_output: ..."
+    faults: dict[str, RoleFaults] = Field(default_factory=dict)  # judge requests/retries/faults by role
 
 
 class GradeSetManifest(BaseModel):
@@ -107,6 +113,7 @@ class GradeSetManifest(BaseModel):
     episodes: int = 0
     skipped: int = 0
     judge_errors: int = 0
+    not_graded: int = 0
     run_id: str = ""
     bundle_hash: str = ""
     prompt_version: str = ""  # judge prompt version (grade/prompts.py PROMPT_VERSION)

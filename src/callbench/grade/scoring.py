@@ -19,6 +19,30 @@ from callbench.grade.models import LABEL_VALUE, EpisodeGrade, GradedItem, Label,
 from callbench.trace import Trace
 
 DEFAULT_CUTOFF = 70.0
+NOT_GRADED_SHARE = 0.5
+"""An episode is not graded when, in either pillar, more than this share of the judged items
+(criteria and ratings that apply) are judge errors (issue 16 item 3): scoring the rest would let a
+judge outage decide the score (with every conversation item errored, the task pillar alone made
+the overall score)."""
+INFRA_PREFIX = "judge infrastructure error"
+
+
+def not_graded_reason(items: list[GradedItem]) -> str | None:
+    """Why an episode with these graded items is not graded, or None when it is.
+
+    ``judge_outage: <pillar>: e of n judged items errored (<first reason>)`` when the errors came
+    from the judge's provider (infrastructure), else ``judge_output: ...`` (unusable replies).
+    """
+    for pillar in (Pillar.TASK, Pillar.CONVERSATION):
+        judged = [i for i in items if i.pillar == pillar and i.source != "action_check"
+                  and i.label != Label.NOT_APPLICABLE]
+        errored = [i for i in judged if i.label == Label.JUDGE_ERROR]
+        if judged and len(errored) > NOT_GRADED_SHARE * len(judged):
+            infra = any(INFRA_PREFIX in i.reason for i in errored)
+            category = "judge_outage" if infra else "judge_output"
+            return (f"{category}: {pillar.value}: {len(errored)} of {len(judged)} judged items errored "
+                    f"({errored[0].reason[:200]})")
+    return None
 
 
 def item_value(item: GradedItem) -> float | None:
@@ -67,7 +91,9 @@ def episode_grade(
     trace: Trace, items: list[GradedItem], *, grade_set_id: str, cutoff: float = DEFAULT_CUTOFF
 ) -> EpisodeGrade:
     """The :class:`EpisodeGrade` of a graded trace; a skipped trace gets ``skipped=True`` and no
-    items or scores (skipped episodes are excluded from means, never scored 0)."""
+    items or scores (skipped episodes are excluded from means, never scored 0). An episode whose
+    judged items mostly errored (:func:`not_graded_reason`) keeps its items but gets
+    ``not_graded=True`` and no scores."""
     base = dict(
         episode_id=trace.episode_id,
         grade_set_id=grade_set_id,
@@ -85,6 +111,10 @@ def episode_grade(
         return EpisodeGrade(**base, skipped=True, skip_reason=trace.skip_reason or "skipped")
     for it in items:
         it.r = item_value(it)
+    reason = not_graded_reason(items)
+    if reason is not None:
+        return EpisodeGrade(**base, items=items, not_graded=True, not_graded_reason=reason,
+                            judge_errors=sum(1 for i in items if i.label == Label.JUDGE_ERROR))
     task, conv, diags = score_items(items)
     overall = overall_score(task.score, conv.score)
     return EpisodeGrade(

@@ -162,6 +162,7 @@ def finalize_grade_set(run_dir: Path, grade_set_id: str, *, register: bool = Tru
     gs.episodes = len(grades)
     gs.skipped = sum(1 for g in grades if g.skipped)
     gs.judge_errors = sum(g.judge_errors for g in grades)
+    gs.not_graded = sum(1 for g in grades if g.not_graded)
     gs.finished = _now()
     save_grade_set(Path(run_dir), gs)
     if register:
@@ -178,9 +179,11 @@ def grade_set_summary(run_dir: Path, grade_set_id: str) -> list[str]:
         vals = [x for x in xs if x is not None]
         return f"{sum(vals) / len(vals):.1f}" if vals else "n/a"
 
+    not_graded = [g for g in scored if g.not_graded]
+    scored = [g for g in scored if not g.not_graded]
     return [
         f"grade set {gs.grade_set_id}: {gs.episodes} episode(s), {gs.skipped} skipped, "
-        f"{gs.judge_errors} judge error(s)",
+        f"{len(not_graded)} not graded, {gs.judge_errors} judge error(s)",
         f"judges: task {gs.task_judge.spec}, conversation {gs.conversation_judge.spec}; cutoff {gs.cutoff:g}",
         f"mean task {mean([g.task_score for g in scored])}, conversation "
         f"{mean([g.conversation_score for g in scored])}, overall {mean([g.overall for g in scored])}; "

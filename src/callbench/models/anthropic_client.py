@@ -37,6 +37,7 @@ from typing import Any
 
 import anthropic
 
+from callbench.models.anomalies import anthropic_content, checked_body
 from callbench.models.base import ChatMessage, ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage
 from callbench.models.conversation import normalize_messages
 from callbench.models.remote import RemoteClient
@@ -211,7 +212,12 @@ class AnthropicClient(RemoteClient):
                                                 timeout=settings.timeout_s, http_client=http_client)
 
     async def _send(self, request: ModelRequest) -> ModelResponse:
+        """One request; the raw body is checked first (``anomalies.py``), as for OpenAI."""
         body = anthropic_request_body(request, self.model, self.settings)
-        message = await self._client.messages.create(**body, extra_headers=self._headers or None,
-                                                     timeout=self.settings.timeout_s)
-        return parse_anthropic_message(message, request)
+        raw = await self._client.messages.with_raw_response.create(
+            **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
+        who = f"{self.provider} {request.context.role}"
+        content = await raw.read()
+        data = checked_body(content, raw.headers.get("content-type", ""), who)
+        anthropic_content(data, who)
+        return parse_anthropic_message(await raw.parse(), request)

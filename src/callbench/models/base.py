@@ -12,12 +12,19 @@ import json
 import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 Role = Literal["candidate", "caller", "task_judge", "conversation_judge"]
 
-SECRET_HEADER_RE = re.compile(r"auth|api[-_]?key|token|secret|cookie|password", re.IGNORECASE)
+SECRET_HEADER_RE = re.compile(
+    r"auth|key|token|secret|cookie|password|passwd|credential|signature|session|subscription",
+    re.IGNORECASE,
+)
 ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*")
+HEADER_VALUE_MARKER = "[not saved]"
+OPERATIONAL_SETTINGS = frozenset({"extra_headers", "max_attempts", "retry_base_delay_s"})
+"""Settings that never change what a model says (left out of candidate ids)."""
+"""What every saved header value is replaced by (manifests, traces, grade sets, reports)."""
 
 
 class ToolCall(BaseModel):
@@ -60,6 +67,10 @@ class ModelSettings(BaseModel):
     base_url: str | None = None
     extra_headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = 120.0
+    max_attempts: int = Field(default=6, ge=1, le=50)
+    """Requests per call for provider faults that can pass (the first try included)."""
+    retry_base_delay_s: float = Field(default=1.0, ge=0.0, le=600.0)
+    """Backoff base: retry n waits uniform(0, min(60 s, base * 2**n)) seconds (``retry.py``)."""
     n_ctx: int | None = None  # local model only: context size in tokens (None: sized to the prompt)
 
     @field_validator("extra_headers")
@@ -69,12 +80,21 @@ class ModelSettings(BaseModel):
         cookie) must take its value from the environment as ``env:VAR_NAME``, so settings (which
         are saved in manifests and traces) never hold a secret."""
         for name, value in headers.items():
+            if value == HEADER_VALUE_MARKER:
+                continue  # loaded from a saved file: the value was never saved
             if SECRET_HEADER_RE.search(name) and not ENV_REF_RE.fullmatch(value):
                 raise ValueError(
                     f"extra_headers[{name!r}] looks like a credential; give it as 'env:VAR_NAME' "
                     "and put the secret in that environment variable"
                 )
         return headers
+
+    @field_serializer("extra_headers")
+    def _header_names_only(self, headers: dict[str, str]) -> dict[str, str]:
+        """Every dump (manifests, traces, grade sets, reports) keeps header names only: each value,
+        literal or ``env:VAR``, becomes :data:`HEADER_VALUE_MARKER` (issue 16 item 5). The live
+        object keeps its values for the requests."""
+        return {name: HEADER_VALUE_MARKER for name in headers}
 
 
 class RequestContext(BaseModel):
@@ -149,8 +169,9 @@ class ModelResponse(BaseModel):
 
 
 class InfrastructureError(Exception):
-    """A provider or transport failure (rate limit, 5xx, timeout, auth). Retried by adapters;
-    when retries run out the episode is skipped with this reason, never charged to the candidate."""
+    """A provider or transport failure (rate limit, 5xx, timeout, auth, a response that is not a
+    usable completion). Retried by adapters; when retries run out the episode is skipped with this
+    reason, never charged to the candidate. ``kind`` is the fault class (``models/faults.py``)."""
 
     def __init__(
         self,
@@ -159,11 +180,15 @@ class InfrastructureError(Exception):
         retryable: bool = True,
         status: int | None = None,
         retry_after_s: float | None = None,
+        kind: str = "other",
+        role: str = "",
     ) -> None:
         super().__init__(message)
+        self.role = role  # the role of the failed request, when known
         self.retryable = retryable
         self.status = status
         self.retry_after_s = retry_after_s  # the server's Retry-After, in seconds, when it sent one
+        self.kind = kind
 
 
 class ModelOutputError(Exception):
@@ -171,10 +196,12 @@ class ModelOutputError(Exception):
     Recorded in the trace and graded for candidates; retried for callers and judges.
     ``raw`` holds the unusable output text (None when there was none); ``usage`` what it cost."""
 
-    def __init__(self, message: str, *, raw: str | None = None, usage: Usage | None = None) -> None:
+    def __init__(self, message: str, *, raw: str | None = None, usage: Usage | None = None,
+                 kind: str = "invalid_output") -> None:
         super().__init__(message)
         self.raw = raw
         self.usage = usage
+        self.kind = kind  # "empty_reply": no content and no tool calls, after one retry
 
 
 @runtime_checkable

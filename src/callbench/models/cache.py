@@ -45,7 +45,7 @@ from callbench.models.base import (
     Usage,
 )
 
-NON_KEY_SETTINGS = frozenset({"base_url", "extra_headers", "timeout_s"})
+NON_KEY_SETTINGS = frozenset({"base_url", "extra_headers", "timeout_s", "max_attempts", "retry_base_delay_s"})
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,

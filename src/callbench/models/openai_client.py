@@ -31,6 +31,7 @@ from typing import Any
 
 import openai
 
+from callbench.models.anomalies import checked_body, openai_choices
 from callbench.models.base import ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage, request_seed
 from callbench.models.conversation import normalize_messages
 from callbench.models.remote import RemoteClient
@@ -149,8 +150,14 @@ class OpenAIClient(RemoteClient):
                                           timeout=settings.timeout_s, http_client=http_client)
 
     async def _send(self, request: ModelRequest) -> ModelResponse:
+        """One request. The raw body is checked before the SDK reads it (``anomalies.py``): a 200
+        that is not a usable completion is an InfrastructureError of its fault kind."""
         body = openai_request_body(request, self.model, self.settings,
                                    official_endpoint=self.official_endpoint)
-        completion = await self._client.chat.completions.create(
+        raw = await self._client.chat.completions.with_raw_response.create(
             **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
-        return parse_openai_completion(completion)
+        who = f"{self.provider} {request.context.role}"
+        http = raw.http_response
+        data = checked_body(http.content, http.headers.get("content-type", ""), who)
+        openai_choices(data, who)
+        return parse_openai_completion(raw.parse())

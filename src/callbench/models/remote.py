@@ -5,6 +5,12 @@ A subclass implements ``_send(request) -> ModelResponse`` (one HTTP request, usa
 :class:`InfrastructureError` with every secret redacted, measures latency and tokens per second,
 prices the call (``pricing.py``) and checks JSON output of ``response_schema`` requests
 (``output.py``: ModelOutputError, not retried here).
+
+Every request, retry and fault is noted in the current task's fault ledger (``faults.py``) under
+the request's role. A completion with no content and no tool calls (``empty_reply``) is retried
+once; when the second is empty too, it is a :class:`ModelOutputError` of kind ``empty_reply``
+(recorded and graded for a candidate, a rejected turn for the caller, a judge error for a judge),
+never silent speech (issue 16 item 1).
 """
 
 from __future__ import annotations
@@ -14,11 +20,21 @@ import random
 import time
 from typing import Any
 
-from callbench.models.base import ModelRequest, ModelResponse, ModelSettings
+from callbench.models.base import (
+    InfrastructureError,
+    ModelOutputError,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+)
+from callbench.models.faults import note_fault, note_request, note_retry
 from callbench.models.output import check_json_output
 from callbench.models.pricing import PriceTable, call_cost
 from callbench.models.retry import RetryPolicy, Sleep, call_with_retries, classify_exception
 from callbench.models.secrets import Redactor
+
+EMPTY_REPLY_ATTEMPTS = 2
+"""An empty completion is retried once (issue 16 item 1)."""
 
 
 class RemoteClient:
@@ -40,7 +56,8 @@ class RemoteClient:
         self.spec = spec
         self.settings = settings
         self.redactor = Redactor()
-        self.retry_policy = retry_policy or RetryPolicy()
+        self.retry_policy = retry_policy or RetryPolicy(
+            max_attempts=settings.max_attempts, base_delay_s=settings.retry_base_delay_s)
         self._sleep = sleep
         self._rng = rng or random.Random(settings.seed if settings.seed is not None else 0)
         self._price_table = price_table
@@ -49,14 +66,24 @@ class RemoteClient:
     async def _send(self, request: ModelRequest) -> ModelResponse:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    async def _attempt(self, request: ModelRequest) -> ModelResponse:
+    async def _attempt(self, request: ModelRequest, empties: list[int]) -> ModelResponse:
+        role = request.context.role
         start = time.perf_counter()
+        note_request(role)
         try:
             response = await self._send(request)
+        except InfrastructureError as err:
+            err = InfrastructureError(self.redactor.clean(str(err)), retryable=err.retryable,
+                                      status=err.status, retry_after_s=err.retry_after_s, kind=err.kind,
+                                      role=role)
+            note_fault(role, err.kind)
+            raise err from None
         except Exception as exc:
-            mapped = classify_exception(exc, provider=self.provider, redactor=self.redactor)
+            mapped = classify_exception(exc, provider=self.provider, redactor=self.redactor, role=role)
             if mapped is None:
                 raise
+            note_fault(role, mapped.kind)
+            mapped.role = role
             raise mapped from None
         elapsed = time.perf_counter() - start
         usage = response.usage.model_copy(update={
@@ -66,6 +93,15 @@ class RemoteClient:
         })
         usage.cost_usd = call_cost(self.spec, usage, custom_endpoint=self.custom_endpoint,
                                    table=self._price_table)
+        if not (response.content or "").strip() and not response.tool_calls:
+            note_fault(role, "empty_reply")
+            empties.append(1)
+            if len(empties) >= EMPTY_REPLY_ATTEMPTS:
+                raise ModelOutputError(
+                    f"empty_reply: {self.spec} returned no content and no tool calls "
+                    f"({len(empties)} times in a row)", raw=None, usage=usage, kind="empty_reply")
+            raise InfrastructureError(f"{self.provider} {role}: empty_reply: no content and no tool calls",
+                                      retryable=True, kind="empty_reply", role=role)
         if request.response_schema is not None:
             check_json_output(response.content, request.response_schema, usage=usage)
         return response.model_copy(update={"usage": usage})
@@ -73,8 +109,11 @@ class RemoteClient:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` with retries. Raises InfrastructureError (retries exhausted or not
         retryable) or ModelOutputError (unusable output; not retried here)."""
-        return await call_with_retries(lambda: self._attempt(request), policy=self.retry_policy,
-                                       rng=self._rng, sleep=self._sleep, what=self.spec)
+        empties: list[int] = []
+        role = request.context.role
+        return await call_with_retries(lambda: self._attempt(request, empties), policy=self.retry_policy,
+                                       rng=self._rng, sleep=self._sleep, what=f"{self.spec} ({role})",
+                                       on_retry=lambda _err: note_retry(role))
 
     async def aclose(self) -> None:
         client: Any = getattr(self, "_client", None)

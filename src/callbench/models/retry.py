@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import random
 import time
@@ -94,30 +95,75 @@ def _status_message(exc: openai.APIStatusError | anthropic.APIStatusError) -> st
     return f"HTTP {exc.status_code}: {message}"
 
 
-def classify_exception(exc: BaseException, *, provider: str,
-                       redactor: Redactor) -> InfrastructureError | None:
-    """Map an SDK or transport exception to an :class:`InfrastructureError`, or None when ``exc``
-    is not a provider failure (a programming error, which should propagate).
+_RESET_ERRORS = ("RemoteProtocolError", "ReadError")
 
-    The message names the provider and never contains a registered secret.
+
+def _resets(exc: BaseException) -> bool:
+    """True when ``exc`` (or its cause chain) is the connection closing in the middle of a
+    response (``httpx2.RemoteProtocolError`` / ``ReadError``, ``ConnectionResetError``)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionResetError) or type(seen).__name__ in _RESET_ERRORS:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def status_kind(status: int) -> str:
+    """The fault kind of an HTTP error status (``models/faults.py``)."""
+    if status == 429:
+        return "rate_limit"
+    if status in AUTH_STATUS:
+        return "auth"
+    if status == 404:
+        return "not_found"
+    if status >= 500 or status in RETRYABLE_STATUS:
+        return "server_error"
+    return "client_error"
+
+
+def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
+                       role: str = "") -> InfrastructureError | None:
+    """Map an SDK or transport exception to an :class:`InfrastructureError` with its fault
+    ``kind``, or None when ``exc`` is not a provider failure (a programming error, which should
+    propagate). A body that does not decode (``json.JSONDecodeError``, ``UnicodeDecodeError``
+    raised while the SDK reads a response) is a provider anomaly too (issue 16 item 1).
+
+    The message names the provider and the role (when given) and never contains a registered
+    secret.
     """
+    who = f"{provider} {role}".strip()
     timeouts = (openai.APITimeoutError, anthropic.APITimeoutError, asyncio.TimeoutError, TimeoutError)
     connections = (openai.APIConnectionError, anthropic.APIConnectionError, ConnectionError)
     statuses = (openai.APIStatusError, anthropic.APIStatusError)
     if isinstance(exc, timeouts):
-        return InfrastructureError(f"{provider}: request timed out", retryable=True)
+        return InfrastructureError(f"{who}: timeout: request timed out", retryable=True, kind="timeout")
     if isinstance(exc, connections):
-        return InfrastructureError(redactor.clean(f"{provider}: connection error: {exc}"), retryable=True)
+        kind = "reset" if _resets(exc) else "connection"
+        text = (f"{who}: reset: the connection closed in the middle of the response" if kind == "reset"
+                else f"{who}: connection error: {exc}")
+        return InfrastructureError(redactor.clean(text), retryable=True, kind=kind)
+    if isinstance(exc, UnicodeDecodeError):
+        return InfrastructureError(f"{who}: not_utf8: the response body is not UTF-8 ({exc.reason})",
+                                   retryable=True, kind="not_utf8")
+    if isinstance(exc, json.JSONDecodeError):
+        return InfrastructureError(f"{who}: malformed_body: the response body is not JSON "
+                                   f"({exc.msg} at line {exc.lineno} column {exc.colno})",
+                                   retryable=True, kind="malformed_body")
     if isinstance(exc, statuses):
         status = exc.status_code
         retry_after = parse_retry_after(dict(exc.response.headers))
-        text = redactor.clean(f"{provider}: {_status_message(exc)}")
+        kind = status_kind(status)
+        text = redactor.clean(f"{who}: {kind}: {_status_message(exc)}")
         if status in AUTH_STATUS:
             key_var = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
             return InfrastructureError(f"{text} (authentication failed: check {key_var})",
-                                       retryable=False, status=status)
+                                       retryable=False, status=status, kind=kind)
         retryable = status in RETRYABLE_STATUS or status >= 500
-        return InfrastructureError(text, retryable=retryable, status=status, retry_after_s=retry_after)
+        return InfrastructureError(text, retryable=retryable, status=status, retry_after_s=retry_after,
+                                   kind=kind)
     return None
 
 
@@ -128,13 +174,15 @@ async def call_with_retries(
     rng: random.Random,
     sleep: Sleep = asyncio.sleep,
     what: str = "request",
+    on_retry: Callable[[InfrastructureError], None] | None = None,
 ) -> T:
     """Await ``fn()``, retrying retryable :class:`InfrastructureError` s with backoff.
 
     Raises the last error unchanged when it is not retryable, or a non-retryable
     InfrastructureError saying how many attempts were made once ``policy.max_attempts`` run out
     (or the server asks to wait longer than ``policy.max_retry_after_s``).
-    Other exceptions (including ModelOutputError) propagate at once.
+    Other exceptions (including ModelOutputError) propagate at once. ``on_retry`` is called with
+    each error that is retried. The error raised keeps the last error's ``kind`` and ``status``.
     """
     attempts = max(1, policy.max_attempts)
     for index in range(attempts):
@@ -142,13 +190,20 @@ async def call_with_retries(
             return await fn()
         except InfrastructureError as err:
             if not err.retryable:
-                raise
+                if what in str(err):
+                    raise
+                raise InfrastructureError(f"{what}: {err}", retryable=False, status=err.status,
+                                          kind=err.kind, role=err.role) from None
             if err.retry_after_s is not None and err.retry_after_s > policy.max_retry_after_s:
                 raise InfrastructureError(
                     f"{err} (server asked to retry after {err.retry_after_s:.0f}s, over the "
-                    f"{policy.max_retry_after_s:.0f}s limit)", retryable=False, status=err.status) from None
+                    f"{policy.max_retry_after_s:.0f}s limit)", retryable=False, status=err.status,
+                    kind=err.kind, role=err.role) from None
             if index == attempts - 1:
                 raise InfrastructureError(f"{what} failed after {attempts} attempts: {err}",
-                                          retryable=False, status=err.status) from None
+                                          retryable=False, status=err.status, kind=err.kind,
+                                          role=err.role) from None
+            if on_retry is not None:
+                on_retry(err)
             await sleep(backoff_delay(index, policy, rng, err.retry_after_s))
     raise AssertionError("unreachable")  # pragma: no cover

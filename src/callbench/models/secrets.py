@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from callbench.models.base import ENV_REF_RE
+from callbench.models.base import ENV_REF_RE, HEADER_VALUE_MARKER
 
 MIN_SECRET_LEN = 4
 
@@ -34,12 +34,18 @@ class Redactor:
 
 
 def resolve_headers(headers: dict[str, str], redactor: Redactor) -> dict[str, str]:
-    """Resolve ``env:VAR`` header values from the environment; register them as secrets.
+    """Resolve ``env:VAR`` header values from the environment; register every value (literal or
+    resolved) as a secret, so no header value reaches an error message either.
 
-    Raises ValueError naming the header and variable when the variable is unset.
+    Raises ValueError naming the header and variable when the variable is unset, and naming the
+    header when its value is the marker of a saved file (``HEADER_VALUE_MARKER``: settings read
+    back from a manifest, whose header values were never saved).
     """
     out: dict[str, str] = {}
     for name, value in headers.items():
+        if value == HEADER_VALUE_MARKER:
+            raise ValueError(f"extra_headers[{name!r}]: its value was not saved with the run; give the "
+                             "role's settings again (--settings) with the header's value or env:VAR")
         if ENV_REF_RE.fullmatch(value):
             var = value[4:]
             resolved = os.environ.get(var)
@@ -49,5 +55,6 @@ def resolve_headers(headers: dict[str, str], redactor: Redactor) -> dict[str, st
             redactor.add(resolved)
             out[name] = resolved
         else:
+            redactor.add(value)
             out[name] = value
     return out

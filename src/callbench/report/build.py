@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from callbench import __version__
 from callbench.report.fairness import FairnessFlag, check_fairness, describe_role, smoke_test_roles
+from callbench.report.faults import RunFaults, run_faults
 from callbench.report.ledger import RunLedger, run_ledger
 from callbench.report.load import RunData
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, derive_rng
@@ -54,6 +55,7 @@ class RunInfo(BaseModel):
     grade_set_created: str
     cutoff: float
     simulator: RunLedger | None = None  # simulator and channel ledger (report/ledger.py)
+    faults: RunFaults | None = None  # provider fault ledger (report/faults.py)
 
 
 class SkippedEpisode(BaseModel):
@@ -114,6 +116,7 @@ def run_info(run: RunData) -> RunInfo:
         grade_set_created=g.created,
         cutoff=g.cutoff,
         simulator=run_ledger(run),
+        faults=run_faults(run),
     )
 
 

@@ -5,8 +5,9 @@
   runs), readable back with :func:`read_json`.
 - ``--csv PATH``: one row per planned episode (:data:`CSV_COLUMNS`): ids, status, skip reason,
   pillar and overall scores, pass, raw point totals per pillar and per diagnostic (so a reader can
-  reweight), tokens and cost. Floats are written with Python's shortest round-trip repr; empty
-  cells mean undefined. :func:`read_csv` parses the rows back into typed values.
+  reweight), tokens and cost, the trace's end reason and why an episode was not graded. Floats
+  are written with Python's shortest round-trip repr; empty cells mean undefined.
+  :func:`read_csv` parses the rows back into typed values.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ _BASE = [
 ]  # fmt: skip
 _DIAG = [(f"{d.value}_{part}", float) for d in Diagnostic for part in ("points", "weight")]
 _USAGE = [("input_tokens", int), ("output_tokens", int), ("cost_usd", float)]
-CSV_TYPES: dict[str, type] = dict(_BASE + _DIAG + _USAGE)
+_END: list[tuple[str, type]] = [("end_reason", str), ("not_graded_reason", str)]
+CSV_TYPES: dict[str, type] = dict(_BASE + _DIAG + _USAGE + _END)
 CSV_COLUMNS: list[str] = list(CSV_TYPES)
 
 
@@ -54,7 +56,8 @@ def episode_row(r: EpisodeRecord) -> dict[str, Any]:
     row.update(
         run_id=r.run_id, episode_id=r.episode_id, candidate=r.candidate, agent_id=r.agent_id,
         scenario_id=r.scenario_id, language=r.language, difficulty=r.difficulty, repeat=r.repeat,
-        status=r.status, skip_reason=r.skip_reason,
+        status=r.status, skip_reason=r.skip_reason, end_reason=r.end_reason,
+        not_graded_reason=r.not_graded_reason,
     )  # fmt: skip
     if g is not None:
         row.update(

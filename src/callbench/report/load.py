@@ -182,8 +182,8 @@ def _record(
     elif (trace is not None and trace.skipped) or (grade is not None and grade.skipped):
         status = "skipped"
         reason = (trace.skip_reason if trace else None) or (grade.skip_reason if grade else None)
-    elif grade is None:
-        status = "ungraded"
+    elif grade is None or grade.not_graded:
+        status = "ungraded"  # a not-graded episode (judge outage) is excluded like an ungraded one
     else:
         status = "scored"
     return EpisodeRecord.model_validate(
@@ -194,6 +194,8 @@ def _record(
             **where,
             "status": status,
             "skip_reason": reason,
+            "end_reason": trace.end_reason.value if trace is not None else None,
+            "not_graded_reason": grade.not_graded_reason if grade is not None else None,
             "grade": grade if status == "scored" else None,
             # Judge usage lives in the grade (task_judge, conversation_judge); the other roles' in the trace.
             "usage": {

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import Report
+from callbench.report.faults import render_faults_terminal
 from callbench.report.ledger import render_ledger_terminal
 from callbench.stats.bootstrap import BootstrapResult
 
@@ -61,6 +62,7 @@ def render_terminal(report: Report, console: Console) -> None:
     _diagnostics(report, console)
     _skipped(report, console)
     render_ledger_terminal([(r.run_id, r.simulator) for r in report.runs], console)
+    render_faults_terminal([(r.run_id, r.faults) for r in report.runs], console)
     _cost(report, console)
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")

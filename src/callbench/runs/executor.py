@@ -20,7 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
-from callbench.models.base import ModelClient, ModelRequest, ModelResponse, ModelSettings
+from callbench.models.base import ModelClient, ModelSettings
+from callbench.models.faults import collect_faults
+from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
+from callbench.runs.guard import limit_providers as guard_limit
 from callbench.runs.manifest import EpisodeKey, RunManifest
 from callbench.runs.plan import ScenarioFilters, candidate_slug, plan_episodes
 from callbench.runs.provenance import code_version, git_state
@@ -54,6 +57,9 @@ class RunConfig(BaseModel):
     limits: LoopLimits = Field(default_factory=LoopLimits)
     grade: bool = True
     cutoff: float = 70.0
+    preflight: bool = True
+    max_consecutive_fatal: int = Field(default=DEFAULT_MAX_CONSECUTIVE, ge=1)
+    """A role failing this many requests in a row with HTTP 401/403/404 stops the run."""
 
 
 class RunConflict(ValueError):
@@ -64,46 +70,9 @@ def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-class _Limited:
-    """Wraps a ModelClient so every call holds its provider's semaphore."""
-
-    def __init__(self, inner: ModelClient, sem: asyncio.Semaphore) -> None:
-        self.inner = inner
-        self.spec = inner.spec
-        self.settings = inner.settings
-        self._sem = sem
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        async with self._sem:
-            return await self.inner.complete(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def limit_providers(clients: dict[str, ModelClient], config: RunConfig) -> dict[str, ModelClient]:
-    """``clients`` with every call holding its provider's semaphore: ``config.provider_limits``
-    calls at once per provider (the part of the spec before ``:``), ``config.concurrency`` for a
-    provider not listed. One semaphore per provider is shared by every role (candidates, caller and
-    judges), so grading as episodes finish never exceeds a provider's limit. Clients already limited
-    are returned as they are."""
-    sems: dict[str, asyncio.Semaphore] = {}
-    for c in clients.values():
-        if isinstance(c, _Limited):
-            sems.setdefault(c.spec.split(":", 1)[0], c._sem)
-
-    def limited(c: ModelClient) -> ModelClient:
-        if isinstance(c, _Limited):
-            return c
-        provider = c.spec.split(":", 1)[0]
-        limit = config.provider_limits.get(provider, config.concurrency)
-        sem = sems.setdefault(provider, asyncio.Semaphore(max(1, limit)))
-        return _Limited(c, sem)
-
-    return {k: limited(c) for k, c in clients.items()}
+    """``clients`` limited per provider and sharing one run health (:func:`guard.limit_providers`)."""
+    return guard_limit(clients, config.provider_limits, config.concurrency, config.max_consecutive_fatal)
 
 
 ProgressHook = Callable[[Trace, dict[str, Any]], None]
@@ -118,6 +87,11 @@ def role_info(client: Any, role: RoleSpec) -> RoleInfo:
     )
 
 
+def saved_form(role: RoleInfo) -> tuple[str, dict[str, Any]]:
+    """A role's spec and settings as saved (header values are never saved, so they never count)."""
+    return role.spec, role.settings.model_dump(mode="json")
+
+
 def _compare(old: RunManifest, new: RunManifest) -> list[str]:
     diffs = []
     if old.bundle_hash != new.bundle_hash:
@@ -126,13 +100,20 @@ def _compare(old: RunManifest, new: RunManifest) -> list[str]:
         diffs.append(f"seed {old.seed} vs {new.seed}")
     for name in ("caller", "task_judge", "conversation_judge"):
         a, b = getattr(old, name), getattr(new, name)
-        if (a.spec, a.settings) != (b.spec, b.settings):
+        if saved_form(a) != saved_form(b):
             diffs.append(f"{name} {a.spec} vs {b.spec} (or its settings)")
-    if [(c.spec, c.settings) for c in old.candidates] != [(c.spec, c.settings) for c in new.candidates]:
+    if [saved_form(c) for c in old.candidates] != [saved_form(c) for c in new.candidates]:
         diffs.append("candidates differ")
     if old.loop_settings != new.loop_settings:
         diffs.append(f"loop settings {old.loop_settings} vs {new.loop_settings}")
     return diffs
+
+
+def rerun_ids(store: RunStore) -> set[str]:
+    """Saved episodes that a resume runs again: those skipped for an infrastructure fault (the
+    provider may be back; the fault was never the candidate's)."""
+    return {eid for eid, end, reason in store.episode_rows()
+            if end == EndReason.SKIPPED.value and (reason or "").startswith("infrastructure")}
 
 
 def refresh_counts(manifest: RunManifest, store: RunStore) -> None:
@@ -203,8 +184,8 @@ async def execute_run(
         manifest.repeats = max(old.repeats, config.repeats)
     if manifest.callbench_version not in manifest.code_versions:
         manifest.code_versions.append(manifest.callbench_version)
-    done = store.finished_ids()
     store.rebuild_index()
+    done = store.finished_ids() - rerun_ids(store)
     todo = [k for k in manifest.planned if k.episode_id not in done]
     manifest.ended = None
     refresh_counts(manifest, store)
@@ -213,6 +194,7 @@ async def execute_run(
         on_plan(manifest.planned, done)
 
     wrapped = limit_providers(clients, config)
+    health = health_of(wrapped)
     gate = asyncio.Semaphore(max(1, config.concurrency))
     lock = asyncio.Lock()
     version = code_version()
@@ -220,9 +202,12 @@ async def execute_run(
 
     async def one(key: EpisodeKey) -> None:
         async with gate:
+            if health.stopped:
+                return
             agent = bundle.agents[key.agent_id]
             scenario = next(s for s in agent.scenarios if s.id == key.scenario_id)
-            trace = await run_episode(
+            with collect_faults() as ledger:
+                trace = await run_episode(
                 agent,
                 scenario,
                 candidate=wrapped[f"candidate:{key.candidate}"],
@@ -235,8 +220,11 @@ async def execute_run(
                 repeat=key.repeat,
                 limits=config.limits,
                 code_version=version,
-            )
+                )
+            if health.stopped and trace.skipped:
+                return  # not saved: run again when the run is resumed
             async with lock:
+                store.save_faults(trace.episode_id, ledger)
                 store.save_trace(trace)
                 refresh_counts(manifest, store)
                 for u in trace.usage.values():
@@ -252,6 +240,10 @@ async def execute_run(
 
     await asyncio.gather(*(one(k) for k in todo))
     refresh_counts(manifest, store)
+    if health.message is not None:
+        store.save_manifest(manifest)
+        raise RunStopped(f"{health.message}; fix it and run the same command to resume "
+                         f"({manifest.completed} episode(s) finished are kept)")
     manifest.ended = now()
     manifest.official = (
         manifest.completed == len(manifest.planned)

@@ -4,6 +4,7 @@ Layout::
 
     RUN_DIR/manifest.json                       RunManifest
     RUN_DIR/traces/<episode_id>.json            one Trace per finished episode (atomic writes)
+    RUN_DIR/faults/<episode_id>.json            its fault ledger (requests, retries, faults by role)
     RUN_DIR/grades/<grade_set_id>/grade_set.json, episodes/<episode_id>.json
     RUN_DIR/index.sqlite                        run index (episodes, status, scores)
 """
@@ -18,6 +19,7 @@ from callbench.trace import RoleInfo
 
 MANIFEST = "manifest.json"
 TRACES = "traces"
+FAULTS = "faults"
 GRADES = "grades"
 
 
@@ -77,13 +79,13 @@ def grades_dir(run_dir: Path, grade_set_id: str) -> Path:
 
 def run_owned_path(run_dirs: list[Path], path: Path) -> Path | None:
     """The run folder whose saved data ``path`` would overwrite (its manifest, its index database
-    and journal files, or anything under ``traces/`` or ``grades/``), else None. Report outputs
+    and journal files, or anything under ``traces/``, ``faults/`` or ``grades/``), else None. Report outputs
     must never land there."""
     target = Path(path).resolve()
     for run_dir in run_dirs:
         root = Path(run_dir).resolve()
         if target.parent == root and (target.name == MANIFEST or target.name.startswith("index.sqlite")):
             return Path(run_dir)
-        if any(target.is_relative_to(root / sub) for sub in (TRACES, GRADES)):
+        if any(target.is_relative_to(root / sub) for sub in (TRACES, GRADES, FAULTS)):
             return Path(run_dir)
     return None

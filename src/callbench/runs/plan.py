@@ -14,7 +14,7 @@ import re
 from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
-from callbench.models.base import ModelSettings
+from callbench.models.base import OPERATIONAL_SETTINGS, ModelSettings
 from callbench.runs.manifest import EpisodeKey
 
 
@@ -31,10 +31,13 @@ class ScenarioFilters(BaseModel):
 def candidate_slug(spec: str, settings: ModelSettings) -> str:
     """A file-name-safe, stable id for a candidate: readable spec plus 8 hex of SHA-256(spec, settings).
 
-    Two candidates with the same spec but different settings get different slugs.
+    Two candidates with the same spec but different settings get different slugs; settings that
+    do not change what the model says (headers, retries: ``OPERATIONAL_SETTINGS``) do not
+    count.
     """
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")[:40] or "model"
-    payload = json.dumps([spec, settings.model_dump(mode="json", exclude={"extra_headers"})], sort_keys=True)
+    kept = settings.model_dump(mode="json", exclude=set(OPERATIONAL_SETTINGS))
+    payload = json.dumps([spec, kept], sort_keys=True)
     return f"{readable}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
 
 

@@ -24,9 +24,17 @@ from callbench.grade.grader import (
 from callbench.grade.models import EpisodeGrade
 from callbench.models.base import ModelClient, Role
 from callbench.models.cache import CacheMode, ResponseCache
-from callbench.runs.executor import RoleSpec, RunConfig, execute_run, limit_providers, role_info
+from callbench.runs.executor import (
+    RoleSpec,
+    RunConfig,
+    execute_run,
+    limit_providers,
+    role_info,
+    saved_form,
+)
 from callbench.runs.manifest import EpisodeKey, RunManifest
 from callbench.runs.plan import candidate_slug
+from callbench.runs.preflight import preflight
 from callbench.runs.store import RunStore
 from callbench.trace import Trace
 
@@ -58,8 +66,9 @@ def _reusable_grade_set(run_dir: Path, config: RunConfig, clients: dict[str, Mod
         return None
     gs = load_grade_set(run_dir, m.grade_sets[-1])
     same = (
-        gs.task_judge == role_info(clients["task_judge"], config.task_judge)
-        and gs.conversation_judge == role_info(clients["conversation_judge"], config.conversation_judge)
+        saved_form(gs.task_judge) == saved_form(role_info(clients["task_judge"], config.task_judge))
+        and saved_form(gs.conversation_judge)
+        == saved_form(role_info(clients["conversation_judge"], config.conversation_judge))
         and gs.cutoff == config.cutoff
     )
     return gs.grade_set_id if same else None
@@ -76,9 +85,11 @@ async def run_and_grade(
     on_graded: Callable[[EpisodeGrade], None] | None = None,
 ) -> tuple[RunManifest, str | None]:
     """Run (or resume) ``config`` and grade every trace. Returns (manifest, grade set id or None
-    when ``config.grade`` is false). Closes the clients it created. A run refused before it saved
-    anything (``ValueError`` for filters that match nothing, :class:`RunConflict`) leaves no new
-    folder behind."""
+    when ``config.grade`` is false). Closes the clients it created. Unless ``config.preflight`` is
+    false or the cache is ``replay_only``, every network role model is checked first
+    (:mod:`callbench.runs.preflight`; raises :class:`PreflightError` before any episode). A run
+    refused before it saved anything (``ValueError`` for filters that match nothing,
+    :class:`RunConflict`) leaves no new folder behind."""
     bundle = bundle or load_bundle(config.bundle_path)
     own = clients is None
     clients = limit_providers(clients or build_clients(config, bundle, cache), config)
@@ -120,15 +131,17 @@ async def run_and_grade(
                 if on_graded:
                     on_graded(g)
 
+        if config.preflight and (cache is None or cache.mode is not CacheMode.REPLAY_ONLY):
+            await preflight(clients)
         manifest = await execute_run(
             config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan
         )
         if hook is not None:
-            # Grade traces a killed run saved but never graded (and traces of earlier invocations
-            # when this invocation started a new grade set).
+            # Grade traces a killed run saved but never graded, traces of earlier invocations when
+            # this invocation started a new grade set, and episodes left not graded (a judge outage).
             store = RunStore(Path(config.out))
             graded = (
-                {g.episode_id for g in load_episode_grades(Path(config.out), grade_set)}
+                {g.episode_id for g in load_episode_grades(Path(config.out), grade_set) if not g.not_graded}
                 if grade_set
                 else set()
             )

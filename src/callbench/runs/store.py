@@ -12,7 +12,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from callbench.runs.manifest import MANIFEST, TRACES, RunManifest
+from callbench.models.faults import FaultLedger
+from callbench.runs.manifest import FAULTS, GRADES, MANIFEST, TRACES, RunManifest
 from callbench.trace import Trace, atomic_write_text, load_trace, save_trace
 
 INDEX = "index.sqlite"
@@ -99,6 +100,22 @@ class RunStore:
     def load_trace(self, episode_id: str) -> Trace:
         return load_trace(self.trace_path(episode_id))
 
+    # -------------------------------------------------------------- fault ledgers
+    def faults_path(self, episode_id: str) -> Path:
+        return self.root / FAULTS / f"{episode_id}.json"
+
+    def save_faults(self, episode_id: str, ledger: FaultLedger) -> None:
+        """Save an episode's fault ledger atomically (``faults/<episode_id>.json``)."""
+        atomic_write_text(self.faults_path(episode_id), ledger.model_dump_json(indent=1) + "\n")
+
+    def load_faults(self, episode_id: str) -> FaultLedger | None:
+        """An episode's fault ledger; None when absent or unreadable (runs made before ledgers)."""
+        p = self.faults_path(episode_id)
+        try:
+            return FaultLedger.model_validate_json(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
     # -------------------------------------------------------------- index
     def _db(self) -> sqlite3.Connection:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -116,28 +133,30 @@ class RunStore:
         passed: bool | None,
         judge_errors: int,
     ) -> None:
+        """Index one episode grade (insert or replace)."""
         with self._db() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?)",
-                (
-                    grade_set_id,
-                    episode_id,
-                    task,
-                    conversation,
-                    overall,
-                    None if passed is None else int(passed),
-                    judge_errors,
-                ),
-            )
+            _index_grade(db, grade_set_id, episode_id, task, conversation, overall, passed, judge_errors)
 
     def rebuild_index(self) -> int:
-        """Recreate the episodes table from the trace files; returns the number indexed."""
+        """Recreate the episodes table from the trace files and the grades table from the episode
+        grade files of every grade set folder (a kill between writing a grade file and its index
+        row loses nothing); returns the number of episodes indexed."""
+        from callbench.grade.models import EpisodeGrade
+
         n = 0
         with self._db() as db:
             db.execute("DELETE FROM episodes")
             for eid in sorted(self.finished_ids()):
                 _index_trace(db, self.load_trace(eid))
                 n += 1
+            grades = self.root / GRADES
+            for path in sorted(grades.glob("*/episodes/*.json")) if grades.is_dir() else []:
+                try:
+                    g = EpisodeGrade.model_validate_json(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue  # an unreadable grade file is reported by the grader, not indexed
+                _index_grade(db, g.grade_set_id, g.episode_id, g.task_score, g.conversation_score,
+                             g.overall, g.passed, g.judge_errors)
         return n
 
     def total_cost(self, episode_ids: set[str]) -> float | None:
@@ -177,4 +196,14 @@ def _index_trace(db: sqlite3.Connection, t: Trace) -> None:
             out,
             cost,
         ),
+    )
+
+
+def _index_grade(db: sqlite3.Connection, grade_set_id: str, episode_id: str, task: float | None,
+                 conversation: float | None, overall: float | None, passed: bool | None,
+                 judge_errors: int) -> None:
+    db.execute(
+        "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?)",
+        (grade_set_id, episode_id, task, conversation, overall, None if passed is None else int(passed),
+         judge_errors),
     )

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import AgentConfig, LoadedAgent, Scenario
 from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage
+from callbench.models.faults import note_skip
 from callbench.sim.backend import Backend
 from callbench.sim.caller import build_caller_prompt
 from callbench.sim.channel import Channel
@@ -171,6 +172,7 @@ async def run_episode(
             failure = (conv, e)
             continue
         except InfrastructureError as e:
+            note_skip(e.role, e.kind)
             return trace(conv, EndReason.SKIPPED, rerun, f"infrastructure: {e}")
         return trace(conv, end, rerun)
     assert failure is not None

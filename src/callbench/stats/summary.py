@@ -49,7 +49,8 @@ class EpisodeRecord(BaseModel):
     """One planned episode as the report sees it.
 
     ``status``: ``scored`` (graded, not skipped), ``skipped`` (trace or grade says skipped),
-    ``ungraded`` (trace present, no grade in the chosen grade set), ``not_run`` (planned, no
+    ``ungraded`` (trace present, no grade in the chosen grade set, or a grade left *not graded*
+    by a judge outage: ``not_graded_reason``), ``not_run`` (planned, no
     trace). ``usage`` is the trace's usage by role (empty without a trace).
     """
 
@@ -65,6 +66,8 @@ class EpisodeRecord(BaseModel):
     skip_reason: str | None = None
     grade: EpisodeGrade | None = None
     usage: dict[str, Usage] = Field(default_factory=dict)
+    end_reason: str | None = None  # the trace's end reason (None without a trace)
+    not_graded_reason: str | None = None  # why the grade holds no score (a judge outage), if so
 
     def value(self, metric: Metric) -> float | None:
         """The episode's value for ``metric`` (score points; pass as 100 or 0), or None when the

@@ -1,0 +1,97 @@
+"""Per-episode fault accounting: requests, retries and provider faults by role and kind.
+
+Every :class:`~callbench.models.remote.RemoteClient` request is noted in the :class:`FaultLedger`
+of the task it runs in (a ``contextvars.ContextVar``: the episode runner and the grader each set a
+fresh ledger per episode, and asyncio tasks inherit it), so the counts land in the episode's trace
+(candidate and caller) and episode grade (judges) without threading a ledger through every call.
+Nothing is noted when no ledger is set (a client used on its own).
+
+Fault kinds (issue 16): ``rate_limit`` (429), ``server_error`` (5xx, 408, 409), ``timeout``,
+``connection``, ``reset`` (the connection closed in the middle of the body), ``auth`` (401/403),
+``not_found`` (404), ``client_error`` (other 4xx), ``malformed_body`` (200 whose body is not JSON,
+e.g. truncated), ``not_utf8``, ``html_body`` (200 with a non-JSON content type such as
+``text/html``), ``missing_choices``, ``empty_choices`` (OpenAI), ``missing_content`` (Anthropic),
+``empty_reply`` (a completion with no content and no tool calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from pydantic import BaseModel, Field
+
+
+class RoleFaults(BaseModel):
+    """One role's counts: HTTP requests sent (every attempt), retries, and faults by kind."""
+
+    requests: int = 0
+    retries: int = 0
+    faults: dict[str, int] = Field(default_factory=dict)
+
+    def add(self, other: RoleFaults) -> None:
+        """Add ``other``'s counts to these (in place)."""
+        self.requests += other.requests
+        self.retries += other.retries
+        for k, n in other.faults.items():
+            self.faults[k] = self.faults.get(k, 0) + n
+
+
+class FaultLedger(BaseModel):
+    """Counts by role (``candidate``, ``caller``, ``task_judge``, ``conversation_judge``)."""
+
+    roles: dict[str, RoleFaults] = Field(default_factory=dict)
+    skip_role: str | None = None
+    """The role whose fault skipped the episode (None when it was not skipped for a fault)."""
+    skip_kind: str | None = None
+
+    def role(self, role: str) -> RoleFaults:
+        return self.roles.setdefault(role, RoleFaults())
+
+    def snapshot(self) -> dict[str, RoleFaults]:
+        """A copy of the counts, roles sorted, roles without requests left out."""
+        return {r: f.model_copy(deep=True) for r, f in sorted(self.roles.items()) if f.requests or f.faults}
+
+
+_current: ContextVar[FaultLedger | None] = ContextVar("callbench_fault_ledger", default=None)
+
+
+@contextmanager
+def collect_faults() -> Iterator[FaultLedger]:
+    """Set a fresh ledger for the current task (and tasks it starts) and yield it."""
+    ledger = FaultLedger()
+    token = _current.set(ledger)
+    try:
+        yield ledger
+    finally:
+        _current.reset(token)
+
+
+def note_request(role: str) -> None:
+    """Count one request sent for ``role``."""
+    ledger = _current.get()
+    if ledger is not None:
+        ledger.role(role).requests += 1
+
+
+def note_retry(role: str) -> None:
+    """Count one retry for ``role``."""
+    ledger = _current.get()
+    if ledger is not None:
+        ledger.role(role).retries += 1
+
+
+def note_fault(role: str, kind: str) -> None:
+    """Count one fault of ``kind`` for ``role``."""
+    ledger = _current.get()
+    if ledger is not None:
+        faults = ledger.role(role).faults
+        faults[kind] = faults.get(kind, 0) + 1
+
+
+def note_skip(role: str, kind: str) -> None:
+    """Record that a fault of ``kind`` in ``role`` ended the episode as skipped."""
+    ledger = _current.get()
+    if ledger is not None:
+        ledger.skip_role, ledger.skip_kind = role or None, kind

@@ -1,0 +1,131 @@
+"""The fault ledger of a run (issue 16 item 7): what the providers and the machine did wrong, per
+role, so a report says what went wrong and how often, and that none of it was charged to a
+candidate.
+
+Counted from each saved episode's fault ledger (``RUN_DIR/faults/<episode_id>.json``: candidate
+and caller requests, retries and faults by kind, ``models/faults.py``), the judges' ledgers in the
+reported grade set's episode grades, and:
+
+- skipped episodes by reason category: ``infrastructure/<fault kind>`` when a provider fault
+  skipped the episode (the kind from the ledger), else the reason code (``caller_validation`` ...);
+- not-graded episodes by reason category (``judge_outage``: the judge's provider failed;
+  ``judge_output``: its replies were unusable), excluded from every score;
+- candidate ``empty_reply`` output errors: completions with no content and no tool calls twice in a
+  row, recorded in the trace and graded as the candidate's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import BaseModel, Field
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from callbench.models.faults import FaultLedger, RoleFaults
+from callbench.report.load import RunData
+from callbench.runs.manifest import FAULTS
+
+ROLE_ORDER = ("candidate", "caller", "task_judge", "conversation_judge")
+
+
+class RunFaults(BaseModel):
+    """``runs[].faults`` in the JSON report (see the module docstring)."""
+
+    episodes: int = 0  # traces read
+    episodes_with_ledger: int = 0  # traces with a saved fault ledger (runs before issue 16 have none)
+    roles: dict[str, RoleFaults] = Field(default_factory=dict)
+    skipped: dict[str, int] = Field(default_factory=dict)  # reason category -> episodes
+    not_graded: dict[str, int] = Field(default_factory=dict)  # reason category -> episodes
+    empty_replies: int = 0  # candidate empty_reply output errors (graded)
+
+    @property
+    def n_faults(self) -> int:
+        return sum(n for r in self.roles.values() for n in r.faults.values())
+
+
+def _category(text: str) -> str:
+    return text.split(":", 1)[0].strip() or "unspecified"
+
+
+def _load_ledger(run: RunData, episode_id: str) -> FaultLedger | None:
+    path = run.run_dir / FAULTS / f"{episode_id}.json"
+    try:
+        return FaultLedger.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_faults(run: RunData) -> RunFaults:
+    """Count the fault ledger of one loaded run (its traces, their ledgers, the chosen grade set)."""
+    out = RunFaults()
+    roles: dict[str, RoleFaults] = {}
+    skipped: Counter[str] = Counter()
+    not_graded: Counter[str] = Counter()
+    for episode_id, trace in sorted(run.traces.items()):
+        out.episodes += 1
+        ledger = _load_ledger(run, episode_id)
+        if ledger is not None:
+            out.episodes_with_ledger += 1
+            for role, counts in ledger.roles.items():
+                roles.setdefault(role, RoleFaults()).add(counts)
+        if trace.skipped:
+            category = _category(trace.skip_reason or "")
+            if category == "infrastructure" and ledger is not None and ledger.skip_kind:
+                category = f"infrastructure/{ledger.skip_kind}"
+            skipped[category] += 1
+        out.empty_replies += sum(1 for m in trace.messages
+                                 if m.role == "assistant" and (m.error or "").startswith("empty_reply"))
+    for grade in run.grades.values():
+        for role, counts in grade.faults.items():
+            roles.setdefault(role, RoleFaults()).add(counts)
+        if grade.not_graded:
+            not_graded[_category(grade.not_graded_reason or "")] += 1
+    order = {r: i for i, r in enumerate(ROLE_ORDER)}
+    out.roles = dict(sorted(roles.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
+    out.skipped = dict(sorted(skipped.items()))
+    out.not_graded = dict(sorted(not_graded.items()))
+    return out
+
+
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(d.items())) if d else "none"
+
+
+FAULT_COLUMNS = ("role", "requests", "retries", "faults", "faults by kind")
+
+
+def fault_rows(run_id: str, f: RunFaults) -> list[list[str]]:
+    """Rows of :data:`FAULT_COLUMNS` (after a run label) for one run: one per role (plain text)."""
+    return [[run_id, role, str(c.requests), str(c.retries), str(sum(c.faults.values())), _counts(c.faults)]
+            for role, c in f.roles.items()]
+
+
+def fault_summary(run_id: str, f: RunFaults) -> str:
+    """One line: skipped and not-graded episodes by reason category, candidate empty replies."""
+    return (f"{run_id}: skipped {sum(f.skipped.values())} ({_counts(f.skipped)}); not graded "
+            f"{sum(f.not_graded.values())} ({_counts(f.not_graded)}); candidate empty replies "
+            f"{f.empty_replies}; fault ledgers for {f.episodes_with_ledger} of {f.episodes} episode(s)")
+
+
+def render_faults_terminal(faults: list[tuple[str, RunFaults | None]], console: Console) -> None:
+    """Print the fault ledger: a table of requests, retries and faults per run and role, then one
+    line per run with skipped and not-graded episodes by reason category."""
+    rows = [row for run_id, f in faults if f is not None for row in fault_rows(run_id, f)]
+    lines = [fault_summary(run_id, f) for run_id, f in faults if f is not None]
+    if not rows and not lines:
+        return
+    t = Table(title="Fault ledger (provider and machine faults; never charged to a candidate)",
+              title_justify="left")
+    t.add_column("run", overflow="fold")
+    for col in FAULT_COLUMNS:
+        t.add_column(col, overflow="fold")
+    for row in rows:
+        t.add_row(*(escape(x) for x in row))
+    if rows:
+        console.print(t)
+    else:
+        console.print(f"[b]{t.title}[/b]")
+    for line in lines:
+        console.print("  " + escape(line))

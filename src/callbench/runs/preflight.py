@@ -1,0 +1,130 @@
+"""Preflight: one minimal request per distinct role model before the first episode (issue 16 item 2).
+
+A run whose judge key is wrong must not spend its budget on conversations that can never be
+scored. Before the first episode, each distinct (spec, settings) of the candidates, the caller and
+both judges that reaches a provider over the network (``openai:``, ``anthropic:``) gets one request:
+
+- candidates: a request offering one tool (``preflight_ping``) and asking for it to be called; the
+  endpoint must accept the tools and answer with a usable completion (an answer that does not call
+  the tool is a note, not a failure: how well a model uses tools is what the run measures);
+- caller and judges: a request for JSON constrained to a one-field schema; the answer must parse
+  and validate (structured output works).
+
+Authentication (401/403), an unknown model (404) and any other fault that outlasts the adapter's
+retries fail the preflight with one line naming role and spec. Scripted models need no network and
+the embedded ``local`` model is checked when it loads, so neither gets a preflight; a response
+cache is bypassed (the probe must reach the provider), and a ``replay_only`` run, which promises no
+model call, gets none.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from callbench.models.base import (
+    ChatMessage,
+    InfrastructureError,
+    ModelClient,
+    ModelOutputError,
+    ModelRequest,
+    RequestContext,
+    Role,
+    ToolSchema,
+)
+from callbench.models.specs import parse_spec
+
+NETWORK_PROVIDERS = frozenset({"openai", "anthropic"})
+PING = ToolSchema(
+    name="preflight_ping",
+    description="Confirms the connection. Call it with no arguments.",
+    parameters={"type": "object", "properties": {}, "additionalProperties": False},
+)
+JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+    "additionalProperties": False,
+}
+
+
+class PreflightError(Exception):
+    """A role failed its preflight; the message is one line naming role and spec."""
+
+
+def _unwrap(client: Any) -> Any:
+    """The client that talks to the provider (below concurrency limits and the response cache)."""
+    seen = 0
+    while hasattr(client, "inner") and seen < 5:
+        client = client.inner
+        seen += 1
+    return client
+
+
+def _request(role: Role) -> ModelRequest:
+    context = RequestContext(role=role, episode_id="preflight")
+    if role == "candidate":
+        return ModelRequest(
+            messages=[
+                ChatMessage(role="system", content="This is a connection check before a benchmark run."),
+                ChatMessage(role="user", content="Call the tool preflight_ping now, with no arguments."),
+            ],
+            tools=[PING],
+            context=context,
+        )
+    return ModelRequest(
+        messages=[
+            ChatMessage(role="system", content="This is a connection check before a benchmark run."),
+            ChatMessage(role="user", content='Reply with the JSON object {"ok": true}.'),
+        ],
+        response_schema=JSON_SCHEMA,
+        response_schema_name="preflight",
+        context=context,
+    )
+
+
+def needs_preflight(spec: str) -> bool:
+    """True for specs served over the network (see the module docstring)."""
+    return parse_spec(spec)[0] in NETWORK_PROVIDERS
+
+
+async def check_role(role_name: str, role: Role, client: ModelClient) -> str | None:
+    """Send the preflight request of ``role`` through ``client``; returns a note when a candidate
+    answered without calling the tool (not a failure: a model weak at tool use is what the run
+    measures, not a broken role). Raises :class:`PreflightError`."""
+    inner = _unwrap(client)
+    where = f"preflight: {role_name} {client.spec}"
+    try:
+        response = await inner.complete(_request(role))
+    except InfrastructureError as e:
+        raise PreflightError(f"{where}: {e}") from None
+    except ModelOutputError as e:
+        what = "structured JSON output" if role != "candidate" else "a usable answer"
+        raise PreflightError(f"{where}: no {what}: {e}") from None
+    if role == "candidate" and not any(c.name == PING.name for c in response.tool_calls):
+        return (f"{where}: the endpoint accepted tools but the model answered without calling "
+                "preflight_ping; its tool use is part of what the run measures")
+    return None
+
+
+async def preflight(clients: dict[str, ModelClient]) -> list[str]:
+    """Check every distinct role model of ``clients`` (keys ``candidate:<slug>``, ``caller``,
+    ``task_judge``, ``conversation_judge``) that needs it, in that order; returns the notes of
+    :func:`check_role`. A model shared by several roles with the same settings and headers is
+    checked once per kind of request (tools or JSON). Raises :class:`PreflightError` at the first
+    failure."""
+    notes: list[str] = []
+    seen: set[tuple[str, str, bool]] = set()
+    for name, client in clients.items():
+        role: Role = "candidate" if name.startswith("candidate") else name  # type: ignore[assignment]
+        if not needs_preflight(client.spec):
+            continue
+        headers = json.dumps(sorted(client.settings.extra_headers.items()))
+        key = (client.spec, client.settings.model_dump_json() + headers, role == "candidate")
+        if key in seen:
+            continue
+        seen.add(key)
+        note = await check_role(name, role, client)
+        if note is not None:
+            notes.append(note)
+    return notes

@@ -1,0 +1,321 @@
+"""A fault-injecting OpenAI-compatible server on loopback, for tests (issue 16 item 6).
+
+It plays every role validly, from the request alone:
+
+- a request with ``tools`` is the candidate: a greeting first, then one call of the first tool
+  that does not end the call (minimal arguments for its schema) after the caller's first turn, and
+  plain acknowledgements otherwise; every spoken reply carries ``ref <hash of the messages>``, so
+  a test can find the exact reply behind each message of a trace, and replies (hence the next
+  requests, hence the faults) do not depend on the order in which concurrent requests arrive;
+- a ``response_format`` named ``caller_turn`` is the caller: it expresses the next open plan step
+  the schema allows (``expressed_step`` enumerates it), and says goodbye with ``done`` once the
+  schema allows only null;
+- ``task_judgement`` / ``conversation_judgement`` are the judges: every criterion ``met``, every
+  rating 5, as the schema enumerates them;
+- any other schema gets the smallest instance of it (a preflight probe).
+
+At a seeded rate it injects, instead of the valid reply, one of :data:`FAULT_KINDS`. The choice
+is a function of (seed, the request body, how many times that exact body was seen), so it does
+not depend on the order in which concurrent episodes reach the server. Every request is logged
+(:attr:`FaultServer.log`) with its role, model, fault kind (None for a valid reply) and the reply's
+content. The server is bounded: at most ``max_requests`` requests are answered (later ones get
+503) and it shuts itself down after ``lifetime_s`` seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAULT_KINDS: tuple[str, ...] = (
+    "rate_limit",  # 429 with retry-after-ms
+    "server_error",  # 500
+    "unavailable",  # 503
+    "hang",  # no answer before the client's timeout
+    "truncated_json",  # 200, application/json, the body cut in half
+    "not_utf8",  # 200, application/json, bytes that are not UTF-8
+    "html",  # 200, text/html
+    "empty_choices",  # 200, "choices": []
+    "missing_choices",  # 200, no "choices" key
+    "null_content",  # 200, message content null and no tool calls
+    "reset",  # the connection closes in the middle of the body
+    "unauthorized",  # 401
+    "not_found",  # 404 (model not found)
+)
+RETRYABLE_KINDS = tuple(k for k in FAULT_KINDS if k not in ("unauthorized", "not_found"))
+
+
+@dataclass
+class LogEntry:
+    """One request: number (0-based), role, model, injected fault kind (None: valid reply)."""
+
+    n: int
+    role: str
+    model: str
+    kind: str | None
+    status: int
+    content: str | None = None
+    tool_calls: list[str] = field(default_factory=list)
+
+
+def smallest_instance(schema: Any) -> Any:
+    """The smallest JSON value ``schema`` accepts (objects with their required keys only)."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return smallest_instance(schema[key][0])
+    t = schema.get("type")
+    t = t[0] if isinstance(t, list) and t else t
+    if t == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {k: smallest_instance(props.get(k, {})) for k in schema.get("required", [])}
+    return {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "null": None}.get(str(t))
+
+
+def _schema_of(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    rf = body.get("response_format")
+    if not isinstance(rf, dict) or rf.get("type") != "json_schema":
+        return None
+    js = rf.get("json_schema", {})
+    return str(js.get("name", "")), js.get("schema", {})
+
+
+def role_of(body: dict[str, Any]) -> str:
+    """Which role a request body plays: candidate, caller, task_judge, conversation_judge, or probe
+    (callbench's preflight requests, and any other schema)."""
+    tools = body.get("tools") or []
+    if tools:
+        return "probe" if tools[0].get("function", {}).get("name") == "preflight_ping" else "candidate"
+    named = _schema_of(body)
+    name = named[0] if named else ""
+    return {"caller_turn": "caller", "task_judgement": "task_judge",
+            "conversation_judgement": "conversation_judge"}.get(name, "probe")
+
+
+class FaultServer:
+    """The server. Use as a context manager; :attr:`url` is the ``/v1`` base URL.
+
+    ``rate`` is the share of requests that get a fault (0..1), drawn from ``kinds``; ``keys`` the
+    accepted bearer keys (None: any); ``hang_s`` how long a hang lasts (make it longer than the
+    client's timeout); ``retry_after_ms`` what a 429 asks to wait; ``repeats`` (when set) limits
+    faults to the first ``repeats`` times a request body is seen (a retry then gets a valid reply).
+    """
+
+    def __init__(self, *, rate: float = 0.0, kinds: tuple[str, ...] = FAULT_KINDS, seed: int = 0,
+                 keys: set[str] | None = None, hang_s: float = 1.0, retry_after_ms: int = 20,
+                 max_requests: int = 20000, lifetime_s: float = 600.0, repeats: int | None = None) -> None:
+        unknown = set(kinds) - set(FAULT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}")
+        self.rate, self.kinds, self.seed = rate, kinds, seed
+        self.keys = keys
+        self.hang_s, self.retry_after_ms = hang_s, retry_after_ms
+        self.max_requests, self.lifetime_s = max_requests, lifetime_s
+        self.repeats = repeats
+        self.log: list[LogEntry] = []
+        self.outages: dict[str, int] = {}  # model -> HTTP status answered to every request
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    # ------------------------------------------------------------------ control
+    def __enter__(self) -> FaultServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                server._handle(self)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        timer = threading.Timer(self.lifetime_s, self.close)
+        timer.daemon = True
+        timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop serving (idempotent); a hanging handler returns at once."""
+        self._stop.set()
+        if self._httpd is not None:
+            httpd, self._httpd = self._httpd, None
+            httpd.shutdown()
+            httpd.server_close()
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def faults(self, kind: str | None = None) -> list[LogEntry]:
+        """Logged requests that got a fault (of ``kind`` when given)."""
+        return [e for e in self.log if e.kind is not None and (kind is None or e.kind == kind)]
+
+    # ------------------------------------------------------------------ decisions
+    def _fault_for(self, raw: bytes) -> str | None:
+        digest = hashlib.sha256(raw).hexdigest()
+        with self._lock:
+            seen = self._seen.get(digest, 0)
+            self._seen[digest] = seen + 1
+        if self.rate <= 0 or not self.kinds or (self.repeats is not None and seen >= self.repeats):
+            return None
+        h = hashlib.sha256(f"{self.seed}|{digest}|{seen}".encode()).digest()
+        if int.from_bytes(h[:8], "big") / 2**64 >= self.rate:
+            return None
+        return self.kinds[int.from_bytes(h[8:16], "big") % len(self.kinds)]
+
+    def valid_message(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The valid assistant message for ``body`` (see the module docstring)."""
+        role = role_of(body)
+        messages = body.get("messages", [])
+        if role == "probe" and body.get("tools"):
+            fn = body["tools"][0]["function"]
+            call = {"id": "call_probe", "type": "function",
+                    "function": {"name": fn["name"], "arguments": "{}"}}
+            return {"role": "assistant", "content": None, "tool_calls": [call]}
+        if role == "candidate":
+            ref = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:10]
+            said = [m for m in messages if m.get("role") == "assistant"]
+            if not said:
+                return {"role": "assistant", "content": f"Hello, thank you for calling, ref {ref}."}
+            last = messages[-1].get("role") if messages else None
+            called = any(m.get("tool_calls") for m in said)
+            plain = [t["function"] for t in body["tools"]
+                     if "concluding_message" not in t["function"].get("parameters", {}).get("properties", {})]
+            if last == "user" and not called and plain:
+                fn = plain[0]
+                args = smallest_instance(fn.get("parameters", {}))
+                return {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": f"call_{ref}", "type": "function",
+                     "function": {"name": fn["name"], "arguments": json.dumps(args)}}]}
+            return {"role": "assistant", "content": f"I understand, let me note that, ref {ref}."}
+        named = _schema_of(body)
+        schema = named[1] if named else {}
+        if role == "caller":
+            step = schema.get("properties", {}).get("expressed_step", {})
+            options = [v for alt in step.get("anyOf", [step]) for v in alt.get("enum", [])]
+            if options:
+                out = {"expressed_step": options[0], "speech": "Yes, and there is one more thing I need.",
+                       "done": False}
+            else:
+                out = {"expressed_step": None, "speech": "Okay, thank you. Bye.", "done": True}
+        elif role in ("task_judge", "conversation_judge"):
+            props = schema.get("properties", {})
+            out = {}
+            for kind, value in (("criteria", {"label": "met"}), ("ratings", {"rating": 5})):
+                box = props.get(kind)
+                if isinstance(box, dict):
+                    out[kind] = {i: {"reason": "fine", "cited_messages": [], **value}
+                                 for i in box.get("required", [])}
+        else:
+            out = smallest_instance(schema)
+        return {"role": "assistant", "content": json.dumps(out)}
+
+    # ------------------------------------------------------------------ serving
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        raw = h.rfile.read(int(h.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {}
+        model, role = str(body.get("model", "")), role_of(body)
+        with self._lock:
+            n = len(self.log)
+        auth = h.headers.get("Authorization", "")
+        status, kind = 200, self._fault_for(raw)
+        if n >= self.max_requests:
+            kind, status = "budget_exhausted", 503
+        elif self.keys is not None and auth.removeprefix("Bearer ") not in self.keys:
+            kind = "bad_key"
+        elif model in self.outages:
+            kind, status = "outage", self.outages[model]
+        entry = LogEntry(n=n, role=role, model=model, kind=kind, status=status)
+        with self._lock:
+            self.log.append(entry)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._answer(h, body, entry)
+
+    def _send(self, h: BaseHTTPRequestHandler, status: int, data: bytes, ctype: str = "application/json",
+              headers: dict[str, str] | None = None, length: int | None = None) -> None:
+        h.send_response(status)
+        h.send_header("Content-Type", ctype)
+        h.send_header("Content-Length", str(len(data) if length is None else length))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+        h.wfile.flush()
+
+    def _error(self, h: BaseHTTPRequestHandler, status: int, message: str,
+               headers: dict[str, str] | None = None) -> None:
+        data = json.dumps({"error": {"message": message, "type": "fake", "code": status}}).encode()
+        self._send(h, status, data, headers=headers)
+
+    def _completion(self, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+        return {"id": "cmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
+                "choices": [{"index": 0, "message": message,
+                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}}
+
+    def _answer(self, h: BaseHTTPRequestHandler, body: dict[str, Any], entry: LogEntry) -> None:
+        kind = entry.kind
+        if kind in ("budget_exhausted", "outage"):
+            entry.status = entry.status or 503
+            self._error(h, entry.status, f"fake server: {kind}")
+        elif kind in ("bad_key", "unauthorized"):
+            entry.status = 401
+            self._error(h, 401, "Incorrect API key provided")
+        elif kind == "not_found":
+            entry.status = 404
+            self._error(h, 404, f"The model {entry.model!r} does not exist")
+        elif kind == "rate_limit":
+            entry.status = 429
+            self._error(h, 429, "Rate limit reached", {"retry-after-ms": str(self.retry_after_ms)})
+        elif kind in ("server_error", "unavailable"):
+            entry.status = 500 if kind == "server_error" else 503
+            self._error(h, entry.status, "The server had an error")
+        elif kind == "hang":
+            self._stop.wait(self.hang_s)
+            self._error(h, 504, "too late")
+        elif kind == "html":
+            self._send(h, 200, b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
+        elif kind == "not_utf8":
+            self._send(h, 200, b'{"choices": [{"message": {"content": "\xff\xfe\xfa"}}]}')
+        else:
+            message = self.valid_message(body)
+            if kind == "null_content":
+                message = {"role": "assistant", "content": None}
+            completion = self._completion(body, message)
+            if kind == "empty_choices":
+                completion["choices"] = []
+            elif kind == "missing_choices":
+                del completion["choices"]
+            data = json.dumps(completion).encode()
+            if kind == "truncated_json":
+                self._send(h, 200, data[: len(data) // 2])
+            elif kind == "reset":
+                self._send(h, 200, data[: len(data) // 2], length=len(data))
+                h.close_connection = True
+            else:
+                entry.content = message.get("content")
+                entry.tool_calls = [c["function"]["name"] for c in message.get("tool_calls") or []]
+                self._send(h, 200, data)

@@ -1,0 +1,181 @@
+"""Machine faults, a role that keeps failing, the index's grade rows, and header values
+(issue 16 items 2, 4 and 5)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from callbench.cli import app
+from callbench.models.base import ModelSettings
+from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER
+from callbench.runs.preflight import preflight
+from callbench.runs.session import build_clients
+from callbench.runs.store import RunStore
+from fakes.fault_server import FaultServer
+
+from .conftest import DAIRY, scripted_config
+
+SCRIPTED = [
+    "run", str(DAIRY), "--candidate", "scripted:reference", "--caller", "scripted:plan",
+    "--task-judge", "scripted:met", "--conversation-judge", "scripted:met", "--repeats", "3",
+    "--concurrency", "1",
+]  # fmt: skip
+
+
+def _invoke(args: list[str]) -> tuple[int, str]:
+    result = CliRunner().invoke(app, args)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.output
+
+
+def _error_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("error:")]
+
+
+def test_disk_full_while_saving_a_trace_is_one_line_and_the_same_command_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import callbench.runs.store as store_module
+
+    real = store_module.save_trace
+    calls = {"n": 0}
+
+    def full_after_one(trace, path):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(trace, path)
+
+    monkeypatch.setattr(store_module, "save_trace", full_after_one)
+    out = tmp_path / "run"
+    code, output = _invoke([*SCRIPTED, "--out", str(out)])
+    assert code == EXIT_MACHINE_FAULT, output
+    lines = _error_lines(output)
+    assert len(lines) == 1 and f"cannot write {out}: the disk is full" in lines[0]
+    assert "run the same command again" in lines[0] and "Traceback" not in output
+    saved = sorted((out / "traces").glob("*.json"))
+    assert len(saved) == 1
+    first = saved[0].read_bytes()
+    assert json.loads(first)["end_reason"] != "skipped"
+    monkeypatch.setattr(store_module, "save_trace", real)
+    code, output = _invoke([*SCRIPTED, "--out", str(out)])
+    assert code == 0, output
+    assert len(list((out / "traces").glob("*.json"))) == 3
+    assert saved[0].read_bytes() == first  # the finished episode was kept, not rerun
+
+
+@pytest.mark.parametrize(("err", "words"), [
+    (PermissionError(errno.EACCES, "Permission denied"), "permission denied"),
+    (OSError(errno.EROFS, "Read-only file system"), "the file system is read-only"),
+])
+def test_permission_and_read_only_faults_name_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: OSError, words: str
+) -> None:
+    import callbench.trace as trace_module
+
+    real = trace_module.tempfile.mkstemp
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if "traces" in str(kwargs.get("dir", "")):
+            raise err
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trace_module.tempfile, "mkstemp", refuse)
+    out = tmp_path / "run"
+    code, output = _invoke([*SCRIPTED, "--out", str(out)])
+    assert code == EXIT_MACHINE_FAULT, output
+    (line,) = _error_lines(output)
+    assert words in line and str(out / "traces") in line and ".json" in line
+
+
+def test_grade_on_a_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "run"
+    assert _invoke([*SCRIPTED, "--out", str(out), "--no-grade"])[0] == 0
+    import callbench.grade.grader as grader
+
+    def full(path, text):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(grader, "atomic_write_text", full)
+    code, output = _invoke(["grade", str(out)])
+    assert code == EXIT_MACHINE_FAULT
+    (line,) = _error_lines(output)
+    assert "the disk is full" in line and "episodes" in line
+
+
+def test_rebuild_index_restores_grade_rows(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _invoke([*SCRIPTED, "--out", str(out)])[0] == 0
+    store = RunStore(out)
+    with sqlite3.connect(out / "index.sqlite") as db:
+        rows = sorted(db.execute("SELECT * FROM grades"))
+        db.execute("DELETE FROM grades")  # a kill between a grade file and its index row
+    assert len(rows) == 3
+    store.rebuild_index()
+    with sqlite3.connect(out / "index.sqlite") as db:
+        assert sorted(db.execute("SELECT * FROM grades")) == rows
+
+
+def test_a_role_failing_401_three_times_in_a_row_stops_the_run_then_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-good-key-1")
+    settings = tmp_path / "settings.yaml"
+    out = tmp_path / "run"
+    args = [
+        "run", str(DAIRY), "--candidate", "openai:fake-agent", "--caller", "scripted:plan",
+        "--task-judge", "scripted:met", "--conversation-judge", "scripted:met", "--repeats", "5",
+        "--concurrency", "1", "--out", str(out), "--settings", str(settings),
+    ]  # fmt: skip
+    with FaultServer(keys={"sk-good-key-1"}) as server:
+        base = {"spec": "openai:fake-agent", "base_url": server.url, "max_attempts": 2,
+                "retry_base_delay_s": 0.0}
+        bad_key = {"extra_headers": {"Authorization": "env:BAD"}}
+        settings.write_text(json.dumps({"candidate": {**base, **bad_key}}))
+        monkeypatch.setenv("BAD", "Bearer revoked-key")
+        code, output = _invoke([*args, "--no-preflight"])
+        assert code == EXIT_PROVIDER, output
+        (line,) = _error_lines(output)
+        assert "candidate:openai_fake-agent" in line and "failed 3 times in a row with HTTP 401" in line
+        assert "run the same command to resume" in line
+        assert len(server.log) == 3  # the fourth and fifth episodes never started
+        monkeypatch.setenv("BAD", "Bearer sk-good-key-1")
+        code, output = _invoke(args)
+        assert code == 0, output
+    traces = [json.loads(p.read_text()) for p in (out / "traces").glob("*.json")]
+    assert len(traces) == 5 and not any(t["end_reason"] == "skipped" for t in traces)
+
+
+async def test_preflight_skips_models_without_network(tmp_path: Path, dairy) -> None:  # type: ignore[no-untyped-def]
+    config = scripted_config(tmp_path / "r")
+    assert await preflight(build_clients(config, dairy)) == []
+
+
+def test_literal_credential_headers_are_refused_and_no_header_value_is_saved(tmp_path: Path) -> None:
+    for name in ("Ocp-Apim-Subscription-Key", "X-Access-Key", "X-Session-Id", "Authorization"):
+        with pytest.raises(ValueError, match="looks like a credential"):
+            ModelSettings(extra_headers={name: "literal-value"})
+    literal = "tenant-literal-7f31"
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(json.dumps({"candidate": {"spec": "scripted:reference",
+                                                  "extra_headers": {"X-Tenant": literal}}}))
+    out = tmp_path / "run"
+    code, output = _invoke([*SCRIPTED, "--out", str(out), "--settings", str(settings)])
+    assert code == 0, output
+    code, output = _invoke(["report", str(out), "--json", str(tmp_path / "r.json"), "--csv",
+                            str(tmp_path / "r.csv"), "--html", str(tmp_path / "r.html")])
+    assert code == 0, output
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and p != settings]
+    assert len(files) > 8
+    for path in files:
+        assert literal.encode() not in path.read_bytes(), path
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["candidates"][0]["settings"]["extra_headers"] == {"X-Tenant": "[not saved]"}
+    # the same command resumes: header values never count when comparing runs
+    assert _invoke([*SCRIPTED, "--out", str(out), "--settings", str(settings)])[0] == 0
