@@ -123,7 +123,8 @@ def schema(
     out: Path = typer.Option(..., "--out", help="Folder to write bundle/agent/scenario JSON Schemas into."),
 ) -> None:
     """Write a JSON Schema (draft 2020-12) for each bundle file type: bundle.schema.json,
-    agent.schema.json, scenario.schema.json. Exit codes: 0 ok; 2 the folder cannot be written."""
+    agent.schema.json, scenario.schema.json, provenance.schema.json. Exit codes: 0 ok; 2 the folder
+    cannot be written."""
     from callbench.bundle.schema import write_schemas
 
     try:
@@ -133,6 +134,114 @@ def schema(
         raise typer.Exit(2) from None
     for w in written:
         typer.echo(str(w))
+
+
+@app.command()
+def provenance(
+    path: Path = typer.Argument(..., help="A bundle folder (or its bundle.yaml)."),
+    update: bool = typer.Option(
+        False, "--update", help="Write provenance.yaml: add entries for scenarios without one, record the "
+        "new hash of changed scenario files (their review resets to --review-status), drop entries of "
+        "removed scenarios."),
+    made: str | None = typer.Option(
+        None, "--made", help="How the scenarios that have no entry were made: hand_authored, assisted "
+        "(written with an AI assistant) or generated (by a pipeline; give --model)."),
+    author: Annotated[list[str] | None, typer.Option(
+        "--author", help="Author of new entries (repeatable).")] = None,
+    model: str | None = typer.Option(None, "--model", help="With --made generated: the generating model."),
+    provider: str = typer.Option("", "--provider", help="With --made generated: where the model ran."),
+    settings_json: str | None = typer.Option(
+        None, "--settings-json",
+        help='With --made generated: its settings as JSON, e.g. \'{"temperature": 1}\'.'),
+    seed: int | None = typer.Option(None, "--seed", help="With --made generated: the generation seed."),
+    review_status: str = typer.Option(
+        "unreviewed", "--review-status", help="Review status written to new and changed entries: "
+        "unreviewed, machine_checked or reviewed."),
+    reviewer: Annotated[list[str] | None, typer.Option("--reviewer", help="Reviewer (repeatable).")] = None,
+    notes: str = typer.Option("", "--notes", help="Review notes for new and changed entries."),
+    scenario: Annotated[list[str] | None, typer.Option(
+        "--scenario", help="Only these scenario ids (repeatable).")] = None,
+) -> None:
+    """Show or update the bundle's provenance file (how each scenario was made and reviewed, pinned
+    by the SHA-256 of its file; checked by validate).
+
+    Without --update: list every problem with the file (missing entries, changed files) and exit 1
+    if there is any. With --update: bring the file in step and print what changed. Example for
+    new hand-written scenarios: callbench provenance BUNDLE --update --made hand_authored --author NAME.
+    Exit codes: 0 ok; 1 problems (or bad options); 2 the path cannot be read.
+    """
+    import json
+
+    from callbench.bundle.loader import load_bundle_collect
+    from callbench.bundle.provenance import (
+        MADE_MEANING,
+        REVIEW_MEANING,
+        Generation,
+        Review,
+        audit_provenance,
+        provenance_path,
+        today,
+        update_provenance,
+    )
+    from callbench.bundle.validate import scenario_files
+
+    if path.is_file() and path.stem == "bundle":
+        path = path.parent
+    try:
+        bundle, problems = load_bundle_collect(path)
+    except OSError as e:
+        typer.echo(f"error: {path}: cannot read: {getattr(e, 'strerror', None) or e}", err=True)
+        raise typer.Exit(2) from None
+    if bundle is None:
+        for p in problems:
+            typer.echo(str(p), err=True)
+        typer.echo(f"error: {path}: the bundle cannot be loaded ({len(problems)} problem(s))", err=True)
+        raise typer.Exit(1)
+    files = scenario_files(bundle)
+    if not update:
+        if provenance_path(path) is None:
+            typer.echo(f"{path} has no provenance file; create one with: callbench provenance {path} "
+                       "--update --made hand_authored --author NAME (or --made generated --model M ...)")
+            raise typer.Exit(1)
+        found = audit_provenance(path, files)
+        for p in found:
+            typer.echo(str(p))
+        typer.echo(f"{len(found)} provenance problem(s) over {len(files)} scenario(s)" if found
+                   else f"OK: {len(files)} scenario(s), every one recorded at its current hash")
+        raise typer.Exit(1 if found else 0)
+    if made is not None and made not in MADE_MEANING:
+        typer.echo(f"error: --made must be one of {', '.join(MADE_MEANING)}, not {made!r}", err=True)
+        raise typer.Exit(1)
+    if review_status not in REVIEW_MEANING:
+        typer.echo(f"error: --review-status must be one of {', '.join(REVIEW_MEANING)}", err=True)
+        raise typer.Exit(1)
+    generation = None
+    if model is not None:
+        try:
+            settings = json.loads(settings_json) if settings_json else {}
+        except json.JSONDecodeError as e:
+            typer.echo(f"error: --settings-json is not JSON: {e}", err=True)
+            raise typer.Exit(1) from None
+        if not isinstance(settings, dict):
+            typer.echo("error: --settings-json must be a JSON object", err=True)
+            raise typer.Exit(1)
+        generation = Generation(model=model, provider=provider, settings=settings, seed=seed, date=today())
+    review = Review.model_validate({"status": review_status, "by": list(reviewer or []), "notes": notes,
+                                    "date": today() if review_status != "unreviewed" else None})
+    try:
+        result = update_provenance(path, files, made=made, authors=author or [],  # type: ignore[arg-type]
+                                   generation=generation, review=review, only=scenario or None)
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    except OSError as e:
+        typer.echo(f"error: cannot write the provenance file: {getattr(e, 'strerror', None) or e}", err=True)
+        raise typer.Exit(1) from None
+    for label, ids in (("added", result.added), ("new hash", result.rehashed), ("removed", result.removed)):
+        for sid in ids:
+            typer.echo(f"{label}: {sid}")
+    typer.echo(f"{result.path}: {len(result.added)} added, {len(result.rehashed)} re-hashed, "
+               f"{len(result.removed)} removed, {result.unchanged} unchanged")
 
 
 @app.command()

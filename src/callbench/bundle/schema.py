@@ -7,6 +7,7 @@ JSON Schema draft 2020-12:
 * ``bundle.schema.json`` -- ``bundle.yaml`` (:class:`~callbench.bundle.models.BundleMeta`)
 * ``agent.schema.json`` -- ``agents/<id>/agent.yaml`` (:class:`~callbench.bundle.models.AgentConfig`)
 * ``scenario.schema.json`` -- ``agents/<id>/scenarios/<id>.yaml`` (:class:`~callbench.bundle.models.Scenario`)
+* ``provenance.schema.json`` -- ``provenance.yaml`` (:class:`~callbench.bundle.provenance.Provenance`)
 
 Matchers are parsed by a custom discriminator in :mod:`callbench.bundle.matchers` (a bare value is
 shorthand for ``eq``), which pydantic cannot describe; the generated union is replaced by one
@@ -25,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from callbench.bundle.models import AgentConfig, BundleMeta, Scenario
+from callbench.bundle.provenance import Provenance
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_BASE = "urn:callbench:schema:"  # an id, not a host
@@ -32,6 +34,7 @@ FILE_TYPES: dict[str, type[BaseModel]] = {
     "bundle.schema.json": BundleMeta,
     "agent.schema.json": AgentConfig,
     "scenario.schema.json": Scenario,
+    "provenance.schema.json": Provenance,
 }
 _MATCHER_KEYS = {"Eq": "eq", "Present": "present", "OneOf": "one_of", "Range": "range", "Regex": "regex",
                  "Contains": "contains", "Subset": "subset", "AllOf": "all", "AnyOf": "any", "Not": "not"}

@@ -46,6 +46,9 @@ Scenario (``agents/<id>/scenarios/<scenario>.yaml``; :mod:`callbench.bundle.vali
     ``reference.unknown_tool`` / ``reference.args_invalid`` / ``reference.length`` /
     ``reference.after_end`` / ``reference.check_unmet`` (see
     :mod:`callbench.bundle.validate_replay`).
+Provenance (``provenance.yaml`` at the root, when present; :mod:`callbench.bundle.provenance`)
+    ``provenance.missing_entry`` · ``provenance.hash_mismatch`` · ``provenance.unknown_scenario`` ·
+    ``provenance.file`` · ``provenance.generation``, and ``parse`` / ``schema`` for the file itself.
 Any
     ``internal`` an audit itself failed on this input (a bug in callbench: please report it); the
     other audits still run.
@@ -62,6 +65,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.loader import DATA_SUFFIXES, MAX_FILES, Problem, load_bundle_collect, read_data_file
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.bundle.provenance import audit_provenance
 from callbench.bundle.validate_content import (
     audit_isolation,
     audit_languages,
@@ -96,6 +100,9 @@ PROBLEM_CODES: frozenset[str] = frozenset({
     "matcher.param_unknown", "brief.datetime", "excerpt.not_verbatim", "excerpt.partial", "language.agent",
     "language.brief_mismatch", "isolation.leak", "reference.unknown_tool", "reference.args_invalid",
     "reference.length", "reference.after_end", "reference.check_unmet",
+    # provenance file (callbench.bundle.provenance)
+    "provenance.missing_entry", "provenance.hash_mismatch", "provenance.unknown_scenario",
+    "provenance.file", "provenance.generation",
     # a bug in an audit (reported, never raised)
     "internal",
 })
@@ -266,6 +273,12 @@ class _Files:
                 self._scen.setdefault((a.config.id, sid), rel)
 
 
+def scenario_files(bundle: Bundle) -> dict[str, str]:
+    """Scenario id -> its file relative to the bundle root (as problems name it)."""
+    files = _Files(bundle)
+    return {s.id: files.scenario(a, s) for a, s in bundle.scenarios()}
+
+
 def _reporter(out: list[Problem], file: str) -> Report:
     def report(path: str, code: str, message: str) -> None:
         out.append(Problem(file=file, path=path, code=code, message=message))
@@ -296,6 +309,8 @@ def validate_loaded(bundle: Bundle) -> list[Problem]:
                                message=f"scenario id {s.id!r} is also used by {owners[s.id]}"))
         else:
             owners[s.id] = sfile
+    out += _guard("provenance", bfile, lambda: audit_provenance(
+        files.root, {s.id: files.scenario(a, s) for a, s in pairs}))
     for aid, agent in sorted(bundle.agents.items()):
         afile, pfile = files.agent(agent), files.prompt(agent)
         found: list[Problem] = []
