@@ -137,7 +137,7 @@ def test_schema_command(tmp_path: Path) -> None:
     r = _run("schema", "--out", str(tmp_path / "out"))
     assert r.exit_code == 0
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "agent.schema.json", "bundle.schema.json", "scenario.schema.json"]
+        "agent.schema.json", "bundle.schema.json", "provenance.schema.json", "scenario.schema.json"]
     blocker = tmp_path / "file"
     blocker.write_text("x")
     r = _run("schema", "--out", str(blocker / "sub"))

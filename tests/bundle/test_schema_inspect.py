@@ -27,7 +27,8 @@ def _validator(name: str) -> Draft202012Validator:
 
 def test_schemas_are_valid_draft_2020_12() -> None:
     schemas = bundle_schemas()
-    assert sorted(schemas) == ["agent.schema.json", "bundle.schema.json", "scenario.schema.json"]
+    assert sorted(schemas) == ["agent.schema.json", "bundle.schema.json", "provenance.schema.json",
+                              "scenario.schema.json"]
     for name, s in schemas.items():
         Draft202012Validator.check_schema(s)
         assert s["$schema"] == DRAFT_2020_12
@@ -97,12 +98,13 @@ def test_write_schemas_atomically(tmp_path: Path) -> None:
     out = tmp_path / "nested" / "schemas"
     written = write_schemas(out)
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["agent.schema.json", "bundle.schema.json", "scenario.schema.json"]
+    assert names == ["agent.schema.json", "bundle.schema.json", "provenance.schema.json",
+                     "scenario.schema.json"]
     assert {p.name for p in written} == set(bundle_schemas())
     for p in written:
         assert json.loads(p.read_text()) == bundle_schemas()[p.name]
     write_schemas(out)  # overwrite in place, no temporary files left behind
-    assert len(list(out.iterdir())) == 3
+    assert len(list(out.iterdir())) == 4
 
 
 # ------------------------------------------------------------------ composition

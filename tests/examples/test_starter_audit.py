@@ -23,6 +23,7 @@ import pytest
 from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.loader import load_bundle, render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.bundle.provenance import audit_provenance
 from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import run_episode
 
@@ -161,3 +162,17 @@ async def test_floor_counts_unguarded_negatives(bundle: Bundle) -> None:
         c.applies_after = []
     assert await _floor_share(bundle, agent, scen, "scripted:hangup") == 0.0
     assert await _floor_share(bundle, agent, bare, "scripted:hangup") > FLOOR_MAX
+
+
+def test_every_scenario_has_provenance_at_its_current_hash(bundle: Bundle) -> None:
+    """issue 17: the starter records how each scenario was made and reviewed (provenance.yaml), and
+    each record is for the scenario file as it is now."""
+    from callbench.bundle.provenance import load_provenance
+    from callbench.bundle.validate import scenario_files
+
+    root = Path(bundle.root)
+    problems: list[Any] = []
+    prov = load_provenance(root, problems)
+    assert prov is not None and problems == []
+    assert set(prov.scenarios) == {s.id for _, s in bundle.scenarios()}
+    assert audit_provenance(root, scenario_files(bundle)) == []
