@@ -257,12 +257,18 @@ def grade(
     new_set: bool = typer.Option(
         False, "--new-set", help="Always grade every trace into a new grade set."
     ),
+    settings: Path | None = typer.Option(
+        None, "--settings",
+        help="YAML of judge settings (task_judge, conversation_judge entries as for callbench run); "
+        "needed for judges whose extra_headers values are never saved with the run.",
+    ),
 ) -> None:
     """Grade (or regrade) every trace of a run into a new grade set; earlier grade sets stay.
 
     When the run's latest grade set was made with the same judges, cutoff and rubric and still
     lacks episodes or holds episodes left *not graded* (a judge outage), only those are graded,
-    into that set (--new-set to regrade everything).
+    into that set (--new-set to regrade everything). A run records its judges' header names only,
+    never their values: give them again with --settings.
 
     Exit codes: 0 ok; 2 bad input (not a run folder, bundle hash mismatch, unreadable rubric);
     4 disk full, permission denied or a read-only folder.
@@ -273,6 +279,7 @@ def grade(
     from callbench.grade.grader import GradeError, grade_run, grade_set_summary
     from callbench.grade.models import EpisodeGrade
     from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
+    from callbench.models.base import ModelSettings
     from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
     from callbench.runs.store import RunStore
 
@@ -289,13 +296,31 @@ def grade(
             g.judge_errors,
         )
 
+    per_role = _role_settings(settings)
+    chosen: dict[str, tuple[str | None, ModelSettings | None]] = {}
+    for name, given in (("task_judge", task_judge), ("conversation_judge", conversation_judge)):
+        entry = per_role.get(name)
+        if entry is None:
+            chosen[name] = (given, None)
+            continue
+        spec, role_settings = entry
+        if given is not None and given != spec:
+            flag = "--" + name.replace("_", "-")
+            typer.echo(f"error: {settings}: {name}.spec is {spec!r} but {flag} gives {given!r}; make them "
+                       "the same", err=True)
+            raise typer.Exit(2)
+        assert isinstance(role_settings, ModelSettings)
+        chosen[name] = (spec, role_settings)
+
     try:
         rub = load_rubric(rubric) if rubric is not None else DEFAULT_RUBRIC
         gid = asyncio.run(
             grade_run(
                 run_dir,
-                task_judge=task_judge,
-                conversation_judge=conversation_judge,
+                task_judge=chosen["task_judge"][0],
+                conversation_judge=chosen["conversation_judge"][0],
+                task_judge_settings=chosen["task_judge"][1],
+                conversation_judge_settings=chosen["conversation_judge"][1],
                 cutoff=cutoff,
                 rubric=rub,
                 concurrency=concurrency,

@@ -179,3 +179,28 @@ def test_literal_credential_headers_are_refused_and_no_header_value_is_saved(tmp
     assert manifest["candidates"][0]["settings"]["extra_headers"] == {"X-Tenant": "[not saved]"}
     # the same command resumes: header values never count when comparing runs
     assert _invoke([*SCRIPTED, "--out", str(out), "--settings", str(settings)])[0] == 0
+
+
+def test_grade_needs_the_judges_header_values_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-other")
+    monkeypatch.setenv("JUDGE_AUTH", "Bearer sk-judge-key-2")
+    settings = tmp_path / "settings.yaml"
+    out = tmp_path / "run"
+    with FaultServer(keys={"sk-judge-key-2"}) as server:
+        judge = {"spec": "openai:fake-judge", "base_url": server.url, "retry_base_delay_s": 0.0,
+                 "extra_headers": {"Authorization": "env:JUDGE_AUTH"}}
+        settings.write_text(json.dumps({"task_judge": judge, "conversation_judge": judge}))
+        args = [
+            "run", str(DAIRY), "--candidate", "scripted:reference", "--caller", "scripted:plan",
+            "--task-judge", "openai:fake-judge", "--conversation-judge", "openai:fake-judge",
+            "--repeats", "1", "--out", str(out), "--settings", str(settings),
+        ]  # fmt: skip
+        assert _invoke(args)[0] == 0
+        code, output = _invoke(["grade", str(out), "--new-set"])
+        assert code == 2
+        (line,) = _error_lines(output)
+        assert "extra_headers['Authorization']: its value was not saved with the run" in line
+        code, output = _invoke(["grade", str(out), "--new-set", "--settings", str(settings)])
+        assert code == 0, output
+        assert "0 not graded, 0 judge error(s)" in output
+    assert not any(b"sk-judge-key-2" in p.read_bytes() for p in out.rglob("*") if p.is_file())
