@@ -18,8 +18,23 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from callbench import __version__
+
+        typer.echo(f"callbench {__version__}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _setup() -> None:
+def _setup(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", is_eager=True, callback=_print_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
     """callbench: benchmark LLM phone agents.
 
     ``CALLBENCH_LOG_LEVEL`` (e.g. ``DEBUG``) sends callbench's log records to stderr; at DEBUG the
@@ -396,7 +411,7 @@ def report(
             typer.echo(f"CSV (one row per episode): {csv_path}")
         if html_out is not None:
             write_html(result, runs, html_out, include_traces=not no_traces)
-            typer.echo(f"HTML report: {html_out}")
+            typer.echo(f"HTML report: {html_out.resolve().as_uri()}")
     except OSError as e:
         typer.echo(f"error: cannot write report: {e}", err=True)
         raise typer.Exit(2) from None
@@ -568,23 +583,45 @@ def _execute(
         TimeRemainingColumn,
     )
 
-    from callbench.bundle.loader import BundleError
+    from callbench.bundle.loader import BundleError, load_bundle
     from callbench.grade.grader import GradeError
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.guard import RunStopped
     from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
     from callbench.runs.preflight import PreflightError
-    from callbench.runs.session import open_cache, run_and_grade
+    from callbench.runs.plan import plan_episodes
+    from callbench.runs.session import RunTotals, build_clients, check_run_folder, open_cache, run_and_grade
 
     assert isinstance(config, RunConfig)
     console = Console(stderr=True)
-    state = {"skipped": 0, "tokens": 0, "cost": 0.0}
+    # Everything that can be wrong with the configuration is checked before the progress bar is
+    # drawn: the output folder, the bundle, the filters and every role's model spec.
+    try:
+        check_run_folder(Path(config.out))
+        bundle = load_bundle(config.bundle_path)
+        cands = [(c.spec, c.settings) for c in config.candidates]
+        plan_episodes(bundle, cands, config.repeats, config.filters)
+        cache = open_cache(cache_path, cache_mode)
+        clients = build_clients(config, bundle, cache)
+    except BundleError as e:
+        for p in e.problems:
+            console.print(f"{p}", markup=False)
+        console.print(
+            f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", markup=False
+        )
+        raise typer.Exit(2) from None
+    except (RunConflict, ValueError, FileNotFoundError, FileExistsError, NotADirectoryError) as e:
+        console.print(f"error: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+    totals = RunTotals()
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn(
-            "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} · cost {task.fields[cost]}"
+            "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} (all roles) · "
+            "cost {task.fields[cost]}"
         ),
         TimeElapsedColumn(),
         TextColumn("left"),
@@ -593,29 +630,40 @@ def _execute(
     )
     task = progress.add_task(title, total=None, skipped=0, tokens=0, cost="$0.00")
 
+    def show() -> None:
+        progress.update(task, skipped=totals.skipped, tokens=totals.tokens, cost=totals.cost_text())
+
     def on_plan(planned: list, done: set) -> None:
         progress.update(task, total=len(planned), completed=len([k for k in planned if k.episode_id in done]))
 
-    def on_episode(trace: object, totals: dict) -> None:
+    def on_episode(trace: object, _executor_totals: dict) -> None:
         from callbench.trace import Trace
 
         assert isinstance(trace, Trace)
-        state["skipped"] += int(trace.skipped)
-        cost = totals.get("cost")
-        progress.update(
-            task,
-            advance=1,
-            skipped=state["skipped"],
-            tokens=int(totals.get("tokens", 0)),
-            cost="unknown" if cost is None else f"${cost:.2f}",
-        )
+        totals.add_trace(trace)
+        progress.update(task, advance=1)
+        show()
+
+    def on_graded(grade: object) -> None:
+        from callbench.grade.models import EpisodeGrade
+
+        assert isinstance(grade, EpisodeGrade)
+        totals.add_usage(grade.usage.values())
+        show()
+
+    async def go() -> tuple[object, str | None]:
+        try:
+            return await run_and_grade(
+                config, clients=clients, bundle=bundle, cache=cache, on_episode=on_episode, on_plan=on_plan,
+                on_graded=on_graded,
+            )
+        finally:
+            for c in clients.values():
+                await c.aclose()
 
     try:
-        if Path(config.out).exists() and not Path(config.out).is_dir():
-            raise ValueError(f"--out {config.out}: is a file; give a run folder")
-        cache = open_cache(cache_path, cache_mode)
         with progress:
-            return asyncio.run(run_and_grade(config, cache=cache, on_episode=on_episode, on_plan=on_plan))
+            return asyncio.run(go())
     except KeyboardInterrupt:
         console.print(
             f"interrupted: finished episodes are saved in {config.out}; run the same command to resume"
@@ -641,7 +689,7 @@ def _execute(
         )
         raise typer.Exit(2) from None
     except (RunConflict, ValueError, FileNotFoundError, GradeError, FileExistsError, NotADirectoryError) as e:
-        console.print(f"error: {e}", markup=False)
+        console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 

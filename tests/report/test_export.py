@@ -70,7 +70,7 @@ def test_cli_writes_all_outputs(make_run: MakeRun, tmp_path: Path) -> None:
     args += ["--csv", str(out / "r.csv"), "--samples", "100"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert f"HTML report: {out / 'r.html'}" in result.output
+    assert f"HTML report: {(out / 'r.html').resolve().as_uri()}" in result.output
     assert (out / "r.html").read_text().count("* plotly.js v") == 1
     assert read_json(out / "r.json").settings.n_samples == 100
     assert len(read_csv(out / "r.csv")) == 24

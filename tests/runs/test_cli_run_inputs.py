@@ -100,3 +100,50 @@ def test_settings_file_spec_must_match_the_role(tmp_path: Path) -> None:
     manifest = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
     temps = {c["spec"]: c["settings"]["temperature"] for c in manifest["candidates"]}
     assert temps == {"scripted:reference": 0.5, "scripted:hangup": None}
+
+
+def test_version_flag_prints_the_version() -> None:
+    from callbench import __version__
+
+    for flag in ("--version", "-V"):
+        result = CliRunner().invoke(app, [flag])
+        assert result.exit_code == 0 and result.output.strip() == f"callbench {__version__}"
+
+
+def test_out_that_is_a_non_empty_folder_but_not_a_run_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "photos"
+    target.mkdir()
+    (target / "holiday.jpg").write_text("keep me", encoding="utf-8")
+    code, out = _run("--out", str(target))
+    assert code == 2
+    line = [ln for ln in out.splitlines() if ln.startswith("error:")]
+    assert len(line) == 1 and "not empty and not a callbench run" in line[0] and "holiday.jpg" in line[0]
+    assert sorted(p.name for p in target.iterdir()) == ["holiday.jpg"]
+    # an empty folder is fine
+    (tmp_path / "empty").mkdir()
+    code, out = _run("--out", str(tmp_path / "empty"), "--limit", "1")
+    assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [["--scenarios", "no_such_scenario"], ["--candidate", "nosuchprovider:x"]],
+)
+def test_no_progress_bar_before_a_configuration_error(tmp_path: Path, bad: list[str]) -> None:
+    code, out = _run("--out", str(tmp_path / "r"), *bad)
+    assert code == 2 and "error:" in out
+    assert "episodes" not in out and "tokens" not in out  # the bar was never drawn
+
+
+def test_progress_totals_count_judges_like_the_cost_table() -> None:
+    """Regression: the progress bar's token count left the judges out (92,358 against the cost
+    table's 105,222)."""
+    from callbench.models.base import Usage
+    from callbench.runs.session import RunTotals
+
+    totals = RunTotals()
+    totals.add_usage([Usage(input_tokens=100, output_tokens=20, cost_usd=0.5)])  # a trace's roles
+    totals.add_usage([Usage(input_tokens=1000, output_tokens=7, cost_usd=0.25)])  # a grade's judges
+    assert totals.tokens == 1127 and totals.cost_text() == "$0.75"
+    totals.add_usage([Usage(input_tokens=1, cost_usd=None)])
+    assert totals.cost_text() == "unknown" and totals.tokens == 1128

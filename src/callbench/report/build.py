@@ -68,6 +68,48 @@ class SkippedEpisode(BaseModel):
     reason: str
 
 
+class CallRow(BaseModel):
+    """One planned call as the terminal's per-call table shows it. ``overall`` in score points
+    (None when not scored or undefined); ``passed`` None when not scored."""
+
+    candidate: str
+    episode_id: str
+    agent_id: str
+    scenario_id: str
+    repeat: int
+    language: str
+    difficulty: str
+    status: str
+    end_reason: str
+    tool_calls: int
+    overall: float | None = None
+    passed: bool | None = None
+
+
+def call_rows(records: list[EpisodeRecord]) -> list[CallRow]:
+    """One :class:`CallRow` per record, in (candidate, agent, scenario, repeat) order."""
+    rows = []
+    for r in records:
+        overall = r.value("overall")
+        rows.append(
+            CallRow(
+                candidate=r.candidate,
+                episode_id=r.episode_id,
+                agent_id=r.agent_id,
+                scenario_id=r.scenario_id,
+                repeat=r.repeat,
+                language=r.language,
+                difficulty=r.difficulty,
+                status=r.status,
+                end_reason=r.end_reason or r.status,
+                tool_calls=r.tool_calls,
+                overall=overall,
+                passed=None if overall is None else r.value("pass") == 100.0,
+            )
+        )
+    return sorted(rows, key=lambda c: (c.candidate, c.agent_id, c.scenario_id, c.repeat))
+
+
 class ReportSettings(BaseModel):
     seed: int
     n_samples: int = DEFAULT_SAMPLES
@@ -86,6 +128,7 @@ class Report(BaseModel):
     candidates: list[CandidateSummary] = Field(default_factory=list)  # leaderboard order
     paired: list[PairedComparison] = Field(default_factory=list)
     skipped: list[SkippedEpisode] = Field(default_factory=list)
+    calls: list[CallRow] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -183,5 +226,6 @@ def build_report(
         candidates=summaries,
         paired=paired,
         skipped=skipped,
+        calls=call_rows(records),
         warnings=[w for r in runs for w in r.warnings],
     )

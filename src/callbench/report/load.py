@@ -196,6 +196,7 @@ def _record(
             "skip_reason": reason,
             "end_reason": trace.end_reason.value if trace is not None else None,
             "not_graded_reason": grade.not_graded_reason if grade is not None else None,
+            "tool_calls": len(trace.tool_events) if trace is not None else 0,
             "grade": grade if status == "scored" else None,
             # Judge usage lives in the grade (task_judge, conversation_judge); the other roles' in the trace.
             "usage": {

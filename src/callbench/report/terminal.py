@@ -4,6 +4,7 @@ episodes with reasons, cost and tokens. Every dynamic string is markup-escaped."
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
@@ -16,11 +17,32 @@ from callbench.report.ledger import render_ledger_terminal
 from callbench.stats.bootstrap import BootstrapResult
 
 MAX_SKIPPED_ROWS = 20
+MAX_CALL_ROWS = 40
+"""Runs with at most this many planned calls get a per-call table; larger runs a summary."""
+MIN_SCORED_FOR_INTERVAL = 10
+"""Intervals from fewer scored calls are flagged as too few to mean much: a bootstrap over a
+handful of calls can come out as [0.0, 0.0] and look like certainty."""
 
 SMOKE_TEST_TEXT = (
-    "SMOKE TEST: some roles ran on the embedded smoke-test model, a small local model that shows the "
-    "harness works end to end. Its scores say nothing about how good any phone agent is."
+    "SMOKE TEST: the roles named below ran on the embedded smoke-test model, a small local model that "
+    "shows the harness works end to end. Its scores say nothing about how good any phone agent is."
 )
+OFFICIAL_TEXT = (
+    "official = every planned call finished, none skipped, one callbench version, from a clean git "
+    "checkout (git state unknown: not run from a git checkout, so it cannot be official)."
+)
+
+
+def smoke_test_summary(report: Report) -> str:
+    """Which roles ran on the embedded smoke-test model, exactly: ``every role (...)`` when all of
+    every run's roles did, else the list. Empty when none did."""
+    roles = report.smoke_test_roles
+    if not roles:
+        return ""
+    n_roles = sum(3 + len(r.candidates) for r in report.runs)
+    if len(roles) >= n_roles:
+        return f"Every role ran on it: {', '.join(roles)}."
+    return f"Ran on it: {', '.join(roles)}; every other role did not."
 
 
 def fmt(x: float | None, digits: int = 1) -> str:
@@ -28,11 +50,22 @@ def fmt(x: float | None, digits: int = 1) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
 
 
+FEW_MARK = "†"
+FEW_NOTE = (
+    f"{FEW_MARK} from fewer than {MIN_SCORED_FOR_INTERVAL} scored calls: too few to mean much, "
+    "however narrow the interval looks."
+)
+
+
 def fmt_ci(r: BootstrapResult) -> str:
-    """``estimate [low, high]``, or an em dash when undefined."""
+    """``estimate [low, high]``, or an em dash when undefined; :data:`FEW_MARK` is appended when
+    fewer than :data:`MIN_SCORED_FOR_INTERVAL` calls stand behind the interval (:data:`FEW_NOTE`)."""
     if r.estimate is None:
         return "—"
-    return f"{r.estimate:.1f} [{fmt(r.low)}, {fmt(r.high)}]"
+    text = f"{r.estimate:.1f} [{fmt(r.low)}, {fmt(r.high)}]"
+    if r.n_episodes < MIN_SCORED_FOR_INTERVAL:
+        text += FEW_MARK
+    return text
 
 
 def fmt_cost(cost: float | None) -> str:
@@ -42,8 +75,7 @@ def fmt_cost(cost: float | None) -> str:
 def render_terminal(report: Report, console: Console) -> None:
     """Print the whole report to ``console``."""
     if report.smoke_test_roles:
-        roles = ", ".join(report.smoke_test_roles)
-        console.print(Panel(escape(f"{SMOKE_TEST_TEXT}\nRoles: {roles}"), style="bold yellow"))
+        console.print(Panel(escape(f"{SMOKE_TEST_TEXT}\n{smoke_test_summary(report)}"), style="bold yellow"))
     if report.fairness_flags:
         body = "\n".join(f"- {escape(f.message)}" for f in report.fairness_flags)
         console.print(
@@ -55,6 +87,7 @@ def render_terminal(report: Report, console: Console) -> None:
             )
         )
     _runs(report, console)
+    _calls(report, console)
     _leaderboard(report, console)
     _repeats(report, console)
     _paired(report, console)
@@ -72,13 +105,72 @@ def _runs(report: Report, console: Console) -> None:
     console.print("[b]Runs[/b]")
     for r in report.runs:
         dirty = "dirty tree" if r.git_dirty else "clean tree" if r.git_dirty is False else "git state unknown"
+        # soft_wrap: ids and paths are never broken by inserted line breaks
         console.print(
             escape(
                 f"  {r.run_id}: bundle {r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]}), "
                 f"official {'yes' if r.official else 'no'} ({dirty}), grade set {r.grade_set_id}\n"
                 f"    caller {r.caller}; task judge {r.task_judge}; conversation judge {r.conversation_judge}"
-            )
+            ),
+            soft_wrap=True,
         )
+    console.print(escape(OFFICIAL_TEXT))
+
+
+def _id_column(t: Table, name: str, values: list[str]) -> None:
+    """A column for ids: never wrapped or cut, as wide as the longest id."""
+    t.add_column(name, no_wrap=True, overflow="ignore", min_width=max([len(name), *map(len, values)]))
+
+
+def _calls(report: Report, console: Console) -> None:
+    """A row per call (up to :data:`MAX_CALL_ROWS`), else counts by candidate and end reason."""
+    calls = report.calls
+    if not calls:
+        return
+    if len(calls) <= MAX_CALL_ROWS:
+        for cand in sorted({c.candidate for c in calls}):
+            mine = [c for c in calls if c.candidate == cand]
+            # a compact table (no side borders) so the ids fit whole in 80 columns
+            t = Table(
+                title=f"Calls: {escape(cand)}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
+            )
+            _id_column(t, "episode", [f"{c.agent_id}/{c.scenario_id}#{c.repeat}" for c in mine])
+            t.add_column("lang", no_wrap=True)
+            t.add_column("end reason", no_wrap=True)
+            t.add_column("tools", justify="right", no_wrap=True)
+            t.add_column("overall", justify="right", no_wrap=True)
+            t.add_column("pass", no_wrap=True)
+            for c in mine:
+                t.add_row(
+                    escape(f"{c.agent_id}/{c.scenario_id}#{c.repeat}"),
+                    escape(c.language or "?"),
+                    escape(c.end_reason),
+                    str(c.tool_calls),
+                    fmt(c.overall),
+                    "—" if c.passed is None else "pass" if c.passed else "fail",
+                )
+            console.print(t)
+        console.print("tools = tool calls the candidate made; pass = overall >= the cutoff.")
+        return
+    t = Table(
+        title=f"Calls ({len(calls)}; one row per call in the HTML report and --csv)", title_justify="left"
+    )
+    _id_column(t, "candidate", [c.candidate for c in calls])
+    reasons = sorted({c.end_reason for c in calls})
+    for r in reasons:
+        t.add_column(escape(r), justify="right", no_wrap=True)
+    for col in ("tool calls / call", "passed"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for cand in sorted({c.candidate for c in calls}):
+        mine = [c for c in calls if c.candidate == cand]
+        judged = [c for c in mine if c.passed is not None]
+        t.add_row(
+            escape(cand),
+            *[str(sum(c.end_reason == r for c in mine)) for r in reasons],
+            f"{sum(c.tool_calls for c in mine) / len(mine):.1f}",
+            f"{sum(bool(c.passed) for c in judged)}/{len(judged)}",
+        )
+    console.print(t)
 
 
 def _leaderboard(report: Report, console: Console) -> None:
@@ -88,20 +180,21 @@ def _leaderboard(report: Report, console: Console) -> None:
         title=f"Leaderboard (mean [{conf} hierarchical bootstrap interval, {n} samples])",
         title_justify="left",
     )
-    t.add_column("#", justify="right")
-    t.add_column("candidate", overflow="fold", min_width=12)
+    _id_column(t, "candidate", [c.candidate for c in report.candidates])
     t.add_column("overall", justify="right", no_wrap=True)
     t.add_column("pass rate %", justify="right", no_wrap=True)
-    for i, c in enumerate(report.candidates, 1):
-        t.add_row(str(i), escape(c.candidate), fmt_ci(c.overall), fmt_ci(c.pass_rate))
+    for c in report.candidates:  # best first
+        t.add_row(escape(c.candidate), fmt_ci(c.overall), fmt_ci(c.pass_rate))
     console.print(t)
+    if any(c.overall.n_episodes < MIN_SCORED_FOR_INTERVAL for c in report.candidates):
+        console.print(f"[yellow]{escape(FEW_NOTE)}[/yellow]")
     cut = sorted({x for c in report.candidates for x in c.cutoffs})
     if cut:
         console.print(f"Pass = overall >= {', '.join(f'{x:g}' for x in cut)} (provisional cutoff).")
     e = Table(
         title="Episodes (skipped and ungraded ones are excluded from every score)", title_justify="left"
     )
-    e.add_column("candidate", overflow="fold", min_width=8)
+    _id_column(e, "candidate", [c.candidate for c in report.candidates])
     for col in ("scored", "skipped", "ungraded", "not run", "no score", "judge err"):
         e.add_column(col, justify="right", overflow="fold")
     for c in report.candidates:
@@ -116,7 +209,7 @@ def _leaderboard(report: Report, console: Console) -> None:
         )
     console.print(e)
     p = Table(title="Pillars (mean \\[interval]; raw point totals in the HTML/JSON)", title_justify="left")
-    p.add_column("candidate", overflow="fold", min_width=12)
+    _id_column(p, "candidate", [c.candidate for c in report.candidates])
     for col in ("task", "conversation"):
         p.add_column(col, justify="right", no_wrap=True)
     for c in report.candidates:
@@ -134,7 +227,7 @@ def _repeats(report: Report, console: Console) -> None:
         title="Reliability over repeats (pass^k = mean over scenarios of C(c,k)/C(n,k); no interval)",
         title_justify="left",
     )
-    t.add_column("candidate", overflow="fold", min_width=12)
+    _id_column(t, "candidate", [c.candidate for c in report.candidates])
     for k in ks:
         t.add_column(f"pass^{k}", justify="right", no_wrap=True)
     for col in ("verdict flips", "within-scenario SD"):
@@ -163,8 +256,10 @@ def _paired(report: Report, console: Console) -> None:
     if not report.paired:
         return
     t = Table(title="Paired comparisons (a - b on scenarios both completed)", title_justify="left")
-    for col in ("a", "b", "scenarios", "difference [interval]", "wins", "losses", "ties"):
-        t.add_column(col, overflow="fold")
+    _id_column(t, "a", [p.candidate_a for p in report.paired])
+    _id_column(t, "b", [p.candidate_b for p in report.paired])
+    for col in ("scenarios", "difference [interval]", "wins", "losses", "ties"):
+        t.add_column(col, no_wrap=True)
     for p in report.paired:
         diff = "—" if p.mean_difference is None else f"{p.mean_difference:+.1f} [{fmt(p.low)}, {fmt(p.high)}]"
         if p.excludes_zero:
@@ -230,7 +325,7 @@ def _diagnostics(report: Report, console: Console) -> None:
     )
     t.add_column("diagnostic", overflow="fold")
     for c in report.candidates:
-        t.add_column(escape(c.candidate), justify="right", overflow="fold")
+        t.add_column(escape(c.candidate), justify="right", no_wrap=True)
     for d in Diagnostic:
         cells = []
         for c in report.candidates:
@@ -246,8 +341,10 @@ def _skipped(report: Report, console: Console) -> None:
     if not report.skipped:
         return
     t = Table(title=f"Skipped episodes ({len(report.skipped)}; excluded from scores)", title_justify="left")
-    for col in ("candidate", "episode", "reason"):
-        t.add_column(col, overflow="fold")
+    shown = report.skipped[:MAX_SKIPPED_ROWS]
+    _id_column(t, "candidate", [s.candidate for s in shown])
+    _id_column(t, "episode", [f"{s.agent_id}/{s.scenario_id} #{s.repeat}" for s in shown])
+    t.add_column("reason", overflow="fold")
     for s in report.skipped[:MAX_SKIPPED_ROWS]:
         t.add_row(escape(s.candidate), escape(f"{s.agent_id}/{s.scenario_id} #{s.repeat}"), escape(s.reason))
     console.print(t)
@@ -257,10 +354,17 @@ def _skipped(report: Report, console: Console) -> None:
         )
 
 
+def total_tokens(report: Report) -> int:
+    """Input + output tokens of every role, judges included, over all candidates: the one token
+    total the progress bar (:class:`callbench.runs.session.RunTotals`) and the cost table show."""
+    return sum(u.input_tokens + u.output_tokens for c in report.candidates for u in c.usage.values())
+
+
 def _cost(report: Report, console: Console) -> None:
-    t = Table(title="Cost and tokens (from traces)", title_justify="left")
-    for col in ("candidate", "role", "calls", "input tokens", "output tokens", "cached input", "cost"):
-        t.add_column(col, justify="left" if col in ("candidate", "role") else "right", overflow="fold")
+    t = Table(title="Cost and tokens (from traces and grades; judges included)", title_justify="left")
+    _id_column(t, "candidate", [c.candidate for c in report.candidates])
+    for col in ("role", "calls", "input tokens", "output tokens", "cached input", "cost"):
+        t.add_column(col, justify="left" if col == "role" else "right", no_wrap=col == "role")
     for c in report.candidates:
         roles = sorted(c.usage.items())
         for i, (role, u) in enumerate(roles):
@@ -285,3 +389,4 @@ def _cost(report: Report, console: Console) -> None:
             end_section=True,
         )
     console.print(t)
+    console.print(f"Tokens in total (input + output, every role, judges included): {total_tokens(report):,}")

@@ -8,7 +8,8 @@ first grades any trace that a killed run saved but did not grade.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from callbench.grade.grader import (
     load_grade_set,
 )
 from callbench.grade.models import EpisodeGrade
-from callbench.models.base import ModelClient, Role
+from callbench.models.base import ModelClient, Role, Usage
 from callbench.models.cache import CacheMode, ResponseCache
 from callbench.runs.executor import (
     RoleSpec,
@@ -32,7 +33,7 @@ from callbench.runs.executor import (
     role_info,
     saved_form,
 )
-from callbench.runs.manifest import EpisodeKey, RunManifest
+from callbench.runs.manifest import MANIFEST, EpisodeKey, RunManifest
 from callbench.runs.plan import candidate_slug
 from callbench.runs.preflight import preflight
 from callbench.runs.store import RunStore
@@ -185,3 +186,55 @@ def open_cache(path: Path | None, mode: str) -> ResponseCache | None:
         return ResponseCache(path, m)
     except sqlite3.DatabaseError as e:
         raise ValueError(f"--cache {path}: not a response cache ({e})") from None
+
+
+def check_run_folder(out: Path) -> None:
+    """Refuse an output folder that would mix a run into unrelated files.
+
+    Accepted: a path that does not exist yet, an empty folder, or a folder holding a callbench run
+    (its ``manifest.json``; the run is resumed or refused later if it is a different run). Raises
+    ``ValueError`` with a one-line reason for a file, or for a non-empty folder without a manifest.
+    """
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ValueError(f"--out {out}: is a file; give a run folder")
+    if (out / MANIFEST).exists():
+        return
+    try:
+        entries = sorted(p.name for p in out.iterdir())
+    except OSError as e:
+        reason = getattr(e, "strerror", None) or e
+        raise ValueError(f"--out {out}: cannot read the folder: {reason}") from None
+    if entries:
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise ValueError(
+            f"--out {out}: not empty and not a callbench run (no {MANIFEST}; holds {shown}); "
+            "give a new or empty folder, or a run folder to resume"
+        )
+
+
+@dataclass
+class RunTotals:
+    """Running totals for a progress display: ``tokens`` = input + output tokens of every role,
+    judges included (the same sum as the report's cost table); ``cost`` in USD, None once any
+    call's price is unknown; ``skipped`` episodes."""
+
+    tokens: int = 0
+    cost: float | None = 0.0
+    skipped: int = 0
+
+    def add_usage(self, usages: Iterable[Usage]) -> None:
+        """Add usage records (a trace's or a grade's by role)."""
+        for u in usages:
+            self.tokens += u.input_tokens + u.output_tokens
+            self.cost = None if self.cost is None or u.cost_usd is None else self.cost + u.cost_usd
+
+    def add_trace(self, trace: Trace) -> None:
+        """Add a finished episode: its simulation usage (candidate and caller) and skip status."""
+        self.skipped += int(trace.skipped)
+        self.add_usage(trace.usage.values())
+
+    def cost_text(self) -> str:
+        """``$1.23`` or ``unknown``."""
+        return "unknown" if self.cost is None else f"${self.cost:.2f}"

@@ -64,6 +64,7 @@ class EpisodeRecord(BaseModel):
     repeat: int = 0
     status: Status
     skip_reason: str | None = None
+    tool_calls: int = 0  # tool calls the candidate made (tool events in the trace)
     grade: EpisodeGrade | None = None
     usage: dict[str, Usage] = Field(default_factory=dict)
     end_reason: str | None = None  # the trace's end reason (None without a trace)
