@@ -588,8 +588,8 @@ def _execute(
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.guard import RunStopped
     from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
-    from callbench.runs.preflight import PreflightError
     from callbench.runs.plan import plan_episodes
+    from callbench.runs.preflight import PreflightError
     from callbench.runs.session import RunTotals, build_clients, check_run_folder, open_cache, run_and_grade
 
     assert isinstance(config, RunConfig)
