@@ -24,6 +24,7 @@ from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.loader import load_bundle, render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.bundle.provenance import audit_provenance
+from callbench.bundle.references import resolve
 from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import run_episode
 
@@ -91,7 +92,9 @@ def leaks(agent: LoadedAgent, scen: Scenario) -> list[str]:
     text = agent_level_text(agent)
     vocab = set().union(*(_enum_values(t.parameters) for t in agent.config.tools))
     values = _leaves(scen.hidden_state, "hidden_state")
-    values += _leaves(scen.model_dump(mode="json")["fixtures"], "fixtures")
+    # References resolved: a fixture matcher on ${caller.x} holds the caller's value.
+    fixtures = resolve(scen.model_dump(mode="json")["fixtures"], scen.brief.known_facts, scen.hidden_state)
+    values += _leaves(fixtures, "fixtures")
     out = []
     for path, v in values:
         s = identifying(v)
@@ -110,7 +113,15 @@ def test_leak_finder_finds_the_known_leaks(bundle: Bundle) -> None:
     agent, scen = bundle.scenario("bank_duplicate_charge_dispute")
     planted = agent.model_copy(deep=True)
     planted.instructions_template += "\nFor example DSP26031100418 is read in groups.\n"
-    assert leaks(planted, scen) == ["hidden_state.dispute_reference: DSP26031100418"]
+    found = leaks(planted, scen)
+    assert "hidden_state.dispute_reference: DSP26031100418" in found
+    assert "fixtures.raise_dispute.queue.0.response.dispute_reference: DSP26031100418" in found
+    assert all(f.endswith(": DSP26031100418") for f in found)
+    # A caller's own value that the fixtures match on leaks too (references are resolved).
+    agent, scen = bundle.scenario("pension_status_pending_income_certificate")
+    planted = agent.model_copy(deep=True)
+    planted.instructions_template += "\nFor example VP251407039216 is read in groups.\n"
+    assert "fixtures.verify_record.queue.0.args.record_number.eq: VP251407039216" in leaks(planted, scen)
     agent, scen = bundle.scenario("dairy_zero_supply_mastitis")
     planted = agent.model_copy(deep=True)
     planted.config.tools[0].description += " e.g. BMC-2417-02"
