@@ -80,16 +80,16 @@ def test_validate_cli_exits_zero() -> None:
     result = runner.invoke(app, ["validate", str(STARTER)])
     assert result.exit_code == 0, result.output
     assert "no problems" in result.output
-    assert "9 agent(s), 90 scenario(s)" in result.output
+    assert "10 agent(s), 100 scenario(s)" in result.output
 
 
 def test_inspect_shows_composition() -> None:
     result = runner.invoke(app, ["inspect", "--json", str(STARTER)])
     assert result.exit_code == 0, result.output
     comp = json.loads(result.output)
-    assert comp["active_agents"] == 9
-    assert comp["scenarios"] == 90
-    assert comp["by_difficulty"] == {"medium": 45, "hard": 45}
+    assert comp["active_agents"] == 10
+    assert comp["scenarios"] == 100
+    assert comp["by_difficulty"] == {"medium": 50, "hard": 50}
 
 
 def test_examples_symlink_is_the_packaged_bundle() -> None:
@@ -173,6 +173,39 @@ def test_education_agent_serves_bengali_and_english_from_one_static_document(bun
     assert len(common) >= 0.99 * min(len(r) for r in rendered)
     assert "{{" not in agent.instructions_template[: len(common)]
     assert "## 20. Call context" in agent.instructions_template[len(common) - 200 :]
+
+
+def test_emergency_intake_agent_serves_marathi_and_hindi_from_one_static_document(bundle: Bundle) -> None:
+    """The emergency intake desk (the paper's ninth domain) answers Marathi and Hindi callers, five
+    scenarios each, from one document of the paper's length whose variables (date, IVR language,
+    calling number) sit only in its final section; Marathi is then served by two agents."""
+    agent = bundle.agents["emergency_response_intake"]
+    assert agent.config.domain == "emergency intake"
+    assert agent.config.direction == "inbound"
+    assert set(agent.config.languages) == {"mr-IN", "hi-IN"}
+    assert sorted(s.language for s in agent.scenarios) == ["hi-IN"] * 5 + ["mr-IN"] * 5
+    assert {s.brief.script for s in agent.scenarios} == {"Devanagari"}
+    assert {c.tool for c in agent.config.call_ending_tools} == {"end_call", "transfer_call"}
+    rendered = [render_instructions(agent, s) for s in agent.scenarios]
+    assert all(30_000 <= len(r) <= 36_000 for r in rendered), [len(r) for r in rendered]
+    common = os.path.commonprefix(rendered)  # noqa: RUF071 (a character prefix is meant)
+    assert len(common) >= 0.99 * min(len(r) for r in rendered)
+    assert "## 22. Call context" in agent.instructions_template[len(common) - 200 :]
+    for scen, text in zip(agent.scenarios, rendered, strict=True):  # a call value, in that section only
+        assert scen.variables["calling_number"] in text[len(common) :]
+    mr_agents = {a.config.id for a in bundle.agents.values()
+                 if any(lang.startswith("mr") for lang in a.config.languages)}
+    assert mr_agents == {"pension_citizen_services", "emergency_response_intake"}
+
+
+def test_every_language_is_served_by_two_agents(bundle: Bundle) -> None:
+    """issue 17: a language slice is never one agent's slice."""
+    by_lang: dict[str, set[str]] = {}
+    for aid, agent in bundle.agents.items():
+        for s in agent.scenarios:
+            by_lang.setdefault(s.language.split("-")[0], set()).add(aid)
+    assert set(by_lang) == {"bn", "en", "gu", "hi", "mr", "ta"}
+    assert all(len(agents) >= 2 for agents in by_lang.values()), by_lang
 
 
 def test_tools_per_agent_and_scenario_balance(bundle: Bundle) -> None:
