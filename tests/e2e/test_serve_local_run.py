@@ -80,7 +80,9 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(1.0)
-    pytest.fail(f"serve-local did not answer within {LOAD_TIMEOUT_S:.0f} s:\n{log.read_text(errors='replace')}")
+    pytest.fail(
+        f"serve-local did not answer within {LOAD_TIMEOUT_S:.0f} s:\n{log.read_text(errors='replace')}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +92,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     port, log, settings = _free_port(), tmp / "server.log", tmp / "settings.yaml"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "callbench", "serve-local", "--port", str(port), "--model", "local:0.5b",
-             "--write-settings", str(settings)],
-            stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "callbench",
+                "serve-local",
+                "--port",
+                str(port),
+                "--model",
+                "local:0.5b",
+                "--write-settings",
+                str(settings),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     try:
         url = f"http://127.0.0.1:{port}/v1"
@@ -117,18 +130,44 @@ def test_a_scored_episode_with_every_role_on_serve_local(server: tuple[str, Path
     }
     assert written["candidate"]["parse_content_tool_calls"] is True  # the GGUF template: calls as text
     # the demo's output budgets keep the CPU time short; everything else is what serve-local printed
-    budgets = {"candidate": DEMO_MAX_TOKENS["candidate"], "caller": DEMO_MAX_TOKENS["caller"],
-               "task_judge": DEMO_MAX_TOKENS["judge"], "conversation_judge": DEMO_MAX_TOKENS["judge"]}
+    budgets = {
+        "candidate": DEMO_MAX_TOKENS["candidate"],
+        "caller": DEMO_MAX_TOKENS["caller"],
+        "task_judge": DEMO_MAX_TOKENS["judge"],
+        "conversation_judge": DEMO_MAX_TOKENS["judge"],
+    }
     roles = {r: {**e, "max_tokens": budgets[r], "seed": 1, "temperature": 0.2} for r, e in written.items()}
     run_settings = tmp_path / "roles.yaml"
     run_settings.write_text(yaml.safe_dump(roles))
     scenario = choose_demo_scenarios(load_bundle(starter_path()), 1)[0].id
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, [
-        "run", str(starter_path()), "--candidate", SPEC, "--caller", SPEC, "--task-judge", SPEC,
-        "--conversation-judge", SPEC, "--settings", str(run_settings), "--scenarios", scenario,
-        "--max-turns", str(TURNS), "--concurrency", "1", "--seed", "1", "--out", str(out),
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(starter_path()),
+            "--candidate",
+            SPEC,
+            "--caller",
+            SPEC,
+            "--task-judge",
+            SPEC,
+            "--conversation-judge",
+            SPEC,
+            "--settings",
+            str(run_settings),
+            "--scenarios",
+            scenario,
+            "--max-turns",
+            str(TURNS),
+            "--concurrency",
+            "1",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     csv_path = tmp_path / "episodes.csv"
     report = CliRunner().invoke(app, ["report", str(out), "--no-html", "--csv", str(csv_path)])
