@@ -37,7 +37,8 @@ def test_fenced_list_prefixed_and_wrapped_forms() -> None:
     assert calls(fenced) == ("Sure.", [("lookup_order", {"order_id": "1"})])
     mistral = '[TOOL_CALLS] [{"name": "end_call", "arguments": {}}]'
     assert calls(mistral) == (None, [("end_call", {})])
-    wrapped = '{"tool_calls": [{"function": {"name": "lookup_order", "arguments": "{\\"order_id\\": \\"2\\"}"}}]}'
+    args = json.dumps({"order_id": "2"})
+    wrapped = json.dumps({"tool_calls": [{"function": {"name": "lookup_order", "arguments": args}}]})
     assert calls(wrapped) == (None, [("lookup_order", {"order_id": "2"})])
 
 
