@@ -211,3 +211,22 @@ def test_request_problem_tells_validation_errors_from_outages() -> None:
     assert request_problem(500, outage) is None
     assert request_problem(503, "<html>Bad gateway</html>") is None
     assert request_problem(429, openai_400) is None  # a rate limit is never a validation error
+
+
+def test_new_settings_at_their_defaults_leave_candidate_ids_and_cache_keys_unchanged() -> None:
+    import hashlib
+
+    from callbench.models.base import OMITTED_AT_DEFAULT, OPERATIONAL_SETTINGS
+    from callbench.models.cache import request_fingerprint
+    from callbench.runs.plan import candidate_slug
+
+    settings = ModelSettings(temperature=0.5)
+    before = settings.model_dump(mode="json", exclude=set(OPERATIONAL_SETTINGS) | set(OMITTED_AT_DEFAULT))
+    digest = hashlib.sha256(json.dumps(["openai:m", before], sort_keys=True).encode()).hexdigest()[:8]
+    assert candidate_slug("openai:m", settings) == f"openai_m-{digest}"
+    changed = ModelSettings(temperature=0.5, tool_choice="required")
+    assert candidate_slug("openai:m", changed) != candidate_slug("openai:m", settings)
+    req = caller_request()
+    assert request_fingerprint("openai:m", settings, req) != request_fingerprint(
+        "openai:m", ModelSettings(temperature=0.5, structured_output="prompt"), req
+    )
