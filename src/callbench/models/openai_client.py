@@ -43,6 +43,7 @@ other servers (which do not all know the newer name); top_k, which OpenAI lacks,
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
@@ -80,6 +81,7 @@ from callbench.models.specs import parse_spec
 PLACEHOLDER_KEY = "not-needed"
 OPENAI_HOST = "api.openai.com"
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_-]")
+LOG = logging.getLogger(__name__)
 MAX_NEGOTIATION_STEPS = 4
 """Rejections one request may meet while negotiating (every dimension has at most two steps)."""
 
@@ -262,6 +264,8 @@ class OpenAIClient(RemoteClient):
                         problem, sent_structured=structured, sent_content=content):
                     note_fault(role, "invalid_request")
                     note_request(role)
+                    LOG.info("%s (%s): %s", self.spec, role,
+                             caps.learnt[-1] if caps.learnt else "resent: a concurrent request learnt")
                     continue
                 hint = (" (set tool_choice to another value or omit)" if problem.mentions("tool_choice")
                         else "")
