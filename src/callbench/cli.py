@@ -717,7 +717,8 @@ def run(
         None,
         "--settings",
         help="YAML of per-role settings: role -> {spec, temperature, top_p, top_k, seed, max_tokens, "
-        "reasoning_effort, base_url, extra_headers, timeout_s, n_ctx}; the spec must be the role's "
+        "reasoning_effort, base_url, extra_headers, timeout_s, n_ctx, tool_choice, structured_output, "
+        "parse_content_tool_calls}; the spec must be the role's "
         "(a candidate entry applies to the --candidate of that spec).",
     ),
     max_turns: int = typer.Option(30, "--max-turns", min=1, help="Caller-turn limit."),
