@@ -74,6 +74,8 @@ def test_a_gguf_path_is_checked(tmp_path: Path) -> None:
     good = tmp_path / "tiny.gguf"
     good.write_bytes(b"GGUF" + bytes(8))
     assert resolve_model(f"local:{good}") == (good, "tiny")
+    with pytest.raises(ServeError, match=r"--model 'local:2b': expected local, local:0.5b, local:1.5b"):
+        resolve_model("local:2b")
 
 
 def test_cli_refuses_a_public_host_in_one_line() -> None:

@@ -90,6 +90,9 @@ def resolve_model(model: str) -> tuple[Path, str]:
         if name in ("", *VARIANTS):
             variant = name or default_variant()
             return ensure_weights(variant), f"local-{variant}"
+        if not (name.endswith(".gguf") or "/" in name or Path(name).is_file()):
+            raise ServeError(f"--model {model!r}: expected local, local:0.5b, local:1.5b or the path of "
+                             "a .gguf file")
         path = check_gguf(Path(name))
     except WeightsError as e:
         raise ServeError(str(e)) from None
