@@ -75,12 +75,13 @@ def _ledgers(out: Path) -> Counter[str]:
 
 def test_twenty_percent_mixed_faults_charge_nothing_to_the_candidate(tmp_path: Path, env: None) -> None:
     out = tmp_path / "run"
-    with FaultServer(rate=0.2, seed=11, keys={KEY}, hang_s=4.0) as server:
+    with FaultServer(rate=0.2, seed=12, keys={KEY}, hang_s=4.0) as server:
         result = _run(out, _settings(tmp_path, server.url), "--scenarios", MORE)
         log = list(server.log)
     assert result.exit_code == 0, result.output
     injected = [e for e in log if e.kind is not None]
-    # deterministic for this seed (91 requests, 13 faults of 11 kinds when written)
+    # deterministic for this seed and the request bodies (seed 11 gave 13 faults of 11 kinds before
+    # tool_choice was sent; seed 12 meets these bounds since)
     assert len(injected) >= 12, Counter(e.kind for e in injected)
     assert len({e.kind for e in injected}) >= 10, Counter(e.kind for e in injected)
     # every candidate message in every trace is a reply the server sent validly

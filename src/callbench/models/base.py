@@ -25,6 +25,9 @@ HEADER_VALUE_MARKER = "[not saved]"
 OPERATIONAL_SETTINGS = frozenset({"extra_headers", "max_attempts", "retry_base_delay_s"})
 """Settings that never change what a model says (left out of candidate ids)."""
 """What every saved header value is replaced by (manifests, traces, grade sets, reports)."""
+OMITTED_AT_DEFAULT = frozenset({"tool_choice", "structured_output", "parse_content_tool_calls"})
+"""Settings added after runs were saved: left out of candidate ids and cache keys while at their
+default, so ids and cache keys of earlier runs stay the same (``identity_settings``)."""
 
 
 class ToolCall(BaseModel):
@@ -72,6 +75,15 @@ class ModelSettings(BaseModel):
     retry_base_delay_s: float = Field(default=1.0, ge=0.0, le=600.0)
     """Backoff base: retry n waits uniform(0, min(60 s, base * 2**n)) seconds (``retry.py``)."""
     n_ctx: int | None = None  # local model only: context size in tokens (None: sized to the prompt)
+    tool_choice: Literal["auto", "required", "none", "omit"] = "auto"
+    """openai: the ``tool_choice`` sent with every request that offers tools (``omit``: none sent).
+    Sent explicitly because llama-cpp-python's function-calling format leaves the tools out of the
+    prompt without it (issue 18)."""
+    structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    """openai: how JSON output is asked for (``models/negotiation.py``); ``auto`` negotiates."""
+    parse_content_tool_calls: bool = False
+    """openai: execute tool calls a server returns as JSON text in ``content`` (``content_calls.py``);
+    when False such a reply is a candidate output error of kind ``tool_call_in_content``."""
 
     @field_validator("extra_headers")
     @classmethod
@@ -219,6 +231,16 @@ class ModelClient(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
 
     async def aclose(self) -> None: ...
+
+
+def identity_settings(settings: ModelSettings, exclude: set[str] | frozenset[str]) -> dict[str, Any]:
+    """``settings`` as JSON data for an id or a cache key: without ``exclude``, and without the
+    :data:`OMITTED_AT_DEFAULT` settings that hold their default value."""
+    data = settings.model_dump(mode="json", exclude=set(exclude))
+    for name in OMITTED_AT_DEFAULT:
+        if name in data and data[name] == ModelSettings.model_fields[name].default:
+            del data[name]
+    return data
 
 
 def request_seed(settings: ModelSettings, request: ModelRequest) -> int:

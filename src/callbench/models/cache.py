@@ -43,6 +43,7 @@ from callbench.models.base import (
     ModelResponse,
     ModelSettings,
     Usage,
+    identity_settings,
 )
 
 NON_KEY_SETTINGS = frozenset({"base_url", "extra_headers", "timeout_s", "max_attempts", "retry_base_delay_s"})
@@ -72,7 +73,7 @@ def request_fingerprint(spec: str, settings: ModelSettings, request: ModelReques
     """SHA-256 (hex) of the canonical request without its sample slot."""
     material = {
         "spec": spec,
-        "settings": settings.model_dump(mode="json", exclude=set(NON_KEY_SETTINGS)),
+        "settings": identity_settings(settings, NON_KEY_SETTINGS),
         "messages": [m.model_dump(mode="json") for m in request.messages],
         "tools": [t.model_dump(mode="json") for t in request.tools],
         "response_schema": request.response_schema,

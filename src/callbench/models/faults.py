@@ -11,7 +11,10 @@ Fault kinds (issue 16): ``rate_limit`` (429), ``server_error`` (5xx, 408, 409), 
 ``not_found`` (404), ``client_error`` (other 4xx), ``malformed_body`` (200 whose body is not JSON,
 e.g. truncated), ``not_utf8``, ``html_body`` (200 with a non-JSON content type such as
 ``text/html``), ``missing_choices``, ``empty_choices`` (OpenAI), ``missing_content`` (Anthropic),
-``empty_reply`` (a completion with no content and no tool calls).
+``empty_reply`` (a completion with no content and no tool calls), ``invalid_request`` (a 4xx/5xx
+whose body is a request-validation error: never retried, it drives the OpenAI adapter's
+negotiation, ``negotiation.py``), ``tool_call_in_content`` (tool calls returned as JSON text in
+``content``; a candidate output error unless ``parse_content_tool_calls`` is set).
 """
 
 from __future__ import annotations

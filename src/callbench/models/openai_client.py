@@ -7,14 +7,32 @@ llama.cpp server) gets a placeholder key, but only when a base URL is set.
 Message translation (Chat Completions API reference, "messages"):
 
 - one leading ``system`` message holding every system text (``conversation.normalize_messages``);
-- an assistant message that only calls tools has ``content: null`` (not ``""``);
+- an assistant message that only calls tools has ``content: null`` (the reference's form), or
+  ``""`` once the server has rejected ``null`` (``negotiation.py``: llama-cpp-python accepts only
+  ``""``, AWS Bedrock only ``null``; OpenAI accepts both);
 - each call is ``{"id", "type": "function", "function": {"name", "arguments"}}`` with the raw
   argument string the model produced; each result is a ``tool`` message right after its call,
   in call order, with unique ids;
 - tools are ``{"type": "function", "function": {name, description, parameters}}`` with
-  parameters cleaned by ``schemas.clean_tool_parameters``;
+  parameters cleaned by ``schemas.clean_tool_parameters``, and ``tool_choice`` (setting, default
+  ``auto``) is sent explicitly with them;
 - ``response_schema`` becomes ``response_format: {"type": "json_schema", ...}``, ``strict`` only
-  when the schema meets strict mode's rules (otherwise the server would reject it).
+  when the schema meets strict mode's rules (otherwise the server would reject it); a server that
+  rejects it gets ``json_object`` with the schema in the prompt, then the schema in the prompt
+  only (``negotiation.py``; every reply is validated against the schema).
+
+Errors: a 4xx/5xx whose body is a request-validation error (``negotiation.request_problem``) is
+never retried as an outage: it takes the next negotiation step, or fails at once (fault kind
+``invalid_request``) quoting the server. A reply with no ``tool_calls`` whose ``content`` holds tool
+calls as JSON text (``content_calls.py``) is executed when ``parse_content_tool_calls`` is set, else a
+ModelOutputError of kind ``tool_call_in_content`` (recorded and graded for a candidate).
+
+Timing: ``usage.tokens_per_second`` is the generation speed the server reports (llama.cpp
+server's ``timings.predicted_per_second`` / ``predicted_ms``, Groq's ``usage.completion_time``),
+else output tokens over the wall time without the prompt read when the server reports that
+(``timings.prompt_ms``, ``usage.prompt_time``), else output tokens over the request's wall time
+(``remote.py``). The request timeout is ``timeout_s`` (default 120 s); a CPU server reading a long
+prompt needs much longer (``callbench serve-local`` prints 1800 s).
 
 Settings: temperature, top_p, reasoning_effort as named; seed mixed with where the request comes
 from (``base.request_seed``, so repeats differ); max_tokens as
@@ -25,15 +43,36 @@ other servers (which do not all know the newer name); top_k, which OpenAI lacks,
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import time
 from typing import Any
 
 import openai
 
 from callbench.models.anomalies import checked_body, openai_choices
-from callbench.models.base import ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage, request_seed
+from callbench.models.base import (
+    InfrastructureError,
+    ModelOutputError,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ToolCall,
+    Usage,
+    request_seed,
+)
+from callbench.models.content_calls import content_tool_calls
 from callbench.models.conversation import normalize_messages
+from callbench.models.faults import note_fault, note_request
+from callbench.models.negotiation import (
+    Capabilities,
+    ContentForm,
+    StructuredMode,
+    request_problem,
+    schema_instruction,
+    unfenced,
+)
 from callbench.models.remote import RemoteClient
 from callbench.models.schemas import clean_schema, clean_tool_parameters, is_openai_strict_compatible
 from callbench.models.secrets import resolve_headers
@@ -42,19 +81,33 @@ from callbench.models.specs import parse_spec
 PLACEHOLDER_KEY = "not-needed"
 OPENAI_HOST = "api.openai.com"
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_-]")
+LOG = logging.getLogger(__name__)
+MAX_NEGOTIATION_STEPS = 4
+"""Rejections one request may meet while negotiating (every dimension has at most two steps)."""
 
 
-def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """The ``messages`` array for ``request`` (see the module docstring)."""
+def _tool_call_only(request: ModelRequest) -> bool:
+    return any(m.role == "assistant" and m.tool_calls and not m.content for m in request.messages)
+
+
+def openai_messages(request: ModelRequest, *, tool_call_content: ContentForm = "null",
+                    schema_text: str | None = None) -> list[dict[str, Any]]:
+    """The ``messages`` array for ``request`` (see the module docstring). ``tool_call_content`` is
+    the form of a tool-call-only assistant message's content (``null`` or ``""``); ``schema_text``
+    is appended to the system message (the schema asked for in the prompt)."""
     conv = normalize_messages(request.messages)
     out: list[dict[str, Any]] = []
-    if conv.system is not None:
-        out.append({"role": "system", "content": conv.system})
+    system = conv.system
+    if schema_text is not None:
+        system = f"{system}\n\n{schema_text}" if system else schema_text
+    if system is not None:
+        out.append({"role": "system", "content": system})
     for msg in conv.messages:
         if msg.role == "assistant":
             item: dict[str, Any] = {"role": "assistant"}
             if msg.tool_calls:
-                item["content"] = msg.content if msg.content else None
+                empty = None if tool_call_content == "null" else ""
+                item["content"] = msg.content if msg.content else empty
                 item["tool_calls"] = [
                     {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
                     for c in msg.tool_calls
@@ -70,9 +123,16 @@ def openai_messages(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 def openai_request_body(request: ModelRequest, model: str, settings: ModelSettings, *,
-                        official_endpoint: bool) -> dict[str, Any]:
-    """Keyword arguments for ``chat.completions.create`` (without headers and timeout)."""
-    body: dict[str, Any] = {"model": model, "messages": openai_messages(request)}
+                        official_endpoint: bool, structured: StructuredMode = "json_schema",
+                        tool_call_content: ContentForm = "null") -> dict[str, Any]:
+    """Keyword arguments for ``chat.completions.create`` (without headers and timeout), with
+    structured output asked for in mode ``structured`` and tool-call-only assistant messages in
+    form ``tool_call_content`` (``negotiation.py``)."""
+    schema = clean_schema(request.response_schema, "openai") if request.response_schema is not None else None
+    in_prompt = schema is not None and structured != "json_schema"
+    body: dict[str, Any] = {"model": model, "messages": openai_messages(
+        request, tool_call_content=tool_call_content,
+        schema_text=schema_instruction(schema) if in_prompt and schema is not None else None)}
     if request.tools:
         body["tools"] = [
             {"type": "function", "function": {
@@ -80,13 +140,17 @@ def openai_request_body(request: ModelRequest, model: str, settings: ModelSettin
                 "parameters": clean_tool_parameters(t.parameters, "openai", tool=t.name)}}
             for t in request.tools
         ]
-    if request.response_schema is not None:
-        schema = clean_schema(request.response_schema, "openai")
+        if settings.tool_choice != "omit":
+            body["tool_choice"] = settings.tool_choice
+    if schema is not None and structured == "json_schema":
         body["response_format"] = {"type": "json_schema", "json_schema": {
             "name": _NAME_BAD.sub("_", request.response_schema_name)[:64] or "output",
             "schema": schema,
             "strict": is_openai_strict_compatible(schema),
         }}
+    elif schema is not None and structured == "json_object":
+        body["response_format"] = {"type": "json_object"} if official_endpoint else {
+            "type": "json_object", "schema": schema}
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     if settings.top_p is not None:
@@ -100,6 +164,28 @@ def openai_request_body(request: ModelRequest, model: str, settings: ModelSettin
     if settings.top_k is not None:
         body["extra_body"] = {"top_k": settings.top_k}
     return body
+
+
+def _seconds(value: Any, scale: float = 1.0) -> float | None:
+    return float(value) / scale if isinstance(value, int | float) and value > 0 else None
+
+
+def generation_speed(data: dict[str, Any], output_tokens: int, wall_s: float) -> float | None:
+    """Tokens per second of generation alone, from the timing a server reports in its body
+    (see the module docstring), or None when it reports none."""
+    timings = data.get("timings") if isinstance(data.get("timings"), dict) else {}
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    assert isinstance(timings, dict) and isinstance(usage, dict)
+    reported = timings.get("predicted_per_second")
+    if isinstance(reported, int | float) and reported > 0:
+        return float(reported)
+    gen_s = _seconds(timings.get("predicted_ms"), 1000.0) or _seconds(usage.get("completion_time"))
+    if gen_s:
+        return output_tokens / gen_s
+    prompt_s = _seconds(timings.get("prompt_ms"), 1000.0) or _seconds(usage.get("prompt_time"))
+    if prompt_s is not None and wall_s > prompt_s:
+        return output_tokens / (wall_s - prompt_s)
+    return None
 
 
 def parse_openai_completion(completion: Any) -> ModelResponse:
@@ -127,7 +213,8 @@ def parse_openai_completion(completion: Any) -> ModelResponse:
 
 class OpenAIClient(RemoteClient):
     """The ``openai:`` provider. ``http_client`` (an ``httpx2.AsyncClient``, the transport the
-    SDK uses) may be injected, e.g. with a mock transport in tests."""
+    SDK uses) may be injected, e.g. with a mock transport in tests. ``capabilities`` is what it has
+    learnt about its server (``negotiation.py``)."""
 
     provider = "openai"
 
@@ -145,19 +232,75 @@ class OpenAIClient(RemoteClient):
             self.redactor.add(key)
         self.official_endpoint = base_url is None or OPENAI_HOST in base_url
         self.custom_endpoint = not self.official_endpoint
+        self.capabilities = Capabilities(settings.structured_output)
         self._headers = resolve_headers(settings.extra_headers, self.redactor)
         self._client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0,
                                           timeout=settings.timeout_s, http_client=http_client)
 
     async def _send(self, request: ModelRequest) -> ModelResponse:
-        """One request. The raw body is checked before the SDK reads it (``anomalies.py``): a 200
-        that is not a usable completion is an InfrastructureError of its fault kind."""
-        body = openai_request_body(request, self.model, self.settings,
-                                   official_endpoint=self.official_endpoint)
-        raw = await self._client.chat.completions.with_raw_response.create(
-            **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
-        who = f"{self.provider} {request.context.role}"
-        http = raw.http_response
-        data = checked_body(http.content, http.headers.get("content-type", ""), who)
-        openai_choices(data, who)
-        return parse_openai_completion(raw.parse())
+        """One request, negotiated: a request-validation error takes a negotiation step and the
+        request is sent again (each send is counted), or fails at once as ``invalid_request``.
+        The raw body is checked before the SDK reads it (``anomalies.py``): a 200 that is not a
+        usable completion is an InfrastructureError of its fault kind."""
+        role = request.context.role
+        who = f"{self.provider} {role}"
+        caps = self.capabilities
+        for step in range(MAX_NEGOTIATION_STEPS + 1):
+            structured = caps.structured if request.response_schema is not None else None
+            content = caps.content if _tool_call_only(request) else None
+            body = openai_request_body(request, self.model, self.settings,
+                                       official_endpoint=self.official_endpoint,
+                                       structured=structured or "json_schema",
+                                       tool_call_content=content or "null")
+            start = time.perf_counter()
+            try:
+                raw = await self._client.chat.completions.with_raw_response.create(
+                    **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
+            except openai.APIStatusError as exc:
+                problem = request_problem(exc.status_code, exc.response.text)
+                if problem is None:
+                    raise
+                if step < MAX_NEGOTIATION_STEPS and caps.step_down(
+                        problem, sent_structured=structured, sent_content=content):
+                    note_fault(role, "invalid_request")
+                    note_request(role)
+                    LOG.info("%s (%s): %s", self.spec, role,
+                             caps.learnt[-1] if caps.learnt else "resent: a concurrent request learnt")
+                    continue
+                hint = (" (set tool_choice to another value or omit)" if problem.mentions("tool_choice")
+                        else "")
+                learnt = f"; learnt so far: {' | '.join(caps.learnt)}" if caps.learnt else ""
+                raise InfrastructureError(
+                    self.redactor.clean(f"{who}: invalid_request: HTTP {problem.status}: the server rejected "
+                                        f"the request as invalid: {problem.summary()}{hint}{learnt}"),
+                    retryable=False, status=problem.status, kind="invalid_request") from None
+            wall_s = time.perf_counter() - start
+            http = raw.http_response
+            data = checked_body(http.content, http.headers.get("content-type", ""), who)
+            openai_choices(data, who)
+            response = parse_openai_completion(raw.parse())
+            speed = generation_speed(data, response.usage.output_tokens, wall_s)
+            if speed is not None:
+                response.usage.tokens_per_second = speed
+            if structured not in (None, "json_schema"):
+                response.content = unfenced(response.content)
+            return response
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _check_reply(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """Tool calls returned as JSON text in ``content`` (``content_calls.py``): executed when
+        ``parse_content_tool_calls`` is set, else a ModelOutputError ``tool_call_in_content``."""
+        if not request.tools or response.tool_calls:
+            return response
+        speech, calls = content_tool_calls(response.content, [t.name for t in request.tools])
+        if not calls:
+            return response
+        if self.settings.parse_content_tool_calls:
+            return response.model_copy(update={"content": speech, "tool_calls": calls})
+        note_fault(request.context.role, "tool_call_in_content")
+        names = ", ".join(c.name for c in calls)
+        raise ModelOutputError(
+            f"tool_call_in_content: {self.spec} returned its tool call(s) ({names}) as JSON text in "
+            "content instead of tool_calls, so nothing was executed; set parse_content_tool_calls: "
+            "true for this role to execute them, or use a server chat format that returns tool_calls",
+            raw=response.content, usage=response.usage, kind="tool_call_in_content")

@@ -123,7 +123,8 @@ def load_settings_file(path: Path | str) -> dict[str, tuple[str, ModelSettings]]
     Each of ``candidate``, ``caller``, ``task_judge``, ``conversation_judge`` (all optional) is a
     spec string or a mapping ``{spec: ..., temperature: ..., top_p: ..., top_k: ..., seed: ...,
     max_tokens: ..., reasoning_effort: ..., base_url: ..., extra_headers: {...}, timeout_s: ...,
-    n_ctx: ...}``. Keys never go here (``extra_headers`` credentials must be ``env:VAR``).
+    n_ctx: ..., tool_choice: ..., structured_output: ..., parse_content_tool_calls: ...}``.
+    Keys never go here (``extra_headers`` credentials must be ``env:VAR``).
     Raises ValueError naming the file and field for an unreadable file, an unknown role, a bad
     spec or setting.
     """

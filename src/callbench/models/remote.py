@@ -2,7 +2,9 @@
 
 A subclass implements ``_send(request) -> ModelResponse`` (one HTTP request, usage without cost);
 :meth:`RemoteClient.complete` wraps it in retries (``retry.py``), maps SDK errors to
-:class:`InfrastructureError` with every secret redacted, measures latency and tokens per second,
+:class:`InfrastructureError` with every secret redacted, measures latency and tokens per second
+(the generation speed when the adapter's server reports its timing, else output tokens over the
+request's wall time),
 prices the call (``pricing.py``) and checks JSON output of ``response_schema`` requests
 (``output.py``: ModelOutputError, not retried here).
 
@@ -66,6 +68,11 @@ class RemoteClient:
     async def _send(self, request: ModelRequest) -> ModelResponse:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _check_reply(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """A subclass's last look at a reply (usage complete): may rewrite it or raise
+        ModelOutputError. The default returns it unchanged."""
+        return response
+
     async def _attempt(self, request: ModelRequest, empties: list[int]) -> ModelResponse:
         role = request.context.role
         start = time.perf_counter()
@@ -86,13 +93,16 @@ class RemoteClient:
             mapped.role = role
             raise mapped from None
         elapsed = time.perf_counter() - start
+        speed = response.usage.tokens_per_second  # set by _send when the server timed generation
         usage = response.usage.model_copy(update={
             "calls": 1,
             "latency_s": elapsed,
-            "tokens_per_second": (response.usage.output_tokens / elapsed) if elapsed > 0 else None,
+            "tokens_per_second": speed if speed is not None else (
+                (response.usage.output_tokens / elapsed) if elapsed > 0 else None),
         })
         usage.cost_usd = call_cost(self.spec, usage, custom_endpoint=self.custom_endpoint,
                                    table=self._price_table)
+        response = self._check_reply(request, response.model_copy(update={"usage": usage}))
         if not (response.content or "").strip() and not response.tool_calls:
             note_fault(role, "empty_reply")
             empties.append(1)

@@ -11,7 +11,9 @@ reported grade set's episode grades, and:
 - not-graded episodes by reason category (``judge_outage``: the judge's provider failed;
   ``judge_output``: its replies were unusable), excluded from every score;
 - candidate ``empty_reply`` output errors: completions with no content and no tool calls twice in a
-  row, recorded in the trace and graded as the candidate's.
+  row, recorded in the trace and graded as the candidate's;
+- candidate ``tool_call_in_content`` output errors: tool calls a server returned as JSON text in
+  ``content`` (``models/content_calls.py``), recorded and graded the same way.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class RunFaults(BaseModel):
     skipped: dict[str, int] = Field(default_factory=dict)  # reason category -> episodes
     not_graded: dict[str, int] = Field(default_factory=dict)  # reason category -> episodes
     empty_replies: int = 0  # candidate empty_reply output errors (graded)
+    tool_calls_in_content: int = 0  # candidate tool_call_in_content output errors (graded)
 
     @property
     def n_faults(self) -> int:
@@ -77,6 +80,9 @@ def run_faults(run: RunData) -> RunFaults:
             skipped[category] += 1
         out.empty_replies += sum(1 for m in trace.messages
                                  if m.role == "assistant" and (m.error or "").startswith("empty_reply"))
+        out.tool_calls_in_content += sum(
+            1 for m in trace.messages
+            if m.role == "assistant" and (m.error or "").startswith("tool_call_in_content"))
     for grade in run.grades.values():
         for role, counts in grade.faults.items():
             roles.setdefault(role, RoleFaults()).add(counts)
@@ -103,10 +109,14 @@ def fault_rows(run_id: str, f: RunFaults) -> list[list[str]]:
 
 
 def fault_summary(run_id: str, f: RunFaults) -> str:
-    """One line: skipped and not-graded episodes by reason category, candidate empty replies."""
+    """One line: skipped and not-graded episodes by reason category, candidate empty replies (and
+    tool calls returned as text, when there were any)."""
+    as_text = (f"; candidate tool calls returned as text {f.tool_calls_in_content}"
+               if f.tool_calls_in_content else "")
     return (f"{run_id}: skipped {sum(f.skipped.values())} ({_counts(f.skipped)}); not graded "
             f"{sum(f.not_graded.values())} ({_counts(f.not_graded)}); candidate empty replies "
-            f"{f.empty_replies}; fault ledgers for {f.episodes_with_ledger} of {f.episodes} episode(s)")
+            f"{f.empty_replies}{as_text}; fault ledgers for {f.episodes_with_ledger} of {f.episodes} "
+            "episode(s)")
 
 
 def render_faults_terminal(faults: list[tuple[str, RunFaults | None]], console: Console) -> None:

@@ -14,7 +14,7 @@ import re
 from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
-from callbench.models.base import OPERATIONAL_SETTINGS, ModelSettings
+from callbench.models.base import OPERATIONAL_SETTINGS, ModelSettings, identity_settings
 from callbench.runs.manifest import EpisodeKey
 
 
@@ -36,7 +36,7 @@ def candidate_slug(spec: str, settings: ModelSettings) -> str:
     count.
     """
     readable = re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_")[:40] or "model"
-    kept = settings.model_dump(mode="json", exclude=set(OPERATIONAL_SETTINGS))
+    kept = identity_settings(settings, OPERATIONAL_SETTINGS)
     payload = json.dumps([spec, kept], sort_keys=True)
     return f"{readable}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
 

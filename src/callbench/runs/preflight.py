@@ -6,7 +6,8 @@ both judges that reaches a provider over the network (``openai:``, ``anthropic:`
 
 - candidates: a request offering one tool (``preflight_ping``) and asking for it to be called; the
   endpoint must accept the tools and answer with a usable completion (an answer that does not call
-  the tool is a note, not a failure: how well a model uses tools is what the run measures);
+  the tool is a note, not a failure: how well a model uses tools is what the run measures; so is
+  an answer holding the call as JSON text in ``content``, ``tool_call_in_content``);
 - caller and judges: a request for JSON constrained to a one-field schema; the answer must parse
   and validate (structured output works).
 
@@ -99,6 +100,8 @@ async def check_role(role_name: str, role: Role, client: ModelClient) -> str | N
     except InfrastructureError as e:
         raise PreflightError(f"{where}: {e}") from None
     except ModelOutputError as e:
+        if role == "candidate" and e.kind == "tool_call_in_content":
+            return f"{where}: {e}"  # the episodes record it as the candidate's output error
         what = "structured JSON output" if role != "candidate" else "a usable answer"
         raise PreflightError(f"{where}: no {what}: {e}") from None
     if role == "candidate" and not any(c.name == PING.name for c in response.tool_calls):
