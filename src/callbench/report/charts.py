@@ -25,7 +25,6 @@ from markupsafe import Markup, escape
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2"]
 FONT = 13  # px in viewBox units
-LABEL_W = 300  # width of the label column
 WIDTH = 900  # viewBox width
 
 
@@ -40,6 +39,11 @@ class ForestRow:
     colour: str = PALETTE[0]
     note: str = ""  # written at the right end (e.g. "n=12")
     href: str | None = None  # in-page link for the label
+
+
+def label_width(labels: Sequence[str]) -> float:
+    """Width of a label column for ``labels`` (about 7 units per character, 160..480)."""
+    return max(160.0, min(480.0, 16 + 7 * max((len(t) for t in labels), default=0)))
 
 
 def _f(x: float) -> str:
@@ -75,12 +79,13 @@ def forest(
 ) -> Markup:
     """A forest plot of ``rows`` on the axis ``[lo, hi]``; ``zero`` draws a reference line
     (e.g. 0 for differences). Estimates outside the axis are clamped to its ends."""
-    row_h, top, right = 24, 8, 90
-    plot_w = WIDTH - LABEL_W - right
+    row_h, top, right = 24, 8, 150
+    label_w = label_width([r.label for r in rows])
+    plot_w = WIDTH - label_w - right
     height = top + row_h * len(rows) + 36
 
     def x(v: float) -> float:
-        return LABEL_W + plot_w * (min(max(v, lo), hi) - lo) / (hi - lo)
+        return label_w + plot_w * (min(max(v, lo), hi) - lo) / (hi - lo)
 
     body = []
     for t in nice_ticks(lo, hi):
@@ -89,12 +94,12 @@ def forest(
     if zero is not None:
         body.append(f'<line class="zero" x1="{_f(x(zero))}" x2="{_f(x(zero))}" y1="{top}" y2="{_f(height - 30)}"/>')
     if axis:
-        body.append(_label(LABEL_W + plot_w / 2, height - 6, axis, "middle", "tick"))
+        body.append(_label(label_w + plot_w / 2, height - 6, axis, "middle", "tick"))
     for i, r in enumerate(rows):
         y = top + row_h * i + row_h / 2
-        body.append(_label(LABEL_W - 8, y, r.label, href=r.href))
+        body.append(_label(label_w - 8, y, r.label, href=r.href))
         if r.estimate is None:
-            body.append(_label(LABEL_W + 4, y, "no estimate", "start", "tick"))
+            body.append(_label(label_w + 4, y, "no estimate", "start", "tick"))
             continue
         if r.low is not None and r.high is not None:
             body.append(
@@ -140,12 +145,13 @@ def tile_grid(
     label: str,
     tile_w: float = 46,
     row_groups: Sequence[str] | None = None,
-    label_w: float = LABEL_W,
+    label_w: float | None = None,
 ) -> Markup:
     """A matrix of tiles, ``tiles[row][col]`` (None leaves the slot empty). ``row_groups`` (one
     per row) draws a separator line where the group changes. Column labels are written rotated
     when longer than a tile."""
     row_h = 22
+    label_w = label_width(row_labels) if label_w is None else label_w
     longest = max((len(c) for c in col_labels), default=0)
     rotate = longest * 7 > tile_w
     top = 12 + (min(longest, 34) * 6.5 if rotate else 18)
@@ -187,7 +193,8 @@ def histograms(
     """Per named series of scores (0..100 points), bars counting scores per bin of width
     ``100 / bins`` (the last bin includes 100); one panel per series on a shared x axis."""
     panel_h, gap, top = 90, 26, 6
-    plot_w = WIDTH - LABEL_W - 90
+    label_w = label_width([name for name, _ in series])
+    plot_w = WIDTH - label_w - 90
     height = top + (panel_h + gap) * len(series) + 24
     body = []
     width = plot_w / bins
@@ -198,13 +205,13 @@ def histograms(
         peak = max(counts) or 1
         y0 = top + (panel_h + gap) * k
         colour = PALETTE[k % len(PALETTE)]
-        body.append(_label(LABEL_W - 8, y0 + panel_h / 2, name))
-        body.append(_label(LABEL_W - 8, y0 + panel_h / 2 + 16, f"{len(values)} scored", cls="tick"))
+        body.append(_label(label_w - 8, y0 + panel_h / 2, name))
+        body.append(_label(label_w - 8, y0 + panel_h / 2 + 16, f"{len(values)} scored", cls="tick"))
         base = y0 + panel_h
-        body.append(f'<line class="axis" x1="{LABEL_W}" x2="{_f(LABEL_W + plot_w)}" y1="{_f(base)}" y2="{_f(base)}"/>')
+        body.append(f'<line class="axis" x1="{label_w}" x2="{_f(label_w + plot_w)}" y1="{_f(base)}" y2="{_f(base)}"/>')
         for b, n in enumerate(counts):
             h = (panel_h - 14) * n / peak
-            bx = LABEL_W + width * b
+            bx = label_w + width * b
             lo_b, hi_b = b * 100 // bins, (b + 1) * 100 // bins
             body.append(
                 f'<rect x="{_f(bx + 1)}" y="{_f(base - h)}" width="{_f(width - 2)}" height="{_f(h)}" fill="{colour}">'
@@ -213,11 +220,9 @@ def histograms(
             if n:
                 body.append(_label(bx + width / 2, base - h - 7, str(n), "middle", "tick"))
         if cutoff is not None:
-            cx = LABEL_W + plot_w * cutoff / 100.0
+            cx = label_w + plot_w * cutoff / 100.0
             body.append(f'<line class="zero" x1="{_f(cx)}" x2="{_f(cx)}" y1="{_f(y0)}" y2="{_f(base)}"/>')
     axis_y = height - 14
     for t in range(0, 101, 100 // bins if bins <= 10 else 10):
-        body.append(_label(LABEL_W + plot_w * t / 100, axis_y, str(t), "middle", "tick"))
-    if cutoff is not None:
-        body.append(_label(LABEL_W + plot_w * cutoff / 100 + 4, top + 6, f"pass cutoff {cutoff:g}", "start", "tick"))
+        body.append(_label(label_w + plot_w * t / 100, axis_y, str(t), "middle", "tick"))
     return _svg(height, body, label)

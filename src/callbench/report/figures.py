@@ -65,7 +65,7 @@ def score_matrix(report: Report, anchors: dict[str, str]) -> Figure | None:
                 line.append(
                     Tile(
                         value=c.mean_overall,
-                        text="—" if c.mean_overall is None else f"{c.mean_overall:.0f}",
+                        text="—" if c.mean_overall is None else f"{c.mean_overall:.0f}" + ("✗" if c.passed < c.scored else ""),
                         title=f"{cand} · {a} / {s} ({c.language}, {c.difficulty}): {score}, {verdict}",
                         href=next((anchors[e] for e in c.episode_ids if e in anchors), None),
                     )
@@ -78,15 +78,14 @@ def score_matrix(report: Report, anchors: dict[str, str]) -> Figure | None:
         tiles,
         label="overall score per scenario and candidate",
         row_groups=groups,
-        label_w=min(520, 16 + 7 * max(len(r) for r in rows)),
     )
     return Figure(
         "fig-matrix",
         "Where each candidate fails: overall score per scenario",
         svg,
         "One tile per scenario (an agent's scenarios in id order; hover for its id, language and verdict), "
-        "coloured red (0) to green (100) by the mean overall score over repeats; grey: no score. "
-        "A tile opens that call.",
+        "coloured red (0) to green (100) by the mean overall score over repeats; ✗: a repeat failed "
+        "(overall below the cutoff); grey: no score. A tile opens that call.",
     )
 
 
@@ -129,7 +128,7 @@ def diagnostics_figure(report: Report) -> Figure | None:
         [c.candidate for c in report.candidates],
         tiles,
         label="diagnostic scores per candidate",
-        tile_w=90,
+        tile_w=max(90.0, min(230.0, 10.0 + 7 * max(len(c.candidate) for c in report.candidates))),
     )
     return Figure(
         "fig-diagnostics",
@@ -151,7 +150,8 @@ def distribution_figure(report: Report) -> Figure | None:
         "fig-distribution",
         "Score distribution per candidate",
         histograms(series, cutoff=cutoffs[0] if len(cutoffs) == 1 else None, label="overall score distribution"),
-        "Scored calls per 10-point overall-score bin (the last bin includes 100).",
+        "Scored calls per 10-point overall-score bin (the last bin includes 100); dashed line: the pass cutoff"
+        + (f" ({cutoffs[0]:g})." if len(cutoffs) == 1 else "."),
     )
 
 

@@ -71,9 +71,19 @@ def _finalize(value: Any) -> Any:
     return Markup(str(escape(value)).replace("://", "&#58;//"))
 
 
+def break_points(value: Any) -> Markup:
+    """Escaped text with a ``<wbr>`` line-break opportunity after each ``_``, ``-``, ``.``,
+    ``:`` and ``/``, so long ids wrap between their parts, not mid-word."""
+    text = str(_finalize(value))
+    for ch in "_-.:/":
+        text = text.replace(ch, ch + "<wbr>")
+    return Markup(text)
+
+
 def _environment() -> Environment:
     env = Environment(autoescape=True, finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = lambda x, d=1: "—" if x is None else f"{x:.{d}f}"
+    env.filters["wbr"] = break_points
     return env
 
 
