@@ -55,7 +55,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cli = [sys.executable, "-m", "callbench"]
     done = subprocess.run([*cli,
         "run", str(starter()), "--candidate", "scripted:reference", "--candidate", "scripted:talk",
-        "--caller", "scripted:plan", "--task-judge", "scripted:met", "--conversation-judge", "scripted:partial",
+        "--caller", "scripted:plan", "--task-judge", "scripted:met",
+        "--conversation-judge", "scripted:partial",
         "--scenarios", ",".join(sorted(first.values())), "--out", str(out), "--concurrency", "2",
     ], capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -102,7 +103,8 @@ def test_every_language_tagged_and_drawn_by_its_script_font(browser: Any, report
     assert set(report["languages"]) >= {"en-IN", "hi-IN", "mr-IN", "ta-IN", "gu-IN", "bn-IN"}
     for tag in report["languages"]:
         text = page.evaluate(
-            "t => Array.from(document.querySelectorAll('[lang=\"' + t + '\"]')).map(e => e.textContent).join(' ')",
+            "t => Array.from(document.querySelectorAll('[lang=\"' + t + '\"]'))"
+            ".map(e => e.textContent).join(' ')",
             tag,
         )
         assert len(text) > 50, tag  # the language's messages carry its tag
@@ -115,7 +117,9 @@ def test_every_language_tagged_and_drawn_by_its_script_font(browser: Any, report
         if family not in subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True).stdout:
             pytest.skip(f"{family} not installed (apt-get install fonts-noto-core)")
         # the report's font stack names the family for this language
-        stack = page.evaluate("t => getComputedStyle(document.querySelector('div.text[lang=\"' + t + '\"]')).fontFamily", tag)
+        stack = page.evaluate(
+            "t => getComputedStyle(document.querySelector('div.text[lang=\"' + t + '\"]')).fontFamily", tag
+        )
         assert stack.startswith(f'"{family}"'), stack
         assert page.evaluate("([f, s]) => document.fonts.check('16px \"' + f + '\"', s)", [family, chars])
         # every glyph of the script's characters is drawn by the script's font, none by a fallback
@@ -168,9 +172,7 @@ def test_filters_sort_and_search(browser: Any, report: dict[str, Any]) -> None:
     page.fill("#episode-search", word)
     found = sorted(r["target"] for r in visible_rows(page))
     holding = {t["episode_id"] for t in report["traces"] if word in json.dumps(t, ensure_ascii=False)}
-    ids = page.evaluate(
-        "ts => ts.map(t => document.getElementById(t).querySelector('p').textContent)", found
-    )
+    ids = page.evaluate("ts => ts.map(t => document.getElementById(t).querySelector('p').textContent)", found)
     assert 1 <= len(found) <= len(holding)
     assert all(any(e in text for e in holding) for text in ids)
 
@@ -210,11 +212,15 @@ def test_links_open_what_they_point_to(browser: Any, report: dict[str, Any]) -> 
     cite = page.locator("details.episode a[href*='-m']").nth(5)
     cited = cite.get_attribute("href")[1:]
     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = false)")
-    page.evaluate("c => document.querySelector('a[href=\"#' + c + '\"]').closest('details').open = true", cited)
+    page.evaluate(
+        "c => document.querySelector('a[href=\"#' + c + '\"]').closest('details').open = true", cited
+    )
     cite.click()
     assert in_view(page, f"#{cited}")
     # a tile of the score matrix -> that call, even when a filter had hidden it
-    page.select_option("#filter-candidate", page.evaluate("document.querySelector('#filter-candidate').options[1].value"))
+    page.select_option(
+        "#filter-candidate", page.evaluate("document.querySelector('#filter-candidate').options[1].value")
+    )
     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = false)")
     tiles = page.locator("#fig-matrix svg a")
     assert tiles.count() == len(report["traces"])
@@ -235,7 +241,9 @@ def test_no_request_leaves_the_file(browser: Any, report: dict[str, Any]) -> Non
 
 
 @pytest.mark.parametrize("width", [900, 1400])
-def test_layout_without_horizontal_overflow(browser: Any, report: dict[str, Any], width: int, tmp_path: Path) -> None:
+def test_layout_without_horizontal_overflow(
+    browser: Any, report: dict[str, Any], width: int, tmp_path: Path
+) -> None:
     page, _ = open_page(browser, report, width)
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     for table in ("#runs ~ .scroll table", "#leaderboard ~ .scroll table", "#episode-table"):

@@ -125,7 +125,11 @@ def test_trace_viewer_content(html: str) -> None:
     assert "skipped: caller validation failed 3 times" in html
     assert html.count('<details class="instr" id="instr-') == 3  # one operating document per agent
     # caller briefs: one per scenario, the first of each language whole, the rest as line edits
-    assert html.count('<details class="instr" id="brief-') + html.count('<details class="instr derived" id="brief-') == 6
+    assert (
+        html.count('<details class="instr" id="brief-')
+        + html.count('<details class="instr derived" id="brief-')
+        == 6
+    )
     assert "operating instructions of ag0 for sc0" in html
     assert 'lang="hi"' in html and 'lang="ta"' in html
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from markupsafe import Markup, escape
 
@@ -59,7 +60,10 @@ def _svg(height: float, body: list[str], label: str, width: float = WIDTH) -> Ma
 
 def _label(x: float, y: float, text: str, anchor: str = "end", cls: str = "", href: str | None = None) -> str:
     attrs = f' class="{cls}"' if cls else ""
-    t = f'<text x="{_f(x)}" y="{_f(y)}" text-anchor="{anchor}" dominant-baseline="middle"{attrs}>{escape(text)}</text>'
+    t = (
+        f'<text x="{_f(x)}" y="{_f(y)}" text-anchor="{anchor}" dominant-baseline="middle"{attrs}>'
+        f"{escape(text)}</text>"
+    )
     return f'<a href="#{escape(href)}">{t}</a>' if href else t
 
 
@@ -92,7 +96,9 @@ def forest(
         body.append(f'<line class="grid" x1="{_f(x(t))}" x2="{_f(x(t))}" y1="{top}" y2="{_f(height - 30)}"/>')
         body.append(_label(x(t), height - 20, f"{t:g}", "middle", "tick"))
     if zero is not None:
-        body.append(f'<line class="zero" x1="{_f(x(zero))}" x2="{_f(x(zero))}" y1="{top}" y2="{_f(height - 30)}"/>')
+        body.append(
+            f'<line class="zero" x1="{_f(x(zero))}" x2="{_f(x(zero))}" y1="{top}" y2="{_f(height - 30)}"/>'
+        )
     if axis:
         body.append(_label(label_w + plot_w / 2, height - 6, axis, "middle", "tick"))
     for i, r in enumerate(rows):
@@ -108,7 +114,9 @@ def forest(
             )
         body.append(f'<circle cx="{_f(x(r.estimate))}" cy="{_f(y)}" r="5" fill="{r.colour}"/>')
         interval = "" if r.low is None or r.high is None else f" [{r.low:.1f}, {r.high:.1f}]"
-        body.append(_label(WIDTH - right + 6, y, f"{r.estimate:.1f}{interval} {r.note}".strip(), "start", "tick"))
+        body.append(
+            _label(WIDTH - right + 6, y, f"{r.estimate:.1f}{interval} {r.note}".strip(), "start", "tick")
+        )
     return _svg(height, body, label)
 
 
@@ -118,7 +126,7 @@ def score_colour(v: float | None) -> str:
         return "#e6e6e6"
     t = min(max(v, 0.0), 100.0) / 100.0
     stops = [(0.0, (215, 48, 39)), (0.5, (254, 224, 139)), (1.0, (26, 152, 80))]
-    for (t0, c0), (t1, c1) in zip(stops, stops[1:], strict=False):
+    for (t0, c0), (t1, c1) in pairwise(stops):
         if t <= t1:
             u = (t - t0) / (t1 - t0)
             r, g, b = (round(a + (b_ - a) * u) for a, b_ in zip(c0, c1, strict=True))
@@ -208,13 +216,16 @@ def histograms(
         body.append(_label(label_w - 8, y0 + panel_h / 2, name))
         body.append(_label(label_w - 8, y0 + panel_h / 2 + 16, f"{len(values)} scored", cls="tick"))
         base = y0 + panel_h
-        body.append(f'<line class="axis" x1="{label_w}" x2="{_f(label_w + plot_w)}" y1="{_f(base)}" y2="{_f(base)}"/>')
+        body.append(
+            f'<line class="axis" x1="{label_w}" x2="{_f(label_w + plot_w)}" y1="{_f(base)}" y2="{_f(base)}"/>'
+        )
         for b, n in enumerate(counts):
             h = (panel_h - 14) * n / peak
             bx = label_w + width * b
             lo_b, hi_b = b * 100 // bins, (b + 1) * 100 // bins
             body.append(
-                f'<rect x="{_f(bx + 1)}" y="{_f(base - h)}" width="{_f(width - 2)}" height="{_f(h)}" fill="{colour}">'
+                f'<rect x="{_f(bx + 1)}" y="{_f(base - h)}" width="{_f(width - 2)}" height="{_f(h)}" '
+                f'fill="{colour}">'
                 f"<title>{escape(name)}: {n} calls scored {lo_b}–{hi_b}</title></rect>"
             )
             if n:

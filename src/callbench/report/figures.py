@@ -52,7 +52,9 @@ def score_matrix(report: Report, anchors: dict[str, str]) -> Figure | None:
     for a in agents:
         langs = sorted({c.language for c in cells if c.agent_id == a})
         for cand in cands:
-            rows.append(f"{a} ({', '.join(langs)}) · {cand}" if len(cands) > 1 else f"{a} ({', '.join(langs)})")
+            rows.append(
+                f"{a} ({', '.join(langs)}) · {cand}" if len(cands) > 1 else f"{a} ({', '.join(langs)})"
+            )
             groups.append(a)
             line: list[Tile | None] = []
             for s in scen_of[a]:
@@ -65,7 +67,9 @@ def score_matrix(report: Report, anchors: dict[str, str]) -> Figure | None:
                 line.append(
                     Tile(
                         value=c.mean_overall,
-                        text="—" if c.mean_overall is None else f"{c.mean_overall:.0f}" + ("✗" if c.passed < c.scored else ""),
+                        text="—"
+                        if c.mean_overall is None
+                        else f"{c.mean_overall:.0f}" + ("✗" if c.passed < c.scored else ""),
                         title=f"{cand} · {a} / {s} ({c.language}, {c.difficulty}): {score}, {verdict}",
                         href=next((anchors[e] for e in c.episode_ids if e in anchors), None),
                     )
@@ -103,7 +107,8 @@ def by_agent_figure(report: Report) -> Figure | None:
         "fig-agents",
         "Overall score by agent",
         forest(rows, lo=0, hi=100, label="overall score by agent", axis="overall score"),
-        "Mean overall score of each agent's scored calls; interval from resampling its scenarios, then repeats.",
+        "Mean overall score of each agent's scored calls; interval from resampling its scenarios, "
+        "then repeats.",
     )
 
 
@@ -120,7 +125,11 @@ def diagnostics_figure(report: Report) -> Figure | None:
                 line.append(Tile(None, "—", f"{c.candidate}: {DIAGNOSTIC_LABELS[d]}: no applicable item"))
             else:
                 line.append(
-                    Tile(s.score, f"{s.score:.0f}", f"{c.candidate}: {DIAGNOSTIC_LABELS[d]} {s.score:.1f}, {s.items} items")
+                    Tile(
+                        s.score,
+                        f"{s.score:.0f}",
+                        f"{c.candidate}: {DIAGNOSTIC_LABELS[d]} {s.score:.1f}, {s.items} items",
+                    )
                 )
         tiles.append(line)
     svg = tile_grid(
@@ -140,7 +149,10 @@ def diagnostics_figure(report: Report) -> Figure | None:
 
 def distribution_figure(report: Report) -> Figure | None:
     series = [
-        (c.candidate, [r.overall for r in report.calls if r.candidate == c.candidate and r.overall is not None])
+        (
+            c.candidate,
+            [r.overall for r in report.calls if r.candidate == c.candidate and r.overall is not None],
+        )
         for c in report.candidates
     ]
     if not any(v for _, v in series):
@@ -149,9 +161,11 @@ def distribution_figure(report: Report) -> Figure | None:
     return Figure(
         "fig-distribution",
         "Score distribution per candidate",
-        histograms(series, cutoff=cutoffs[0] if len(cutoffs) == 1 else None, label="overall score distribution"),
-        "Scored calls per 10-point overall-score bin (the last bin includes 100); dashed line: the pass cutoff"
-        + (f" ({cutoffs[0]:g})." if len(cutoffs) == 1 else "."),
+        histograms(
+            series, cutoff=cutoffs[0] if len(cutoffs) == 1 else None, label="overall score distribution"
+        ),
+        "Scored calls per 10-point overall-score bin (the last bin includes 100); "
+        "dashed line: the pass cutoff" + (f" ({cutoffs[0]:g})." if len(cutoffs) == 1 else "."),
     )
 
 
@@ -198,7 +212,8 @@ def figures(report: Report, anchors: dict[str, str]) -> list[Figure]:
             "fig-pillars",
             "Pillars: task and conversation",
             forest([_row(f"{c.candidate} · {name}", getattr(c, name), col[c.candidate]) for c in cands
-                    for name in ("task", "conversation")], lo=0, hi=100, label="pillar scores", axis="pillar score"),
+                    for name in ("task", "conversation")],
+                   lo=0, hi=100, label="pillar scores", axis="pillar score"),
             "Each pillar's mean over scored calls with its interval.",
         ),
         Figure(

@@ -27,8 +27,8 @@ from markupsafe import Markup, escape
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import Report
-from callbench.report.figures import figures
 from callbench.report.faults import FAULT_COLUMNS, fault_rows, fault_summary
+from callbench.report.figures import figures
 from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
 from callbench.report.terminal import SMOKE_TEST_TEXT
@@ -59,7 +59,9 @@ def script_json(value: Any) -> Markup:
 @lru_cache(maxsize=1)
 def viewer_js() -> str:
     """The report's viewer script (``templates/report.js``), checked for inline embedding."""
-    return neutralise_js((resources.files("callbench.report") / "templates" / SCRIPT).read_text(encoding="utf-8"))
+    return neutralise_js(
+        (resources.files("callbench.report") / "templates" / SCRIPT).read_text(encoding="utf-8")
+    )
 
 
 def _finalize(value: Any) -> Any:

@@ -127,7 +127,9 @@ def _messages(trace: Trace, prefix: str, instructions: SharedTexts) -> list[dict
             "role": m.role,
             "content": _text_view(m.content, m.role)[0],
             "json": _text_view(m.content, m.role)[1],
-            "tool_calls": [{"id": c.id, "name": c.name, "arguments": _arguments(c.arguments)} for c in m.tool_calls],
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": _arguments(c.arguments)} for c in m.tool_calls
+            ],
             "tool_call_id": m.tool_call_id,
             "name": m.name,
             "caller_turn": m.caller_turn,
@@ -142,7 +144,10 @@ def _messages(trace: Trace, prefix: str, instructions: SharedTexts) -> list[dict
             view["instructions"] = instructions.add(
                 m.content, trace.agent_id, trace.agent_id, trace.scenario_id, trace.language
             )
-            view["content"] = f"operating instructions of {trace.agent_id} for {trace.scenario_id} ({len(m.content)} characters)"
+            view["content"] = (
+                f"operating instructions of {trace.agent_id} for {trace.scenario_id} "
+                f"({len(m.content)} characters)"
+            )
         out.append(view)
     return out
 
