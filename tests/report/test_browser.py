@@ -2,9 +2,8 @@
 for every starter language, filters, sort, search, links that open their targets, no network
 request, and a layout without horizontal overflow at 900 and 1,400 px.
 
-The report comes from a real run of the starter bundle with scripted models: one scenario per
-language, two candidates (the reference path and talk-only), so it holds native-script speech,
-tool calls, passes and fails. Skipped when playwright or chromium is missing.
+The report comes from a real run of the starter bundle with scripted models (``starter_report``
+in conftest.py). Skipped when playwright or chromium is missing.
 """
 
 from __future__ import annotations
@@ -12,15 +11,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from callbench.bundle.loader import load_bundle
 
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -40,32 +35,9 @@ SCRIPTS = {
 }
 
 
-def starter() -> Path:
-    return Path(str(resources.files("callbench") / "examples" / "starter"))
-
-
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    bundle = load_bundle(starter())
-    first: dict[str, str] = {}
-    for _, scen in bundle.scenarios():
-        first.setdefault(scen.brief.language, scen.id)
-    out = tmp_path_factory.mktemp("browser") / "run"
-    # in a child process: Playwright's sync API holds an event loop in this one
-    cli = [sys.executable, "-m", "callbench"]
-    done = subprocess.run([*cli,
-        "run", str(starter()), "--candidate", "scripted:reference", "--candidate", "scripted:talk",
-        "--caller", "scripted:plan", "--task-judge", "scripted:met",
-        "--conversation-judge", "scripted:partial",
-        "--scenarios", ",".join(sorted(first.values())), "--out", str(out), "--concurrency", "2",
-    ], capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    html = out / "report.html"
-    done = subprocess.run([*cli, "report", str(out), "--html", str(html), "--samples", "200"],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    traces = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "traces").glob("*.json"))]
-    return {"html": html, "languages": sorted(first), "traces": traces}
+def report(starter_report: dict[str, Any]) -> dict[str, Any]:
+    return starter_report
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,3 +166,16 @@ def test_html_without_traces(make_run: MakeRun) -> None:
     assert 'id="e0"' in full and 'id="e0"' not in lean
     assert "--no-traces" in lean and "alert(1)" not in lean
     assert "://" not in lean and 'id="fig-matrix"' in lean
+
+
+def test_starter_report_within_size_budget(starter_report: dict[str, Any]) -> None:
+    """Issue 15: the 70-call starter report at most 4 MB, i.e. 4 MB / 70 per call. This slice
+    (one scenario per language, each agent's instructions stored whole) is the costly case."""
+    html = starter_report["html"].read_text(encoding="utf-8")
+    calls = len(starter_report["traces"])
+    assert calls == 2 * len(starter_report["languages"])
+    assert len(html.encode()) <= 4_000_000 * calls / 70
+    c = parsed(html)
+    executable = [text for attrs, text in c.scripts if attrs.get("type") != "application/json"]
+    assert len(executable) == 1 and len(executable[0]) < 20_000
+    assert "://" not in html
