@@ -41,7 +41,7 @@ SCRIPT = "report.js"
 
 def neutralise_js(text: str) -> str:
     """Script text with every ``://`` written ``:\\/\\/``: the same string inside JS/JSON string
-    literals, template literals and regex literals, which is where plotly.js holds them.
+    literals, template literals and regex literals (where script text holds URL-shaped strings).
     Raises ``ValueError`` if the text could end its ``<script>`` element early."""
     lowered = text.lower()
     if "</script" in lowered or "<!--" in lowered:
