@@ -3,12 +3,17 @@ EpisodeGrade), for report tests. No network, no models."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Diagnostic, Pillar
 from callbench.grade.models import EpisodeGrade, GradedItem, GradeSetManifest, Label, PointTotals
 from callbench.models.base import ToolCall, Usage
@@ -277,3 +282,34 @@ def make_run(tmp_path: Path) -> Callable[..., Path]:
         return write_run(tmp_path, run_id, **kw)
 
     return factory
+
+
+def starter() -> Path:
+    return Path(str(resources.files("callbench") / "examples" / "starter"))
+
+
+@pytest.fixture(scope="session")
+def starter_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A run of the starter bundle with scripted models, one scenario per language and two
+    candidates (the reference path and talk-only, so it holds native-script speech, tool calls,
+    passes and fails), and its HTML report: ``{"html": path, "languages": tags, "traces": dicts}``."""
+    bundle = load_bundle(starter())
+    first: dict[str, str] = {}
+    for _, scen in bundle.scenarios():
+        first.setdefault(scen.brief.language, scen.id)
+    out = tmp_path_factory.mktemp("browser") / "run"
+    # in a child process: Playwright's sync API holds an event loop in this one
+    cli = [sys.executable, "-m", "callbench"]
+    done = subprocess.run([*cli,
+        "run", str(starter()), "--candidate", "scripted:reference", "--candidate", "scripted:talk",
+        "--caller", "scripted:plan", "--task-judge", "scripted:met",
+        "--conversation-judge", "scripted:partial",
+        "--scenarios", ",".join(sorted(first.values())), "--out", str(out), "--concurrency", "2",
+    ], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    html = out / "report.html"
+    done = subprocess.run([*cli, "report", str(out), "--html", str(html), "--samples", "200"],
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    traces = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "traces").glob("*.json"))]
+    return {"html": html, "languages": sorted(first), "traces": traces}

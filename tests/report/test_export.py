@@ -71,7 +71,7 @@ def test_cli_writes_all_outputs(make_run: MakeRun, tmp_path: Path) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert f"HTML report: {(out / 'r.html').resolve().as_uri()}" in result.output
-    assert (out / "r.html").read_text().count("* plotly.js v") == 1
+    assert (out / "r.html").read_text().count('id="fig-leaderboard"') == 1
     assert read_json(out / "r.json").settings.n_samples == 100
     assert len(read_csv(out / "r.csv")) == 24
     result = CliRunner().invoke(app, ["report", str(rd), "--samples", "50"])

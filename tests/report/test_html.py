@@ -7,12 +7,12 @@ import subprocess
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
-import plotly
 import pytest
 
 from callbench.report.build import build_report
-from callbench.report.html import neutralise_js, render_html, write_html
+from callbench.report.html import neutralise_js, render_html, viewer_js, write_html
 from callbench.report.load import load_runs
 
 MakeRun = Callable[..., Path]
@@ -89,20 +89,16 @@ def test_every_in_page_link_has_a_target(html: str) -> None:
     assert missing == []
 
 
-def test_plotly_embedded_exactly_once_and_figures_parse(html: str) -> None:
-    banner = plotly.offline.get_plotlyjs()[:40]
-    assert banner.startswith("/**\n* plotly.js v")
-    assert html.count("* plotly.js v") == 1
+def test_charts_are_inline_svg_with_one_script(html: str) -> None:
     c = parsed(html)
-    library = [text for attrs, text in c.scripts if "Plotly" in text and len(text) > 1_000_000]
-    assert len(library) == 1
-    figures = [json.loads(text) for attrs, text in c.scripts if attrs.get("data-figure")]
-    assert len(figures) == 4
-    for fig in figures:
-        assert fig["data"], fig
-    leaderboard = figures[0]["data"][0]
-    assert leaderboard["y"] == ["cand-a", '<i>c&"d']  # JSON-escaped in the file, intact once parsed
-    assert "<i>c" not in html  # never raw in the file
+    svgs = [a for t, a in c.tags if t == "svg"]
+    assert len(svgs) == 8  # leaderboard, pillars, pass, matrix, paired, agents, diagnostics, distribution
+    assert all(a.get("class") == "chart" and "xmlns" not in a for a in svgs)
+    executable = [text for attrs, text in c.scripts if attrs.get("type") != "application/json"]
+    assert len(executable) == 1 and "episode-table" in executable[0]
+    assert "Plotly" not in html and "plotly.js" not in html
+    # candidate names are escaped in the SVG labels, and intact in the text
+    assert "<i>c" not in html
     assert "&lt;i&gt;c&amp;&#34;d" in html
 
 
@@ -115,25 +111,35 @@ def test_model_text_is_escaped(html: str) -> None:
     )
     c = parsed(html)
     executable = [text for attrs, text in c.scripts if attrs.get("type") != "application/json"]
-    assert len(executable) == 2  # plotly.js and the figure loader; no injected script
+    assert len(executable) == 1  # the viewer script; no injected script
     assert not any("alert(1)" in t for t in executable)
 
 
 def test_trace_viewer_content(html: str) -> None:
-    assert "I want to book a table" in html and "I want to book" in html  # intended vs observed
-    assert "drop (authored, applied): “a table”" in html
+    # intended vs heard: only the dropped words are marked, in the intended text
+    assert '<div class="text" lang="en">I want to book <del class="w">a table</del></div>' in html
+    assert '<div class="text" lang="en">I want to book</div>' in html
+    assert 'drop (authored, applied): “<span lang="en">a table</span>”' in html
     assert 'href="#e0-t0"' in html and 'id="e0-t0"' in html  # judge label citing tool event 0
     assert 'href="#e0-m5"' in html and 'id="e0-m5"' in html  # judge label citing message 5
     assert "99?" in html  # a cited index that does not exist is shown, not linked
     assert "skipped: caller validation failed 3 times" in html
-    assert html.count('id="instr-') == 3  # one operating document per agent, stored once
+    assert html.count('<details class="instr" id="instr-') == 3  # one operating document per agent
+    # caller briefs: one per scenario, the first of each language whole, the rest as line edits
+    assert (
+        html.count('<details class="instr" id="brief-')
+        + html.count('<details class="instr derived" id="brief-')
+        == 6
+    )
+    assert "operating instructions of ag0 for sc0" in html
+    assert 'lang="hi"' in html and 'lang="ta"' in html
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node not installed")
-def test_inlined_plotly_still_parses_as_javascript(tmp_path: Path) -> None:
-    path = tmp_path / "p.js"
-    path.write_text(neutralise_js(plotly.offline.get_plotlyjs()), encoding="utf-8")
-    done = subprocess.run(["node", "--check", str(path)], capture_output=True, text=True, timeout=300)
+def test_viewer_script_parses_as_javascript(tmp_path: Path) -> None:
+    path = tmp_path / "v.js"
+    path.write_text(viewer_js(), encoding="utf-8")
+    done = subprocess.run(["node", "--check", str(path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[:2000]
 
 
@@ -159,28 +165,17 @@ def test_html_without_traces(make_run: MakeRun) -> None:
     full, lean = render_html(report, runs), render_html(report, runs, include_traces=False)
     assert 'id="e0"' in full and 'id="e0"' not in lean
     assert "--no-traces" in lean and "alert(1)" not in lean
-    assert lean.count("* plotly.js v") == 1 and "://" not in lean
+    assert "://" not in lean and 'id="fig-matrix"' in lean
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-@pytest.mark.skipif(_chromium() is None, reason="no headless chromium installed")
-def test_charts_render_offline_in_headless_chromium(make_run: MakeRun, tmp_path: Path) -> None:
-    runs = load_runs([make_run(reply=lambda c, a, s, r: EVIL)])
-    path = tmp_path / "r.html"
-    write_html(build_report(runs, n_samples=20), runs, path)
-    browser = _chromium()
-    assert browser is not None
-    done = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
-         "--host-resolver-rules=MAP * ~NOTFOUND", "--dump-dom", path.as_uri()],  # no name resolves: offline
-        capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
-    dom = done.stdout
-    # plotly drew every figure: each plot gets an SVG root with class main-svg
-    for i in range(4):
-        start = dom.index(f'id="fig-{i}"')
-        assert 'class="main-svg"' in dom[start : start + 200_000], f"figure {i} not drawn"
-    assert "<script>alert(1)</script>" not in dom.split('id="plotly-config"')[0]
+def test_starter_report_within_size_budget(starter_report: dict[str, Any]) -> None:
+    """Issue 15: the 70-call starter report at most 4 MB, i.e. 4 MB / 70 per call. This slice
+    (one scenario per language, each agent's instructions stored whole) is the costly case."""
+    html = starter_report["html"].read_text(encoding="utf-8")
+    calls = len(starter_report["traces"])
+    assert calls == 2 * len(starter_report["languages"])
+    assert len(html.encode()) <= 4_000_000 * calls / 70
+    c = parsed(html)
+    executable = [text for attrs, text in c.scripts if attrs.get("type") != "application/json"]
+    assert len(executable) == 1 and len(executable[0]) < 20_000
+    assert "://" not in html

@@ -13,11 +13,12 @@ from itertools import combinations
 from pydantic import BaseModel, Field
 
 from callbench import __version__
+from callbench.report.breakdowns import ScenarioCell, by_agent, scenario_cells
 from callbench.report.fairness import FairnessFlag, check_fairness, describe_role, smoke_test_roles
 from callbench.report.faults import RunFaults, run_faults
 from callbench.report.ledger import RunLedger, run_ledger
 from callbench.report.load import RunData
-from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, derive_rng
+from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
 from callbench.stats.summary import (
     CandidateSummary,
@@ -129,6 +130,9 @@ class Report(BaseModel):
     paired: list[PairedComparison] = Field(default_factory=list)
     skipped: list[SkippedEpisode] = Field(default_factory=list)
     calls: list[CallRow] = Field(default_factory=list)
+    # candidate -> agent -> overall score with interval (report/breakdowns.py)
+    by_agent: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+    scenario_cells: list[ScenarioCell] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -227,5 +231,7 @@ def build_report(
         paired=paired,
         skipped=skipped,
         calls=call_rows(records),
+        by_agent=by_agent(records, seed=seed, n_samples=n_samples, confidence=confidence),
+        scenario_cells=scenario_cells(records),
         warnings=[w for r in runs for w in r.warnings],
     )

@@ -1,12 +1,13 @@
 """One self-contained HTML report that works offline.
 
-- plotly.js is embedded exactly once (``plotly.offline.get_plotlyjs()`` in one ``<script>``);
-  each figure's JSON (``fig.to_json()``) sits in a ``<script type="application/json">`` block and
-  is drawn by a few lines of inline script. No external URL: no CDN, no web fonts, no links out.
-- The plotly.js source holds URL-shaped string constants (XML namespaces, map-tile servers it
-  never contacts for the charts used here). To keep the file free of any ``://`` text, the ``/``
-  characters after ``:`` are written as ``\\/`` inside scripts (the same string in JavaScript and
-  JSON) and as ``&#58;//`` in HTML text (the same character after entity decoding).
+- Charts are inline SVG drawn in Python (:mod:`callbench.report.figures`); the page's only script
+  is the small viewer script ``templates/report.js`` (filters, sort, search, opening linked
+  episodes and instruction blocks), embedded once. No external URL: no CDN, no web fonts, no
+  links out. Fonts come from the reader's system (the CSS font stack names Noto families for
+  Devanagari, Tamil, Gujarati and Bengali first, then common system fonts).
+- Script text is checked by :func:`neutralise_js`: it must not be able to end its ``<script>``
+  element early, and any ``://`` is written ``:\\/\\/`` (the same string in JavaScript and
+  JSON), so the file holds no URL text; in HTML text ``://`` is written ``&#58;//``.
 - Every value interpolated into the template (model speech, tool arguments and results, judge
   reasons, candidate names) goes through jinja2 autoescaping; values meant for ``<script>``
   are JSON with ``<``, ``>`` and ``&`` written as ``\\u003c`` etc. (:func:`script_json`).
@@ -21,14 +22,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import plotly.graph_objects as go
-import plotly.offline
 from jinja2 import Environment
 from markupsafe import Markup, escape
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import Report
 from callbench.report.faults import FAULT_COLUMNS, fault_rows, fault_summary
+from callbench.report.figures import figures
 from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
 from callbench.report.terminal import SMOKE_TEST_TEXT
@@ -36,12 +36,12 @@ from callbench.report.viewer import episode_views
 from callbench.trace import atomic_write_text
 
 TEMPLATE = "report.html.j2"
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "showLink": False, "showSendToCloud": False}
+SCRIPT = "report.js"
 
 
 def neutralise_js(text: str) -> str:
     """Script text with every ``://`` written ``:\\/\\/``: the same string inside JS/JSON string
-    literals, template literals and regex literals, which is where plotly.js holds them.
+    literals, template literals and regex literals (where script text holds URL-shaped strings).
     Raises ``ValueError`` if the text could end its ``<script>`` element early."""
     lowered = text.lower()
     if "</script" in lowered or "<!--" in lowered:
@@ -57,9 +57,11 @@ def script_json(value: Any) -> Markup:
 
 
 @lru_cache(maxsize=1)
-def plotly_js() -> str:
-    """plotly.js as shipped by the plotly package, made safe for inline embedding."""
-    return neutralise_js(plotly.offline.get_plotlyjs())
+def viewer_js() -> str:
+    """The report's viewer script (``templates/report.js``), checked for inline embedding."""
+    return neutralise_js(
+        (resources.files("callbench.report") / "templates" / SCRIPT).read_text(encoding="utf-8")
+    )
 
 
 def _finalize(value: Any) -> Any:
@@ -71,9 +73,19 @@ def _finalize(value: Any) -> Any:
     return Markup(str(escape(value)).replace("://", "&#58;//"))
 
 
+def break_points(value: Any) -> Markup:
+    """Escaped text with a ``<wbr>`` line-break opportunity after each ``_``, ``-``, ``.``,
+    ``:`` and ``/``, so long ids wrap between their parts, not mid-word."""
+    text = str(_finalize(value))
+    for ch in "_-.:/":
+        text = text.replace(ch, ch + "<wbr>")
+    return Markup(text)
+
+
 def _environment() -> Environment:
     env = Environment(autoescape=True, finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = lambda x, d=1: "—" if x is None else f"{x:.{d}f}"
+    env.filters["wbr"] = break_points
     return env
 
 
@@ -81,108 +93,27 @@ def _template_source() -> str:
     return (resources.files("callbench.report") / "templates" / TEMPLATE).read_text(encoding="utf-8")
 
 
-def _errors(est: list[float | None], low: list[float | None], high: list[float | None]) -> dict[str, Any]:
-    plus = [None if e is None or h is None else h - e for e, h in zip(est, high, strict=True)]
-    minus = [None if e is None or lo is None else e - lo for e, lo in zip(est, low, strict=True)]
-    return {"type": "data", "array": plus, "arrayminus": minus, "visible": True}
-
-
-def figures(report: Report) -> list[tuple[str, str]]:
-    """``(title, figure JSON)`` for the leaderboard, pillars, pass rate and diagnostics charts."""
-    cands = [c.candidate for c in report.candidates]
-    if not cands:
-        return []
-    out: list[tuple[str, str]] = []
-    ov = [c.overall for c in report.candidates]
-    fig = go.Figure(
-        go.Scatter(
-            x=[r.estimate for r in ov],
-            y=cands,
-            mode="markers",
-            marker={"size": 10},
-            error_x=_errors([r.estimate for r in ov], [r.low for r in ov], [r.high for r in ov]),
-        )
-    )
-    fig.update_layout(
-        xaxis={"title": "overall score", "range": [-2, 102]},
-        yaxis={"autorange": "reversed", "type": "category"},
-        height=110 + 45 * len(cands),
-        margin={"l": 240, "r": 20, "t": 20, "b": 50},
-    )
-    out.append(("Leaderboard: overall score with interval", fig.to_json()))
-    fig = go.Figure()
-    for name in ("task", "conversation"):
-        rs = [getattr(c, name) for c in report.candidates]
-        fig.add_bar(
-            name=name,
-            x=cands,
-            y=[r.estimate for r in rs],
-            error_y=_errors([r.estimate for r in rs], [r.low for r in rs], [r.high for r in rs]),
-        )
-    fig.update_layout(
-        barmode="group",
-        yaxis={"title": "pillar score", "range": [0, 102]},
-        xaxis={"type": "category"},
-        margin={"t": 20},
-        height=420,
-    )
-    out.append(("Pillars: task and conversation", fig.to_json()))
-    pr = [c.pass_rate for c in report.candidates]
-    fig = go.Figure(
-        go.Bar(
-            x=cands,
-            y=[r.estimate for r in pr],
-            error_y=_errors([r.estimate for r in pr], [r.low for r in pr], [r.high for r in pr]),
-        )
-    )
-    fig.update_layout(
-        yaxis={"title": "pass rate %", "range": [0, 102]},
-        xaxis={"type": "category"},
-        margin={"t": 20},
-        height=380,
-    )
-    out.append(("Pass rate at the cutoff", fig.to_json()))
-    diags = list(Diagnostic)
-    z = [[(c.diagnostics[d].score if d in c.diagnostics else None) for d in diags] for c in report.candidates]
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=[DIAGNOSTIC_LABELS[d] for d in diags],
-            y=cands,
-            zmin=0,
-            zmax=100,
-            colorscale="RdYlGn",
-            texttemplate="%{z:.0f}",
-            hovertemplate="%{y}<br>%{x}: %{z:.1f}<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        height=230 + 40 * len(cands),
-        margin={"l": 240, "r": 20, "t": 20, "b": 170},
-        yaxis={"autorange": "reversed", "type": "category"},
-        xaxis={"tickangle": 35},
-    )
-    out.append(("Diagnostics (score from summed points)", fig.to_json()))
-    return out
-
-
 def render_html(report: Report, runs: list[RunData], *, include_traces: bool = True) -> str:
     """The report as one HTML document (module docstring for the offline and escaping rules).
     ``include_traces=False`` leaves out the per-episode trace viewer (for very large runs, where
     it dominates the file size)."""
-    views, instructions = episode_views(runs) if include_traces else ([], [])
+    views, instructions, briefs = episode_views(runs) if include_traces else ([], [], [])
     env = _environment()
     template = env.from_string(_template_source())
-    figs = [
-        {"id": f"fig-{i}", "title": title, "json": script_json(spec)}
-        for i, (title, spec) in enumerate(figures(report))
-    ]
+    anchors = {v["episode_id"]: v["anchor"] for v in views}
+    for block in instructions + briefs:
+        block["ops_json"] = script_json([[i1, i2, new] for i1, i2, new in block["ops"]])
+    facets = {
+        key: sorted({str(v[key]) for v in views})
+        for key in ("candidate", "agent_id", "language", "difficulty", "end_reason")
+    }
     diffs = sorted({d for c in report.candidates for d in c.by_difficulty})
     return template.render(
         report=report,
-        plotly_js=Markup(plotly_js()),
-        plotly_config=script_json(PLOTLY_CONFIG),
-        figures=figs,
+        viewer_js=Markup(viewer_js()),
+        figures=figures(report, anchors),
+        facets=facets,
+        briefs=briefs,
         difficulties=diffs,
         diagnostics=[(d, DIAGNOSTIC_LABELS[d]) for d in Diagnostic],
         episodes=views,

@@ -4,8 +4,14 @@ Each view holds plain strings and numbers (escaped by the template, never marked
 by index, tool events with arguments/results/outcome, caller turns with intended vs observed text
 and channel events, and the judge's labels with the message and tool-event indices they cite
 (rendered as in-page links ``#e<n>-m<index>`` / ``#e<n>-t<index>``). System messages (the long
-operating instructions) are stored once per distinct text and linked, so a report over many
-episodes of one agent does not repeat a 30,000-character document per episode.
+operating instructions) and the caller briefs are stored once per distinct text and linked
+(:class:`SharedTexts`): per agent (instructions) or per language (briefs) the first text is kept
+whole and every other one as the line edits from it, since an agent's instructions differ between
+scenarios in a few lines; a report over many episodes of one agent then does not repeat a
+30,000-character document per episode. Every block is named by the agents and scenarios that used
+it. Text in the call's language (messages, caller turns, tool arguments and results, briefs)
+carries the episode's BCP 47 tag as ``lang``; caller turns carry the word-level difference of
+intended and observed speech (:func:`callbench.report.textdiff.word_diff`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 from callbench.bundle.models import DIAGNOSTIC_LABELS
 from callbench.grade.models import EpisodeGrade
 from callbench.report.load import RunData
+from callbench.report.textdiff import apply_line_ops, line_ops, word_diff
 from callbench.trace import Trace
 
 
@@ -28,15 +35,101 @@ def pretty(value: Any) -> str:
         return repr(value)
 
 
-def _messages(trace: Trace, prefix: str, instructions: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+class SharedTexts:
+    """Distinct long texts (operating instructions, caller briefs), each stored once.
+
+    ``add(text, group, agent, scenario, language)`` returns the block's anchor
+    (``<kind>-<first 16 hex of sha256>``). Per ``group`` the first text added is the base, kept
+    whole (``text``); each later distinct text keeps ``base`` (the base's anchor) and ``ops``
+    (:func:`~callbench.report.textdiff.line_ops` from the base) instead, unless the edits are
+    not smaller than half the text, in which case it is kept whole too.
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.blocks: dict[str, dict[str, Any]] = {}
+        self._base: dict[str, str] = {}
+
+    def add(self, text: str, group: str, agent: str, scenario: str, language: str) -> str:
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        block = self.blocks.get(sha)
+        if block is None:
+            block = {
+                "anchor": f"{self.kind}-{sha[:16]}",
+                "sha256": sha,
+                "length": len(text),
+                "text": text,
+                "base": None,
+                "ops": [],
+                "agents": [],
+                "scenarios": [],
+                "languages": [],
+            }
+            base_sha = self._base.setdefault(group, sha)
+            if base_sha != sha:
+                base = self.blocks[base_sha]
+                ops = line_ops(base["text"], text)
+                if sum(len(line) for _, _, new in ops for line in new) < len(text) / 2:
+                    assert apply_line_ops(base["text"], ops) == text
+                    block.update(text=None, base=base["anchor"], ops=ops)
+            self.blocks[sha] = block
+        for key, value in (("agents", agent), ("scenarios", scenario), ("languages", language)):
+            if value not in block[key]:
+                block[key].append(value)
+        return str(block["anchor"])
+
+    def views(self) -> list[dict[str, Any]]:
+        """The blocks in first-use order, each with a ``name`` (agents and scenarios), ``lang``
+        (the one language that used it, else "") and ``edits`` (the changed lines for display:
+        ``(first line number, last, removed lines, added lines)``, 1-based)."""
+        anchors = {b["anchor"]: b for b in self.blocks.values()}
+        out = []
+        for b in self.blocks.values():
+            scen = b["scenarios"]
+            shown = ", ".join(scen[:4]) + (f" and {len(scen) - 4} more" if len(scen) > 4 else "")
+            name = f"{', '.join(b['agents'])} · scenario{'s' if len(scen) > 1 else ''} {shown}"
+            view = dict(b, name=name, lang=b["languages"][0] if len(b["languages"]) == 1 else "")
+            if b["base"] is not None:
+                base_lines = anchors[b["base"]]["text"].split("\n")
+                view["base_name"] = None
+                view["edits"] = [(i1 + 1, i2, base_lines[i1:i2], new) for i1, i2, new in b["ops"]]
+            out.append(view)
+        names = {v["anchor"]: v["name"] for v in out}
+        for v in out:
+            if v["base"] is not None:
+                v["base_name"] = names[v["base"]]
+        return out
+
+
+def _text_view(content: str | None, role: str) -> tuple[str | None, bool]:
+    """Message content for display: tool results that parse as JSON pretty-printed (True)."""
+    if role == "tool" and content:
+        try:
+            return pretty(json.loads(content)), True
+        except ValueError:
+            pass
+    return content, False
+
+
+def _arguments(raw: str) -> str:
+    try:
+        return pretty(json.loads(raw))
+    except ValueError:
+        return raw
+
+
+def _messages(trace: Trace, prefix: str, instructions: SharedTexts) -> list[dict[str, Any]]:
     out = []
     for m in trace.messages:
         view: dict[str, Any] = {
             "anchor": f"{prefix}-m{m.index}",
             "index": m.index,
             "role": m.role,
-            "content": m.content,
-            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls],
+            "content": _text_view(m.content, m.role)[0],
+            "json": _text_view(m.content, m.role)[1],
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": _arguments(c.arguments)} for c in m.tool_calls
+            ],
             "tool_call_id": m.tool_call_id,
             "name": m.name,
             "caller_turn": m.caller_turn,
@@ -48,13 +141,13 @@ def _messages(trace: Trace, prefix: str, instructions: dict[str, dict[str, Any]]
             "instructions": None,
         }
         if m.role == "system" and m.content:
-            sha = hashlib.sha256(m.content.encode()).hexdigest()
-            entry = instructions.setdefault(
-                sha,
-                {"anchor": f"instr-{sha[:16]}", "sha256": sha, "length": len(m.content), "text": m.content},
+            view["instructions"] = instructions.add(
+                m.content, trace.agent_id, trace.agent_id, trace.scenario_id, trace.language
             )
-            view["instructions"] = entry["anchor"]
-            view["content"] = f"(operating instructions, {len(m.content)} characters, sha256 {sha[:12]}…)"
+            view["content"] = (
+                f"operating instructions of {trace.agent_id} for {trace.scenario_id} "
+                f"({len(m.content)} characters)"
+            )
         out.append(view)
     return out
 
@@ -95,6 +188,7 @@ def _caller_turns(trace: Trace, prefix: str) -> list[dict[str, Any]]:
             "intended": t.intended,
             "observed": t.observed,
             "differs": t.observed != [t.intended],
+            "diff": word_diff(t.intended, t.observed),
             "messages": [(i, f"{prefix}-m{i}") for i in t.message_indices],
             "expressed_steps": t.expressed_steps,
             "done": t.done,
@@ -129,10 +223,13 @@ def _items(grade: EpisodeGrade | None, prefix: str, trace: Trace | None) -> list
     ]
 
 
-def episode_views(runs: list[RunData]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def episode_views(
+    runs: list[RunData],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Views of every episode that has a trace or a grade, in run then plan order, and the
-    distinct operating instructions they link to."""
-    instructions: dict[str, dict[str, Any]] = {}
+    distinct operating instructions and caller briefs they link to (:meth:`SharedTexts.views`)."""
+    instructions = SharedTexts("instr")
+    briefs = SharedTexts("brief")
     views: list[dict[str, Any]] = []
     for run in runs:
         for rec in run.records:
@@ -155,6 +252,18 @@ def episode_views(runs: list[RunData]) -> tuple[list[dict[str, Any]], list[dict[
                     "skip_reason": rec.skip_reason,
                     "end_reason": trace.end_reason.value if trace else grade.end_reason if grade else "",
                     "caller": trace.caller.spec if trace else "",
+                    "brief": (
+                        briefs.add(
+                            trace.caller_view.system_prompt,
+                            trace.language,
+                            trace.agent_id,
+                            trace.scenario_id,
+                            trace.language,
+                        )
+                        if trace and trace.caller_view.system_prompt
+                        else None
+                    ),
+                    "passed": grade.passed if grade else None,
                     "grade": grade,
                     "messages": _messages(trace, prefix, instructions) if trace else [],
                     "tool_events": _tool_events(trace, prefix) if trace else [],
@@ -166,4 +275,4 @@ def episode_views(runs: list[RunData]) -> tuple[list[dict[str, Any]], list[dict[
                     "usage": {k: v.model_dump(mode="json") for k, v in trace.usage.items()} if trace else {},
                 }
             )
-    return views, list(instructions.values())
+    return views, instructions.views(), briefs.views()

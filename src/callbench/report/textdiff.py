@@ -1,0 +1,81 @@
+"""Word- and line-level differences for the trace viewer (standard library :mod:`difflib`).
+
+- :func:`word_diff`: what the channel changed in a caller turn. Words are maximal runs of
+  non-space characters, each kept with its trailing whitespace; the intended text and the
+  observed fragments (joined in order) are compared word by word with
+  :class:`difflib.SequenceMatcher` (``autojunk=False``). Intended words that were dropped or
+  replaced are marked ``changed`` in the intended segments; observed words that were inserted or
+  replaced are marked ``changed`` in the observed fragment they fall in. Unchanged words are
+  never marked, so one substituted word marks one word.
+- :func:`line_ops`: the line edits turning a base document into another (for operating
+  instructions that differ between scenarios only in a few lines).
+"""
+
+from __future__ import annotations
+
+import re
+from difflib import SequenceMatcher
+
+Segment = tuple[str, bool]  # (text, changed)
+_WORD = re.compile(r"\S+\s*|\s+")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def _merge(segments: list[Segment]) -> list[Segment]:
+    out: list[Segment] = []
+    for text, changed in segments:
+        if out and out[-1][1] == changed:
+            out[-1] = (out[-1][0] + text, changed)
+        else:
+            out.append((text, changed))
+    return out
+
+
+def word_diff(intended: str, observed: list[str]) -> tuple[list[Segment], list[list[Segment]]]:
+    """``(intended segments, segments per observed fragment)``; concatenating a side's segment
+    texts gives back that side's text exactly (module docstring for the rule)."""
+    a = _words(intended)
+    frags = [_words(o) for o in observed]
+    b = [w for f in frags for w in f]
+    owner = [k for k, f in enumerate(frags) for _ in f]
+    a_changed = [True] * len(a)
+    b_changed = [True] * len(b)
+    matcher = SequenceMatcher(None, [w.strip() for w in a], [w.strip() for w in b], autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for i in range(block.size):
+            a_changed[block.a + i] = False
+            b_changed[block.b + i] = False
+    # whitespace-only tokens (leading space) are never "changed"
+    a_seg = _merge([(w, c and bool(w.strip())) for w, c in zip(a, a_changed, strict=True)])
+    b_seg: list[list[Segment]] = [[] for _ in frags]
+    for w, c, k in zip(b, b_changed, owner, strict=True):
+        b_seg[k].append((w, c and bool(w.strip())))
+    return a_seg, [_merge(s) for s in b_seg]
+
+
+LineOp = tuple[int, int, list[str]]  # replace base lines [start, end) with these lines
+
+
+def line_ops(base: str, other: str) -> list[LineOp]:
+    """The edits turning ``base`` into ``other``, as ``(start, end, new_lines)`` on base line
+    indices (0-based, end exclusive), in increasing order; applying them all gives ``other``'s
+    lines (:func:`apply_line_ops`)."""
+    a, b = base.split("\n"), other.split("\n")
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    return [(i1, i2, b[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def apply_line_ops(base: str, ops: list[LineOp]) -> str:
+    """The document ``line_ops(base, other)`` was computed for (``other``)."""
+    lines = base.split("\n")
+    out: list[str] = []
+    pos = 0
+    for start, end, new in ops:
+        out.extend(lines[pos:start])
+        out.extend(new)
+        pos = end
+    out.extend(lines[pos:])
+    return "\n".join(out)
