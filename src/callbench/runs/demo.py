@@ -44,7 +44,7 @@ from callbench.runs.plan import ScenarioFilters, plan_episodes
 from callbench.runs.store import RunStore
 from callbench.sim.episode import LoopLimits
 
-DEMO_MAX_TURNS = 3
+DEMO_MAX_TURNS = 2
 DEMO_MAX_TOOL_CALLS = 4
 """Tool calls per candidate turn in the demo (the harness default is the paper's ten): a small
 model that chains one call per request would otherwise spend ten or more requests on one turn."""
@@ -55,6 +55,12 @@ DEMO_MAX_TOKENS = {"candidate": 320, "caller": 160, "judge": 1000}
 REFERENCE_SPEC = "scripted:reference"
 """The demo's second candidate: each scenario's reference path replayed
 (:class:`callbench.models.scripted.models.ReferenceCandidate`)."""
+PLAN_CALLER_SPEC = "scripted:plan"
+"""The demo's default caller (:class:`callbench.models.scripted.models.PlanCaller`)."""
+PLAN_CALLER_NOTE = (
+    "speaks each step of the caller's brief in order, in the brief's own words, language and "
+    "script, with no model"
+)
 REFERENCE_NOTE = (
     "the bundle's reference path replayed turn by turn, with no model: the authored correct call, "
     "a reference ceiling to compare against, not a model"
@@ -187,11 +193,18 @@ def demo_config(
     max_turns: int = DEMO_MAX_TURNS,
     seed: int = 0,
     reference: bool = True,
+    model_caller: bool = False,
 ) -> RunConfig:
-    """The demo's run configuration: candidate, caller and both judges on ``model``, plus the
-    reference candidate :data:`REFERENCE_SPEC` when ``reference`` (listed second, so the model's
-    episodes run first); one repeat, one episode at a time. ``out`` None: :func:`default_demo_out`.
-    Raises ``ValueError`` from :func:`choose_demo_scenarios`."""
+    """The demo's run configuration: the candidate and both judges on ``model``, the caller
+    :data:`PLAN_CALLER_SPEC` (``model`` too when ``model_caller``), plus the reference candidate
+    :data:`REFERENCE_SPEC` when ``reference`` (listed second); one repeat, one episode at a time,
+    scenario by scenario (``RunConfig.scenario_major``). ``out`` None: :func:`default_demo_out`.
+    Raises ``ValueError`` from :func:`choose_demo_scenarios`.
+
+    Why the scripted caller by default (measured, docs/decisions.md): as the caller the embedded
+    0.5B model ended four of six demo calls after its first turn and, in the Hindi and Tamil calls,
+    repeated the agent's words or its own brief instead of its plan, so the reference candidate
+    never reached a tool call."""
     from callbench.bundle.loader import load_bundle
 
     bundle = bundle or load_bundle(starter_path())
@@ -209,13 +222,18 @@ def demo_config(
         bundle_path=Path(bundle.root),
         out=out or Path("."),
         candidates=candidates,
-        caller=role(DEMO_MAX_TOKENS["caller"], DEMO_CALLER_TEMPERATURE),
+        caller=(
+            role(DEMO_MAX_TOKENS["caller"], DEMO_CALLER_TEMPERATURE)
+            if model_caller
+            else RoleSpec(spec=PLAN_CALLER_SPEC, settings=ModelSettings(seed=seed))
+        ),
         task_judge=role(DEMO_MAX_TOKENS["judge"]),
         conversation_judge=role(DEMO_MAX_TOKENS["judge"]),
         repeats=1,
         seed=seed,
         concurrency=1,
         provider_limits={"local": 1},
+        scenario_major=True,
         filters=ScenarioFilters(scenarios=[s.id for s in chosen]),
         limits=LoopLimits(max_caller_turns=max_turns, max_tool_calls_per_turn=DEMO_MAX_TOOL_CALLS),
     )
@@ -266,7 +284,8 @@ def demo_banner(config: RunConfig) -> list[str]:
         if c.spec != REFERENCE_SPEC:
             by_spec.setdefault(c.spec, []).append(f"candidate {c.spec}")
     for name, r in named.items():
-        by_spec.setdefault(r.spec, []).append(name)
+        if r.spec != PLAN_CALLER_SPEC:
+            by_spec.setdefault(r.spec, []).append(name)
     n, ids = len(config.filters.scenarios), ", ".join(config.filters.scenarios)
     lines = [
         f"callbench demo: {n} starter scenario{'s' if n != 1 else ''} ({ids}) "
@@ -277,6 +296,8 @@ def demo_banner(config: RunConfig) -> list[str]:
     for spec, roles in by_spec.items():
         what = "the embedded smoke-test model" if is_embedded_spec(spec) else "model"
         lines.append(f"On {what} {spec}: {', '.join(roles)}.")
+    if config.caller.spec == PLAN_CALLER_SPEC:
+        lines.append(f"Caller {PLAN_CALLER_SPEC}: {PLAN_CALLER_NOTE}.")
     if any(c.spec == REFERENCE_SPEC for c in config.candidates):
         lines.append(f"Candidate {REFERENCE_SPEC}: {REFERENCE_NOTE}.")
     if any(is_embedded_spec(s) for s in by_spec):
