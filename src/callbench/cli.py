@@ -864,7 +864,8 @@ def demo(
         raise typer.Exit(2)
     bundle = load_bundle(starter_path())
     config = demo_config(
-        out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS, reference=reference, model_caller=model_caller
+        out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS,
+        reference=reference, model_caller=model_caller,
     )
     try:
         if fresh and clear_demo_run(config.out):

@@ -24,6 +24,7 @@ from callbench.runs.demo import (
     starter_path,
 )
 from callbench.runs.executor import RoleSpec, RunConfig
+from callbench.trace import Trace
 
 
 def test_estimate_tokens_counts_scripts_differently() -> None:
@@ -227,8 +228,11 @@ def test_scenario_major_runs_every_candidate_of_a_scenario_together(tmp_path: Pa
         config = _scripted(demo_config(out, "local:0.5b", bundle))
         config.scenario_major, config.preflight, config.grade = major, False, False
         order: list[tuple[str, str]] = []
-        asyncio.run(run_and_grade(config, bundle=bundle,
-                                  on_episode=lambda t, _: order.append((t.scenario_id, t.candidate.spec))))
+
+        def record(t: Trace, _: object, order: list[tuple[str, str]] = order) -> None:
+            order.append((t.scenario_id, t.candidate.spec))
+
+        asyncio.run(run_and_grade(config, bundle=bundle, on_episode=record))
         ids = config.filters.scenarios
         if major:
             assert order == [(sid, spec) for sid in ids for spec in ("scripted:talk", REFERENCE_SPEC)]
