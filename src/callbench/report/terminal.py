@@ -27,6 +27,11 @@ SMOKE_TEST_TEXT = (
     "SMOKE TEST: the roles named below ran on the embedded smoke-test model, a small local model that "
     "shows the harness works end to end. Its scores say nothing about how good any phone agent is."
 )
+REFERENCE_TEXT = (
+    "REFERENCE: the candidate(s) named below replay each scenario's reference path from the bundle, "
+    "turn by turn and with no model: the authored correct call, a reference ceiling to compare "
+    "against, not a model. Its caller and judges are the run's own."
+)
 OFFICIAL_TEXT = (
     "official = every planned call finished, none skipped, one callbench version, from a clean git "
     "checkout (git state unknown: not run from a git checkout, so it cannot be official)."
@@ -76,6 +81,9 @@ def render_terminal(report: Report, console: Console) -> None:
     """Print the whole report to ``console``."""
     if report.smoke_test_roles:
         console.print(Panel(escape(f"{SMOKE_TEST_TEXT}\n{smoke_test_summary(report)}"), style="bold yellow"))
+    if report.reference_candidates:
+        names = ", ".join(report.reference_candidates)
+        console.print(Panel(escape(f"{REFERENCE_TEXT}\n{names}."), style="bold cyan"))
     if report.fairness_flags:
         body = "\n".join(f"- {escape(f.message)}" for f in report.fairness_flags)
         console.print(

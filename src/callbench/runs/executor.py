@@ -60,6 +60,11 @@ class RunConfig(BaseModel):
     preflight: bool = True
     max_consecutive_fatal: int = Field(default=DEFAULT_MAX_CONSECUTIVE, ge=1)
     """A role failing this many requests in a row with HTTP 401/403/404 stops the run."""
+    scenario_major: bool = False
+    """Start episodes scenario by scenario (every candidate's episode of a scenario, then the next
+    scenario) instead of the plan's candidate-major order. Ids, plan and results do not change;
+    with one episode at a time, a local model's caller and judges then read the scenario's shared
+    prompt prefix (brief; goal and criteria) once for all candidates."""
 
 
 class RunConflict(ValueError):
@@ -187,6 +192,9 @@ async def execute_run(
     store.rebuild_index()
     done = store.finished_ids() - rerun_ids(store)
     todo = [k for k in manifest.planned if k.episode_id not in done]
+    if config.scenario_major:
+        first = {sid: i for i, sid in reversed(list(enumerate(k.scenario_id for k in manifest.planned)))}
+        todo.sort(key=lambda k: (first[k.scenario_id], k.repeat))  # stable: candidates keep plan order
     manifest.ended = None
     refresh_counts(manifest, store)
     store.save_manifest(manifest)
