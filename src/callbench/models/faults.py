@@ -10,8 +10,9 @@ Fault kinds (issue 16): ``rate_limit`` (429), ``server_error`` (5xx, 408, 409), 
 ``connection``, ``reset`` (the connection closed in the middle of the body), ``auth`` (401/403),
 ``not_found`` (404), ``client_error`` (other 4xx), ``malformed_body`` (200 whose body is not JSON,
 e.g. truncated), ``not_utf8``, ``html_body`` (200 with a non-JSON content type such as
-``text/html``), ``missing_choices``, ``empty_choices`` (OpenAI), ``missing_content`` (Anthropic),
-``empty_reply`` (a completion with no content and no tool calls).
+``text/html``), ``error_body`` (200 whose body is an error object, e.g. Anthropic's ``type: error``),
+``missing_choices``, ``empty_choices`` (OpenAI), ``missing_content`` (Anthropic), ``empty_reply`` (a
+completion with no content and no tool calls).
 """
 
 from __future__ import annotations

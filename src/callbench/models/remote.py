@@ -20,6 +20,8 @@ import random
 import time
 from typing import Any
 
+from pydantic import ValidationError
+
 from callbench.models.base import (
     InfrastructureError,
     ModelOutputError,
@@ -76,6 +78,16 @@ class RemoteClient:
             err = InfrastructureError(self.redactor.clean(str(err)), retryable=err.retryable,
                                       status=err.status, retry_after_s=err.retry_after_s, kind=err.kind,
                                       role=role)
+            note_fault(role, err.kind)
+            raise err from None
+        except ValidationError as exc:
+            # a field the adapter read had a shape no completion has (the body checks in
+            # anomalies.py catch the known ones first): the provider's fault, never a traceback
+            where = ".".join(str(p) for p in exc.errors()[0]["loc"]) if exc.errors() else "?"
+            err = InfrastructureError(self.redactor.clean(
+                f"{self.provider} {role}: malformed_body: the response could not be read as a "
+                f"completion ({exc.title}.{where}: {exc.errors()[0]['msg'] if exc.errors() else exc})"),
+                retryable=True, kind="malformed_body", role=role)
             note_fault(role, err.kind)
             raise err from None
         except Exception as exc:
