@@ -61,16 +61,30 @@ ANTHROPIC_KINDS: tuple[str, ...] = (
     "stop_reason_only",  # 200, {"stop_reason": "end_turn"} and nothing else
 )
 FAULT_KINDS: tuple[str, ...] = COMMON_KINDS + OPENAI_KINDS + ANTHROPIC_KINDS
-DIALECT_KINDS = {"openai": frozenset(COMMON_KINDS + OPENAI_KINDS),
-                 "anthropic": frozenset(COMMON_KINDS + ANTHROPIC_KINDS)}
+DIALECT_KINDS = {
+    "openai": frozenset(COMMON_KINDS + OPENAI_KINDS),
+    "anthropic": frozenset(COMMON_KINDS + ANTHROPIC_KINDS),
+}
 RETRYABLE_KINDS = tuple(k for k in FAULT_KINDS if k not in ("unauthorized", "not_found"))
 LEDGER_KIND = {
-    "rate_limit": "rate_limit", "server_error": "server_error", "unavailable": "server_error",
-    "overloaded": "server_error", "hang": "timeout", "truncated_json": "malformed_body",
-    "not_utf8": "not_utf8", "html": "html_body", "error_body": "error_body", "null_content": "empty_reply",
-    "reset": "reset", "unauthorized": "auth", "not_found": "not_found", "empty_choices": "empty_choices",
-    "missing_choices": "missing_choices", "missing_content": "missing_content",
-    "empty_content": "empty_reply", "stop_reason_only": "missing_content",
+    "rate_limit": "rate_limit",
+    "server_error": "server_error",
+    "unavailable": "server_error",
+    "overloaded": "server_error",
+    "hang": "timeout",
+    "truncated_json": "malformed_body",
+    "not_utf8": "not_utf8",
+    "html": "html_body",
+    "error_body": "error_body",
+    "null_content": "empty_reply",
+    "reset": "reset",
+    "unauthorized": "auth",
+    "not_found": "not_found",
+    "empty_choices": "empty_choices",
+    "missing_choices": "missing_choices",
+    "missing_content": "missing_content",
+    "empty_content": "empty_reply",
+    "stop_reason_only": "missing_content",
 }
 """What callbench's adapters call each injected fault (``callbench.models.faults``)."""
 
@@ -86,6 +100,7 @@ class LogEntry:
     kind: str | None
     status: int
     dialect: str = "openai"
+    headers: dict[str, str] = field(default_factory=dict)  # x-* and ocp-* request headers received
     content: str | None = None
     tool_calls: list[str] = field(default_factory=list)
 
@@ -117,8 +132,11 @@ def _schema_of(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return str(js.get("name", "")), js.get("schema", {})
 
 
-_SCHEMA_ROLES = {"caller_turn": "caller", "task_judgement": "task_judge",
-                 "conversation_judgement": "conversation_judge"}
+_SCHEMA_ROLES = {
+    "caller_turn": "caller",
+    "task_judgement": "task_judge",
+    "conversation_judgement": "conversation_judge",
+}
 
 
 def _forced_tool(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -152,14 +170,27 @@ class FaultServer:
 
     ``rate`` is the share of requests that get a fault (0..1), drawn from those of ``kinds`` that
     the request's API has (:data:`DIALECT_KINDS`); ``keys`` the accepted keys (OpenAI: bearer
-    token; Anthropic: ``x-api-key``; None: any); ``hang_s`` how long a hang lasts (make it longer than the
-    client's timeout); ``retry_after_ms`` what a 429 asks to wait; ``repeats`` (when set) limits
-    faults to the first ``repeats`` times a request body is seen (a retry then gets a valid reply).
+    token; Anthropic: ``x-api-key`` or a bearer token; None: any); ``hang_s`` how long a hang
+    lasts (make it longer than the client's timeout); ``retry_after_ms`` what a 429 asks to wait;
+    ``repeats`` (when set) limits faults to the first ``repeats`` times a request body is seen (a
+    retry then gets a valid reply);
+    ``roles`` (when set) limits faults to requests of those roles (:func:`role_of`).
     """
 
-    def __init__(self, *, rate: float = 0.0, kinds: tuple[str, ...] = FAULT_KINDS, seed: int = 0,
-                 keys: set[str] | None = None, hang_s: float = 1.0, retry_after_ms: int = 20,
-                 max_requests: int = 20000, lifetime_s: float = 600.0, repeats: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        rate: float = 0.0,
+        kinds: tuple[str, ...] = FAULT_KINDS,
+        seed: int = 0,
+        keys: set[str] | None = None,
+        hang_s: float = 1.0,
+        retry_after_ms: int = 20,
+        max_requests: int = 20000,
+        lifetime_s: float = 600.0,
+        repeats: int | None = None,
+        roles: frozenset[str] | None = None,
+    ) -> None:
         unknown = set(kinds) - set(FAULT_KINDS)
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}")
@@ -168,6 +199,7 @@ class FaultServer:
         self.hang_s, self.retry_after_ms = hang_s, retry_after_ms
         self.max_requests, self.lifetime_s = max_requests, lifetime_s
         self.repeats = repeats
+        self.roles = roles
         self.log: list[LogEntry] = []
         self.outages: dict[str, int] = {}  # model -> HTTP status answered to every request
         self._seen: dict[str, int] = {}
@@ -190,7 +222,9 @@ class FaultServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
         timer = threading.Timer(self.lifetime_s, self.close)
         timer.daemon = True
         timer.start()
@@ -242,8 +276,11 @@ class FaultServer:
         messages = body.get("messages", [])
         if role == "probe" and body.get("tools"):
             fn = body["tools"][0]["function"]
-            call = {"id": "call_probe", "type": "function",
-                    "function": {"name": fn["name"], "arguments": "{}"}}
+            call = {
+                "id": "call_probe",
+                "type": "function",
+                "function": {"name": fn["name"], "arguments": "{}"},
+            }
             return {"role": "assistant", "content": None, "tool_calls": [call]}
         if role == "candidate":
             ref = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:10]
@@ -252,17 +289,31 @@ class FaultServer:
                 return {"role": "assistant", "content": f"Hello, thank you for calling, ref {ref}."}
             last = messages[-1].get("role") if messages else None
             called = any(m.get("tool_calls") for m in said)
-            plain = [t["function"] for t in body["tools"]
-                     if "concluding_message" not in t["function"].get("parameters", {}).get("properties", {})]
+            plain = [
+                t["function"]
+                for t in body["tools"]
+                if "concluding_message" not in t["function"].get("parameters", {}).get("properties", {})
+            ]
             if last == "user" and not called and plain:
                 fn = plain[0]
                 args = smallest_instance(fn.get("parameters", {}))
-                return {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": f"call_{ref}", "type": "function",
-                     "function": {"name": fn["name"], "arguments": json.dumps(args)}}]}
+                return {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call_{ref}",
+                            "type": "function",
+                            "function": {"name": fn["name"], "arguments": json.dumps(args)},
+                        }
+                    ],
+                }
             return {"role": "assistant", "content": f"I understand, let me note that, ref {ref}."}
         named = _schema_of(body)
-        return {"role": "assistant", "content": json.dumps(structured_answer(role, named[1] if named else {}))}
+        return {
+            "role": "assistant",
+            "content": json.dumps(structured_answer(role, named[1] if named else {})),
+        }
 
     def valid_anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
         """The valid Messages API ``message`` for ``body`` (same behaviour as :meth:`valid_message`)."""
@@ -270,27 +321,46 @@ class FaultServer:
         messages = body.get("messages", [])
         tools = body.get("tools") or []
         if role == "probe" and not _forced_tool(body) and tools:
-            return _anthropic_message(body, [{"type": "tool_use", "id": "toolu_probe", "name": tools[0]["name"],
-                                              "input": {}}])
+            return _anthropic_message(
+                body, [{"type": "tool_use", "id": "toolu_probe", "name": tools[0]["name"], "input": {}}]
+            )
         if role == "candidate":
             ref = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:10]
             said = [m for m in messages if m.get("role") == "assistant"]
             if not said:
-                return _anthropic_message(body, [{"type": "text",
-                                                  "text": f"Hello, thank you for calling, ref {ref}."}])
+                return _anthropic_message(
+                    body, [{"type": "text", "text": f"Hello, thank you for calling, ref {ref}."}]
+                )
             blocks = [b for m in said for b in (m.get("content") or []) if isinstance(b, dict)]
             called = any(b.get("type") == "tool_use" for b in blocks)
             last = messages[-1].get("role") if messages else None
-            plain = [t for t in tools if "concluding_message" not in t.get("input_schema", {}).get("properties", {})]
+            plain = [
+                t
+                for t in tools
+                if "concluding_message" not in t.get("input_schema", {}).get("properties", {})
+            ]
             if last == "user" and not called and plain:
                 fn = plain[0]
-                return _anthropic_message(body, [{"type": "tool_use", "id": f"toolu_{ref}", "name": fn["name"],
-                                                  "input": smallest_instance(fn.get("input_schema", {})) or {}}])
-            return _anthropic_message(body, [{"type": "text", "text": f"I understand, let me note that, ref {ref}."}])
+                return _anthropic_message(
+                    body,
+                    [
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_{ref}",
+                            "name": fn["name"],
+                            "input": smallest_instance(fn.get("input_schema", {})) or {},
+                        }
+                    ],
+                )
+            return _anthropic_message(
+                body, [{"type": "text", "text": f"I understand, let me note that, ref {ref}."}]
+            )
         forced = _forced_tool(body) or {}
         answer = structured_answer(role, forced.get("input_schema", {}))
-        return _anthropic_message(body, [{"type": "tool_use", "id": "toolu_answer", "name": forced.get("name", ""),
-                                          "input": answer}])
+        return _anthropic_message(
+            body,
+            [{"type": "tool_use", "id": "toolu_answer", "name": forced.get("name", ""), "input": answer}],
+        )
 
     # ------------------------------------------------------------------ serving
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
@@ -303,23 +373,39 @@ class FaultServer:
         model, role = str(body.get("model", "")), role_of(body, dialect)
         with self._lock:
             n = len(self.log)
-        key = (h.headers.get("x-api-key", "") if dialect == "anthropic"
-               else h.headers.get("Authorization", "").removeprefix("Bearer "))
+        bearer = h.headers.get("Authorization", "").removeprefix("Bearer ")
+        key = (h.headers.get("x-api-key") or bearer) if dialect == "anthropic" else bearer
         status, kind = 200, self._fault_for(raw, dialect)
+        if self.roles is not None and role not in self.roles:
+            kind = None
         if n >= self.max_requests:
             kind, status = "budget_exhausted", 503
         elif self.keys is not None and key not in self.keys:
             kind = "bad_key"
         elif model in self.outages:
             kind, status = "outage", self.outages[model]
-        entry = LogEntry(n=n, role=role, model=model, kind=kind, status=status, dialect=dialect)
+        extra = {
+            k: v
+            for k, v in h.headers.items()
+            if k.lower().startswith(("x-", "ocp-")) and not k.lower().startswith("x-stainless")
+        }
+        entry = LogEntry(
+            n=n, role=role, model=model, kind=kind, status=status, dialect=dialect, headers=extra
+        )
         with self._lock:
             self.log.append(entry)
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._answer(h, body, entry)
 
-    def _send(self, h: BaseHTTPRequestHandler, status: int, data: bytes, ctype: str = "application/json",
-              headers: dict[str, str] | None = None, length: int | None = None) -> None:
+    def _send(
+        self,
+        h: BaseHTTPRequestHandler,
+        status: int,
+        data: bytes,
+        ctype: str = "application/json",
+        headers: dict[str, str] | None = None,
+        length: int | None = None,
+    ) -> None:
         h.send_response(status)
         h.send_header("Content-Type", ctype)
         h.send_header("Content-Length", str(len(data) if length is None else length))
@@ -329,8 +415,15 @@ class FaultServer:
         h.wfile.write(data)
         h.wfile.flush()
 
-    def _error(self, h: BaseHTTPRequestHandler, status: int, message: str, dialect: str,
-               headers: dict[str, str] | None = None, error_type: str = "fake") -> None:
+    def _error(
+        self,
+        h: BaseHTTPRequestHandler,
+        status: int,
+        message: str,
+        dialect: str,
+        headers: dict[str, str] | None = None,
+        error_type: str = "fake",
+    ) -> None:
         if dialect == "anthropic":
             body: dict[str, Any] = {"type": "error", "error": {"type": error_type, "message": message}}
         else:
@@ -338,10 +431,20 @@ class FaultServer:
         self._send(h, status, json.dumps(body).encode(), headers=headers)
 
     def _completion(self, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
-        return {"id": "cmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-                "choices": [{"index": 0, "message": message,
-                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}}
+        return {
+            "id": "cmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+        }
 
     def _answer(self, h: BaseHTTPRequestHandler, body: dict[str, Any], entry: LogEntry) -> None:
         kind, dialect = entry.kind, entry.dialect
@@ -353,28 +456,45 @@ class FaultServer:
             self._error(h, 401, "Incorrect API key provided", dialect, error_type="authentication_error")
         elif kind == "not_found":
             entry.status = 404
-            self._error(h, 404, f"The model {entry.model!r} does not exist", dialect,
-                        error_type="not_found_error")
+            self._error(
+                h, 404, f"The model {entry.model!r} does not exist", dialect, error_type="not_found_error"
+            )
         elif kind == "rate_limit":
             entry.status = 429
-            self._error(h, 429, "Rate limit reached", dialect, {"retry-after-ms": str(self.retry_after_ms)},
-                        error_type="rate_limit_error")
+            self._error(
+                h,
+                429,
+                "Rate limit reached",
+                dialect,
+                {"retry-after-ms": str(self.retry_after_ms)},
+                error_type="rate_limit_error",
+            )
         elif kind in ("server_error", "unavailable", "overloaded"):
             entry.status = {"server_error": 500, "unavailable": 503, "overloaded": 529}[kind]
-            self._error(h, entry.status, "The server had an error", dialect,
-                        error_type="overloaded_error" if kind == "overloaded" else "api_error")
+            self._error(
+                h,
+                entry.status,
+                "The server had an error",
+                dialect,
+                error_type="overloaded_error" if kind == "overloaded" else "api_error",
+            )
         elif kind == "hang":
             self._stop.wait(self.hang_s)
             self._error(h, 504, "too late", dialect)
         elif kind == "html":
             self._send(h, 200, b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
         elif kind == "not_utf8":
-            inner = b'"content": [{"type": "text", "text": "\xff\xfe"}]' if dialect == "anthropic" else (
-                b'"choices": [{"message": {"content": "\xff\xfe\xfa"}}]')
+            inner = (
+                b'"content": [{"type": "text", "text": "\xff\xfe"}]'
+                if dialect == "anthropic"
+                else (b'"choices": [{"message": {"content": "\xff\xfe\xfa"}}]')
+            )
             self._send(h, 200, b"{" + inner + b"}")
         elif kind == "error_body":
-            error = {"type": "overloaded_error" if dialect == "anthropic" else "server_error",
-                     "message": "upstream failed"}
+            error = {
+                "type": "overloaded_error" if dialect == "anthropic" else "server_error",
+                "message": "upstream failed",
+            }
             data = {"type": "error", "error": error} if dialect == "anthropic" else {"error": error}
             self._send(h, 200, json.dumps(data).encode())
         else:
@@ -428,8 +548,11 @@ def structured_answer(role: str, schema: dict[str, Any]) -> Any:
         step = schema.get("properties", {}).get("expressed_step", {})
         options = [v for alt in step.get("anyOf", [step]) for v in alt.get("enum", [])]
         if options:
-            return {"expressed_step": options[0], "speech": "Yes, and there is one more thing I need.",
-                    "done": False}
+            return {
+                "expressed_step": options[0],
+                "speech": "Yes, and there is one more thing I need.",
+                "done": False,
+            }
         return {"expressed_step": None, "speech": "Okay, thank you. Bye.", "done": True}
     if role in ("task_judge", "conversation_judge"):
         props = schema.get("properties", {})
@@ -437,13 +560,22 @@ def structured_answer(role: str, schema: dict[str, Any]) -> Any:
         for kind, value in (("criteria", {"label": "met"}), ("ratings", {"rating": 5})):
             box = props.get(kind)
             if isinstance(box, dict):
-                out[kind] = {i: {"reason": "fine", "cited_messages": [], **value} for i in box.get("required", [])}
+                out[kind] = {
+                    i: {"reason": "fine", "cited_messages": [], **value} for i in box.get("required", [])
+                }
         return out
     return smallest_instance(schema)
 
 
 def _anthropic_message(body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:
     calls = any(b.get("type") == "tool_use" for b in blocks)
-    return {"id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model", ""),
-            "content": blocks, "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 50, "output_tokens": 10}}
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", ""),
+        "content": blocks,
+        "stop_reason": "tool_use" if calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 50, "output_tokens": 10},
+    }

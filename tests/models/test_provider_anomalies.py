@@ -26,8 +26,11 @@ from callbench.models.faults import collect_faults
 from callbench.models.remote import RemoteClient
 from fakes.fault_server import ANTHROPIC_KINDS, COMMON_KINDS, LEDGER_KIND, OPENAI_KINDS, FaultServer
 
-TOOL = ToolSchema(name="lookup", description="Look something up.",
-                  parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
+TOOL = ToolSchema(
+    name="lookup",
+    description="Look something up.",
+    parameters={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+)
 ROLES: tuple[Role, ...] = ("candidate", "caller", "task_judge", "conversation_judge")
 FATAL = ("unauthorized", "not_found")
 KINDS = {
@@ -37,20 +40,44 @@ KINDS = {
 CASES = [(d, r, k) for d in ("openai", "anthropic") for r in ROLES for k in KINDS[d]]
 EMPTY = ("null_content", "empty_content")
 # JSON schemas shaped like the real ones, so the fake answers them as it answers callbench
-_ITEM = {"type": "object", "properties": {"label": {"enum": ["met", "not_met"]}, "reason": {"type": "string"},
-                                          "cited_messages": {"type": "array", "items": {"type": "integer"}}},
-         "required": ["label", "reason", "cited_messages"]}
+_ITEM = {
+    "type": "object",
+    "properties": {
+        "label": {"enum": ["met", "not_met"]},
+        "reason": {"type": "string"},
+        "cited_messages": {"type": "array", "items": {"type": "integer"}},
+    },
+    "required": ["label", "reason", "cited_messages"],
+}
 SCHEMAS: dict[str, tuple[str, dict[str, Any]]] = {
-    "caller": ("caller_turn", {"type": "object", "properties": {
-        "expressed_step": {"anyOf": [{"enum": ["ask_balance"]}, {"type": "null"}]},
-        "speech": {"type": "string"}, "done": {"type": "boolean"}},
-        "required": ["expressed_step", "speech", "done"]}),
-    "task_judge": ("task_judgement", {"type": "object", "properties": {
-        "criteria": {"type": "object", "properties": {"c1": _ITEM}, "required": ["c1"]}},
-        "required": ["criteria"]}),
-    "conversation_judge": ("conversation_judgement", {"type": "object", "properties": {
-        "criteria": {"type": "object", "properties": {"c2": _ITEM}, "required": ["c2"]}},
-        "required": ["criteria"]}),
+    "caller": (
+        "caller_turn",
+        {
+            "type": "object",
+            "properties": {
+                "expressed_step": {"anyOf": [{"enum": ["ask_balance"]}, {"type": "null"}]},
+                "speech": {"type": "string"},
+                "done": {"type": "boolean"},
+            },
+            "required": ["expressed_step", "speech", "done"],
+        },
+    ),
+    "task_judge": (
+        "task_judgement",
+        {
+            "type": "object",
+            "properties": {"criteria": {"type": "object", "properties": {"c1": _ITEM}, "required": ["c1"]}},
+            "required": ["criteria"],
+        },
+    ),
+    "conversation_judge": (
+        "conversation_judgement",
+        {
+            "type": "object",
+            "properties": {"criteria": {"type": "object", "properties": {"c2": _ITEM}, "required": ["c2"]}},
+            "required": ["criteria"],
+        },
+    ),
 }
 
 
@@ -89,7 +116,9 @@ def _usable(role: Role, response: Any) -> None:
 
 
 @pytest.mark.parametrize(("dialect", "role", "fault"), CASES)
-async def test_each_anomaly_is_retried_then_the_valid_reply_is_used(dialect: str, role: Role, fault: str) -> None:
+async def test_each_anomaly_is_retried_then_the_valid_reply_is_used(
+    dialect: str, role: Role, fault: str
+) -> None:
     with FaultServer(rate=1.0, kinds=(fault,), repeats=1, hang_s=2.0) as server:
         client = _client(server, dialect)
         with collect_faults() as ledger:
@@ -104,9 +133,10 @@ async def test_each_anomaly_is_retried_then_the_valid_reply_is_used(dialect: str
     assert (counts.requests, counts.retries, counts.faults) == (2, 1, {LEDGER_KIND[fault]: 1})
 
 
-@pytest.mark.parametrize(("dialect", "role", "fault"),
-                         [c for c in CASES if c[2] not in ("hang", *EMPTY)])
-async def test_a_persistent_anomaly_names_provider_role_and_kind(dialect: str, role: Role, fault: str) -> None:
+@pytest.mark.parametrize(("dialect", "role", "fault"), [c for c in CASES if c[2] not in ("hang", *EMPTY)])
+async def test_a_persistent_anomaly_names_provider_role_and_kind(
+    dialect: str, role: Role, fault: str
+) -> None:
     with FaultServer(rate=1.0, kinds=(fault,)) as server:
         client = _client(server, dialect, attempts=3)
         with collect_faults() as ledger, pytest.raises(InfrastructureError) as info:
@@ -122,7 +152,9 @@ async def test_a_persistent_anomaly_names_provider_role_and_kind(dialect: str, r
 
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])
-@pytest.mark.parametrize(("fault", "status", "kind"), [("unauthorized", 401, "auth"), ("not_found", 404, "not_found")])
+@pytest.mark.parametrize(
+    ("fault", "status", "kind"), [("unauthorized", 401, "auth"), ("not_found", 404, "not_found")]
+)
 async def test_auth_and_not_found_are_not_retried(dialect: str, fault: str, status: int, kind: str) -> None:
     with FaultServer(rate=1.0, kinds=(fault,)) as server:
         client = _client(server, dialect)
@@ -177,12 +209,24 @@ async def test_a_hang_past_the_timeout_is_a_timeout_fault_then_a_skip_reason(dia
 
 # ---------------------------------------------------------------- odd shapes (mock transport)
 
-GOOD = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
-        "content": [{"type": "text", "text": "Hello there."}], "stop_reason": "end_turn",
-        "usage": {"input_tokens": 5, "output_tokens": 3}}
-GOOD_OPENAI = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-               "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello there."},
-                            "finish_reason": "stop"}]}
+GOOD = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-x",
+    "content": [{"type": "text", "text": "Hello there."}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 5, "output_tokens": 3},
+}
+GOOD_OPENAI = {
+    "id": "c1",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hello there."}, "finish_reason": "stop"}
+    ],
+}
 JSON_TYPE = {"content-type": "application/json"}
 
 
@@ -199,8 +243,9 @@ def _mocked(dialect: str, responses: list[httpx2.Response]) -> tuple[RemoteClien
         return AnthropicClient("anthropic:claude-x", settings, http_client=http), seen
     from callbench.models.openai_client import OpenAIClient
 
-    return OpenAIClient("openai:m", settings.model_copy(update={"base_url": "http://fake/v1"}),
-                        http_client=http), seen
+    return OpenAIClient(
+        "openai:m", settings.model_copy(update={"base_url": "http://fake/v1"}), http_client=http
+    ), seen
 
 
 def _msg(**fields: Any) -> dict[str, Any]:
@@ -208,29 +253,66 @@ def _msg(**fields: Any) -> dict[str, Any]:
 
 
 ODD = [
-    ("anthropic", httpx2.Response(200, content=b"<html>gateway</html>", headers={"content-type": "text/html"}),
-     "html_body"),
-    ("anthropic", httpx2.Response(200, content=json.dumps(GOOD).encode()[:40], headers=JSON_TYPE),
-     "malformed_body"),
+    (
+        "anthropic",
+        httpx2.Response(200, content=b"<html>gateway</html>", headers={"content-type": "text/html"}),
+        "html_body",
+    ),
+    (
+        "anthropic",
+        httpx2.Response(200, content=json.dumps(GOOD).encode()[:40], headers=JSON_TYPE),
+        "malformed_body",
+    ),
     ("anthropic", httpx2.Response(200, content=b'{"content": "\xff\xfe"}', headers=JSON_TYPE), "not_utf8"),
-    ("anthropic", httpx2.Response(200, json={k: v for k, v in GOOD.items() if k != "content"}), "missing_content"),
+    (
+        "anthropic",
+        httpx2.Response(200, json={k: v for k, v in GOOD.items() if k != "content"}),
+        "missing_content",
+    ),
     ("anthropic", httpx2.Response(200, json={"stop_reason": "end_turn"}), "missing_content"),
     ("anthropic", httpx2.Response(200, json={**GOOD, "content": []}), "empty_reply"),
-    ("anthropic", httpx2.Response(200, json={"type": "error", "error": {"type": "overloaded_error",
-                                                                         "message": "Overloaded"}}), "error_body"),
-    ("anthropic", httpx2.Response(529, json={"type": "error", "error": {"type": "overloaded_error",
-                                                                         "message": "Overloaded"}}), "server_error"),
+    (
+        "anthropic",
+        httpx2.Response(
+            200, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        ),
+        "error_body",
+    ),
+    (
+        "anthropic",
+        httpx2.Response(
+            529, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        ),
+        "server_error",
+    ),
     ("anthropic", httpx2.Response(200, json={**GOOD, "content": ["text"]}), "malformed_body"),
     ("anthropic", httpx2.Response(200, json={**GOOD, "content": [{"type": "text"}]}), "malformed_body"),
-    ("anthropic", httpx2.Response(200, json={**GOOD, "content": [{"type": "tool_use", "id": "t", "name": None,
-                                                                   "input": "x"}]}), "malformed_body"),
+    (
+        "anthropic",
+        httpx2.Response(
+            200, json={**GOOD, "content": [{"type": "tool_use", "id": "t", "name": None, "input": "x"}]}
+        ),
+        "malformed_body",
+    ),
     ("anthropic", httpx2.Response(200, json={**GOOD, "usage": "many"}), "malformed_body"),
-    ("openai", httpx2.Response(200, json={"error": {"message": "upstream failed", "type": "server_error"}}),
-     "error_body"),
+    (
+        "openai",
+        httpx2.Response(200, json={"error": {"message": "upstream failed", "type": "server_error"}}),
+        "error_body",
+    ),
     ("openai", httpx2.Response(200, json=_msg(content=5)), "malformed_body"),
     ("openai", httpx2.Response(200, json=_msg(content=None, tool_calls="x")), "malformed_body"),
-    ("openai", httpx2.Response(200, json=_msg(content=None, tool_calls=[
-        {"id": "a", "type": "function", "function": {"name": None, "arguments": "{}"}}])), "malformed_body"),
+    (
+        "openai",
+        httpx2.Response(
+            200,
+            json=_msg(
+                content=None,
+                tool_calls=[{"id": "a", "type": "function", "function": {"name": None, "arguments": "{}"}}],
+            ),
+        ),
+        "malformed_body",
+    ),
     ("openai", httpx2.Response(200, json={**GOOD_OPENAI, "usage": "many"}), "malformed_body"),
     ("openai", httpx2.Response(200, json={**GOOD_OPENAI, "choices": [None]}), "malformed_body"),
     ("openai", httpx2.Response(200, content=b"", headers=JSON_TYPE), "malformed_body"),
@@ -238,8 +320,9 @@ ODD = [
 
 
 @pytest.mark.parametrize(("dialect", "bad", "kind"), ODD)
-async def test_odd_shapes_are_faults_of_their_kind_then_retried(dialect: str, bad: httpx2.Response,
-                                                                 kind: str) -> None:
+async def test_odd_shapes_are_faults_of_their_kind_then_retried(
+    dialect: str, bad: httpx2.Response, kind: str
+) -> None:
     good = GOOD if dialect == "anthropic" else GOOD_OPENAI
     client, seen = _mocked(dialect, [bad, httpx2.Response(200, json=good)])
     with collect_faults() as ledger:
@@ -255,8 +338,9 @@ async def test_a_reset_raised_by_the_transport_is_a_reset_fault(dialect: str) ->
         raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
 
     http = httpx2.AsyncClient(transport=httpx2.MockTransport(boom))
-    settings = ModelSettings(max_attempts=2, retry_base_delay_s=0.0, base_url="http://fake/v1"
-                             if dialect == "openai" else None)
+    settings = ModelSettings(
+        max_attempts=2, retry_base_delay_s=0.0, base_url="http://fake/v1" if dialect == "openai" else None
+    )
     if dialect == "anthropic":
         client: RemoteClient = AnthropicClient("anthropic:m", settings, http_client=http)
     else:

@@ -65,7 +65,8 @@ def _error_body(data: dict[str, Any], who: str) -> None:
         text = f"{label}: {err.get('message', '')}".strip().rstrip(":")
     else:
         text = str(err or "error")
-    raise _anomaly(who, "error_body", f"HTTP 200 carrying an error instead of a completion: {text[:_SHOWN * 2]}")
+    raise _anomaly(who, "error_body",
+                   f"HTTP 200 carrying an error instead of a completion: {text[:_SHOWN * 2]}")
 
 
 def _bad(who: str, what: str) -> InfrastructureError:

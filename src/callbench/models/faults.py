@@ -23,6 +23,13 @@ from contextvars import ContextVar
 
 from pydantic import BaseModel, Field
 
+FAULT_KINDS: tuple[str, ...] = (
+    "rate_limit", "server_error", "timeout", "connection", "reset", "auth", "not_found", "client_error",
+    "malformed_body", "not_utf8", "html_body", "error_body", "missing_choices", "empty_choices",
+    "missing_content", "empty_reply",
+)
+"""Every fault kind an adapter reports (see the module docstring)."""
+
 
 class RoleFaults(BaseModel):
     """One role's counts: HTTP requests sent (every attempt), retries, and faults by kind."""
