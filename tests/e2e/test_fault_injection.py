@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sqlite3
 from collections import Counter
 from pathlib import Path
 
@@ -244,8 +245,9 @@ def test_bad_judge_key_stops_at_preflight(tmp_path: Path, env: None, monkeypatch
     assert not (tmp_path / "run" / "traces").exists()
 
 
+@pytest.mark.parametrize("how", ["grade", "resume"])
 def test_judge_down_mid_run_leaves_episodes_not_graded_then_grade_fills_them(
-    tmp_path: Path, env: None
+    tmp_path: Path, env: None, how: str
 ) -> None:
     out = tmp_path / "run"
     with FaultServer(keys={KEY}) as server:
@@ -274,21 +276,36 @@ def test_judge_down_mid_run_leaves_episodes_not_graded_then_grade_fills_them(
         args = ["report", str(out), "--no-html", "--json", str(tmp_path / "r.json")]
         report = CliRunner().invoke(app, args)
         assert report.exit_code == 0, report.output
-        runs = json.loads((tmp_path / "r.json").read_text())["runs"]
-        assert runs[0]["faults"]["not_graded"] == {"judge_outage": len(not_graded)}
+        data = json.loads((tmp_path / "r.json").read_text())
+        assert data["runs"][0]["faults"]["not_graded"] == {"judge_outage": len(not_graded)}
+        # excluded from every score: counted, not scored (the one graded episode makes the means)
+        (summary,) = data["candidates"]
+        scored = [g for g in grades if not g["not_graded"] and not g["skipped"]]
+        assert (summary["n_ungraded"], summary["n_scored"]) == (len(not_graded), len(scored))
+        assert summary["overall_flat"]["estimate"] == pytest.approx(
+            sum(g["overall"] for g in scored) / len(scored))
         # the judge comes back: callbench grade grades exactly those episodes, into the same set
         server.valid_message = original  # type: ignore[method-assign]
         server.outages.clear()
         gid = json.loads((out / "manifest.json").read_text())["grade_sets"][-1]
         before = len(server.log)
-        graded = CliRunner().invoke(app, ["grade", str(out), "--settings", str(settings)])
-        assert graded.exit_code == 0, graded.output
-        assert f"grade set {gid}:" in graded.output and "0 not graded" in graded.output
-        judge_requests = [e for e in server.log[before:] if e.model == "fake-judge"]
+        if how == "grade":
+            graded = CliRunner().invoke(app, ["grade", str(out), "--settings", str(settings)])
+            assert graded.exit_code == 0, graded.output
+            assert f"grade set {gid}:" in graded.output and "0 not graded" in graded.output
+        else:  # the same run command resumes: no episode is run again, the judges grade the rest
+            resumed = _run(out, settings, "--concurrency", "1")
+            assert resumed.exit_code == 0, resumed.output
+            assert {e.role for e in server.log[before:]} <= {"probe", "task_judge", "conversation_judge"}
+            assert json.loads((out / "manifest.json").read_text())["grade_sets"][-1] == gid
+        judge_requests = [e for e in server.log[before:] if e.model == "fake-judge" and e.role != "probe"]
         assert len(judge_requests) == 2 * len(not_graded)  # task and conversation judge, once each
     after = [json.loads(p.read_text()) for p in (out / "grades" / gid / "episodes").glob("*.json")]
     assert not any(g["not_graded"] for g in after)
     assert all(g["overall"] is not None for g in after if not g["skipped"])
+    with sqlite3.connect(out / "index.sqlite") as db:
+        rows = dict(db.execute("SELECT episode_id, overall FROM grades WHERE grade_set_id = ?", (gid,)))
+    assert rows == {g["episode_id"]: g["overall"] for g in after}
 
 
 def test_every_fault_kind_is_known() -> None:

@@ -204,3 +204,40 @@ def test_grade_needs_the_judges_header_values_again(tmp_path: Path, monkeypatch:
         assert code == 0, output
         assert "0 not graded, 0 judge error(s)" in output
     assert not any(b"sk-judge-key-2" in p.read_bytes() for p in out.rglob("*") if p.is_file())
+
+
+def test_a_kill_between_a_grade_file_and_its_index_row_is_repaired_by_the_same_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run"
+    real = RunStore.index_grade
+    calls = {"n": 0}
+
+    def killed_on_the_second(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 2:
+            # the process stops after the grade file, before its index row (a kill leaves the
+            # same state on disk; an in-process KeyboardInterrupt would upset the test runner)
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunStore, "index_grade", killed_on_the_second)
+    code, output = _invoke([*SCRIPTED, "--out", str(out)])
+    assert code == EXIT_MACHINE_FAULT, output
+    gid = json.loads((out / "manifest.json").read_text())["grade_sets"][-1]
+    files = {p.stem for p in (out / "grades" / gid / "episodes").glob("*.json")}
+    with sqlite3.connect(out / "index.sqlite") as db:
+        indexed = {r[0] for r in db.execute("SELECT episode_id FROM grades")}
+    assert len(files) == 2 and len(indexed) == 1 and indexed < files  # one grade file lacks its row
+    orphan = (files - indexed).pop()
+    graded_before = (out / "grades" / gid / "episodes" / f"{orphan}.json").read_bytes()
+    monkeypatch.setattr(RunStore, "index_grade", real)
+    code, output = _invoke([*SCRIPTED, "--out", str(out)])
+    assert code == 0, output
+    with sqlite3.connect(out / "index.sqlite") as db:
+        rows = {r[0]: r[1:] for r in db.execute("SELECT episode_id, overall, passed FROM grades")}
+    grades = {p.stem: json.loads(p.read_text()) for p in (out / "grades" / gid / "episodes").glob("*.json")}
+    assert set(rows) == set(grades) and len(rows) == 3
+    assert all(rows[e] == (g["overall"], int(g["passed"])) for e, g in grades.items())
+    # the orphan's grade was indexed from its file, not graded again
+    assert (out / "grades" / gid / "episodes" / f"{orphan}.json").read_bytes() == graded_before
