@@ -158,9 +158,20 @@ async def test_preflight_skips_models_without_network(tmp_path: Path, dairy) -> 
 
 
 def test_literal_credential_headers_are_refused_and_no_header_value_is_saved(tmp_path: Path) -> None:
-    for name in ("Ocp-Apim-Subscription-Key", "X-Access-Key", "X-Session-Id", "Authorization"):
+    for name in ("Ocp-Apim-Subscription-Key", "X-Access-Key", "X-Session-Id", "Authorization",
+                 "X-Csrf-Token", "X-Bearer", "X-Client-Passphrase", "X-Private-Id"):
         with pytest.raises(ValueError, match="looks like a credential"):
             ModelSettings(extra_headers={name: "literal-value"})
+        assert ModelSettings(extra_headers={name: "env:SOME_VAR"}).extra_headers == {name: "env:SOME_VAR"}
+    for value in ("Bearer abc123", "basic dXNlcjpwYXNz", "sk-proj-abcdefghijkl"):
+        with pytest.raises(ValueError, match="looks like a credential"):
+            ModelSettings(extra_headers={"X-Custom": value})
+    assert ModelSettings(extra_headers={"X-Tenant": "acme-eu"}).extra_headers == {"X-Tenant": "acme-eu"}
+    # settings built over others keep the live header values (a dump holds only markers)
+    from callbench.models.registry import settings_from_pairs
+
+    base = ModelSettings(extra_headers={"X-Tenant": "acme-eu"})
+    assert settings_from_pairs(["temperature=0.5"], base).extra_headers == {"X-Tenant": "acme-eu"}
     literal = "tenant-literal-7f31"
     settings = tmp_path / "settings.yaml"
     settings.write_text(json.dumps({"candidate": {"spec": "scripted:reference",
