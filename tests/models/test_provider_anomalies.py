@@ -351,3 +351,26 @@ async def test_a_reset_raised_by_the_transport_is_a_reset_fault(dialect: str) ->
         await client.complete(_request("caller"))
     await client.aclose()
     assert info.value.kind == "reset" and f"{dialect} caller: reset" in str(info.value)
+
+
+async def test_a_shape_the_body_checks_miss_is_still_a_malformed_body_fault_not_a_traceback() -> None:
+    from callbench.models.base import ModelResponse, ToolCall
+
+    class Odd(RemoteClient):
+        provider = "odd"
+
+        def __init__(self) -> None:
+            super().__init__("openai:odd-model", ModelSettings(max_attempts=2, retry_base_delay_s=0.0))
+            self.sent = 0
+
+        async def _send(self, request: ModelRequest) -> ModelResponse:
+            self.sent += 1
+            if self.sent == 1:
+                ToolCall.model_validate({"id": "a", "name": None, "arguments": "{}"})  # raises
+            return ModelResponse(content="fine")
+
+    client = Odd()
+    with collect_faults() as ledger:
+        response = await client.complete(_request("candidate"))
+    assert response.content == "fine" and client.sent == 2
+    assert ledger.roles["candidate"].faults == {"malformed_body": 1}

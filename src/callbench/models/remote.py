@@ -83,13 +83,14 @@ class RemoteClient:
         except ValidationError as exc:
             # a field the adapter read had a shape no completion has (the body checks in
             # anomalies.py catch the known ones first): the provider's fault, never a traceback
-            where = ".".join(str(p) for p in exc.errors()[0]["loc"]) if exc.errors() else "?"
-            err = InfrastructureError(self.redactor.clean(
+            first = exc.errors()[0] if exc.errors() else None
+            where = ".".join(str(p) for p in first["loc"]) if first else "?"
+            bad = InfrastructureError(self.redactor.clean(
                 f"{self.provider} {role}: malformed_body: the response could not be read as a "
-                f"completion ({exc.title}.{where}: {exc.errors()[0]['msg'] if exc.errors() else exc})"),
+                f"completion ({exc.title}.{where}: {first['msg'] if first else exc})"),
                 retryable=True, kind="malformed_body", role=role)
-            note_fault(role, err.kind)
-            raise err from None
+            note_fault(role, bad.kind)
+            raise bad from None
         except Exception as exc:
             mapped = classify_exception(exc, provider=self.provider, redactor=self.redactor, role=role)
             if mapped is None:
