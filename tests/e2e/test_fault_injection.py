@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from callbench.cli import app
 from callbench.models.faults import FAULT_KINDS as KNOWN_KINDS
 from callbench.runs.machine import EXIT_PROVIDER
-from fakes.fault_server import FAULT_KINDS, LEDGER_KIND, FaultServer
+from fakes.fault_server import FAULT_KINDS, LEDGER_KIND, RETRYABLE_KINDS, FaultServer
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 SCENARIOS = "bank_balance_salary_check,clinic_ortho_reschedule,parcel_address_landmark_fix"
@@ -228,6 +228,33 @@ def test_twenty_percent_mixed_faults_charge_nothing_to_the_candidate(
     }
     assert "not_graded_reason" in rows[0]
     assert "Fault ledger" in html
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_judges_failing_often_in_every_retryable_way_still_grade_every_episode(
+    tmp_path: Path, env: None, provider: str
+) -> None:
+    out = tmp_path / "run"
+    judges = frozenset({"task_judge", "conversation_judge"})
+    with FaultServer(rate=0.4, seed=3, keys={KEY}, hang_s=4.0, kinds=RETRYABLE_KINDS, roles=judges) as server:
+        url = server.url if provider == "openai" else server.root
+        result = _run(out, _settings(tmp_path, url, provider=provider), provider=provider)
+        log = list(server.log)
+    assert result.exit_code == 0, result.output
+    injected = Counter(LEDGER_KIND[e.kind] for e in log if e.kind is not None)
+    assert sum(injected.values()) >= 2 and {e.role for e in log if e.kind} <= judges
+    grades = [json.loads(p.read_text()) for p in (out / "grades").glob("*/episodes/*.json")]
+    assert len(grades) == 3 and not any(g["not_graded"] or g["skipped"] for g in grades)
+    assert all(g["judge_errors"] == 0 and g["overall"] is not None for g in grades)
+    counted: Counter[str] = Counter()
+    requests: Counter[str] = Counter()
+    for g in grades:
+        assert set(g["faults"]) <= judges
+        for role, c in g["faults"].items():
+            counted.update(c["faults"])
+            requests[role] += c["requests"]
+    assert counted == injected
+    assert requests == Counter(e.role for e in log if e.role in judges)  # every judge request counted
 
 
 def test_bad_judge_key_stops_at_preflight(tmp_path: Path, env: None, monkeypatch: pytest.MonkeyPatch) -> None:
