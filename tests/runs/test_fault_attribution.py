@@ -252,3 +252,39 @@ def test_a_kill_between_a_grade_file_and_its_index_row_is_repaired_by_the_same_c
     assert all(rows[e] == (g["overall"], int(g["passed"])) for e, g in grades.items())
     # the orphan's grade was indexed from its file, not graded again
     assert (out / "grades" / gid / "episodes" / f"{orphan}.json").read_bytes() == graded_before
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_judge_failing_401_in_a_row_stops_the_run_then_resume_grades_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-good-1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-judge-good-1")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    settings = tmp_path / "settings.yaml"
+    out = tmp_path / "run"
+    spec = f"{provider}:fake-judge"
+    args = [
+        "run", str(DAIRY), "--candidate", "scripted:reference", "--caller", "scripted:plan",
+        "--task-judge", spec, "--conversation-judge", spec, "--repeats", "5",
+        "--concurrency", "1", "--out", str(out), "--settings", str(settings),
+    ]  # fmt: skip
+    with FaultServer(keys={"sk-judge-good-1"}) as server:
+        url = server.url if provider == "openai" else server.root
+        judge = {"spec": spec, "base_url": url, "max_attempts": 2, "retry_base_delay_s": 0.0}
+        settings.write_text(json.dumps({"task_judge": judge, "conversation_judge": judge}))
+        server.outages["fake-judge"] = 401  # e.g. the judge's key was revoked after the preflight
+        code, output = _invoke([*args, "--no-preflight"])
+        assert code == EXIT_PROVIDER, output
+        (line,) = _error_lines(output)
+        assert "judge" in line and f"{spec} failed 3 times in a row with HTTP 401" in line, line
+        assert "Traceback" not in output
+        traces = list((out / "traces").glob("*.json"))
+        assert 3 <= len(traces) < 5  # the run stopped instead of failing every remaining episode
+        server.outages.clear()
+        code, output = _invoke(args)
+        assert code == 0, output
+    grades = [json.loads(p.read_text()) for p in (out / "grades").glob("*/episodes/*.json")]
+    assert len(grades) == 5 and not any(g["not_graded"] for g in grades)
+    assert len({g["grade_set_id"] for g in grades}) == 1
