@@ -416,7 +416,7 @@ def report(
     except OSError as e:
         from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
 
-        line = machine_fault_message(e, e.filename or run_dirs[0])
+        line = machine_fault_message(e, e.filename or run_dirs[0], option="--html/--json/--csv")
         if line is not None:
             typer.echo(f"error: {line}", err=True)
             raise typer.Exit(EXIT_MACHINE_FAULT) from None

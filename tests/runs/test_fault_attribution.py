@@ -288,3 +288,17 @@ def test_a_judge_failing_401_in_a_row_stops_the_run_then_resume_grades_everythin
     grades = [json.loads(p.read_text()) for p in (out / "grades").glob("*/episodes/*.json")]
     assert len(grades) == 5 and not any(g["not_graded"] for g in grades)
     assert len({g["grade_set_id"] for g in grades}) == 1
+
+
+def test_machine_fault_lines_name_path_and_remedy() -> None:
+    from callbench.runs.machine import machine_fault_message
+
+    line = machine_fault_message(OSError(errno.EROFS, "Read-only file system", "/r/report.html"), "/r",
+                                 option="--html")
+    assert line == ("cannot write /r/report.html: the file system is read-only; use a writable --html "
+                    "folder or remount it read-write, then run the same command again to resume "
+                    "(finished work is kept)")
+    db = machine_fault_message(sqlite3.OperationalError("unable to open database file"), "/r")
+    assert db is not None and db.startswith("cannot write /r/index.sqlite: permission denied")
+    assert machine_fault_message(sqlite3.OperationalError("no such table: x"), "/r") is None
+    assert machine_fault_message(OSError(errno.ENOENT, "No such file"), "/r") is None
