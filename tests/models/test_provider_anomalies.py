@@ -148,6 +148,8 @@ async def test_a_persistent_anomaly_names_provider_role_and_kind(
     assert err.kind == kind and err.role == role and not err.retryable
     prefix = f"{dialect}:fake ({role}) failed after 3 attempts: {dialect} {role}: {kind}"
     assert str(err).startswith(prefix), str(err)
+    if fault == "truncated_json":
+        assert "the response body is truncated JSON" in str(err)
     assert ledger.roles[role].faults == {kind: 3} and ledger.roles[role].retries == 2
 
 

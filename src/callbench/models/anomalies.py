@@ -27,6 +27,16 @@ def _anomaly(who: str, kind: str, detail: str) -> InfrastructureError:
     return InfrastructureError(f"{who}: {kind}: {detail}", retryable=True, kind=kind)
 
 
+def _ends_early(text: str) -> bool:
+    """True when ``text`` is a JSON document cut short: the parse fails only where the text ends
+    (a NUL byte, invalid anywhere in JSON, is appended so the error lands at the cut)."""
+    try:
+        json.loads(text + "\x00")
+    except json.JSONDecodeError as e:
+        return e.pos >= len(text)
+    return False
+
+
 def checked_body(content: bytes, content_type: str, who: str) -> dict[str, Any]:
     """The decoded JSON object of a 200 response body.
 
@@ -46,7 +56,8 @@ def checked_body(content: bytes, content_type: str, who: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise _anomaly(who, "malformed_body", f"the response body is not JSON ({e.msg} at line {e.lineno} "
+        what = "empty" if not text.strip() else "truncated JSON" if _ends_early(text) else "not JSON"
+        raise _anomaly(who, "malformed_body", f"the response body is {what} ({e.msg}: line {e.lineno} "
                        f"column {e.colno}; {len(content)} bytes)") from None
     if not isinstance(data, dict):
         raise _anomaly(who, "malformed_body", f"the response body is a JSON {type(data).__name__}, "
