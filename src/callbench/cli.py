@@ -347,7 +347,7 @@ def grade(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     except (OSError, sqlite3.OperationalError) as e:
-        line = machine_fault_message(e, run_dir)
+        line = machine_fault_message(e, run_dir, option="run")
         if line is None:
             raise
         typer.echo(f"error: {line}", err=True)

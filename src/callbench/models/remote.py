@@ -112,7 +112,8 @@ class RemoteClient:
             if len(empties) >= EMPTY_REPLY_ATTEMPTS:
                 raise ModelOutputError(
                     f"empty_reply: {self.spec} returned no content and no tool calls "
-                    f"({len(empties)} times in a row)", raw=None, usage=usage, kind="empty_reply")
+                    f"({len(empties)} times; an empty completion is retried once)", raw=None, usage=usage,
+                    kind="empty_reply")
             raise InfrastructureError(f"{self.provider} {role}: empty_reply: no content and no tool calls",
                                       retryable=True, kind="empty_reply", role=role)
         if request.response_schema is not None:

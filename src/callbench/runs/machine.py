@@ -35,7 +35,8 @@ def machine_fault_message(exc: BaseException, fallback: Path | str, option: str 
     """One line for a machine fault, or None when ``exc`` is not one.
 
     ``fallback`` names the folder when the error carries no path (e.g. a write that failed after
-    the file was opened); ``option`` is the command's output option named in the read-only advice.
+    the file was opened); ``option`` names what to make writable in the read-only advice (the
+command's output option, or ``run`` for the run folder itself).
     Recognises OSError with errno ENOSPC, EDQUOT, EACCES, EPERM, EROFS and SQLite's "database or
     disk is full", "attempt to write a readonly database" and "unable to open database file" (the
     index cannot be created in the folder).
