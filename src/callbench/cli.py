@@ -347,7 +347,7 @@ def grade(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     except (OSError, sqlite3.OperationalError) as e:
-        line = machine_fault_message(e, run_dir)
+        line = machine_fault_message(e, run_dir, option="run")
         if line is None:
             raise
         typer.echo(f"error: {line}", err=True)
@@ -379,7 +379,8 @@ def report(
 ) -> None:
     """Report runs: terminal tables, one offline HTML file, optional JSON/CSV exports.
 
-    Exit codes: 0 ok; 2 unreadable input or runs that cannot be compared fairly.
+    Exit codes: 0 ok; 2 unreadable input or runs that cannot be compared fairly; 4 a report file
+    cannot be written (disk full, permission denied, read-only folder).
     """
     from rich.console import Console
 
@@ -413,6 +414,12 @@ def report(
             write_html(result, runs, html_out, include_traces=not no_traces)
             typer.echo(f"HTML report: {html_out.resolve().as_uri()}")
     except OSError as e:
+        from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
+
+        line = machine_fault_message(e, e.filename or run_dirs[0], option="--html/--json/--csv")
+        if line is not None:
+            typer.echo(f"error: {line}", err=True)
+            raise typer.Exit(EXIT_MACHINE_FAULT) from None
         typer.echo(f"error: cannot write report: {e}", err=True)
         raise typer.Exit(2) from None
 

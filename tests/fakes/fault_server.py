@@ -1,6 +1,10 @@
-"""A fault-injecting OpenAI-compatible server on loopback, for tests (issue 16 item 6).
+"""A fault-injecting provider on loopback, for tests (issue 16 item 6): OpenAI-compatible Chat
+Completions (``POST .../chat/completions``, base URL :attr:`FaultServer.url`) and the Anthropic
+Messages API (``POST /v1/messages``, base URL :attr:`FaultServer.root`), in one server.
 
-It plays every role validly, from the request alone:
+It plays every role validly, from the request alone (for Anthropic the caller, judges and probes
+are recognised by the forced tool of ``tool_choice``, and replies are ``text`` / ``tool_use``
+blocks):
 
 - a request with ``tools`` is the candidate: a greeting first, then one call of the first tool
   that does not end the call (minimal arguments for its schema) after the caller's first turn, and
@@ -32,33 +36,71 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULT_KINDS: tuple[str, ...] = (
+COMMON_KINDS: tuple[str, ...] = (
     "rate_limit",  # 429 with retry-after-ms
     "server_error",  # 500
     "unavailable",  # 503
+    "overloaded",  # 529 overloaded_error (Anthropic's)
     "hang",  # no answer before the client's timeout
     "truncated_json",  # 200, application/json, the body cut in half
     "not_utf8",  # 200, application/json, bytes that are not UTF-8
     "html",  # 200, text/html
-    "empty_choices",  # 200, "choices": []
-    "missing_choices",  # 200, no "choices" key
-    "null_content",  # 200, message content null and no tool calls
+    "error_body",  # 200 whose body is an error object
+    "null_content",  # 200, no content and no tool calls (OpenAI: content null; Anthropic: one empty text)
     "reset",  # the connection closes in the middle of the body
     "unauthorized",  # 401
     "not_found",  # 404 (model not found)
 )
+OPENAI_KINDS: tuple[str, ...] = (
+    "empty_choices",  # 200, "choices": []
+    "missing_choices",  # 200, no "choices" key
+)
+ANTHROPIC_KINDS: tuple[str, ...] = (
+    "missing_content",  # 200, a message without "content"
+    "empty_content",  # 200, "content": []
+    "stop_reason_only",  # 200, {"stop_reason": "end_turn"} and nothing else
+)
+FAULT_KINDS: tuple[str, ...] = COMMON_KINDS + OPENAI_KINDS + ANTHROPIC_KINDS
+DIALECT_KINDS = {
+    "openai": frozenset(COMMON_KINDS + OPENAI_KINDS),
+    "anthropic": frozenset(COMMON_KINDS + ANTHROPIC_KINDS),
+}
 RETRYABLE_KINDS = tuple(k for k in FAULT_KINDS if k not in ("unauthorized", "not_found"))
+LEDGER_KIND = {
+    "rate_limit": "rate_limit",
+    "server_error": "server_error",
+    "unavailable": "server_error",
+    "overloaded": "server_error",
+    "hang": "timeout",
+    "truncated_json": "malformed_body",
+    "not_utf8": "not_utf8",
+    "html": "html_body",
+    "error_body": "error_body",
+    "null_content": "empty_reply",
+    "reset": "reset",
+    "unauthorized": "auth",
+    "not_found": "not_found",
+    "empty_choices": "empty_choices",
+    "missing_choices": "missing_choices",
+    "missing_content": "missing_content",
+    "empty_content": "empty_reply",
+    "stop_reason_only": "missing_content",
+}
+"""What callbench's adapters call each injected fault (``callbench.models.faults``)."""
 
 
 @dataclass
 class LogEntry:
-    """One request: number (0-based), role, model, injected fault kind (None: valid reply)."""
+    """One request: number (0-based), role, model, injected fault kind (None: valid reply), the API
+    it spoke (``openai`` or ``anthropic``)."""
 
     n: int
     role: str
     model: str
     kind: str | None
     status: int
+    dialect: str = "openai"
+    headers: dict[str, str] = field(default_factory=dict)  # x-* and ocp-* request headers received
     content: str | None = None
     tool_calls: list[str] = field(default_factory=list)
 
@@ -90,30 +132,65 @@ def _schema_of(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return str(js.get("name", "")), js.get("schema", {})
 
 
-def role_of(body: dict[str, Any]) -> str:
+_SCHEMA_ROLES = {
+    "caller_turn": "caller",
+    "task_judgement": "task_judge",
+    "conversation_judgement": "conversation_judge",
+}
+
+
+def _forced_tool(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The Anthropic tool that ``tool_choice`` forces (callbench's structured output), if any."""
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict) or choice.get("type") != "tool":
+        return None
+    return next((t for t in body.get("tools") or [] if t.get("name") == choice.get("name")), None)
+
+
+def role_of(body: dict[str, Any], dialect: str = "openai") -> str:
     """Which role a request body plays: candidate, caller, task_judge, conversation_judge, or probe
     (callbench's preflight requests, and any other schema)."""
     tools = body.get("tools") or []
+    if dialect == "anthropic":
+        forced = _forced_tool(body)
+        if forced is not None:
+            return _SCHEMA_ROLES.get(str(forced.get("name")), "probe")
+        if tools:
+            return "probe" if tools[0].get("name") == "preflight_ping" else "candidate"
+        return "probe"
     if tools:
         return "probe" if tools[0].get("function", {}).get("name") == "preflight_ping" else "candidate"
     named = _schema_of(body)
     name = named[0] if named else ""
-    return {"caller_turn": "caller", "task_judgement": "task_judge",
-            "conversation_judgement": "conversation_judge"}.get(name, "probe")
+    return _SCHEMA_ROLES.get(name, "probe")
 
 
 class FaultServer:
     """The server. Use as a context manager; :attr:`url` is the ``/v1`` base URL.
 
-    ``rate`` is the share of requests that get a fault (0..1), drawn from ``kinds``; ``keys`` the
-    accepted bearer keys (None: any); ``hang_s`` how long a hang lasts (make it longer than the
-    client's timeout); ``retry_after_ms`` what a 429 asks to wait; ``repeats`` (when set) limits
-    faults to the first ``repeats`` times a request body is seen (a retry then gets a valid reply).
+    ``rate`` is the share of requests that get a fault (0..1), drawn from those of ``kinds`` that
+    the request's API has (:data:`DIALECT_KINDS`); ``keys`` the accepted keys (OpenAI: bearer
+    token; Anthropic: ``x-api-key`` or a bearer token; None: any); ``hang_s`` how long a hang
+    lasts (make it longer than the client's timeout); ``retry_after_ms`` what a 429 asks to wait;
+    ``repeats`` (when set) limits faults to the first ``repeats`` times a request body is seen (a
+    retry then gets a valid reply);
+    ``roles`` (when set) limits faults to requests of those roles (:func:`role_of`).
     """
 
-    def __init__(self, *, rate: float = 0.0, kinds: tuple[str, ...] = FAULT_KINDS, seed: int = 0,
-                 keys: set[str] | None = None, hang_s: float = 1.0, retry_after_ms: int = 20,
-                 max_requests: int = 20000, lifetime_s: float = 600.0, repeats: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        rate: float = 0.0,
+        kinds: tuple[str, ...] = FAULT_KINDS,
+        seed: int = 0,
+        keys: set[str] | None = None,
+        hang_s: float = 1.0,
+        retry_after_ms: int = 20,
+        max_requests: int = 20000,
+        lifetime_s: float = 600.0,
+        repeats: int | None = None,
+        roles: frozenset[str] | None = None,
+    ) -> None:
         unknown = set(kinds) - set(FAULT_KINDS)
         if unknown:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}")
@@ -122,6 +199,7 @@ class FaultServer:
         self.hang_s, self.retry_after_ms = hang_s, retry_after_ms
         self.max_requests, self.lifetime_s = max_requests, lifetime_s
         self.repeats = repeats
+        self.roles = roles
         self.log: list[LogEntry] = []
         self.outages: dict[str, int] = {}  # model -> HTTP status answered to every request
         self._seen: dict[str, int] = {}
@@ -144,7 +222,9 @@ class FaultServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
         timer = threading.Timer(self.lifetime_s, self.close)
         timer.daemon = True
         timer.start()
@@ -163,25 +243,32 @@ class FaultServer:
 
     @property
     def url(self) -> str:
+        """The OpenAI-compatible base URL (``.../v1``)."""
+        return f"{self.root}/v1"
+
+    @property
+    def root(self) -> str:
+        """The Anthropic base URL (the SDK adds ``/v1/messages``)."""
         assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def faults(self, kind: str | None = None) -> list[LogEntry]:
         """Logged requests that got a fault (of ``kind`` when given)."""
         return [e for e in self.log if e.kind is not None and (kind is None or e.kind == kind)]
 
     # ------------------------------------------------------------------ decisions
-    def _fault_for(self, raw: bytes) -> str | None:
+    def _fault_for(self, raw: bytes, dialect: str = "openai") -> str | None:
         digest = hashlib.sha256(raw).hexdigest()
         with self._lock:
             seen = self._seen.get(digest, 0)
             self._seen[digest] = seen + 1
-        if self.rate <= 0 or not self.kinds or (self.repeats is not None and seen >= self.repeats):
+        kinds = [k for k in self.kinds if k in DIALECT_KINDS[dialect]]
+        if self.rate <= 0 or not kinds or (self.repeats is not None and seen >= self.repeats):
             return None
         h = hashlib.sha256(f"{self.seed}|{digest}|{seen}".encode()).digest()
         if int.from_bytes(h[:8], "big") / 2**64 >= self.rate:
             return None
-        return self.kinds[int.from_bytes(h[8:16], "big") % len(self.kinds)]
+        return kinds[int.from_bytes(h[8:16], "big") % len(kinds)]
 
     def valid_message(self, body: dict[str, Any]) -> dict[str, Any]:
         """The valid assistant message for ``body`` (see the module docstring)."""
@@ -189,8 +276,11 @@ class FaultServer:
         messages = body.get("messages", [])
         if role == "probe" and body.get("tools"):
             fn = body["tools"][0]["function"]
-            call = {"id": "call_probe", "type": "function",
-                    "function": {"name": fn["name"], "arguments": "{}"}}
+            call = {
+                "id": "call_probe",
+                "type": "function",
+                "function": {"name": fn["name"], "arguments": "{}"},
+            }
             return {"role": "assistant", "content": None, "tool_calls": [call]}
         if role == "candidate":
             ref = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:10]
@@ -199,36 +289,78 @@ class FaultServer:
                 return {"role": "assistant", "content": f"Hello, thank you for calling, ref {ref}."}
             last = messages[-1].get("role") if messages else None
             called = any(m.get("tool_calls") for m in said)
-            plain = [t["function"] for t in body["tools"]
-                     if "concluding_message" not in t["function"].get("parameters", {}).get("properties", {})]
+            plain = [
+                t["function"]
+                for t in body["tools"]
+                if "concluding_message" not in t["function"].get("parameters", {}).get("properties", {})
+            ]
             if last == "user" and not called and plain:
                 fn = plain[0]
                 args = smallest_instance(fn.get("parameters", {}))
-                return {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": f"call_{ref}", "type": "function",
-                     "function": {"name": fn["name"], "arguments": json.dumps(args)}}]}
+                return {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call_{ref}",
+                            "type": "function",
+                            "function": {"name": fn["name"], "arguments": json.dumps(args)},
+                        }
+                    ],
+                }
             return {"role": "assistant", "content": f"I understand, let me note that, ref {ref}."}
         named = _schema_of(body)
-        schema = named[1] if named else {}
-        if role == "caller":
-            step = schema.get("properties", {}).get("expressed_step", {})
-            options = [v for alt in step.get("anyOf", [step]) for v in alt.get("enum", [])]
-            if options:
-                out = {"expressed_step": options[0], "speech": "Yes, and there is one more thing I need.",
-                       "done": False}
-            else:
-                out = {"expressed_step": None, "speech": "Okay, thank you. Bye.", "done": True}
-        elif role in ("task_judge", "conversation_judge"):
-            props = schema.get("properties", {})
-            out = {}
-            for kind, value in (("criteria", {"label": "met"}), ("ratings", {"rating": 5})):
-                box = props.get(kind)
-                if isinstance(box, dict):
-                    out[kind] = {i: {"reason": "fine", "cited_messages": [], **value}
-                                 for i in box.get("required", [])}
-        else:
-            out = smallest_instance(schema)
-        return {"role": "assistant", "content": json.dumps(out)}
+        return {
+            "role": "assistant",
+            "content": json.dumps(structured_answer(role, named[1] if named else {})),
+        }
+
+    def valid_anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The valid Messages API ``message`` for ``body`` (same behaviour as :meth:`valid_message`)."""
+        role = role_of(body, "anthropic")
+        messages = body.get("messages", [])
+        tools = body.get("tools") or []
+        if role == "probe" and not _forced_tool(body) and tools:
+            return _anthropic_message(
+                body, [{"type": "tool_use", "id": "toolu_probe", "name": tools[0]["name"], "input": {}}]
+            )
+        if role == "candidate":
+            ref = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:10]
+            said = [m for m in messages if m.get("role") == "assistant"]
+            if not said:
+                return _anthropic_message(
+                    body, [{"type": "text", "text": f"Hello, thank you for calling, ref {ref}."}]
+                )
+            blocks = [b for m in said for b in (m.get("content") or []) if isinstance(b, dict)]
+            called = any(b.get("type") == "tool_use" for b in blocks)
+            last = messages[-1].get("role") if messages else None
+            plain = [
+                t
+                for t in tools
+                if "concluding_message" not in t.get("input_schema", {}).get("properties", {})
+            ]
+            if last == "user" and not called and plain:
+                fn = plain[0]
+                return _anthropic_message(
+                    body,
+                    [
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_{ref}",
+                            "name": fn["name"],
+                            "input": smallest_instance(fn.get("input_schema", {})) or {},
+                        }
+                    ],
+                )
+            return _anthropic_message(
+                body, [{"type": "text", "text": f"I understand, let me note that, ref {ref}."}]
+            )
+        forced = _forced_tool(body) or {}
+        answer = structured_answer(role, forced.get("input_schema", {}))
+        return _anthropic_message(
+            body,
+            [{"type": "tool_use", "id": "toolu_answer", "name": forced.get("name", ""), "input": answer}],
+        )
 
     # ------------------------------------------------------------------ serving
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
@@ -237,25 +369,43 @@ class FaultServer:
             body = json.loads(raw)
         except ValueError:
             body = {}
-        model, role = str(body.get("model", "")), role_of(body)
+        dialect = "anthropic" if h.path.rstrip("/").endswith("/messages") else "openai"
+        model, role = str(body.get("model", "")), role_of(body, dialect)
         with self._lock:
             n = len(self.log)
-        auth = h.headers.get("Authorization", "")
-        status, kind = 200, self._fault_for(raw)
+        bearer = h.headers.get("Authorization", "").removeprefix("Bearer ")
+        key = (h.headers.get("x-api-key") or bearer) if dialect == "anthropic" else bearer
+        status, kind = 200, self._fault_for(raw, dialect)
+        if self.roles is not None and role not in self.roles:
+            kind = None
         if n >= self.max_requests:
             kind, status = "budget_exhausted", 503
-        elif self.keys is not None and auth.removeprefix("Bearer ") not in self.keys:
+        elif self.keys is not None and key not in self.keys:
             kind = "bad_key"
         elif model in self.outages:
             kind, status = "outage", self.outages[model]
-        entry = LogEntry(n=n, role=role, model=model, kind=kind, status=status)
+        extra = {
+            k: v
+            for k, v in h.headers.items()
+            if k.lower().startswith(("x-", "ocp-")) and not k.lower().startswith("x-stainless")
+        }
+        entry = LogEntry(
+            n=n, role=role, model=model, kind=kind, status=status, dialect=dialect, headers=extra
+        )
         with self._lock:
             self.log.append(entry)
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._answer(h, body, entry)
 
-    def _send(self, h: BaseHTTPRequestHandler, status: int, data: bytes, ctype: str = "application/json",
-              headers: dict[str, str] | None = None, length: int | None = None) -> None:
+    def _send(
+        self,
+        h: BaseHTTPRequestHandler,
+        status: int,
+        data: bytes,
+        ctype: str = "application/json",
+        headers: dict[str, str] | None = None,
+        length: int | None = None,
+    ) -> None:
         h.send_response(status)
         h.send_header("Content-Type", ctype)
         h.send_header("Content-Length", str(len(data) if length is None else length))
@@ -265,41 +415,109 @@ class FaultServer:
         h.wfile.write(data)
         h.wfile.flush()
 
-    def _error(self, h: BaseHTTPRequestHandler, status: int, message: str,
-               headers: dict[str, str] | None = None) -> None:
-        data = json.dumps({"error": {"message": message, "type": "fake", "code": status}}).encode()
-        self._send(h, status, data, headers=headers)
+    def _error(
+        self,
+        h: BaseHTTPRequestHandler,
+        status: int,
+        message: str,
+        dialect: str,
+        headers: dict[str, str] | None = None,
+        error_type: str = "fake",
+    ) -> None:
+        if dialect == "anthropic":
+            body: dict[str, Any] = {"type": "error", "error": {"type": error_type, "message": message}}
+        else:
+            body = {"error": {"message": message, "type": error_type, "code": status}}
+        self._send(h, status, json.dumps(body).encode(), headers=headers)
 
     def _completion(self, body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
-        return {"id": "cmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-                "choices": [{"index": 0, "message": message,
-                             "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
-                "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}}
+        return {
+            "id": "cmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", ""),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+        }
 
     def _answer(self, h: BaseHTTPRequestHandler, body: dict[str, Any], entry: LogEntry) -> None:
-        kind = entry.kind
+        kind, dialect = entry.kind, entry.dialect
         if kind in ("budget_exhausted", "outage"):
             entry.status = entry.status or 503
-            self._error(h, entry.status, f"fake server: {kind}")
+            self._error(h, entry.status, f"fake server: {kind}", dialect, error_type="api_error")
         elif kind in ("bad_key", "unauthorized"):
             entry.status = 401
-            self._error(h, 401, "Incorrect API key provided")
+            self._error(h, 401, "Incorrect API key provided", dialect, error_type="authentication_error")
         elif kind == "not_found":
             entry.status = 404
-            self._error(h, 404, f"The model {entry.model!r} does not exist")
+            self._error(
+                h, 404, f"The model {entry.model!r} does not exist", dialect, error_type="not_found_error"
+            )
         elif kind == "rate_limit":
             entry.status = 429
-            self._error(h, 429, "Rate limit reached", {"retry-after-ms": str(self.retry_after_ms)})
-        elif kind in ("server_error", "unavailable"):
-            entry.status = 500 if kind == "server_error" else 503
-            self._error(h, entry.status, "The server had an error")
+            self._error(
+                h,
+                429,
+                "Rate limit reached",
+                dialect,
+                {"retry-after-ms": str(self.retry_after_ms)},
+                error_type="rate_limit_error",
+            )
+        elif kind in ("server_error", "unavailable", "overloaded"):
+            entry.status = {"server_error": 500, "unavailable": 503, "overloaded": 529}[kind]
+            self._error(
+                h,
+                entry.status,
+                "The server had an error",
+                dialect,
+                error_type="overloaded_error" if kind == "overloaded" else "api_error",
+            )
         elif kind == "hang":
             self._stop.wait(self.hang_s)
-            self._error(h, 504, "too late")
+            self._error(h, 504, "too late", dialect)
         elif kind == "html":
             self._send(h, 200, b"<html><body><h1>502 Bad Gateway</h1></body></html>", "text/html")
         elif kind == "not_utf8":
-            self._send(h, 200, b'{"choices": [{"message": {"content": "\xff\xfe\xfa"}}]}')
+            inner = (
+                b'"content": [{"type": "text", "text": "\xff\xfe"}]'
+                if dialect == "anthropic"
+                else (b'"choices": [{"message": {"content": "\xff\xfe\xfa"}}]')
+            )
+            self._send(h, 200, b"{" + inner + b"}")
+        elif kind == "error_body":
+            error = {
+                "type": "overloaded_error" if dialect == "anthropic" else "server_error",
+                "message": "upstream failed",
+            }
+            data = {"type": "error", "error": error} if dialect == "anthropic" else {"error": error}
+            self._send(h, 200, json.dumps(data).encode())
+        else:
+            self._reply(h, body, entry)
+
+    def _reply(self, h: BaseHTTPRequestHandler, body: dict[str, Any], entry: LogEntry) -> None:
+        kind = entry.kind
+        completion: dict[str, Any]
+        if entry.dialect == "anthropic":
+            completion = self.valid_anthropic(body)
+            if kind == "null_content":
+                completion["content"] = [{"type": "text", "text": ""}]
+            elif kind == "empty_content":
+                completion["content"] = []
+            elif kind == "missing_content":
+                del completion["content"]
+            elif kind == "stop_reason_only":
+                completion = {"stop_reason": "end_turn"}
+            blocks = completion.get("content") or []
+            content = "".join(b["text"] for b in blocks if b.get("type") == "text") or None
+            calls = [b["name"] for b in blocks if b.get("type") == "tool_use"]
+            if role_of(body, "anthropic") not in ("candidate", "probe") and calls:
+                content = json.dumps(blocks[0]["input"])  # the structured answer, as callbench reads it
         else:
             message = self.valid_message(body)
             if kind == "null_content":
@@ -309,13 +527,55 @@ class FaultServer:
                 completion["choices"] = []
             elif kind == "missing_choices":
                 del completion["choices"]
-            data = json.dumps(completion).encode()
-            if kind == "truncated_json":
-                self._send(h, 200, data[: len(data) // 2])
-            elif kind == "reset":
-                self._send(h, 200, data[: len(data) // 2], length=len(data))
-                h.close_connection = True
-            else:
-                entry.content = message.get("content")
-                entry.tool_calls = [c["function"]["name"] for c in message.get("tool_calls") or []]
-                self._send(h, 200, data)
+            content = message.get("content")
+            calls = [c["function"]["name"] for c in message.get("tool_calls") or []]
+        data = json.dumps(completion).encode()
+        if kind == "truncated_json":
+            self._send(h, 200, data[: len(data) // 2])
+        elif kind == "reset":
+            self._send(h, 200, data[: len(data) // 2], length=len(data))
+            h.close_connection = True
+        else:
+            if kind is None:
+                entry.content, entry.tool_calls = content, calls
+            self._send(h, 200, data)
+
+
+def structured_answer(role: str, schema: dict[str, Any]) -> Any:
+    """The valid caller or judge answer for ``schema`` (see the module docstring); any other role
+    gets the schema's smallest instance."""
+    if role == "caller":
+        step = schema.get("properties", {}).get("expressed_step", {})
+        options = [v for alt in step.get("anyOf", [step]) for v in alt.get("enum", [])]
+        if options:
+            return {
+                "expressed_step": options[0],
+                "speech": "Yes, and there is one more thing I need.",
+                "done": False,
+            }
+        return {"expressed_step": None, "speech": "Okay, thank you. Bye.", "done": True}
+    if role in ("task_judge", "conversation_judge"):
+        props = schema.get("properties", {})
+        out = {}
+        for kind, value in (("criteria", {"label": "met"}), ("ratings", {"rating": 5})):
+            box = props.get(kind)
+            if isinstance(box, dict):
+                out[kind] = {
+                    i: {"reason": "fine", "cited_messages": [], **value} for i in box.get("required", [])
+                }
+        return out
+    return smallest_instance(schema)
+
+
+def _anthropic_message(body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    calls = any(b.get("type") == "tool_use" for b in blocks)
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", ""),
+        "content": blocks,
+        "stop_reason": "tool_use" if calls else "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 50, "output_tokens": 10},
+    }

@@ -158,9 +158,20 @@ async def test_preflight_skips_models_without_network(tmp_path: Path, dairy) -> 
 
 
 def test_literal_credential_headers_are_refused_and_no_header_value_is_saved(tmp_path: Path) -> None:
-    for name in ("Ocp-Apim-Subscription-Key", "X-Access-Key", "X-Session-Id", "Authorization"):
+    for name in ("Ocp-Apim-Subscription-Key", "X-Access-Key", "X-Session-Id", "Authorization",
+                 "X-Csrf-Token", "X-Bearer", "X-Client-Passphrase", "X-Private-Id"):
         with pytest.raises(ValueError, match="looks like a credential"):
             ModelSettings(extra_headers={name: "literal-value"})
+        assert ModelSettings(extra_headers={name: "env:SOME_VAR"}).extra_headers == {name: "env:SOME_VAR"}
+    for value in ("Bearer abc123", "basic dXNlcjpwYXNz", "sk-proj-abcdefghijkl"):
+        with pytest.raises(ValueError, match="looks like a credential"):
+            ModelSettings(extra_headers={"X-Custom": value})
+    assert ModelSettings(extra_headers={"X-Tenant": "acme-eu"}).extra_headers == {"X-Tenant": "acme-eu"}
+    # settings built over others keep the live header values (a dump holds only markers)
+    from callbench.models.registry import settings_from_pairs
+
+    base = ModelSettings(extra_headers={"X-Tenant": "acme-eu"})
+    assert settings_from_pairs(["temperature=0.5"], base).extra_headers == {"X-Tenant": "acme-eu"}
     literal = "tenant-literal-7f31"
     settings = tmp_path / "settings.yaml"
     settings.write_text(json.dumps({"candidate": {"spec": "scripted:reference",
@@ -204,3 +215,90 @@ def test_grade_needs_the_judges_header_values_again(tmp_path: Path, monkeypatch:
         assert code == 0, output
         assert "0 not graded, 0 judge error(s)" in output
     assert not any(b"sk-judge-key-2" in p.read_bytes() for p in out.rglob("*") if p.is_file())
+
+
+def test_a_kill_between_a_grade_file_and_its_index_row_is_repaired_by_the_same_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run"
+    real = RunStore.index_grade
+    calls = {"n": 0}
+
+    def killed_on_the_second(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 2:
+            # the process stops after the grade file, before its index row (a kill leaves the
+            # same state on disk; an in-process KeyboardInterrupt would upset the test runner)
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(RunStore, "index_grade", killed_on_the_second)
+    code, output = _invoke([*SCRIPTED, "--out", str(out)])
+    assert code == EXIT_MACHINE_FAULT, output
+    gid = json.loads((out / "manifest.json").read_text())["grade_sets"][-1]
+    files = {p.stem for p in (out / "grades" / gid / "episodes").glob("*.json")}
+    with sqlite3.connect(out / "index.sqlite") as db:
+        indexed = {r[0] for r in db.execute("SELECT episode_id FROM grades")}
+    assert len(files) == 2 and len(indexed) == 1 and indexed < files  # one grade file lacks its row
+    orphan = (files - indexed).pop()
+    graded_before = (out / "grades" / gid / "episodes" / f"{orphan}.json").read_bytes()
+    monkeypatch.setattr(RunStore, "index_grade", real)
+    code, output = _invoke([*SCRIPTED, "--out", str(out)])
+    assert code == 0, output
+    with sqlite3.connect(out / "index.sqlite") as db:
+        rows = {r[0]: r[1:] for r in db.execute("SELECT episode_id, overall, passed FROM grades")}
+    grades = {p.stem: json.loads(p.read_text()) for p in (out / "grades" / gid / "episodes").glob("*.json")}
+    assert set(rows) == set(grades) and len(rows) == 3
+    assert all(rows[e] == (g["overall"], int(g["passed"])) for e, g in grades.items())
+    # the orphan's grade was indexed from its file, not graded again
+    assert (out / "grades" / gid / "episodes" / f"{orphan}.json").read_bytes() == graded_before
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_judge_failing_401_in_a_row_stops_the_run_then_resume_grades_everything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, provider: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-good-1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-judge-good-1")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    settings = tmp_path / "settings.yaml"
+    out = tmp_path / "run"
+    spec = f"{provider}:fake-judge"
+    args = [
+        "run", str(DAIRY), "--candidate", "scripted:reference", "--caller", "scripted:plan",
+        "--task-judge", spec, "--conversation-judge", spec, "--repeats", "5",
+        "--concurrency", "1", "--out", str(out), "--settings", str(settings),
+    ]  # fmt: skip
+    with FaultServer(keys={"sk-judge-good-1"}) as server:
+        url = server.url if provider == "openai" else server.root
+        judge = {"spec": spec, "base_url": url, "max_attempts": 2, "retry_base_delay_s": 0.0}
+        settings.write_text(json.dumps({"task_judge": judge, "conversation_judge": judge}))
+        server.outages["fake-judge"] = 401  # e.g. the judge's key was revoked after the preflight
+        code, output = _invoke([*args, "--no-preflight"])
+        assert code == EXIT_PROVIDER, output
+        (line,) = _error_lines(output)
+        assert "judge" in line and f"{spec} failed 3 times in a row with HTTP 401" in line, line
+        assert "Traceback" not in output
+        traces = list((out / "traces").glob("*.json"))
+        assert 3 <= len(traces) < 5  # the run stopped instead of failing every remaining episode
+        server.outages.clear()
+        code, output = _invoke(args)
+        assert code == 0, output
+    grades = [json.loads(p.read_text()) for p in (out / "grades").glob("*/episodes/*.json")]
+    assert len(grades) == 5 and not any(g["not_graded"] for g in grades)
+    assert len({g["grade_set_id"] for g in grades}) == 1
+
+
+def test_machine_fault_lines_name_path_and_remedy() -> None:
+    from callbench.runs.machine import machine_fault_message
+
+    line = machine_fault_message(OSError(errno.EROFS, "Read-only file system", "/r/report.html"), "/r",
+                                 option="--html")
+    assert line == ("cannot write /r/report.html: the file system is read-only; use a writable --html "
+                    "folder or remount it read-write, then run the same command again to resume "
+                    "(finished work is kept)")
+    db = machine_fault_message(sqlite3.OperationalError("unable to open database file"), "/r")
+    assert db is not None and db.startswith("cannot write /r/index.sqlite: permission denied")
+    assert machine_fault_message(sqlite3.OperationalError("no such table: x"), "/r") is None
+    assert machine_fault_message(OSError(errno.ENOENT, "No such file"), "/r") is None

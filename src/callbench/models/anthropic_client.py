@@ -173,7 +173,7 @@ def parse_anthropic_message(message: Any, request: ModelRequest) -> ModelRespons
     wrapped = request.response_schema is not None and _output_tool_schema(request.response_schema)[1]
     for block in message.content:
         if block.type == "text":
-            texts.append(block.text)
+            texts.append(block.text or "")
         elif block.type == "tool_use":
             if wanted is not None and block.name == wanted and answer is None:
                 value = block.input
@@ -184,10 +184,11 @@ def parse_anthropic_message(message: Any, request: ModelRequest) -> ModelRespons
                 calls.append(ToolCall(id=block.id, name=block.name,
                                       arguments=json.dumps(block.input, ensure_ascii=False)))
     content = answer if wanted is not None else ("".join(texts) or None)
-    u = message.usage
+    u = message.usage  # None when a server leaves usage out (its tokens are then unknown: 0)
     read = getattr(u, "cache_read_input_tokens", None) or 0
     written = getattr(u, "cache_creation_input_tokens", None) or 0
-    usage = Usage(input_tokens=(u.input_tokens or 0) + read + written, output_tokens=u.output_tokens or 0,
+    usage = Usage(input_tokens=(getattr(u, "input_tokens", None) or 0) + read + written,
+                  output_tokens=getattr(u, "output_tokens", None) or 0,
                   cached_input_tokens=read, cache_write_input_tokens=written)
     return ModelResponse(content=content, tool_calls=calls, usage=usage, finish_reason=message.stop_reason,
                          model=message.model or "")

@@ -17,14 +17,19 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 Role = Literal["candidate", "caller", "task_judge", "conversation_judge"]
 
 SECRET_HEADER_RE = re.compile(
-    r"auth|key|token|secret|cookie|password|passwd|credential|signature|session|subscription",
+    r"auth|key|token|secret|cookie|pass|credential|signature|session|subscription|bearer|jwt|private"
+    r"|csrf|xsrf",
     re.IGNORECASE,
 )
+"""Header names that look like credentials: their value must be ``env:VAR``."""
+SECRET_VALUE_RE = re.compile(r"(bearer|basic)\s+\S|sk-[A-Za-z0-9_-]{8,}", re.IGNORECASE)
+"""Literal header values that look like credentials whatever the header's name (``Bearer ...``,
+``Basic ...``, an ``sk-...`` key): refused too."""
 ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*")
 HEADER_VALUE_MARKER = "[not saved]"
+"""What every saved header value is replaced by (manifests, traces, grade sets, reports)."""
 OPERATIONAL_SETTINGS = frozenset({"extra_headers", "max_attempts", "retry_base_delay_s"})
 """Settings that never change what a model says (left out of candidate ids)."""
-"""What every saved header value is replaced by (manifests, traces, grade sets, reports)."""
 OMITTED_AT_DEFAULT = frozenset({"tool_choice", "structured_output", "parse_content_tool_calls"})
 """Settings added after runs were saved: left out of candidate ids and cache keys while at their
 default, so ids and cache keys of earlier runs stay the same (``identity_settings``)."""
@@ -88,13 +93,17 @@ class ModelSettings(BaseModel):
     @field_validator("extra_headers")
     @classmethod
     def _no_secret_headers(cls, headers: dict[str, str]) -> dict[str, str]:
-        """A header whose name looks like a credential (authorization, api-key, token, secret,
-        cookie) must take its value from the environment as ``env:VAR_NAME``, so settings (which
-        are saved in manifests and traces) never hold a secret."""
+        """A header whose name looks like a credential (:data:`SECRET_HEADER_RE`: authorization,
+        api-key, token, secret, cookie, subscription...) or whose literal value does
+        (:data:`SECRET_VALUE_RE`: ``Bearer ...``, ``sk-...``) must take its value from the
+        environment as ``env:VAR_NAME``. (Every value is left out of saved files anyway, by the
+        serializer below; this keeps secrets out of settings files too.)"""
         for name, value in headers.items():
             if value == HEADER_VALUE_MARKER:
                 continue  # loaded from a saved file: the value was never saved
-            if SECRET_HEADER_RE.search(name) and not ENV_REF_RE.fullmatch(value):
+            if ENV_REF_RE.fullmatch(value):
+                continue
+            if SECRET_HEADER_RE.search(name) or SECRET_VALUE_RE.match(value.strip()):
                 raise ValueError(
                     f"extra_headers[{name!r}] looks like a credential; give it as 'env:VAR_NAME' "
                     "and put the secret in that environment variable"

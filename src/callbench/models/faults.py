@@ -10,11 +10,12 @@ Fault kinds (issue 16): ``rate_limit`` (429), ``server_error`` (5xx, 408, 409), 
 ``connection``, ``reset`` (the connection closed in the middle of the body), ``auth`` (401/403),
 ``not_found`` (404), ``client_error`` (other 4xx), ``malformed_body`` (200 whose body is not JSON,
 e.g. truncated), ``not_utf8``, ``html_body`` (200 with a non-JSON content type such as
-``text/html``), ``missing_choices``, ``empty_choices`` (OpenAI), ``missing_content`` (Anthropic),
-``empty_reply`` (a completion with no content and no tool calls), ``invalid_request`` (a 4xx/5xx
-whose body is a request-validation error: never retried, it drives the OpenAI adapter's
-negotiation, ``negotiation.py``), ``tool_call_in_content`` (tool calls returned as JSON text in
-``content``; a candidate output error unless ``parse_content_tool_calls`` is set).
+``text/html``), ``error_body`` (200 whose body is an error object, e.g. Anthropic's ``type: error``),
+``missing_choices``, ``empty_choices`` (OpenAI), ``missing_content`` (Anthropic), ``empty_reply`` (a
+completion with no content and no tool calls), ``invalid_request`` (a 4xx/5xx whose body is a
+request-validation error: never retried, it drives the OpenAI adapter's negotiation,
+``negotiation.py``), ``tool_call_in_content`` (tool calls returned as JSON text in ``content``; a
+candidate output error unless ``parse_content_tool_calls`` is set).
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from pydantic import BaseModel, Field
+
+FAULT_KINDS: tuple[str, ...] = (
+    "rate_limit", "server_error", "timeout", "connection", "reset", "auth", "not_found", "client_error",
+    "malformed_body", "not_utf8", "html_body", "error_body", "missing_choices", "empty_choices",
+    "missing_content", "empty_reply",
+)
+"""Every fault kind an adapter reports (see the module docstring)."""
 
 
 class RoleFaults(BaseModel):

@@ -147,7 +147,9 @@ def settings_from_pairs(pairs: list[str], base: ModelSettings | None = None) -> 
     """Settings from CLI-style ``name=value`` pairs (values read as YAML scalars, so
     ``temperature=0.7``, ``seed=3``, ``base_url=http://localhost:8000/v1``), over ``base``.
     ``extra_headers.<Name>=value`` sets one header. Raises ValueError naming the bad pair."""
-    data = (base or ModelSettings()).model_dump()
+    base = base or ModelSettings()
+    data = base.model_dump()
+    data["extra_headers"] = dict(base.extra_headers)  # a dump holds markers, not the values
     for pair in pairs:
         name, sep, raw = pair.partition("=")
         name = name.strip()

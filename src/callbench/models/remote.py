@@ -22,6 +22,8 @@ import random
 import time
 from typing import Any
 
+from pydantic import ValidationError
+
 from callbench.models.base import (
     InfrastructureError,
     ModelOutputError,
@@ -85,6 +87,17 @@ class RemoteClient:
                                       role=role)
             note_fault(role, err.kind)
             raise err from None
+        except ValidationError as exc:
+            # a field the adapter read had a shape no completion has (the body checks in
+            # anomalies.py catch the known ones first): the provider's fault, never a traceback
+            first = exc.errors()[0] if exc.errors() else None
+            where = ".".join(str(p) for p in first["loc"]) if first else "?"
+            bad = InfrastructureError(self.redactor.clean(
+                f"{self.provider} {role}: malformed_body: the response could not be read as a "
+                f"completion ({exc.title}.{where}: {first['msg'] if first else exc})"),
+                retryable=True, kind="malformed_body", role=role)
+            note_fault(role, bad.kind)
+            raise bad from None
         except Exception as exc:
             mapped = classify_exception(exc, provider=self.provider, redactor=self.redactor, role=role)
             if mapped is None:
@@ -109,7 +122,8 @@ class RemoteClient:
             if len(empties) >= EMPTY_REPLY_ATTEMPTS:
                 raise ModelOutputError(
                     f"empty_reply: {self.spec} returned no content and no tool calls "
-                    f"({len(empties)} times in a row)", raw=None, usage=usage, kind="empty_reply")
+                    f"({len(empties)} times; an empty completion is retried once)", raw=None, usage=usage,
+                    kind="empty_reply")
             raise InfrastructureError(f"{self.provider} {role}: empty_reply: no content and no tool calls",
                                       retryable=True, kind="empty_reply", role=role)
         if request.response_schema is not None:

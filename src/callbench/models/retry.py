@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeVar
 
 import anthropic
+import httpx2
 import openai
 from pydantic import BaseModel
 
@@ -135,8 +136,10 @@ def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
     secret.
     """
     who = f"{provider} {role}".strip()
-    timeouts = (openai.APITimeoutError, anthropic.APITimeoutError, asyncio.TimeoutError, TimeoutError)
-    connections = (openai.APIConnectionError, anthropic.APIConnectionError, ConnectionError)
+    timeouts = (openai.APITimeoutError, anthropic.APITimeoutError, asyncio.TimeoutError, TimeoutError,
+                httpx2.TimeoutException)
+    connections = (openai.APIConnectionError, anthropic.APIConnectionError, ConnectionError,
+                   httpx2.TransportError)
     statuses = (openai.APIStatusError, anthropic.APIStatusError)
     if isinstance(exc, timeouts):
         return InfrastructureError(f"{who}: timeout: request timed out", retryable=True, kind="timeout")

@@ -12,7 +12,11 @@ both judges that reaches a provider over the network (``openai:``, ``anthropic:`
   and validate (structured output works).
 
 Authentication (401/403), an unknown model (404) and any other fault that outlasts the adapter's
-retries fail the preflight with one line naming role and spec. Scripted models need no network and
+retries fail the preflight with one line naming role and spec. A 401/403/404 is asked again up to
+``FATAL_TRIES`` times in all (the run's own rule, ``guard.DEFAULT_MAX_CONSECUTIVE``, stops a run
+only after that many in a row): a provider that answers one stray 401 on a bad day must not stop
+a run that would have worked, while a wrong key or model name fails every time and still stops
+the run before any episode, at the cost of two more one-token requests. Scripted models need no network and
 the embedded ``local`` model is checked when it loads, so neither gets a preflight; a response
 cache is bypassed (the probe must reach the provider), and a ``replay_only`` run, which promises no
 model call, gets none.
@@ -34,8 +38,10 @@ from callbench.models.base import (
     ToolSchema,
 )
 from callbench.models.specs import parse_spec
+from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, FATAL_STATUS
 
 NETWORK_PROVIDERS = frozenset({"openai", "anthropic"})
+FATAL_TRIES = DEFAULT_MAX_CONSECUTIVE
 PING = ToolSchema(
     name="preflight_ping",
     description="Confirms the connection. Call it with no arguments.",
@@ -96,7 +102,13 @@ async def check_role(role_name: str, role: Role, client: ModelClient) -> str | N
     inner = _unwrap(client)
     where = f"preflight: {role_name} {client.spec}"
     try:
-        response = await inner.complete(_request(role))
+        for tries in range(1, FATAL_TRIES + 1):
+            try:
+                response = await inner.complete(_request(role))
+                break
+            except InfrastructureError as e:
+                if e.status not in FATAL_STATUS or tries == FATAL_TRIES:
+                    raise
     except InfrastructureError as e:
         raise PreflightError(f"{where}: {e}") from None
     except ModelOutputError as e:
