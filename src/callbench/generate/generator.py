@@ -42,7 +42,13 @@ from callbench.generate.manifest import (
     save_manifest,
 )
 from callbench.generate.plan import make_plan, parse_mix
-from callbench.generate.request import SCHEMA_NAME, first_messages, repair_messages, scenario_schema, tools_payload
+from callbench.generate.request import (
+    SCHEMA_NAME,
+    first_messages,
+    repair_messages,
+    scenario_schema,
+    tools_payload,
+)
 from callbench.generate.rules import GENERATOR_RULES
 from callbench.models.base import (
     ChatMessage,
