@@ -35,8 +35,10 @@ PROBLEM_LIST_TOKENS = 300
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default="openai:gpt-5.5,openai:gpt-5,anthropic:claude-opus-4-6,"
-                                        "anthropic:claude-sonnet-4-6")
+    ap.add_argument(
+        "--models",
+        default="openai:gpt-5.5,openai:gpt-5,anthropic:claude-opus-4-6,anthropic:claude-sonnet-4-6",
+    )
     args = ap.parse_args()
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     bundle = load_bundle(starter_path())
@@ -48,8 +50,16 @@ def main() -> None:
         existing = sorted((s.id, s.title) for s in agent.scenarios)
         msgs = first_messages(agent, rendered, plan, plan.items[0], existing)
         prompt = sum(estimate_tokens(m.content or "") for m in msgs) + schema_tokens
-        outs = [estimate_tokens(json.dumps(s.model_dump(mode="json", exclude_defaults=True),
-                                           ensure_ascii=False, separators=(",", ":"))) for s in agent.scenarios]
+        outs = [
+            estimate_tokens(
+                json.dumps(
+                    s.model_dump(mode="json", exclude_defaults=True),
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                )
+            )
+            for s in agent.scenarios
+        ]
         out = statistics.mean(outs)
         rows.append((aid, prompt, out))
     print(f"scenario JSON Schema: {schema_tokens:,.0f} tokens (counted in every prompt)")
@@ -60,17 +70,24 @@ def main() -> None:
         cells = []
         for m in models:
             one = call_cost(m, Usage(input_tokens=round(10 * prompt), output_tokens=round(10 * out)))
-            rep = call_cost(m, Usage(input_tokens=round(10 * (2 * prompt + out + PROBLEM_LIST_TOKENS)),
-                                     output_tokens=round(20 * out)))
+            rep = call_cost(
+                m,
+                Usage(
+                    input_tokens=round(10 * (2 * prompt + out + PROBLEM_LIST_TOKENS)),
+                    output_tokens=round(20 * out),
+                ),
+            )
             assert one is not None and rep is not None, f"no price for {m}"
             totals[m][0] += one
             totals[m][1] += rep
             cells.append(f" ${one:6.2f} (1 repair ${rep:6.2f})")
         print(f"{aid:28} {prompt:10,.0f} {out:11,.0f}" + "".join(f"{c:>27}" for c in cells))
     n = len(rows)
-    print(f"{'mean of ' + str(n) + ' agents':28} {statistics.mean(r[1] for r in rows):10,.0f} "
-          f"{statistics.mean(r[2] for r in rows):11,.0f}"
-          + "".join(f" ${totals[m][0] / n:6.2f} (1 repair ${totals[m][1] / n:6.2f})" for m in models))
+    print(
+        f"{'mean of ' + str(n) + ' agents':28} {statistics.mean(r[1] for r in rows):10,.0f} "
+        f"{statistics.mean(r[2] for r in rows):11,.0f}"
+        + "".join(f" ${totals[m][0] / n:6.2f} (1 repair ${totals[m][1] / n:6.2f})" for m in models)
+    )
 
 
 if __name__ == "__main__":

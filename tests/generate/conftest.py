@@ -30,9 +30,25 @@ def invoke(*args: str) -> tuple[int, str, str]:
 def make_agent_bundle(root: Path) -> Path:
     """A bundle at ``root`` with the water helpline agent, made by ``callbench new-agent``."""
     code, out, err = invoke(
-        "new-agent", str(root), "--prompt", str(DATA / "water_prompt.md"), "--tools", str(DATA / "water_tools.json"),
-        "--id", AGENT, "--name", "Asha (Jal Seva water helpline)", "--domain", "utilities",
-        "--languages", "en-IN", "--call-ending", "end_call", "--success", "end_call:status=ended")
+        "new-agent",
+        str(root),
+        "--prompt",
+        str(DATA / "water_prompt.md"),
+        "--tools",
+        str(DATA / "water_tools.json"),
+        "--id",
+        AGENT,
+        "--name",
+        "Asha (Jal Seva water helpline)",
+        "--domain",
+        "utilities",
+        "--languages",
+        "en-IN",
+        "--call-ending",
+        "end_call",
+        "--success",
+        "end_call:status=ended",
+    )
     assert code == 0, out + err
     return root
 

@@ -23,8 +23,19 @@ from .conftest import AGENT, NEAR_DUPLICATE, REPAIRED, VALID, invoke, tree_bytes
 
 
 def _generate(bundle: Path, script: Path, *extra: str) -> tuple[int, str, str]:
-    return invoke("generate", str(bundle), "--agent", AGENT, "--model", f"scripted:generator:{script}",
-                  "--n", "3", "--seed", "7", *extra)
+    return invoke(
+        "generate",
+        str(bundle),
+        "--agent",
+        AGENT,
+        "--model",
+        f"scripted:generator:{script}",
+        "--n",
+        "3",
+        "--seed",
+        "7",
+        *extra,
+    )
 
 
 def test_generate_writes_only_audited_scenarios(agent_bundle: Path, script: Path) -> None:
@@ -54,10 +65,19 @@ def test_repair_loop_sends_located_problems_back(agent_bundle: Path, script: Pat
         async def aclose(self) -> None:
             return None
 
-    outcome = asyncio.run(generate_batch(agent_bundle, Recording(), GenerateOptions(agent=AGENT, n=3, seed=7)))
+    outcome = asyncio.run(
+        generate_batch(agent_bundle, Recording(), GenerateOptions(agent=AGENT, n=3, seed=7))
+    )
     assert outcome.written == [VALID, REPAIRED]
     # item 1 once, item 2 twice (invalid, then repaired), item 3 three times (near-duplicate each time)
-    assert [(r.context.turn, r.context.attempt) for r in seen] == [(0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2)]
+    assert [(r.context.turn, r.context.attempt) for r in seen] == [
+        (0, 0),
+        (1, 0),
+        (1, 1),
+        (2, 0),
+        (2, 1),
+        (2, 2),
+    ]
     repair = seen[2].messages
     assert [m.role for m in repair] == ["system", "user", "assistant", "user"]
     assert json.loads(repair[2].content or "")["id"] == REPAIRED  # the rejected answer goes back
@@ -68,7 +88,9 @@ def test_repair_loop_sends_located_problems_back(agent_bundle: Path, script: Pat
     first = seen[0].messages[1].content or ""
     assert "## Water tankers" in first and '"name": "book_tanker"' in first
     assert '"success": {\n   "status": "ended"' in first and "# Batch plan (3 scenarios" in first
-    assert seen[0].response_schema is not None and seen[0].response_schema["$id"].endswith("scenario.schema.json")
+    assert seen[0].response_schema is not None and seen[0].response_schema["$id"].endswith(
+        "scenario.schema.json"
+    )
     assert seen[0].context.role == "generator"
     # the first item's scenario is listed as existing in the next item's request
     assert f"- {VALID}: No water for two days" in (seen[1].messages[1].content or "")
@@ -105,8 +127,9 @@ def test_manifest_and_provenance_record_the_batch(agent_bundle: Path, script: Pa
     assert entry.sha256 == rec.output_sha256
 
 
-def test_same_seed_model_and_inputs_reproduce_the_files_byte_for_byte(tmp_path: Path, agent_bundle: Path,
-                                                                       script: Path) -> None:
+def test_same_seed_model_and_inputs_reproduce_the_files_byte_for_byte(
+    tmp_path: Path, agent_bundle: Path, script: Path
+) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(agent_bundle, copy)
     _generate(agent_bundle, script)
@@ -133,8 +156,9 @@ class _Counting:
         return None
 
 
-def test_replay_only_cache_reproduces_a_batch_without_the_model(tmp_path: Path, agent_bundle: Path,
-                                                                script: Path) -> None:
+def test_replay_only_cache_reproduces_a_batch_without_the_model(
+    tmp_path: Path, agent_bundle: Path, script: Path
+) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(agent_bundle, copy)
     inner = ScriptedGenerator(f"scripted:generator:{script}", None, script)
@@ -152,7 +176,9 @@ def test_replay_only_cache_reproduces_a_batch_without_the_model(tmp_path: Path, 
     assert tree_bytes(agent_bundle) == tree_bytes(copy)
     # another seed is another batch: the replay-only cache has none of its requests
     other = ResponseCache(tmp_path / "cache.sqlite", "replay_only")
-    third = asyncio.run(generate_batch(copy, CachedClient(dead, other), GenerateOptions(agent=AGENT, n=1, seed=12)))
+    third = asyncio.run(
+        generate_batch(copy, CachedClient(dead, other), GenerateOptions(agent=AGENT, n=1, seed=12))
+    )
     other.close()
     assert third.written == [] and third.stopped is not None and "replay-only cache miss" in third.stopped
 
@@ -177,7 +203,9 @@ def test_bad_inputs_are_refused_before_any_request(tmp_path: Path, agent_bundle:
     assert code == 2 and "the counts sum to 2, not --n 3" in err
     code, _, err = _generate(agent_bundle, script, "--languages", "ta")
     assert code == 2 and "'ta' is not served by agent 'water_helpline'" in err
-    code, _, err = invoke("generate", str(agent_bundle), "--agent", "nobody", "--model", f"scripted:generator:{script}")
+    code, _, err = invoke(
+        "generate", str(agent_bundle), "--agent", "nobody", "--model", f"scripted:generator:{script}"
+    )
     assert code == 2 and "no such agent" in err
     code, _, err = invoke("generate", str(agent_bundle), "--agent", AGENT, "--model", "nosuch:model")
     assert code == 2 and "unknown provider" in err
@@ -188,17 +216,25 @@ def test_bad_inputs_are_refused_before_any_request(tmp_path: Path, agent_bundle:
     # a bundle with hand-written scenarios but no provenance file
     scen = agent_bundle / "agents" / AGENT / "scenarios" / f"{VALID}.yaml"
     scen.write_text((Path(script).parent / f"{VALID}.yaml").read_text(encoding="utf-8"), encoding="utf-8")
-    with pytest.raises(GenerateError, match="no provenance.yaml"):
-        asyncio.run(generate_batch(agent_bundle, create_client(f"scripted:generator:{script}"),
-                                   GenerateOptions(agent=AGENT, n=1)))
+    with pytest.raises(GenerateError, match=r"no provenance\.yaml"):
+        asyncio.run(
+            generate_batch(
+                agent_bundle, create_client(f"scripted:generator:{script}"), GenerateOptions(agent=AGENT, n=1)
+            )
+        )
 
 
 def test_invalid_json_output_is_repaired(agent_bundle: Path, tmp_path: Path, script: Path) -> None:
     answers = tmp_path / "script" / "broken.yaml"
-    answers.write_text(yaml.safe_dump({"items": [[{"raw": '{"id": "water_x", '}, "water_no_supply_tanker.yaml"]]}),
-                       encoding="utf-8")
-    outcome = asyncio.run(generate_batch(agent_bundle, create_client(f"scripted:generator:{answers}"),
-                                         GenerateOptions(agent=AGENT, n=1)))
+    answers.write_text(
+        yaml.safe_dump({"items": [[{"raw": '{"id": "water_x", '}, "water_no_supply_tanker.yaml"]]}),
+        encoding="utf-8",
+    )
+    outcome = asyncio.run(
+        generate_batch(
+            agent_bundle, create_client(f"scripted:generator:{answers}"), GenerateOptions(agent=AGENT, n=1)
+        )
+    )
     assert outcome.written == [VALID]
     rec = load_manifest(agent_bundle).scenarios[VALID]
     assert rec.attempts == 2 and "[output.invalid] output is not valid JSON" in rec.audit[0].problems[0]

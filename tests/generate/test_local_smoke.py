@@ -21,8 +21,10 @@ from callbench.models.registry import create_client
 from .conftest import AGENT
 
 _MISSING = (
-    "llama-cpp-python is not installed" if importlib.util.find_spec("llama_cpp") is None
-    else "the 0.5B weights (callbench[local]) are not installed" if find_parts(VARIANTS["0.5b"]) is None
+    "llama-cpp-python is not installed"
+    if importlib.util.find_spec("llama_cpp") is None
+    else "the 0.5B weights (callbench[local]) are not installed"
+    if find_parts(VARIANTS["0.5b"]) is None
     else ""
 )
 if _MISSING:
@@ -32,11 +34,13 @@ if _MISSING:
 def test_one_generation_attempt_on_the_embedded_model(agent_bundle: Path) -> None:
     from callbench.models.local.client import release_engines
 
-    client = create_client("local:0.5b", ModelSettings(seed=1, temperature=0.0, max_tokens=400),
-                           role="generator")
+    client = create_client(
+        "local:0.5b", ModelSettings(seed=1, temperature=0.0, max_tokens=400), role="generator"
+    )
     try:
-        outcome = asyncio.run(generate_batch(agent_bundle, client, GenerateOptions(agent=AGENT, n=1,
-                                                                                   max_attempts=1)))
+        outcome = asyncio.run(
+            generate_batch(agent_bundle, client, GenerateOptions(agent=AGENT, n=1, max_attempts=1))
+        )
     finally:
         asyncio.run(client.aclose())
         release_engines()

@@ -31,10 +31,22 @@ def test_mix_parsing() -> None:
 def test_plan_is_seeded_and_covers_the_mix() -> None:
     agent = load_bundle(STARTER).agents["lpg_gas_helpline"]
     text = render_instructions(agent)
-    a = make_plan(agent, text, n=10, seed=3, languages=parse_mix("hi=4,en=3,ta=3", 10, None, "l"),
-                  difficulty={"medium": 5, "hard": 5})
-    b = make_plan(agent, text, n=10, seed=3, languages=parse_mix("hi=4,en=3,ta=3", 10, None, "l"),
-                  difficulty={"medium": 5, "hard": 5})
+    a = make_plan(
+        agent,
+        text,
+        n=10,
+        seed=3,
+        languages=parse_mix("hi=4,en=3,ta=3", 10, None, "l"),
+        difficulty={"medium": 5, "hard": 5},
+    )
+    b = make_plan(
+        agent,
+        text,
+        n=10,
+        seed=3,
+        languages=parse_mix("hi=4,en=3,ta=3", 10, None, "l"),
+        difficulty={"medium": 5, "hard": 5},
+    )
     c = make_plan(agent, text, n=10, seed=4, languages={}, difficulty={})
     assert a == b and a != c
     langs = [i.language for i in a.items]
@@ -55,8 +67,14 @@ def test_near_duplicate_needs_same_intent_and_same_facts() -> None:
     copy = base.model_copy(update={"id": "copy", "title": base.title + " again"})
     match = near_duplicate(copy, [base])
     assert match is not None and match.scenario_id == VALID and match.facts == 1.0 and match.intent > 0.8
-    other_facts = base.model_copy(update={"id": "other", "brief": base.brief.model_copy(update={
-        "known_facts": {"name": "Someone Else", "consumer_number": "1112223334"}})})
+    other_facts = base.model_copy(
+        update={
+            "id": "other",
+            "brief": base.brief.model_copy(
+                update={"known_facts": {"name": "Someone Else", "consumer_number": "1112223334"}}
+            ),
+        }
+    )
     assert near_duplicate(other_facts, [base]) is None
     assert jaccard(set(), set()) == 1.0 and jaccard({"a"}, {"b"}) == 0.0
     assert "tanker" in intent_words(base) and "4417093562" in fact_values(base)
@@ -64,7 +82,11 @@ def test_near_duplicate_needs_same_intent_and_same_facts() -> None:
 
 def test_sections_skip_fenced_code() -> None:
     text = "intro\n# One\nbody\n```\n# not a heading\n```\n## Two\nmore\n"
-    assert [(s.title, s.level) for s in document_sections(text)] == [("(preamble)", 0), ("One", 1), ("Two", 2)]
+    assert [(s.title, s.level) for s in document_sections(text)] == [
+        ("(preamble)", 0),
+        ("One", 1),
+        ("Two", 2),
+    ]
 
 
 def test_coverage_reports_gaps(agent_bundle: Path) -> None:

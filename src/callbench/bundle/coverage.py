@@ -131,18 +131,22 @@ def agent_coverage(agent: LoadedAgent) -> AgentCoverage:
                 if idx is not None:
                     hit.add(idx)
         for i, sec in enumerate(sections):
-            body = text[sec.start:sec.end]
+            body = text[sec.start : sec.end]
             if any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", body) for t in called):
                 hit.add(i)
         for i in sorted(hit):
             sec_uses[i].scenarios.append(s.id)
     tools = [tool_uses[n] for n in tool_names]
     return AgentCoverage(
-        agent=agent.config.id, scenarios=len(agent.scenarios), sections=sec_uses, tools=tools,
+        agent=agent.config.id,
+        scenarios=len(agent.scenarios),
+        sections=sec_uses,
+        tools=tools,
         unexercised_sections=[u.name for u in sec_uses if not u.scenarios],
         unexercised_tools=[u.name for u in tools if not u.scenarios],
         only_negative=sorted(n for n in negative if n in tool_uses and not tool_uses[n].scenarios),
-        not_rendered=not_rendered)
+        not_rendered=not_rendered,
+    )
 
 
 def bundle_coverage(bundle: Bundle, agent_id: str | None = None) -> list[AgentCoverage]:
@@ -150,7 +154,9 @@ def bundle_coverage(bundle: Bundle, agent_id: str | None = None) -> list[AgentCo
     naming an unknown agent id."""
     if agent_id is not None:
         if agent_id not in bundle.agents:
-            raise KeyError(f"no agent {agent_id!r} in bundle {bundle.meta.name!r} "
-                           f"(agents: {', '.join(sorted(bundle.agents))})")
+            raise KeyError(
+                f"no agent {agent_id!r} in bundle {bundle.meta.name!r} "
+                f"(agents: {', '.join(sorted(bundle.agents))})"
+            )
         return [agent_coverage(bundle.agents[agent_id])]
     return [agent_coverage(a) for _, a in sorted(bundle.agents.items())]

@@ -183,6 +183,13 @@ def composition_tables(c: Composition) -> list[Table]:
     return [summary, langs, agents]
 
 
+def _tools_gap(cov: AgentCoverage) -> str:
+    text = ", ".join(cov.unexercised_tools)
+    if cov.only_negative:
+        text += f" (only negative checks: {', '.join(cov.only_negative)})"
+    return text or "-"
+
+
 def coverage_tables(c: Composition, agent: str | None = None) -> list[Table]:
     """Rich tables of coverage: one row per agent (sections and tools exercised, and the ones no
     scenario exercises); with ``agent``, that agent's sections and tools with their scenario counts
@@ -191,21 +198,21 @@ def coverage_tables(c: Composition, agent: str | None = None) -> list[Table]:
             "names; a tool when the reference path calls it or a positive check expects it")
     if agent is None:
         t = Table(title=f"Coverage ({rule})")
-        for col in ("agent", "sections", "tools", "sections no scenario exercises", "tools no scenario exercises"):
+        for col in ("agent", "sections", "tools", "sections no scenario exercises",
+                    "tools no scenario exercises"):
             t.add_column(col, overflow="fold")
         for cov in c.coverage:
             t.add_row(cov.agent, f"{len(cov.sections) - len(cov.unexercised_sections)}/{len(cov.sections)}",
                       f"{len(cov.tools) - len(cov.unexercised_tools)}/{len(cov.tools)}",
                       "; ".join(cov.unexercised_sections) or "-",
-                      ", ".join(cov.unexercised_tools) + (f" (only negative checks: {', '.join(cov.only_negative)})"
-                                                          if cov.only_negative else "") or "-")
+                      _tools_gap(cov))
         return [t]
-    cov = next((x for x in c.coverage if x.agent == agent), None)
-    if cov is None:
+    one = next((x for x in c.coverage if x.agent == agent), None)
+    if one is None:
         raise KeyError(f"no agent {agent!r} (agents: {', '.join(x.agent for x in c.coverage)})")
     out = []
-    for title, uses in (("section of the operating document", cov.sections), ("tool", cov.tools)):
-        t = Table(title=f"{agent}: {title}s exercised by its {cov.scenarios} scenario(s)")
+    for title, uses in (("section of the operating document", one.sections), ("tool", one.tools)):
+        t = Table(title=f"{agent}: {title}s exercised by its {one.scenarios} scenario(s)")
         for col in (title, "scenarios", "ids"):
             t.add_column(col, justify="right" if col == "scenarios" else "left", overflow="fold")
         for u in uses:

@@ -73,9 +73,15 @@ def near_duplicate(candidate: Scenario, others: list[Scenario]) -> DuplicateMatc
     for other in others:
         if other.id == candidate.id and other is candidate:
             continue
-        m = DuplicateMatch(scenario_id=other.id, intent=round(jaccard(words, intent_words(other)), 3),
-                           facts=round(jaccard(facts, fact_values(other)), 3))
-        if m.intent >= INTENT_THRESHOLD and m.facts >= FACTS_THRESHOLD and (
-                best is None or m.intent + m.facts > best.intent + best.facts):
+        m = DuplicateMatch(
+            scenario_id=other.id,
+            intent=round(jaccard(words, intent_words(other)), 3),
+            facts=round(jaccard(facts, fact_values(other)), 3),
+        )
+        if (
+            m.intent >= INTENT_THRESHOLD
+            and m.facts >= FACTS_THRESHOLD
+            and (best is None or m.intent + m.facts > best.intent + best.facts)
+        ):
             best = m
     return best

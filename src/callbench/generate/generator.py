@@ -121,8 +121,11 @@ def _usage(u: Usage | None) -> UsageRecord:
 
 def _add(a: UsageRecord, b: UsageRecord) -> UsageRecord:
     cost = None if a.cost_usd is None or b.cost_usd is None else round(a.cost_usd + b.cost_usd, 8)
-    return UsageRecord(input_tokens=a.input_tokens + b.input_tokens,
-                       output_tokens=a.output_tokens + b.output_tokens, cost_usd=cost)
+    return UsageRecord(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cost_usd=cost,
+    )
 
 
 def _prepare(bundle_dir: Path, agent_id: str) -> tuple[LoadedAgent, list[Scenario], set[str]]:
@@ -131,15 +134,21 @@ def _prepare(bundle_dir: Path, agent_id: str) -> tuple[LoadedAgent, list[Scenari
         listed = "; ".join(str(p) for p in problems[:5])
         raise GenerateError(f"{bundle_dir}: the bundle does not load: {listed}")
     if agent_id not in bundle.agents:
-        raise GenerateError(f"--agent {agent_id!r}: no such agent in {bundle_dir} "
-                            f"(agents: {', '.join(sorted(bundle.agents)) or 'none'}; make one with callbench new-agent)")
+        raise GenerateError(
+            f"--agent {agent_id!r}: no such agent in {bundle_dir} "
+            f"(agents: {', '.join(sorted(bundle.agents)) or 'none'}; make one with callbench new-agent)"
+        )
     mine = [p for p in problems if p.file.startswith(f"agents/{agent_id}/") or p.file.startswith("bundle")]
     if mine:
         listed = "\n".join(str(p) for p in mine[:10])
-        raise GenerateError(f"agent {agent_id!r} has problems; fix them first (callbench validate):\n{listed}")
+        raise GenerateError(
+            f"agent {agent_id!r} has problems; fix them first (callbench validate):\n{listed}"
+        )
     if provenance_path(bundle_dir) is None and bundle.scenarios():
-        raise GenerateError(f"{bundle_dir} has scenarios but no provenance.yaml; record how they were made "
-                            f"first: callbench provenance {bundle_dir} --update --made hand_authored")
+        raise GenerateError(
+            f"{bundle_dir} has scenarios but no provenance.yaml; record how they were made "
+            f"first: callbench provenance {bundle_dir} --update --made hand_authored"
+        )
     agent = bundle.agents[agent_id]
     return agent, list(agent.scenarios), {s.id for _, s in bundle.scenarios()}
 
@@ -154,9 +163,17 @@ def _problem(code: str, message: str, file: str, path: str = "") -> Problem:
     return Problem(file=file, path=path, code=code, message=message)
 
 
-async def _one_item(client: ModelClient, bundle_dir: Path, agent: LoadedAgent, messages: list[ChatMessage],
-                    bid: str, item: int, max_attempts: int, others: list[Scenario], taken: set[str]
-                    ) -> tuple[dict[str, Any] | None, list[AttemptRecord], list[str], str]:
+async def _one_item(
+    client: ModelClient,
+    bundle_dir: Path,
+    agent: LoadedAgent,
+    messages: list[ChatMessage],
+    bid: str,
+    item: int,
+    max_attempts: int,
+    others: list[Scenario],
+    taken: set[str],
+) -> tuple[dict[str, Any] | None, list[AttemptRecord], list[str], str]:
     """Run the request / audit / repair loop of one item; returns (accepted scenario data or None,
     attempt records, last problems, failure reason)."""
     schema = scenario_schema()
@@ -165,10 +182,12 @@ async def _one_item(client: ModelClient, bundle_dir: Path, agent: LoadedAgent, m
     last: list[str] = []
     reason = "audit"
     for attempt in range(max_attempts):
-        ctx = RequestContext(role="generator", episode_id=f"generate:{bid}:{item}", agent_id=aid,
-                             turn=item, attempt=attempt)
-        request = ModelRequest(messages=messages, response_schema=schema, response_schema_name=SCHEMA_NAME,
-                               context=ctx)
+        ctx = RequestContext(
+            role="generator", episode_id=f"generate:{bid}:{item}", agent_id=aid, turn=item, attempt=attempt
+        )
+        request = ModelRequest(
+            messages=messages, response_schema=schema, response_schema_name=SCHEMA_NAME, context=ctx
+        )
         req_hash = sha256_json([m.model_dump(mode="json") for m in messages])
         answer: str | None = None
         usage: Usage | None = None
@@ -190,33 +209,56 @@ async def _one_item(client: ModelClient, bundle_dir: Path, agent: LoadedAgent, m
             sid = data.get("id")
             sfile = f"agents/{aid}/scenarios/{sid}.yaml"
             if isinstance(sid, str) and sid in taken:
-                problems.append(_problem("generate.duplicate_id", f"scenario id {sid!r} is already used in "
-                                         "the bundle; choose a new id", sfile, "id"))
+                problems.append(
+                    _problem(
+                        "generate.duplicate_id",
+                        f"scenario id {sid!r} is already used in the bundle; choose a new id",
+                        sfile,
+                        "id",
+                    )
+                )
             try:
                 scen = Scenario.model_validate(data)
             except ValidationError:
                 scen = None
             dup = near_duplicate(scen, others) if scen is not None else None
             if dup is not None:
-                problems.append(_problem(
-                    "generate.near_duplicate",
-                    f"same intent and facts as scenario {dup.scenario_id!r} (intent similarity {dup.intent:.2f}, "
-                    f"facts {dup.facts:.2f}); write a call with another intent or other facts", sfile))
+                problems.append(
+                    _problem(
+                        "generate.near_duplicate",
+                        f"same intent and facts as scenario {dup.scenario_id!r} (intent similarity "
+                        f"{dup.intent:.2f}, facts {dup.facts:.2f}); write a call with another intent "
+                        "or other facts",
+                        sfile,
+                    )
+                )
             problems += audit_candidate(bundle_dir, aid, data)
             codes = {p.code for p in problems}
             reason = "near_duplicate" if codes == {"generate.near_duplicate"} else "audit"
         out_hash = hashlib.sha256(answer.encode("utf-8")).hexdigest() if answer else None
         last = [str(p) for p in problems]
-        records.append(AttemptRecord(attempt=attempt, request_sha256=req_hash, output_sha256=out_hash,
-                                     problems=last, usage=_usage(usage)))
+        records.append(
+            AttemptRecord(
+                attempt=attempt,
+                request_sha256=req_hash,
+                output_sha256=out_hash,
+                problems=last,
+                usage=_usage(usage),
+            )
+        )
         if not problems:
             return data, records, [], ""
         messages = repair_messages(messages, answer, last)
     return None, records, last, reason
 
 
-async def generate_batch(bundle_dir: Path, client: ModelClient, options: GenerateOptions, *,
-                         on_item: Callable[[ItemResult], None] | None = None) -> GenerationOutcome:
+async def generate_batch(
+    bundle_dir: Path,
+    client: ModelClient,
+    options: GenerateOptions,
+    *,
+    on_item: Callable[[ItemResult], None] | None = None,
+) -> GenerationOutcome:
     """Generate ``options.n`` scenarios of ``options.agent`` into the bundle at ``bundle_dir``
     with ``client`` (the loop in the module docstring). ``on_item`` is called after each item.
 
@@ -238,9 +280,15 @@ async def generate_batch(bundle_dir: Path, client: ModelClient, options: Generat
         raise GenerateError(str(e)) from None
     provider, model = parse_spec(client.spec)
     params: dict[str, Any] = {
-        "agent": aid, "model": client.spec, "provider": provider, "settings": key_settings(client),
-        "seed": options.seed, "n": options.n, "languages": dict(sorted(_counts(plan, "language").items())),
-        "difficulty": dict(sorted(_counts(plan, "difficulty").items())), "max_attempts": options.max_attempts,
+        "agent": aid,
+        "model": client.spec,
+        "provider": provider,
+        "settings": key_settings(client),
+        "seed": options.seed,
+        "n": options.n,
+        "languages": dict(sorted(_counts(plan, "language").items())),
+        "difficulty": dict(sorted(_counts(plan, "difficulty").items())),
+        "max_attempts": options.max_attempts,
         "document_sha256": hashlib.sha256(rendered.encode("utf-8")).hexdigest(),
         "tools_sha256": sha256_json(tools_payload(agent)),
         "rules_sha256": hashlib.sha256(GENERATOR_RULES.encode("utf-8")).hexdigest(),
@@ -254,12 +302,14 @@ async def generate_batch(bundle_dir: Path, client: ModelClient, options: Generat
     for item in plan.items:
         messages = first_messages(agent, rendered, plan, item, existing)
         try:
-            data, records, last, reason = await _one_item(client, bundle_dir, agent, messages, bid, item.index,
-                                                          options.max_attempts, others, taken)
+            data, records, last, reason = await _one_item(
+                client, bundle_dir, agent, messages, bid, item.index, options.max_attempts, others, taken
+            )
         except InfrastructureError as err:
             outcome.stopped = f"item {item.index + 1}: {err}"
-            batch.failed.append(FailedItem(item=item.index, reason="infrastructure", attempts=0,
-                                           last_problems=[str(err)]))
+            batch.failed.append(
+                FailedItem(item=item.index, reason="infrastructure", attempts=0, last_problems=[str(err)])
+            )
             break
         for r in records:
             outcome.usage = _add(outcome.usage, r.usage)
@@ -273,9 +323,14 @@ async def generate_batch(bundle_dir: Path, client: ModelClient, options: Generat
             text = scenario_text(data)
             _atomic_write(bundle_dir / rel, text)
             manifest.scenarios[sid] = ScenarioRecord(
-                batch=bid, item=item.index, file=rel, attempts=len(records), audit=records,
+                batch=bid,
+                item=item.index,
+                file=rel,
+                attempts=len(records),
+                audit=records,
                 prompt_sha256=records[0].request_sha256,
-                output_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+                output_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            )
             batch.written.append(sid)
             others.append(Scenario.model_validate(data))
             taken.add(sid)
@@ -303,15 +358,24 @@ def _record_provenance(bundle_dir: Path, batch: BatchRecord, model: str) -> None
     bundle, problems = load_bundle_collect(bundle_dir)
     if bundle is None:  # pragma: no cover - the files written were validated
         raise GenerateError("; ".join(str(p) for p in problems[:5]))
-    generation = Generation(model=model or batch.model, provider=batch.provider, settings=batch.settings,
-                            seed=batch.seed, notes=f"callbench generate, {batch.model}; generation.yaml batch "
-                            f"{batch_id_of(batch)}")
-    update_provenance(bundle_dir, scenario_files(bundle), made="generated", authors=[f"callbench generate ({batch.model})"],
-                      generation=generation, only=batch.written)
+    generation = Generation(
+        model=model or batch.model,
+        provider=batch.provider,
+        settings=batch.settings,
+        seed=batch.seed,
+        notes=f"callbench generate, {batch.model}; generation.yaml batch {batch_id_of(batch)}",
+    )
+    update_provenance(
+        bundle_dir,
+        scenario_files(bundle),
+        made="generated",
+        authors=[f"callbench generate ({batch.model})"],
+        generation=generation,
+        only=batch.written,
+    )
 
 
 def batch_id_of(batch: BatchRecord) -> str:
     """The id of ``batch`` (recomputed from its parameters, as :func:`generate_batch` made it)."""
     params = batch.model_dump(mode="json", exclude={"written", "failed", "usage"})
     return batch_id(params)
-

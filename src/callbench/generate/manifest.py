@@ -150,10 +150,16 @@ def load_manifest(root: Path) -> GenerationManifest:
 def manifest_text(manifest: GenerationManifest) -> str:
     """The file's text: a comment, then the manifest as YAML (batches and scenarios sorted by id)."""
     data = manifest.model_dump(mode="json")
-    data = {"batches": dict(sorted(data["batches"].items())), "scenarios": dict(sorted(data["scenarios"].items()))}
-    return ("# How callbench generate made each generated scenario: model, settings, seed, hashes of what\n"
-            "# was sent, attempts and audit results, review decisions. Beside provenance.yaml (docs/generating.md).\n"
-            + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100))
+    data = {
+        "batches": dict(sorted(data["batches"].items())),
+        "scenarios": dict(sorted(data["scenarios"].items())),
+    }
+    return (
+        "# How callbench generate made each generated scenario: model, settings, seed, hashes of what\n"
+        "# was sent, attempts and audit results, review decisions. Beside provenance.yaml\n"
+        "# (docs/generating.md).\n"
+        + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100)
+    )
 
 
 def save_manifest(root: Path, manifest: GenerationManifest) -> Path:

@@ -66,29 +66,49 @@ def agent_id_from(prompt_path: Path) -> str:
     return stem if re.fullmatch(ID_PATTERN, stem) else f"agent_{stem}"[:128]
 
 
-def build_config(agent_id: str, tools: list[ToolSpec], prompt_text: str, *, name: str, domain: str,
-                 languages: list[str], direction: str, call_ending: list[str],
-                 success: dict[str, dict[str, Any]], description: str = "") -> AgentConfig:
+def build_config(
+    agent_id: str,
+    tools: list[ToolSpec],
+    prompt_text: str,
+    *,
+    name: str,
+    domain: str,
+    languages: list[str],
+    direction: str,
+    call_ending: list[str],
+    success: dict[str, dict[str, Any]],
+    description: str = "",
+) -> AgentConfig:
     """The typed agent configuration. Raises :class:`NewAgentError` when no call-ending tool is
     given, when one is no tool of the list, or has no success condition, or when a success
     condition names a tool that is not call-ending; and for a field that fails the schema."""
     names = [t.name for t in tools]
     endings = list(dict.fromkeys(call_ending))
     if not endings:
-        raise NewAgentError("--call-ending: name at least one call-ending tool (the tool that ends the "
-                            f"call, one of {', '.join(names)}) and its --success condition")
+        raise NewAgentError(
+            "--call-ending: name at least one call-ending tool (the tool that ends the "
+            f"call, one of {', '.join(names)}) and its --success condition"
+        )
     for tool in endings:
         if tool not in names:
-            raise NewAgentError(f"--call-ending {tool!r}: no such tool in the tools file ({', '.join(names)})")
+            raise NewAgentError(
+                f"--call-ending {tool!r}: no such tool in the tools file ({', '.join(names)})"
+            )
         if tool not in success:
-            raise NewAgentError(f"--call-ending {tool!r}: give its success condition, e.g. "
-                                f"--success '{tool}:status=ended'")
+            raise NewAgentError(
+                f"--call-ending {tool!r}: give its success condition, e.g. --success '{tool}:status=ended'"
+            )
     for tool in success:
         if tool not in endings:
             raise NewAgentError(f"--success {tool}:...: {tool!r} is not named by --call-ending")
     data = {
-        "id": agent_id, "name": name, "domain": domain, "languages": languages, "direction": direction,
-        "description": description, "prompt_sha256": sha256_text(prompt_text),
+        "id": agent_id,
+        "name": name,
+        "domain": domain,
+        "languages": languages,
+        "direction": direction,
+        "description": description,
+        "prompt_sha256": sha256_text(prompt_text),
         "tools": [t.model_dump(mode="json", exclude_none=True) for t in tools],
         "call_ending_tools": [{"tool": t, "success": success[t]} for t in endings],
     }
@@ -107,15 +127,28 @@ def agent_yaml(config: AgentConfig, success: dict[str, dict[str, Any]]) -> str:
     data.pop("instructions_file", None)
     data.pop("active", None)
     data.pop("variables", None)
-    data["call_ending_tools"] = [{"tool": e.tool, "success": success[e.tool]} for e in config.call_ending_tools]
-    return ("# Made by `callbench new-agent` from a system prompt and a tools file.\n"
-            + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100))
+    data["call_ending_tools"] = [
+        {"tool": e.tool, "success": success[e.tool]} for e in config.call_ending_tools
+    ]
+    return "# Made by `callbench new-agent` from a system prompt and a tools file.\n" + yaml.safe_dump(
+        data, allow_unicode=True, sort_keys=False, width=100
+    )
 
 
-def make_agent(bundle_dir: Path, prompt_path: Path, tools_path: Path, *, agent_id: str | None = None,
-               name: str | None = None, domain: str = "general", languages: list[str] | None = None,
-               direction: str = "inbound", call_ending: list[str], success: list[str],
-               description: str = "") -> NewAgentResult:
+def make_agent(
+    bundle_dir: Path,
+    prompt_path: Path,
+    tools_path: Path,
+    *,
+    agent_id: str | None = None,
+    name: str | None = None,
+    domain: str = "general",
+    languages: list[str] | None = None,
+    direction: str = "inbound",
+    call_ending: list[str],
+    success: list[str],
+    description: str = "",
+) -> NewAgentResult:
     """Write a new agent into ``bundle_dir`` and validate it (see the module docstring).
 
     Raises :class:`NewAgentError` for a bad argument, an unreadable prompt or tools file, or an
@@ -124,7 +157,9 @@ def make_agent(bundle_dir: Path, prompt_path: Path, tools_path: Path, *, agent_i
     try:
         prompt_text = prompt_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise NewAgentError(f"--prompt {prompt_path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        raise NewAgentError(
+            f"--prompt {prompt_path}: cannot read: {getattr(e, 'strerror', None) or e}"
+        ) from None
     if not prompt_text.strip():
         raise NewAgentError(f"--prompt {prompt_path}: the file is empty")
     try:
@@ -133,11 +168,22 @@ def make_agent(bundle_dir: Path, prompt_path: Path, tools_path: Path, *, agent_i
         raise NewAgentError(f"--tools {e}") from None
     aid = agent_id or agent_id_from(prompt_path)
     if not re.fullmatch(ID_PATTERN, aid):
-        raise NewAgentError(f"--id {aid!r}: use letters, digits, '_', '.', '-' (starting with a letter or digit)")
+        raise NewAgentError(
+            f"--id {aid!r}: use letters, digits, '_', '.', '-' (starting with a letter or digit)"
+        )
     conds = parse_success(success)
-    config = build_config(aid, tools, prompt_text, name=name or aid.replace("_", " "), domain=domain,
-                          languages=languages or ["en"], direction=direction, call_ending=call_ending,
-                          success=conds, description=description)
+    config = build_config(
+        aid,
+        tools,
+        prompt_text,
+        name=name or aid.replace("_", " "),
+        domain=domain,
+        languages=languages or ["en"],
+        direction=direction,
+        call_ending=call_ending,
+        success=conds,
+        description=description,
+    )
     folder = bundle_dir / "agents" / aid
     if folder.exists():
         raise NewAgentError(f"{folder}: already exists; choose another --id or remove the folder")
@@ -145,8 +191,11 @@ def make_agent(bundle_dir: Path, prompt_path: Path, tools_path: Path, *, agent_i
     bundle_file = bundle_dir / "bundle.yaml"
     created = not any((bundle_dir / f"bundle{x}").exists() for x in (".yaml", ".yml", ".json"))
     if created:
-        meta = {"name": bundle_dir.resolve().name or "bundle", "version": "0.1.0",
-                "description": "A bundle made with callbench new-agent."}
+        meta = {
+            "name": bundle_dir.resolve().name or "bundle",
+            "version": "0.1.0",
+            "description": "A bundle made with callbench new-agent.",
+        }
         _atomic_write(bundle_file, yaml.safe_dump(meta, allow_unicode=True, sort_keys=False))
     (folder / "scenarios").mkdir(parents=True)
     _atomic_write(folder / "prompt.md", prompt_text)

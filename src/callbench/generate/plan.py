@@ -57,9 +57,11 @@ class PlanItem(BaseModel):
 
     def line(self) -> str:
         """One readable line (the plan as sent to the model)."""
-        return (f"{self.index + 1}. {self.language}, {self.difficulty}; sections: {'; '.join(self.sections)}; "
-                f"tools: {', '.join(self.tools) or '-'}; failure mode: {self.failure_mode}; "
-                f"channel: {self.channel}")
+        return (
+            f"{self.index + 1}. {self.language}, {self.difficulty}; sections: {'; '.join(self.sections)}; "
+            f"tools: {', '.join(self.tools) or '-'}; failure mode: {self.failure_mode}; "
+            f"channel: {self.channel}"
+        )
 
 
 class BatchPlan(BaseModel):
@@ -110,8 +112,15 @@ def _tools_named(text: str, tools: list[str]) -> list[str]:
     return [t for t in tools if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", text)]
 
 
-def make_plan(agent: LoadedAgent, rendered: str, *, n: int, seed: int, languages: dict[str, int],
-              difficulty: dict[str, int]) -> BatchPlan:
+def make_plan(
+    agent: LoadedAgent,
+    rendered: str,
+    *,
+    n: int,
+    seed: int,
+    languages: dict[str, int],
+    difficulty: dict[str, int],
+) -> BatchPlan:
     """The plan for ``n`` scenarios of ``agent`` (rules in the module docstring). ``rendered`` is
     the operating document as the model is sent it; ``languages`` and ``difficulty`` are mixes from
     :func:`parse_mix` (empty: the agent's languages evenly, and half medium, half hard); a bare
@@ -124,10 +133,12 @@ def make_plan(agent: LoadedAgent, rendered: str, *, n: int, seed: int, languages
     resolved: dict[str, int] = {}
     for lang, count in langs.items():
         tag = next((x for x in agent.config.languages if lang.lower() == x.lower()), None) or next(
-            (x for x in agent.config.languages if x.lower().startswith(lang.lower() + "-")), None)
+            (x for x in agent.config.languages if x.lower().startswith(lang.lower() + "-")), None
+        )
         if tag is None:
-            raise PlanError(f"--languages: {lang!r} is not served by agent {aid!r} "
-                            f"({', '.join(agent.config.languages)})")
+            raise PlanError(
+                f"--languages: {lang!r} is not served by agent {aid!r} ({', '.join(agent.config.languages)})"
+            )
         resolved[tag] = resolved.get(tag, 0) + count
     langs = resolved
     diffs = difficulty or {"medium": n // 2, "hard": n - n // 2}
@@ -136,8 +147,11 @@ def make_plan(agent: LoadedAgent, rendered: str, *, n: int, seed: int, languages
     diff_list = [x for x, c in diffs.items() for _ in range(c)]
     _rng(seed, aid, "languages").shuffle(lang_list)
     _rng(seed, aid, "difficulty").shuffle(diff_list)
-    sections = [s for s in document_sections(rendered) if s.title != PREAMBLE
-                and rendered[s.start:s.end].count("\n") > 1] or document_sections(rendered)
+    sections = [
+        s
+        for s in document_sections(rendered)
+        if s.title != PREAMBLE and rendered[s.start : s.end].count("\n") > 1
+    ] or document_sections(rendered)
     order = list(range(len(sections)))
     _rng(seed, aid, "sections").shuffle(order)
     modes = list(FAILURE_MODES)
@@ -151,11 +165,21 @@ def make_plan(agent: LoadedAgent, rendered: str, *, n: int, seed: int, languages
     for i in range(n):
         picked = [sections[order[(i * per_item + j) % len(order)]] for j in range(per_item)] if order else []
         titles = list(dict.fromkeys(s.title for s in picked)) or ["the whole document"]
-        named = list(dict.fromkeys(t for s in picked for t in _tools_named(rendered[s.start:s.end], tool_names)))
+        named = list(
+            dict.fromkeys(t for s in picked for t in _tools_named(rendered[s.start : s.end], tool_names))
+        )
         if not named and tool_names:
             named = [tool_names[next_tool % len(tool_names)]]
             next_tool += 1
-        items.append(PlanItem(index=i, language=lang_list[i], difficulty=diff_list[i], sections=titles,
-                              tools=named, failure_mode=modes[i % len(modes)],
-                              channel=channels[i % len(channels)]))
+        items.append(
+            PlanItem(
+                index=i,
+                language=lang_list[i],
+                difficulty=diff_list[i],
+                sections=titles,
+                tools=named,
+                failure_mode=modes[i % len(modes)],
+                channel=channels[i % len(channels)],
+            )
+        )
     return BatchPlan(agent=aid, seed=seed, items=items)

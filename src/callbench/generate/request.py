@@ -51,8 +51,12 @@ def tools_payload(agent: LoadedAgent) -> dict[str, Any]:
     return {
         "tools": [t.model_dump(mode="json") for t in agent.config.tools],
         "call_ending_tools": [
-            {"tool": e.tool, "success": {k: disk_matcher(m.model_dump(mode="json")) for k, m in e.success.items()}}
-            for e in agent.config.call_ending_tools],
+            {
+                "tool": e.tool,
+                "success": {k: disk_matcher(m.model_dump(mode="json")) for k, m in e.success.items()},
+            }
+            for e in agent.config.call_ending_tools
+        ],
     }
 
 
@@ -60,8 +64,9 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1)
 
 
-def user_message(agent: LoadedAgent, rendered: str, plan: BatchPlan, item: PlanItem,
-                 existing: list[tuple[str, str]]) -> str:
+def user_message(
+    agent: LoadedAgent, rendered: str, plan: BatchPlan, item: PlanItem, existing: list[tuple[str, str]]
+) -> str:
     """The user message of the first request for ``item`` (contents in the module docstring);
     ``existing`` is ``[(scenario id, title)]`` of the agent's scenarios, sorted."""
     payload = tools_payload(agent)
@@ -87,19 +92,26 @@ def user_message(agent: LoadedAgent, rendered: str, plan: BatchPlan, item: PlanI
     )
 
 
-def first_messages(agent: LoadedAgent, rendered: str, plan: BatchPlan, item: PlanItem,
-                   existing: list[tuple[str, str]]) -> list[ChatMessage]:
+def first_messages(
+    agent: LoadedAgent, rendered: str, plan: BatchPlan, item: PlanItem, existing: list[tuple[str, str]]
+) -> list[ChatMessage]:
     """``[system (the rules), user (:func:`user_message`)]``."""
-    return [ChatMessage(role="system", content=GENERATOR_RULES),
-            ChatMessage(role="user", content=user_message(agent, rendered, plan, item, existing))]
+    return [
+        ChatMessage(role="system", content=GENERATOR_RULES),
+        ChatMessage(role="user", content=user_message(agent, rendered, plan, item, existing)),
+    ]
 
 
-def repair_messages(previous: list[ChatMessage], answer: str | None, problems: list[str]) -> list[ChatMessage]:
+def repair_messages(
+    previous: list[ChatMessage], answer: str | None, problems: list[str]
+) -> list[ChatMessage]:
     """``previous`` plus the model's ``answer`` (when there was text) and a user message listing
     the located ``problems`` and asking for the whole corrected scenario."""
     listed = "\n".join(f"- {p}" for p in problems)
-    ask = ("Your scenario was not accepted. Problems (file:field path: [code] message):\n"
-           f"{listed}\n\nFix every problem and answer with the whole corrected scenario as one JSON object.")
+    ask = (
+        "Your scenario was not accepted. Problems (file:field path: [code] message):\n"
+        f"{listed}\n\nFix every problem and answer with the whole corrected scenario as one JSON object."
+    )
     out = list(previous)
     if answer:
         out.append(ChatMessage(role="assistant", content=answer))

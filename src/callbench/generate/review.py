@@ -71,13 +71,22 @@ def _indent(text: str, n: int = 4) -> str:
 
 def _check_line(c: ActionCheck) -> str:
     args = {k: disk_matcher(m.model_dump(mode="json")) for k, m in c.args.items()}
-    count = "never" if c.count.max == 0 else (
-        f"{c.count.min}..{c.count.max if c.count.max is not None else 'any'} times")
-    extra = "".join([f"; after {', '.join(c.after)}" if c.after else "",
-                     f"; applies after {', '.join(c.applies_after)}" if c.applies_after else ""])
+    count = (
+        "never"
+        if c.count.max == 0
+        else (f"{c.count.min}..{c.count.max if c.count.max is not None else 'any'} times")
+    )
+    extra = "".join(
+        [
+            f"; after {', '.join(c.after)}" if c.after else "",
+            f"; applies after {', '.join(c.applies_after)}" if c.applies_after else "",
+        ]
+    )
     shown = f" {_yaml(args).replace(chr(10), '; ')}" if args else ""
-    return (f"- {c.id} [{c.diagnostic.value}, importance {c.importance}]: {c.tool}{shown} -- {count}{extra}"
-            + (f"\n    {c.description}" if c.description else ""))
+    return (
+        f"- {c.id} [{c.diagnostic.value}, importance {c.importance}]: {c.tool}{shown} -- {count}{extra}"
+        + (f"\n    {c.description}" if c.description else "")
+    )
 
 
 def render_scenario(s: Scenario) -> str:
@@ -85,7 +94,8 @@ def render_scenario(s: Scenario) -> str:
     -> meaning), hidden state, channel, fixtures, action checks, criteria and the reference path."""
     b = s.brief
     parts = [
-        f"{s.id}: {s.title}", f"agent {s.agent} · {s.language} · {s.difficulty} · tags {', '.join(s.tags) or '-'}",
+        f"{s.id}: {s.title}",
+        f"agent {s.agent} · {s.language} · {s.difficulty} · tags {', '.join(s.tags) or '-'}",
         f"\nGOAL (graders only)\n{_indent(s.goal)}",
         f"\nBRIEF (the caller's private knowledge)\n    context: {b.context}\n    reason: {b.reason}",
         f"    persona: {b.persona or '-'}\n    language {b.language}, script {b.script}, at {b.datetime}",
@@ -94,15 +104,21 @@ def render_scenario(s: Scenario) -> str:
         "    plan:",
         *[f"      {i + 1}. {p.id}: when {p.trigger}\n         -> {p.meaning}" for i, p in enumerate(b.plan)],
         "\nHIDDEN STATE (backend only)\n" + (_indent(_yaml(s.hidden_state)) if s.hidden_state else "    -"),
-        "\nCHANNEL\n" + (_indent(_yaml(ch)) if (ch := s.channel.model_dump(mode="json", exclude_defaults=True))
-                          else "    clean (no events)"),
+        "\nCHANNEL\n"
+        + (
+            _indent(_yaml(ch))
+            if (ch := s.channel.model_dump(mode="json", exclude_defaults=True))
+            else "    clean (no events)"
+        ),
         "\nFIXTURES",
     ]
     for tool, fx in s.fixtures.items():
         parts.append(f"  {tool}:")
         for j, e in enumerate(fx.queue):
             args = {k: disk_matcher(m.model_dump(mode="json")) for k, m in e.args.items()}
-            parts.append(f"    call {j + 1} if {_yaml(args).replace(chr(10), '; ') if args else 'any arguments'}")
+            parts.append(
+                f"    call {j + 1} if {_yaml(args).replace(chr(10), '; ') if args else 'any arguments'}"
+            )
             parts.append(f"      -> {_yaml(e.response).replace(chr(10), '; ')}")
             parts.append(f"      else {_yaml(e.mismatch_response).replace(chr(10), '; ')}")
         if fx.default is not None:
@@ -111,17 +127,27 @@ def render_scenario(s: Scenario) -> str:
     parts += [_check_line(c) for c in s.action_checks] or ["  -"]
     parts.append("\nCRITERIA")
     for c in s.criteria:
-        parts.append(f"- {c.id} [{c.pillar.value}, {c.diagnostic.value}, importance {c.importance}]: {c.statement}")
-        parts.append(f"    met: {c.anchors.met}\n    partial: {c.anchors.partial}\n    not met: {c.anchors.not_met}")
-        parts += [f"    excerpt: \"{e}\"" for e in c.excerpts]
+        parts.append(
+            f"- {c.id} [{c.pillar.value}, {c.diagnostic.value}, importance {c.importance}]: {c.statement}"
+        )
+        parts.append(
+            f"    met: {c.anchors.met}\n    partial: {c.anchors.partial}\n    not met: {c.anchors.not_met}"
+        )
+        parts += [f'    excerpt: "{e}"' for e in c.excerpts]
     parts.append("\nREFERENCE PATH (one correct call)")
     for k, t in enumerate(s.reference_path or []):
-        caller = "opening" if k == 0 else f"after caller turn {k} ({b.plan[k - 1].id})" if k <= len(b.plan) else f"turn {k}"
+        caller = (
+            "opening"
+            if k == 0
+            else f"after caller turn {k} ({b.plan[k - 1].id})"
+            if k <= len(b.plan)
+            else f"turn {k}"
+        )
         parts.append(f"  {k}. {caller}:")
         if t.before_tools:
             parts.append(f"     says: {t.before_tools}")
-        for c in t.tool_calls:
-            parts.append(f"     calls {c.name}({', '.join(f'{a}={v!r}' for a, v in c.arguments.items())})")
+        for call in t.tool_calls:
+            parts.append(f"     calls {call.name}({', '.join(f'{a}={v!r}' for a, v in call.arguments.items())})")
         if t.speech:
             parts.append(f"     says: {t.speech}")
     return "\n".join(parts)
@@ -129,9 +155,15 @@ def render_scenario(s: Scenario) -> str:
 
 def render_pending(p: PendingScenario) -> str:
     """:func:`render_scenario` with the generation record (batch, attempts, file)."""
-    head = (f"[{p.record.review.status}] generated in batch {p.record.batch}, item {p.record.item + 1}, "
-            f"{p.record.attempts} attempt(s); {p.record.file}")
-    body = render_scenario(p.scenario) if p.scenario is not None else "(the file does not load: callbench validate)"
+    head = (
+        f"[{p.record.review.status}] generated in batch {p.record.batch}, item {p.record.item + 1}, "
+        f"{p.record.attempts} attempt(s); {p.record.file}"
+    )
+    body = (
+        render_scenario(p.scenario)
+        if p.scenario is not None
+        else "(the file does not load: callbench validate)"
+    )
     return f"{head}\n{body}"
 
 
@@ -140,8 +172,9 @@ def now_utc() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def record_review(root: Path, *, accept: list[str], reject: list[str], reviewer: str, notes: str = "",
-                  at: str | None = None) -> ReviewResult:
+def record_review(
+    root: Path, *, accept: list[str], reject: list[str], reviewer: str, notes: str = "", at: str | None = None
+) -> ReviewResult:
     """Record ``accept`` and ``reject`` decisions by ``reviewer`` (see the module docstring).
 
     Raises :class:`ReviewError` when ``reviewer`` is blank, an id is in both lists, or an id is no
@@ -158,8 +191,9 @@ def record_review(root: Path, *, accept: list[str], reject: list[str], reviewer:
         raise ReviewError(str(e)) from None
     unknown = sorted(s for s in [*accept, *reject] if s not in manifest.scenarios)
     if unknown:
-        raise ReviewError(f"not generated scenarios of this bundle (no record in generation.yaml): "
-                          f"{', '.join(unknown)}")
+        raise ReviewError(
+            f"not generated scenarios of this bundle (no record in generation.yaml): {', '.join(unknown)}"
+        )
     when = at or now_utc()
     problems: list[Problem] = []
     prov = load_provenance(root, problems)
@@ -170,9 +204,12 @@ def record_review(root: Path, *, accept: list[str], reject: list[str], reviewer:
         rec.review = ReviewRecord(status="accepted", by=reviewer, at=when, notes=notes)
         if prov is not None and sid in prov.scenarios and (root / rec.file).is_file():
             entry = prov.scenarios[sid]
-            prov.scenarios[sid] = entry.model_copy(update={
-                "sha256": file_sha256(root / rec.file),
-                "review": Review(status="reviewed", by=[reviewer], date=when[:10], notes=notes)})
+            prov.scenarios[sid] = entry.model_copy(
+                update={
+                    "sha256": file_sha256(root / rec.file),
+                    "review": Review(status="reviewed", by=[reviewer], date=when[:10], notes=notes),
+                }
+            )
         result.accepted.append(sid)
     for sid in reject:
         rec = manifest.scenarios[sid]

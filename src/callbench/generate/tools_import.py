@@ -31,14 +31,26 @@ def _one(item: Any, where: str) -> dict[str, Any]:
         raise ToolsFileError(f"{where}: expected an object, got {type(item).__name__}")
     if isinstance(item.get("function"), dict):  # Chat Completions
         fn = item["function"]
-        return {"name": fn.get("name"), "description": fn.get("description") or "",
-                "parameters": fn.get("parameters"), "_where": f"{where}.function"}
+        return {
+            "name": fn.get("name"),
+            "description": fn.get("description") or "",
+            "parameters": fn.get("parameters"),
+            "_where": f"{where}.function",
+        }
     if "input_schema" in item:  # Anthropic
-        return {"name": item.get("name"), "description": item.get("description") or "",
-                "parameters": item.get("input_schema"), "_where": where}
+        return {
+            "name": item.get("name"),
+            "description": item.get("description") or "",
+            "parameters": item.get("input_schema"),
+            "_where": where,
+        }
     if "name" in item:  # Responses API (flat)
-        return {"name": item.get("name"), "description": item.get("description") or "",
-                "parameters": item.get("parameters"), "_where": where}
+        return {
+            "name": item.get("name"),
+            "description": item.get("description") or "",
+            "parameters": item.get("parameters"),
+            "_where": where,
+        }
     raise ToolsFileError(f"{where}: not a function tool (expected 'function', 'input_schema' or 'name')")
 
 

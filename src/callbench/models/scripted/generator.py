@@ -61,7 +61,9 @@ class ScriptedGenerator:
             raise ValueError(f"{spec}: cannot read {path}: {e}") from None
         items = raw.get("items") if isinstance(raw, dict) else None
         if not isinstance(items, list) or not items:
-            raise ValueError(f"{spec}: {path}: expected 'items', a non-empty list (one list of answers per item)")
+            raise ValueError(
+                f"{spec}: {path}: expected 'items', a non-empty list (one list of answers per item)"
+            )
         self.items: list[list[Any]] = []
         for i, entry in enumerate(items):
             answers = entry if isinstance(entry, list) else [entry]
@@ -70,7 +72,7 @@ class ScriptedGenerator:
             self.items.append([self._answer(a, f"items[{i}]") for a in answers])
 
     def _load(self, name: str, where: str) -> Any:
-        file = (self.path.parent / name)
+        file = self.path.parent / name
         try:
             return yaml.safe_load(file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
@@ -89,7 +91,9 @@ class ScriptedGenerator:
                 for dotted in answer.get("delete") or []:
                     _set_path(data, str(dotted), None, delete=True)
             except (KeyError, IndexError, ValueError, TypeError) as e:
-                raise ValueError(f"{self.spec}: {self.path}: {where}: cannot apply set/delete: {e!r}") from None
+                raise ValueError(
+                    f"{self.spec}: {self.path}: {where}: cannot apply set/delete: {e!r}"
+                ) from None
             return json.dumps(data, ensure_ascii=False)
         return json.dumps(answer, ensure_ascii=False)
 
