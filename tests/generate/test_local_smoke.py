@@ -44,6 +44,7 @@ def test_one_generation_attempt_on_the_embedded_model(agent_bundle: Path) -> Non
     finally:
         asyncio.run(client.aclose())
         release_engines()
+    print(f"local generation attempt: {outcome.model_dump_json()}")  # shown with pytest -s
     assert outcome.stopped is None, outcome.stopped
     assert len(outcome.written) + len(outcome.failed) == 1
     assert outcome.usage.input_tokens > 1000 and 0 < outcome.usage.output_tokens <= 400

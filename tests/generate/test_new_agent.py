@@ -28,8 +28,8 @@ def test_made_agent_loads_with_its_tools_and_success_condition(agent_bundle: Pat
     ]
     assert agent.config.languages == ["en-IN"] and agent.config.domain == "utilities"
     [ending] = agent.config.call_ending_tools
-    assert ending.tool == "end_call" and ending.success["status"].matches("ended")
-    assert not ending.success["status"].matches("failed")
+    assert ending.tool == "end_call" and ending.success["status"].evaluate("ended").ok
+    assert not ending.success["status"].evaluate("failed").ok
     prompt = (agent_bundle / "agents" / AGENT / "prompt.md").read_bytes()
     assert prompt == (DATA / "water_prompt.md").read_bytes()
     assert agent.config.prompt_sha256 is not None and (agent_bundle / "bundle.yaml").is_file()
@@ -67,7 +67,7 @@ def test_anthropic_tools_and_flow_matchers(tmp_path: Path) -> None:
     agent = load_bundle(tmp_path / "b").agents["water_prompt"]  # id from the prompt file name
     assert agent.config.tools[1].parameters["properties"]["category"]["enum"][0] == "no_water"
     cond = agent.config.call_ending_tools[0].success["status"]
-    assert cond.matches("closed") and not cond.matches("open")
+    assert cond.evaluate("closed").ok and not cond.evaluate("open").ok
 
 
 def test_responses_api_flat_tools() -> None:
