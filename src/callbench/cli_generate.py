@@ -9,6 +9,11 @@ from pathlib import Path
 import typer
 
 
+def _terminal() -> bool:
+    """Whether stdin is a terminal (then missing answers are asked for)."""
+    return sys.stdin.isatty()
+
+
 def _split(values: list[str]) -> list[str]:
     return [v.strip() for item in values for v in item.split(",") if v.strip()]
 
@@ -41,7 +46,7 @@ def new_agent(
     from callbench.generate.tools_import import ToolsFileError, read_tools_file
 
     endings, conds = list(call_ending), list(success)
-    if not endings and sys.stdin.isatty():
+    if not endings and _terminal():
         try:
             names = [t.name for t in read_tools_file(tools)]
         except ToolsFileError as e:
@@ -205,7 +210,7 @@ def review(
     if not items:
         typer.echo("no generated scenario awaits review")
         return
-    interactive = sys.stdin.isatty() and not show_all
+    interactive = _terminal() and not show_all
     if interactive and not reviewer:
         reviewer = typer.prompt("Reviewer name")
     for k, item in enumerate(items):

@@ -62,6 +62,26 @@ def _copy_bundle(src: Path, dst: Path, agent_id: str) -> None:
         ignore=lambda d, names: ["scenarios"] if Path(d) == agent_src else [],
     )
     (agent_dst / "scenarios").mkdir()
+    prompt = (agent_src / _instructions_file(agent_src)).resolve()
+    try:  # an operating document kept in another agent's folder comes along too
+        rel = prompt.relative_to(src.resolve())
+    except ValueError:
+        return  # outside the bundle: validate reports path.escape on the copy as on the bundle
+    if rel.parts[:1] == ("agents",) and prompt.is_file() and not (dst / rel).exists():
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(prompt, dst / rel)
+
+
+def _instructions_file(agent_dir: Path) -> str:
+    for name in ("agent.yaml", "agent.yml", "agent.json"):
+        if (agent_dir / name).is_file():
+            try:
+                data = yaml.safe_load((agent_dir / name).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                return "prompt.md"
+            value = data.get("instructions_file") if isinstance(data, dict) else None
+            return value if isinstance(value, str) and value else "prompt.md"
+    return "prompt.md"
 
 
 def audit_candidate(bundle_dir: Path, agent_id: str, scenario: dict[str, Any]) -> list[Problem]:
