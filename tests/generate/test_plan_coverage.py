@@ -125,3 +125,32 @@ def test_inspect_json_has_coverage_of_the_starter() -> None:
     assert len(cov) == 9 and all(c["scenarios"] == 10 for c in cov.values())
     # every starter tool is exercised by some scenario of its agent
     assert sum(len(c["tools"]) for c in cov.values()) == data["tools_total"]
+
+
+def test_request_schema_spells_out_any_value_and_accepts_the_same_scenarios() -> None:
+    import jsonschema
+    import yaml
+
+    from callbench.bundle.models import Scenario as S
+    from callbench.bundle.schema import file_schema
+    from callbench.generate.request import ANY_JSON, scenario_schema
+    from callbench.models.schemas import subschemas
+
+    schema = scenario_schema()
+    seen: list[dict[str, object]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            seen.append(node)
+            for sub in subschemas(node):
+                walk(sub)
+
+    walk(schema)
+    for d in schema["$defs"].values():
+        walk(d)
+    assert all(not set(n) <= {"title", "description", "default", "examples"} for n in seen)
+    assert any(n.get("type") == ANY_JSON["type"] for n in seen)
+    data = yaml.safe_load((DATA / f"{VALID}.yaml").read_text(encoding="utf-8"))
+    for s in (schema, file_schema(S, "scenario.schema.json")):
+        jsonschema.Draft202012Validator(s).validate(data)
+        assert not jsonschema.Draft202012Validator(s).is_valid({**data, "difficulty": "easy"})

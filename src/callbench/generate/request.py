@@ -19,13 +19,31 @@ from callbench.bundle.schema import file_schema
 from callbench.generate.plan import BatchPlan, PlanItem
 from callbench.generate.rules import GENERATOR_RULES
 from callbench.models.base import ChatMessage
+from callbench.models.schemas import map_subschemas
 
 SCHEMA_NAME = "scenario"
 
 
+ANY_JSON: dict[str, Any] = {"type": ["string", "number", "integer", "boolean", "null", "array", "object"]}
+"""Any JSON value, spelt out: what an unconstrained field (``{}``, or only a title) means."""
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
+
+
+def _explicit_any(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if set(node) <= _ANNOTATIONS:
+        return {**node, **ANY_JSON}
+    return map_subschemas(node, _explicit_any)
+
+
 def scenario_schema() -> dict[str, Any]:
-    """The scenario JSON Schema (draft 2020-12), as ``callbench schema`` writes it."""
-    return file_schema(Scenario, "scenario.schema.json")
+    """The scenario JSON Schema (draft 2020-12), as ``callbench schema`` writes it, with every
+    unconstrained subschema (pydantic writes ``{"title": ...}`` for an ``Any`` field such as a
+    fixture response) spelt out as :data:`ANY_JSON`. Both accept exactly the same documents; the
+    explicit form is one that structured-output converters (llama.cpp's grammar converter, which
+    rejects a schema without a type) can compile."""
+    return _explicit_any(file_schema(Scenario, "scenario.schema.json"))
 
 
 def disk_matcher(value: Any) -> Any:

@@ -147,7 +147,8 @@ def render_scenario(s: Scenario) -> str:
         if t.before_tools:
             parts.append(f"     says: {t.before_tools}")
         for call in t.tool_calls:
-            parts.append(f"     calls {call.name}({', '.join(f'{a}={v!r}' for a, v in call.arguments.items())})")
+            shown = ", ".join(f"{a}={v!r}" for a, v in call.arguments.items())
+            parts.append(f"     calls {call.name}({shown})")
         if t.speech:
             parts.append(f"     says: {t.speech}")
     return "\n".join(parts)
