@@ -3,7 +3,7 @@
 For each plan item the generator model gets the first request (:mod:`.request`); its JSON answer
 is checked against the scenario JSON Schema, its id against the bundle's ids, its intent and facts
 against the agent's scenarios (:mod:`.duplicates`) and the whole file by the audit
-(:mod:`.audit`). Located problems go back to the model in a repair request, at most
+(:mod:`.audit`; the loop is :mod:`.repair`). Located problems go back in a repair request, at most
 ``max_attempts`` requests per item in all. A scenario that passes is written into the agent's
 ``scenarios/`` folder at once; the others are listed with their last problems. At the end the
 generation manifest (:mod:`.manifest`) and ``provenance.yaml`` (made ``generated``, review
@@ -23,17 +23,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from callbench.bundle.loader import Problem, load_bundle_collect, render_instructions
+from callbench.bundle.loader import load_bundle_collect, render_instructions
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.provenance import Generation, provenance_path, update_provenance
-from callbench.bundle.schema import _atomic_write
 from callbench.bundle.validate import scenario_files, validate_path
-from callbench.generate.audit import audit_candidate, scenario_text
-from callbench.generate.duplicates import near_duplicate
+from callbench.generate.audit import scenario_text
 from callbench.generate.manifest import (
-    AttemptRecord,
     BatchRecord,
     FailedItem,
     ScenarioRecord,
@@ -42,26 +39,18 @@ from callbench.generate.manifest import (
     save_manifest,
 )
 from callbench.generate.plan import make_plan, parse_mix
+from callbench.generate.repair import add_usage, key_settings, request_and_repair, sha256_json
 from callbench.generate.request import (
-    SCHEMA_NAME,
     first_messages,
-    repair_messages,
-    scenario_schema,
     tools_payload,
 )
 from callbench.generate.rules import GENERATOR_RULES
 from callbench.models.base import (
-    ChatMessage,
     InfrastructureError,
     ModelClient,
-    ModelOutputError,
-    ModelRequest,
-    RequestContext,
-    Usage,
 )
-from callbench.models.cache import NON_KEY_SETTINGS, canonical_json
-from callbench.models.output import check_json_output
 from callbench.models.specs import parse_spec
+from callbench.trace import atomic_write_text
 
 
 class GenerateError(ValueError):
@@ -103,31 +92,6 @@ class GenerationOutcome(BaseModel):
     stopped: str | None = None
 
 
-def sha256_json(value: Any) -> str:
-    """SHA-256 (hex) of canonical JSON (sorted keys, no whitespace, UTF-8)."""
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-
-
-def key_settings(client: ModelClient) -> dict[str, Any]:
-    """The client's settings that shape its output (no endpoint, header or retry settings)."""
-    return client.settings.model_dump(mode="json", exclude=set(NON_KEY_SETTINGS), exclude_none=True)
-
-
-def _usage(u: Usage | None) -> UsageRecord:
-    if u is None:
-        return UsageRecord()
-    return UsageRecord(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost_usd=u.cost_usd)
-
-
-def _add(a: UsageRecord, b: UsageRecord) -> UsageRecord:
-    cost = None if a.cost_usd is None or b.cost_usd is None else round(a.cost_usd + b.cost_usd, 8)
-    return UsageRecord(
-        input_tokens=a.input_tokens + b.input_tokens,
-        output_tokens=a.output_tokens + b.output_tokens,
-        cost_usd=cost,
-    )
-
-
 def _prepare(bundle_dir: Path, agent_id: str) -> tuple[LoadedAgent, list[Scenario], set[str]]:
     bundle, problems = validate_path(bundle_dir)
     if bundle is None:
@@ -157,99 +121,6 @@ def batch_id(record: dict[str, Any]) -> str:
     """``g-`` and the first 12 hex digits of SHA-256 of the batch parameters (everything the batch
     record holds before generation: agent, model, settings, seed, mixes, hashes, plan)."""
     return "g-" + sha256_json(record)[:12]
-
-
-def _problem(code: str, message: str, file: str, path: str = "") -> Problem:
-    return Problem(file=file, path=path, code=code, message=message)
-
-
-async def _one_item(
-    client: ModelClient,
-    bundle_dir: Path,
-    agent: LoadedAgent,
-    messages: list[ChatMessage],
-    bid: str,
-    item: int,
-    max_attempts: int,
-    others: list[Scenario],
-    taken: set[str],
-) -> tuple[dict[str, Any] | None, list[AttemptRecord], list[str], str]:
-    """Run the request / audit / repair loop of one item; returns (accepted scenario data or None,
-    attempt records, last problems, failure reason)."""
-    schema = scenario_schema()
-    aid = agent.config.id
-    records: list[AttemptRecord] = []
-    last: list[str] = []
-    reason = "audit"
-    for attempt in range(max_attempts):
-        ctx = RequestContext(
-            role="generator", episode_id=f"generate:{bid}:{item}", agent_id=aid, turn=item, attempt=attempt
-        )
-        request = ModelRequest(
-            messages=messages, response_schema=schema, response_schema_name=SCHEMA_NAME, context=ctx
-        )
-        req_hash = sha256_json([m.model_dump(mode="json") for m in messages])
-        answer: str | None = None
-        usage: Usage | None = None
-        problems: list[Problem] = []
-        data: Any = None
-        try:
-            response = await client.complete(request)
-            answer, usage = response.content, response.usage
-            data = check_json_output(answer, schema, usage=usage)
-        except ModelOutputError as err:
-            answer = err.raw if answer is None else answer
-            usage = err.usage or usage
-            problems = [_problem("output.invalid", str(err), "(model output)")]
-            reason = "output"
-        if data is not None and not isinstance(data, dict):
-            problems = [_problem("output.invalid", "the answer is not a JSON object", "(model output)")]
-        if not problems:
-            data["agent"] = aid
-            sid = data.get("id")
-            sfile = f"agents/{aid}/scenarios/{sid}.yaml"
-            if isinstance(sid, str) and sid in taken:
-                problems.append(
-                    _problem(
-                        "generate.duplicate_id",
-                        f"scenario id {sid!r} is already used in the bundle; choose a new id",
-                        sfile,
-                        "id",
-                    )
-                )
-            try:
-                scen = Scenario.model_validate(data)
-            except ValidationError:
-                scen = None
-            dup = near_duplicate(scen, others) if scen is not None else None
-            if dup is not None:
-                problems.append(
-                    _problem(
-                        "generate.near_duplicate",
-                        f"same intent and facts as scenario {dup.scenario_id!r} (intent similarity "
-                        f"{dup.intent:.2f}, facts {dup.facts:.2f}); write a call with another intent "
-                        "or other facts",
-                        sfile,
-                    )
-                )
-            problems += audit_candidate(bundle_dir, aid, data)
-            codes = {p.code for p in problems}
-            reason = "near_duplicate" if codes == {"generate.near_duplicate"} else "audit"
-        out_hash = hashlib.sha256(answer.encode("utf-8")).hexdigest() if answer else None
-        last = [str(p) for p in problems]
-        records.append(
-            AttemptRecord(
-                attempt=attempt,
-                request_sha256=req_hash,
-                output_sha256=out_hash,
-                problems=last,
-                usage=_usage(usage),
-            )
-        )
-        if not problems:
-            return data, records, [], ""
-        messages = repair_messages(messages, answer, last)
-    return None, records, last, reason
 
 
 async def generate_batch(
@@ -302,7 +173,7 @@ async def generate_batch(
     for item in plan.items:
         messages = first_messages(agent, rendered, plan, item, existing)
         try:
-            data, records, last, reason = await _one_item(
+            data, records, last, reason = await request_and_repair(
                 client, bundle_dir, agent, messages, bid, item.index, options.max_attempts, others, taken
             )
         except InfrastructureError as err:
@@ -312,7 +183,7 @@ async def generate_batch(
             )
             break
         for r in records:
-            outcome.usage = _add(outcome.usage, r.usage)
+            outcome.usage = add_usage(outcome.usage, r.usage)
         if data is None:
             failed = FailedItem(item=item.index, reason=reason, attempts=len(records), last_problems=last)
             batch.failed.append(failed)
@@ -321,7 +192,7 @@ async def generate_batch(
             sid = str(data["id"])
             rel = f"agents/{aid}/scenarios/{sid}.yaml"
             text = scenario_text(data)
-            _atomic_write(bundle_dir / rel, text)
+            atomic_write_text(bundle_dir / rel, text)
             manifest.scenarios[sid] = ScenarioRecord(
                 batch=bid,
                 item=item.index,

@@ -31,7 +31,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from callbench.bundle.schema import _atomic_write
+from callbench.trace import atomic_write_text
 
 MANIFEST_NAME = "generation.yaml"
 ReviewDecision = Literal["unreviewed", "accepted", "rejected"]
@@ -165,5 +165,5 @@ def manifest_text(manifest: GenerationManifest) -> str:
 def save_manifest(root: Path, manifest: GenerationManifest) -> Path:
     """Write the manifest atomically; returns its path. Raises ``OSError`` when it cannot."""
     path = manifest_path(root)
-    _atomic_write(path, manifest_text(manifest))
+    atomic_write_text(path, manifest_text(manifest))
     return path

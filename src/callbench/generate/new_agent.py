@@ -23,9 +23,9 @@ from pydantic import BaseModel, ValidationError
 
 from callbench.bundle.loader import Problem, sha256_text
 from callbench.bundle.models import ID_PATTERN, AgentConfig, ToolSpec
-from callbench.bundle.schema import _atomic_write
 from callbench.bundle.validate import validate_path
 from callbench.generate.tools_import import read_tools_file
+from callbench.trace import atomic_write_text
 
 
 class NewAgentError(ValueError):
@@ -196,10 +196,10 @@ def make_agent(
             "version": "0.1.0",
             "description": "A bundle made with callbench new-agent.",
         }
-        _atomic_write(bundle_file, yaml.safe_dump(meta, allow_unicode=True, sort_keys=False))
+        atomic_write_text(bundle_file, yaml.safe_dump(meta, allow_unicode=True, sort_keys=False))
     (folder / "scenarios").mkdir(parents=True)
-    _atomic_write(folder / "prompt.md", prompt_text)
-    _atomic_write(folder / "agent.yaml", agent_yaml(config, conds))
+    atomic_write_text(folder / "prompt.md", prompt_text)
+    atomic_write_text(folder / "agent.yaml", agent_yaml(config, conds))
     _, problems = validate_path(bundle_dir)
     rel = f"agents/{aid}/"
     mine = [p for p in problems if p.file.startswith(rel) or (created and p.file.startswith("bundle"))]
