@@ -209,6 +209,16 @@ def _strip_keywords(schema: Any) -> Any:
     return map_subschemas(kept, _strip_keywords)
 
 
+def _unbounded(schema: Any) -> Any:
+    """``schema`` without ``maxLength`` and ``maxItems`` (keyword positions only): llama.cpp
+    expands each bound into nested optional rules, and a large schema with many bounds (the
+    scenario schema) exceeds what its parser accepts."""
+    if not isinstance(schema, dict):
+        return schema
+    kept = {key: value for key, value in schema.items() if key not in ("maxLength", "maxItems")}
+    return map_subschemas(kept, _unbounded)
+
+
 def _converts(schema: dict[str, Any]) -> bool:
     try:
         _llama().llama_grammar.json_schema_to_gbnf(json.dumps(schema))
@@ -249,7 +259,7 @@ def _parsable_grammar(llm: Any, schemas: list[dict[str, Any]]) -> Any:
     be repeated ... exceeds sane defaults": the scenario schema of ``callbench generate``, capped
     to 400-character strings, has hundreds of bounded repetitions), which would fail the call;
     the next, looser schema is tried then (the output is still checked against the request's
-    schema). Raises ValueError when none parses."""
+    schema; a looser grammar only lets more wrong answers through to that check). Raises ValueError when none parses."""
     llama_cpp = _llama()
     for schema in schemas:
         key = json.dumps(schema, sort_keys=True)
@@ -348,7 +358,8 @@ class LocalClient:
         candidates = [capped] if _converts(capped) else []
         candidates.append(schema)
         if request.response_schema is not None:
-            candidates += [_strip_keywords(schema), {"type": "object"}]
+            stripped = _strip_keywords(schema)
+            candidates += [stripped, _unbounded(stripped), {"type": "object"}]
         engine = _engine(self.model_path, request.context.role)
         kwargs: dict[str, Any] = {
             "max_tokens": max_new,
