@@ -259,7 +259,8 @@ def _parsable_grammar(llm: Any, schemas: list[dict[str, Any]]) -> Any:
     be repeated ... exceeds sane defaults": the scenario schema of ``callbench generate``, capped
     to 400-character strings, has hundreds of bounded repetitions), which would fail the call;
     the next, looser schema is tried then (the output is still checked against the request's
-    schema; a looser grammar only lets more wrong answers through to that check). Raises ValueError when none parses."""
+    schema; a looser grammar only lets more wrong answers through to that check). Raises
+    ValueError when none parses."""
     llama_cpp = _llama()
     for schema in schemas:
         key = json.dumps(schema, sort_keys=True)
