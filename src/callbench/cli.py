@@ -87,6 +87,14 @@ def validate(
                 f"OK: {b.meta.name} {b.meta.version} (hash {b.content_hash[:12]}): "
                 f"{len(b.agents)} agent(s), {len(b.scenarios())} scenario(s), no problems"
             )
+    if outcome.bundle is not None:  # a warning, never a problem: the exit code stays as it is
+        from callbench.bundle.provenance import unreviewed_generated
+
+        waiting = unreviewed_generated(Path(outcome.bundle.root))
+        if waiting:
+            shown = ", ".join(waiting[:5]) + (", ..." if len(waiting) > 5 else "")
+            typer.echo(f"warning: {len(waiting)} generated scenario(s) not reviewed yet ({shown}); "
+                       f"review them with: callbench review {path}", err=as_json)
     raise typer.Exit(outcome.exit_code)
 
 
@@ -94,9 +102,11 @@ def validate(
 def inspect(
     path: Path = typer.Argument(..., help="A bundle folder (or its bundle.yaml)."),
     as_json: bool = typer.Option(False, "--json", help="Print the composition as JSON."),
+    agent: str | None = typer.Option(None, "--agent", help="Show this agent's coverage section by section."),
 ) -> None:
     """Summarise a bundle's composition: agents, scenarios by language and difficulty, tools per
-    agent, rendered instruction length (median, min, max).
+    agent, rendered instruction length (median, min, max), and coverage: which sections of each
+    operating document and which tools the agent's scenarios exercise, and which none does.
 
     Exit codes: 0 ok; 1 the bundle cannot be loaded (problems listed); 2 the path cannot be read.
     """
@@ -124,8 +134,15 @@ def inspect(
     if as_json:
         typer.echo(comp.model_dump_json(indent=2))
     else:
+        from callbench.bundle.inspect import coverage_tables
+
         console = Console()
-        for table in composition_tables(comp):
+        try:
+            tables = composition_tables(comp) + coverage_tables(comp, agent)
+        except KeyError as e:
+            typer.echo(f"error: --agent: {e.args[0]}", err=True)
+            raise typer.Exit(2) from None
+        for table in tables:
             console.print(table)
     if problems:
         typer.echo(
@@ -937,3 +954,9 @@ def serve_local(
     except ServeError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+
+
+# issue 13: new-agent, generate and review live in callbench/cli_generate.py
+from callbench.cli_generate import register as _register_generate  # noqa: E402
+
+_register_generate(app)

@@ -13,6 +13,7 @@ from collections import Counter
 from pydantic import BaseModel, Field
 from rich.table import Table
 
+from callbench.bundle.coverage import AgentCoverage, agent_coverage
 from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent
 
@@ -73,6 +74,10 @@ class Composition(BaseModel):
     tools_per_agent: Spread
     instruction_chars: Spread = Field(description="Rendered instruction length over active agents.")
     agent_rows: list[AgentRow]
+    coverage: list[AgentCoverage] = Field(
+        default_factory=list,
+        description="Per agent: the document sections and tools its scenarios exercise, and the ones none "
+        "does (bundle/coverage.py; issue 13 item 6).")
 
 
 def _instruction_chars(agent: LoadedAgent) -> int | None:
@@ -132,6 +137,7 @@ def composition(bundle: Bundle) -> Composition:
         tools_per_agent=Spread.of([r.tools for r in active]),
         instruction_chars=Spread.of([r.instruction_chars for r in active if r.instruction_chars is not None]),
         agent_rows=rows,
+        coverage=[agent_coverage(a) for _, a in sorted(bundle.agents.items())],
     )
 
 
@@ -175,3 +181,41 @@ def composition_tables(c: Composition) -> list[Table]:
                        ", ".join(r.languages), str(r.tools), f"{r.scenarios} ({r.medium}/{r.hard})",
                        _num(r.instruction_chars), _num(r.shared_prefix_chars))
     return [summary, langs, agents]
+
+
+def _tools_gap(cov: AgentCoverage) -> str:
+    text = ", ".join(cov.unexercised_tools)
+    if cov.only_negative:
+        text += f" (only negative checks: {', '.join(cov.only_negative)})"
+    return text or "-"
+
+
+def coverage_tables(c: Composition, agent: str | None = None) -> list[Table]:
+    """Rich tables of coverage: one row per agent (sections and tools exercised, and the ones no
+    scenario exercises); with ``agent``, that agent's sections and tools with their scenario counts
+    and ids instead. Raises KeyError naming an unknown agent."""
+    rule = ("a section is exercised when a criterion quotes it or the reference path calls a tool it "
+            "names; a tool when the reference path calls it or a positive check expects it")
+    if agent is None:
+        t = Table(title=f"Coverage ({rule})")
+        for col in ("agent", "sections", "tools", "sections no scenario exercises",
+                    "tools no scenario exercises"):
+            t.add_column(col, overflow="fold")
+        for cov in c.coverage:
+            t.add_row(cov.agent, f"{len(cov.sections) - len(cov.unexercised_sections)}/{len(cov.sections)}",
+                      f"{len(cov.tools) - len(cov.unexercised_tools)}/{len(cov.tools)}",
+                      "; ".join(cov.unexercised_sections) or "-",
+                      _tools_gap(cov))
+        return [t]
+    one = next((x for x in c.coverage if x.agent == agent), None)
+    if one is None:
+        raise KeyError(f"no agent {agent!r} (agents: {', '.join(x.agent for x in c.coverage)})")
+    out = []
+    for title, uses in (("section of the operating document", one.sections), ("tool", one.tools)):
+        t = Table(title=f"{agent}: {title}s exercised by its {one.scenarios} scenario(s)")
+        for col in (title, "scenarios", "ids"):
+            t.add_column(col, justify="right" if col == "scenarios" else "left", overflow="fold")
+        for u in uses:
+            t.add_row(u.name, str(len(u.scenarios)), ", ".join(u.scenarios) or "NONE")
+        out.append(t)
+    return out

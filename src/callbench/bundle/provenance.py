@@ -249,7 +249,14 @@ def update_provenance(
             out[sid] = entry
             result.unchanged += 1
     result.removed = sorted(set(prov.scenarios) - set(scenario_files))
-    data = Provenance(scenarios=out).model_dump(mode="json", exclude_none=True)
+    save_provenance(path, Provenance(scenarios=out))
+    return result
+
+
+def save_provenance(path: Path, prov: Provenance) -> None:
+    """Write ``prov`` to ``path`` atomically (JSON for a ``.json`` path, else YAML with a header
+    comment). Raises ``OSError`` when it cannot be written."""
+    data = prov.model_dump(mode="json", exclude_none=True)
     if path.suffix == ".json":
         import json
 
@@ -259,7 +266,32 @@ def update_provenance(
                 "# Checked by `callbench validate`; refresh with `callbench provenance BUNDLE --update`.\n"
                 + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100))
     _atomic_write(path, text)
-    return result
+
+
+def unreviewed_generated(root: Path) -> list[str]:
+    """Ids of scenarios whose provenance says ``made: generated`` and ``review.status:
+    unreviewed`` (``callbench validate`` warns about them; ``callbench review`` clears them).
+    Empty when the bundle has no readable provenance file."""
+    problems: list[Problem] = []
+    prov = load_provenance(root, problems)
+    if prov is None:
+        return []
+    return sorted(sid for sid, e in prov.scenarios.items()
+                  if e.made == "generated" and e.review.status == "unreviewed")
+
+
+def review_counts(root: Path, scenario_ids: Iterable[str]) -> dict[str, int]:
+    """How many of ``scenario_ids`` have each review status in the provenance file
+    (``unreviewed`` / ``machine_checked`` / ``reviewed``), and ``no_record`` for those without an
+    entry (all of them when the bundle has no readable provenance file). Only non-zero counts."""
+    problems: list[Problem] = []
+    prov = load_provenance(root, problems)
+    counts: dict[str, int] = {}
+    for sid in sorted(set(scenario_ids)):
+        entry = prov.scenarios.get(sid) if prov is not None else None
+        key = entry.review.status if entry is not None else "no_record"
+        counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
 
 
 def today() -> str:

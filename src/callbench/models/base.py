@@ -14,7 +14,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
-Role = Literal["candidate", "caller", "task_judge", "conversation_judge"]
+Role = Literal["candidate", "caller", "task_judge", "conversation_judge", "generator"]
+"""Who sends a request; ``generator`` is scenario generation (``callbench generate``)."""
 
 SECRET_HEADER_RE = re.compile(
     r"auth|key|token|secret|cookie|pass|credential|signature|session|subscription|bearer|jwt|private"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.provenance import review_counts
 from callbench.models.base import ModelClient, ModelSettings
 from callbench.models.faults import collect_faults
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
@@ -174,6 +175,8 @@ async def execute_run(
         planned=planned,
         started=now(),
     )
+    manifest.scenario_review = review_counts(Path(bundle.root), [k.scenario_id for k in manifest.planned])
+    manifest.scenarios_reviewed = manifest.scenario_review.get("reviewed", 0)
     old = store.load_manifest()
     if old is not None:
         diffs = _compare(old, manifest)
@@ -187,6 +190,8 @@ async def execute_run(
         manifest.code_versions = list(old.code_versions or [old.callbench_version])
         manifest.git_dirty = None if old.git_dirty is None or dirty is None else old.git_dirty or dirty
         manifest.repeats = max(old.repeats, config.repeats)
+        manifest.scenario_review = review_counts(Path(bundle.root), [k.scenario_id for k in manifest.planned])
+        manifest.scenarios_reviewed = manifest.scenario_review.get("reviewed", 0)
     if manifest.callbench_version not in manifest.code_versions:
         manifest.code_versions.append(manifest.callbench_version)
     store.rebuild_index()

@@ -67,6 +67,11 @@ class RunManifest(BaseModel):
     order; a run resumed or extended by different code is never official."""
     grade_sets: list[str] = Field(default_factory=list)
     cost_usd: float | None = 0.0
+    scenario_review: dict[str, int] = Field(default_factory=dict)
+    """The run's scenarios by review status in the bundle's ``provenance.yaml`` when the run was
+    planned (``reviewed``, ``machine_checked``, ``unreviewed``, ``no_record``; issue 13 item 5)."""
+    scenarios_reviewed: int = 0
+    """How many of the run's scenarios a person reviewed (``scenario_review["reviewed"]``)."""
 
 
 def traces_dir(run_dir: Path) -> Path:

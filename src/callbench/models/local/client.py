@@ -209,6 +209,16 @@ def _strip_keywords(schema: Any) -> Any:
     return map_subschemas(kept, _strip_keywords)
 
 
+def _unbounded(schema: Any) -> Any:
+    """``schema`` without ``maxLength`` and ``maxItems`` (keyword positions only): llama.cpp
+    expands each bound into nested optional rules, and a large schema with many bounds (the
+    scenario schema) exceeds what its parser accepts."""
+    if not isinstance(schema, dict):
+        return schema
+    kept = {key: value for key, value in schema.items() if key not in ("maxLength", "maxItems")}
+    return map_subschemas(kept, _unbounded)
+
+
 def _converts(schema: dict[str, Any]) -> bool:
     try:
         _llama().llama_grammar.json_schema_to_gbnf(json.dumps(schema))
@@ -238,6 +248,34 @@ def grammar_schema(request: ModelRequest) -> dict[str, Any]:
             else {"type": "object"}
         )
     return candidate_output_schema(request.tools, arguments)
+
+
+_PARSES: dict[str, bool] = {}
+
+
+def _parsable_grammar(llm: Any, schemas: list[dict[str, Any]]) -> Any:
+    """The grammar of the first of ``schemas`` that llama.cpp's own grammar parser accepts. The
+    Python converter can write a grammar the C parser refuses ("number of rules that are going to
+    be repeated ... exceeds sane defaults": the scenario schema of ``callbench generate``, capped
+    to 400-character strings, has hundreds of bounded repetitions), which would fail the call;
+    the next, looser schema is tried then (the output is still checked against the request's
+    schema; a looser grammar only lets more wrong answers through to that check). Raises
+    ValueError when none parses."""
+    llama_cpp = _llama()
+    for schema in schemas:
+        key = json.dumps(schema, sort_keys=True)
+        if not _converts(schema):
+            continue
+        grammar = _grammar(schema)
+        if key not in _PARSES:
+            handle = llama_cpp.llama_sampler_init_grammar(
+                llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+            _PARSES[key] = bool(handle)
+            if handle:
+                llama_cpp.llama_sampler_free(handle)
+        if _PARSES[key]:
+            return grammar
+    raise ValueError("llama.cpp cannot parse a grammar for this output schema")
 
 
 def _grammar(schema: dict[str, Any]) -> Any:
@@ -318,11 +356,14 @@ class LocalClient:
             )
         schema = grammar_schema(request)
         capped = cap_sizes(schema)
-        grammar = _grammar(capped if _converts(capped) else schema)
+        candidates = [capped] if _converts(capped) else []
+        candidates.append(schema)
+        if request.response_schema is not None:
+            stripped = _strip_keywords(schema)
+            candidates += [stripped, _unbounded(stripped), {"type": "object"}]
         engine = _engine(self.model_path, request.context.role)
         kwargs: dict[str, Any] = {
             "max_tokens": max_new,
-            "grammar": grammar,
             "seed": request_seed(self.settings, request),
         }
         for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k")):
@@ -347,6 +388,7 @@ class LocalClient:
                     )
                 engine.n_ctx = n_ctx
             llm = engine.llm
+            kwargs["grammar"] = _parsable_grammar(llm, candidates)
             note_native(
                 f"llama.cpp ran {self.spec} as the {request.context.role} "
                 f"({len(tokens):,} prompt tokens, episode {request.context.episode_id}, "

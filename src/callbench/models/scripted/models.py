@@ -32,6 +32,8 @@ Specs (:func:`create_scripted`):
     do-nothing candidate (the *null floor*); grading must score it low.
 ``scripted:file:<path>``
     Replies from a script file (:mod:`callbench.models.scripted.script`).
+``scripted:generator:<path>``
+    Scenario answers for ``callbench generate`` (:mod:`callbench.models.scripted.generator`).
 
 The judges' scripted models (``scripted:met`` ...) live in :mod:`callbench.models.scripted.judge`.
 """
@@ -76,6 +78,7 @@ CLOSINGS: dict[str, str] = {
 
 SCRIPTED_SPECS = (
     "scripted:reference", "scripted:plan", "scripted:hangup", "scripted:talk", "scripted:file:<path>",
+    "scripted:generator:<path>",
 )
 
 
@@ -264,6 +267,15 @@ def create_scripted(
         return HangupCandidate(spec, settings, bundle)
     if spec == "scripted:talk":
         return TalkCandidate(spec, settings, bundle)
+    if spec.startswith("scripted:generator:"):
+        from pathlib import Path
+
+        from callbench.models.scripted.generator import ScriptedGenerator
+
+        gpath = spec.removeprefix("scripted:generator:")
+        if not gpath:
+            raise ValueError("scripted:generator: needs a path, e.g. scripted:generator:answers.yaml")
+        return ScriptedGenerator(spec, settings, Path(gpath))
     if spec.startswith("scripted:file:"):
         path = spec.removeprefix("scripted:file:")
         if not path:

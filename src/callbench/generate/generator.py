@@ -1,0 +1,252 @@
+"""The generation loop: plan, request, audit, repair, write, record (issue 13 items 2-4).
+
+For each plan item the generator model gets the first request (:mod:`.request`); its JSON answer
+is checked against the scenario JSON Schema, its id against the bundle's ids, its intent and facts
+against the agent's scenarios (:mod:`.duplicates`) and the whole file by the audit
+(:mod:`.audit`; the loop is :mod:`.repair`). Located problems go back in a repair request, at most
+``max_attempts`` requests per item in all. A scenario that passes is written into the agent's
+``scenarios/`` folder at once; the others are listed with their last problems. At the end the
+generation manifest (:mod:`.manifest`) and ``provenance.yaml`` (made ``generated``, review
+``unreviewed``) are written.
+
+Determinism: every request carries ``RequestContext(role="generator", episode_id="generate:<batch
+id>:<item>", turn=item, attempt=n)``, so the response cache (``models/cache.py``) gives each item
+and attempt its own slot and a replay-only cache answers every request of an earlier run; the
+scenario text is a function of the answer (:func:`.audit.scenario_text`), and nothing time-dependent
+is recorded, so a replay writes identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from callbench.bundle.loader import load_bundle_collect, render_instructions
+from callbench.bundle.models import LoadedAgent, Scenario
+from callbench.bundle.provenance import Generation, provenance_path, update_provenance
+from callbench.bundle.validate import scenario_files, validate_path
+from callbench.generate.audit import scenario_text
+from callbench.generate.manifest import (
+    BatchRecord,
+    FailedItem,
+    ScenarioRecord,
+    UsageRecord,
+    load_manifest,
+    save_manifest,
+)
+from callbench.generate.plan import make_plan, parse_mix
+from callbench.generate.repair import add_usage, key_settings, request_and_repair, sha256_json
+from callbench.generate.request import (
+    first_messages,
+    tools_payload,
+)
+from callbench.generate.rules import GENERATOR_RULES
+from callbench.models.base import (
+    InfrastructureError,
+    ModelClient,
+)
+from callbench.models.specs import parse_spec
+from callbench.trace import atomic_write_text
+
+
+class GenerateError(ValueError):
+    """The batch cannot start: unknown agent, an agent or bundle with problems, a bad mix, or a
+    bundle with scenarios but no provenance file. The message says what to do."""
+
+
+class GenerateOptions(BaseModel):
+    """What to generate: ``n`` scenarios of ``agent``, the language and difficulty mixes as on the
+    command line (``"hi,en"``, ``"medium=5,hard=5"``), the seed and the request budget per item."""
+
+    agent: str
+    n: int = Field(default=10, ge=1, le=200)
+    languages: str | None = None
+    difficulty: str | None = None
+    seed: int = 0
+    max_attempts: int = Field(default=3, ge=1, le=10)
+
+
+class ItemResult(BaseModel):
+    """The outcome of one plan item: the scenario id written, or the failure."""
+
+    item: int
+    scenario_id: str | None = None
+    attempts: int
+    failed: FailedItem | None = None
+
+
+class GenerationOutcome(BaseModel):
+    """What a batch did: its id, the ids written, the failed items, the usage (cost None when a
+    price is unknown), the manifest path, and the reason the batch stopped early (None if it
+    did not)."""
+
+    batch_id: str
+    written: list[str] = Field(default_factory=list)
+    failed: list[FailedItem] = Field(default_factory=list)
+    usage: UsageRecord = Field(default_factory=UsageRecord)
+    manifest: str = ""
+    stopped: str | None = None
+
+
+def _prepare(bundle_dir: Path, agent_id: str) -> tuple[LoadedAgent, list[Scenario], set[str]]:
+    bundle, problems = validate_path(bundle_dir)
+    if bundle is None:
+        listed = "; ".join(str(p) for p in problems[:5])
+        raise GenerateError(f"{bundle_dir}: the bundle does not load: {listed}")
+    if agent_id not in bundle.agents:
+        raise GenerateError(
+            f"--agent {agent_id!r}: no such agent in {bundle_dir} "
+            f"(agents: {', '.join(sorted(bundle.agents)) or 'none'}; make one with callbench new-agent)"
+        )
+    mine = [p for p in problems if p.file.startswith(f"agents/{agent_id}/") or p.file.startswith("bundle")]
+    if mine:
+        listed = "\n".join(str(p) for p in mine[:10])
+        raise GenerateError(
+            f"agent {agent_id!r} has problems; fix them first (callbench validate):\n{listed}"
+        )
+    if provenance_path(bundle_dir) is None and bundle.scenarios():
+        raise GenerateError(
+            f"{bundle_dir} has scenarios but no provenance.yaml; record how they were made "
+            f"first: callbench provenance {bundle_dir} --update --made hand_authored"
+        )
+    agent = bundle.agents[agent_id]
+    return agent, list(agent.scenarios), {s.id for _, s in bundle.scenarios()}
+
+
+def batch_id(record: dict[str, Any]) -> str:
+    """``g-`` and the first 12 hex digits of SHA-256 of the batch parameters (everything the batch
+    record holds before generation: agent, model, settings, seed, mixes, hashes, plan)."""
+    return "g-" + sha256_json(record)[:12]
+
+
+async def generate_batch(
+    bundle_dir: Path,
+    client: ModelClient,
+    options: GenerateOptions,
+    *,
+    on_item: Callable[[ItemResult], None] | None = None,
+) -> GenerationOutcome:
+    """Generate ``options.n`` scenarios of ``options.agent`` into the bundle at ``bundle_dir``
+    with ``client`` (the loop in the module docstring). ``on_item`` is called after each item.
+
+    Raises :class:`GenerateError` before any request when the batch cannot start. A provider
+    failure (:class:`InfrastructureError` after the client's retries, or a replay-only cache miss)
+    stops the batch: what was written so far is recorded and ``stopped`` gives the reason.
+    """
+    aid = options.agent
+    agent, others, taken = _prepare(bundle_dir, aid)
+    try:
+        rendered = render_instructions(agent)
+    except ValueError as e:
+        raise GenerateError(f"agent {aid!r}: the operating document does not render: {e}") from None
+    try:
+        langs = parse_mix(options.languages, options.n, None, "--languages")
+        diffs = parse_mix(options.difficulty, options.n, ("medium", "hard"), "--difficulty")
+        plan = make_plan(agent, rendered, n=options.n, seed=options.seed, languages=langs, difficulty=diffs)
+    except ValueError as e:
+        raise GenerateError(str(e)) from None
+    provider, model = parse_spec(client.spec)
+    params: dict[str, Any] = {
+        "agent": aid,
+        "model": client.spec,
+        "provider": provider,
+        "settings": key_settings(client),
+        "seed": options.seed,
+        "n": options.n,
+        "languages": dict(sorted(_counts(plan, "language").items())),
+        "difficulty": dict(sorted(_counts(plan, "difficulty").items())),
+        "max_attempts": options.max_attempts,
+        "document_sha256": hashlib.sha256(rendered.encode("utf-8")).hexdigest(),
+        "tools_sha256": sha256_json(tools_payload(agent)),
+        "rules_sha256": hashlib.sha256(GENERATOR_RULES.encode("utf-8")).hexdigest(),
+        "plan": [i.model_dump(mode="json") for i in plan.items],
+    }
+    bid = batch_id(params)
+    batch = BatchRecord.model_validate(params)
+    manifest = load_manifest(bundle_dir)
+    outcome = GenerationOutcome(batch_id=bid)
+    existing = sorted((s.id, s.title) for s in others)
+    for item in plan.items:
+        messages = first_messages(agent, rendered, plan, item, existing)
+        try:
+            data, records, last, reason = await request_and_repair(
+                client, bundle_dir, agent, messages, bid, item.index, options.max_attempts, others, taken
+            )
+        except InfrastructureError as err:
+            outcome.stopped = f"item {item.index + 1}: {err}"
+            batch.failed.append(
+                FailedItem(item=item.index, reason="infrastructure", attempts=0, last_problems=[str(err)])
+            )
+            break
+        for r in records:
+            outcome.usage = add_usage(outcome.usage, r.usage)
+        if data is None:
+            failed = FailedItem(item=item.index, reason=reason, attempts=len(records), last_problems=last)
+            batch.failed.append(failed)
+            result = ItemResult(item=item.index, attempts=len(records), failed=failed)
+        else:
+            sid = str(data["id"])
+            rel = f"agents/{aid}/scenarios/{sid}.yaml"
+            text = scenario_text(data)
+            atomic_write_text(bundle_dir / rel, text)
+            manifest.scenarios[sid] = ScenarioRecord(
+                batch=bid,
+                item=item.index,
+                file=rel,
+                attempts=len(records),
+                audit=records,
+                prompt_sha256=records[0].request_sha256,
+                output_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+            )
+            batch.written.append(sid)
+            others.append(Scenario.model_validate(data))
+            taken.add(sid)
+            existing = sorted([*existing, (sid, str(data.get("title", "")))])
+            result = ItemResult(item=item.index, scenario_id=sid, attempts=len(records))
+        if on_item is not None:
+            on_item(result)
+    batch.usage = outcome.usage
+    manifest.batches[bid] = batch
+    outcome.written, outcome.failed = list(batch.written), list(batch.failed)
+    outcome.manifest = str(save_manifest(bundle_dir, manifest))
+    if batch.written:
+        _record_provenance(bundle_dir, batch, model)
+    return outcome
+
+
+def _counts(plan: Any, field: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for i in plan.items:
+        out[getattr(i, field)] = out.get(getattr(i, field), 0) + 1
+    return out
+
+
+def _record_provenance(bundle_dir: Path, batch: BatchRecord, model: str) -> None:
+    bundle, problems = load_bundle_collect(bundle_dir)
+    if bundle is None:  # pragma: no cover - the files written were validated
+        raise GenerateError("; ".join(str(p) for p in problems[:5]))
+    generation = Generation(
+        model=model or batch.model,
+        provider=batch.provider,
+        settings=batch.settings,
+        seed=batch.seed,
+        notes=f"callbench generate, {batch.model}; generation.yaml batch {batch_id_of(batch)}",
+    )
+    update_provenance(
+        bundle_dir,
+        scenario_files(bundle),
+        made="generated",
+        authors=[f"callbench generate ({batch.model})"],
+        generation=generation,
+        only=batch.written,
+    )
+
+
+def batch_id_of(batch: BatchRecord) -> str:
+    """The id of ``batch`` (recomputed from its parameters, as :func:`generate_batch` made it)."""
+    params = batch.model_dump(mode="json", exclude={"written", "failed", "usage"})
+    return batch_id(params)

@@ -1,0 +1,185 @@
+"""The batch plan: what a generation batch must cover (issue 13 item 2).
+
+A plan assigns each of the ``n`` requested scenarios a language, a difficulty, the sections of the
+operating document it should test (round robin over the document's sections, in an order drawn from
+the seed), the tools those sections name (else the next tools in turn), a failure mode and a channel
+program. The whole plan goes with every request, so the model sees what the other items cover and
+writes distinct intents. Every choice derives from the seed (``random.Random`` seeded with SHA-256
+of the seed, agent id and purpose), so a plan is reproduced exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+
+from pydantic import BaseModel, Field
+
+from callbench.bundle.coverage import PREAMBLE, document_sections
+from callbench.bundle.models import LoadedAgent
+
+FAILURE_MODES: tuple[str, ...] = (
+    "the caller gives an identifier with one digit wrong, the tool rejects it, and the caller corrects it",
+    "a tool returns a refusal, an error or a busy answer the agent must handle truthfully and recover from",
+    "the caller asks for something the document forbids; the agent must refuse and offer what is allowed",
+    "the caller changes their mind in the middle of the call",
+    "the caller asks for information the agent may give only after verification",
+    "the call-ending tool's result fails its success condition once and the agent must recover",
+    "the caller mentions an urgent or safety issue that the document routes differently",
+    "a third party (a relative or neighbour) calls on someone else's behalf",
+    "the caller gives several facts in one long turn and the agent must remember them later",
+    "the caller hesitates and asks the agent to repeat a number it gave",
+)
+"""Generic failure modes of phone calls; each plan item draws one (in a seeded order)."""
+
+CHANNEL_PROGRAMS: tuple[str, ...] = (
+    "an ASR substitution of a word or number the caller says (asr_events kind substitute)",
+    "a VAD split inside a long number or between two halves of a thought (vad_splits)",
+    "an ASR drop of a short word in a caller turn (asr_events kind drop)",
+    "seeded noise on the first caller turn (seeded_noise: true)",
+    "a clean channel (no channel events)",
+    "an ASR double of a word (asr_events kind double) and a VAD split in another turn",
+)
+
+
+class PlanItem(BaseModel):
+    """One scenario to generate: position ``index`` (0-based), language, difficulty, the document
+    sections and tools it should test, a failure mode and a channel program."""
+
+    index: int
+    language: str
+    difficulty: str
+    sections: list[str]
+    tools: list[str]
+    failure_mode: str
+    channel: str
+
+    def line(self) -> str:
+        """One readable line (the plan as sent to the model)."""
+        return (
+            f"{self.index + 1}. {self.language}, {self.difficulty}; sections: {'; '.join(self.sections)}; "
+            f"tools: {', '.join(self.tools) or '-'}; failure mode: {self.failure_mode}; "
+            f"channel: {self.channel}"
+        )
+
+
+class BatchPlan(BaseModel):
+    """The plan of one batch: agent, seed, and one item per scenario."""
+
+    agent: str
+    seed: int
+    items: list[PlanItem] = Field(default_factory=list)
+
+
+class PlanError(ValueError):
+    """A bad language or difficulty mix (message names the flag and what is wrong)."""
+
+
+def _rng(seed: int, agent: str, purpose: str) -> random.Random:
+    digest = hashlib.sha256(f"{seed}\x00{agent}\x00{purpose}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def parse_mix(text: str | None, n: int, allowed: tuple[str, ...] | None, flag: str) -> dict[str, int]:
+    """``"medium=5,hard=5"`` -> ``{"medium": 5, "hard": 5}``; ``"hi,en"`` (no counts) splits ``n``
+    evenly (largest remainder, earlier names first). Counts must sum to ``n``. Raises
+    :class:`PlanError` naming ``flag`` for a bad item, an unknown name, a negative count or a sum
+    other than ``n``."""
+    if not text or not text.strip():
+        return {}
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if all("=" not in p for p in parts):
+        names = list(dict.fromkeys(parts))
+        base, extra = divmod(n, len(names))
+        counts = {name: base + (1 if i < extra else 0) for i, name in enumerate(names)}
+    else:
+        counts = {}
+        for p in parts:
+            name, eq, num = p.partition("=")
+            if not eq or not num.strip().isdigit():
+                raise PlanError(f"{flag} {text!r}: {p!r} is not NAME=COUNT (e.g. medium=5,hard=5)")
+            counts[name.strip()] = counts.get(name.strip(), 0) + int(num)
+        if sum(counts.values()) != n:
+            raise PlanError(f"{flag} {text!r}: the counts sum to {sum(counts.values())}, not --n {n}")
+    for name in counts:
+        if allowed is not None and name not in allowed:
+            raise PlanError(f"{flag}: {name!r} is not one of {', '.join(allowed)}")
+    return {k: v for k, v in counts.items() if v > 0}
+
+
+def _tools_named(text: str, tools: list[str]) -> list[str]:
+    return [t for t in tools if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", text)]
+
+
+def make_plan(
+    agent: LoadedAgent,
+    rendered: str,
+    *,
+    n: int,
+    seed: int,
+    languages: dict[str, int],
+    difficulty: dict[str, int],
+) -> BatchPlan:
+    """The plan for ``n`` scenarios of ``agent`` (rules in the module docstring). ``rendered`` is
+    the operating document as the model is sent it; ``languages`` and ``difficulty`` are mixes from
+    :func:`parse_mix` (empty: the agent's languages evenly, and half medium, half hard); a bare
+    language subtag (``en``) stands for the agent's tag it starts (``en-IN``). Raises
+    :class:`PlanError` when ``n`` is below 1 or a language is not one the agent serves."""
+    if n < 1:
+        raise PlanError(f"--n {n}: ask for at least one scenario")
+    aid = agent.config.id
+    langs = languages or parse_mix(",".join(agent.config.languages), n, None, "--languages")
+    resolved: dict[str, int] = {}
+    for lang, count in langs.items():
+        tag = next((x for x in agent.config.languages if lang.lower() == x.lower()), None) or next(
+            (x for x in agent.config.languages if x.lower().startswith(lang.lower() + "-")), None
+        )
+        if tag is None:
+            raise PlanError(
+                f"--languages: {lang!r} is not served by agent {aid!r} ({', '.join(agent.config.languages)})"
+            )
+        resolved[tag] = resolved.get(tag, 0) + count
+    langs = resolved
+    diffs = difficulty or {"medium": n // 2, "hard": n - n // 2}
+    diffs = {k: v for k, v in diffs.items() if v > 0}
+    lang_list = [x for x, c in langs.items() for _ in range(c)]
+    diff_list = [x for x, c in diffs.items() for _ in range(c)]
+    _rng(seed, aid, "languages").shuffle(lang_list)
+    _rng(seed, aid, "difficulty").shuffle(diff_list)
+    sections = [
+        s
+        for s in document_sections(rendered)
+        if s.title != PREAMBLE and rendered[s.start : s.end].count("\n") > 1
+    ] or document_sections(rendered)
+    order = list(range(len(sections)))
+    _rng(seed, aid, "sections").shuffle(order)
+    modes = list(FAILURE_MODES)
+    _rng(seed, aid, "failure_modes").shuffle(modes)
+    channels = list(CHANNEL_PROGRAMS)
+    _rng(seed, aid, "channel").shuffle(channels)
+    tool_names = [t.name for t in agent.config.tools]
+    per_item = max(1, -(-len(sections) // n)) if sections else 0
+    items: list[PlanItem] = []
+    next_tool = 0
+    for i in range(n):
+        picked = [sections[order[(i * per_item + j) % len(order)]] for j in range(per_item)] if order else []
+        titles = list(dict.fromkeys(s.title for s in picked)) or ["the whole document"]
+        named = list(
+            dict.fromkeys(t for s in picked for t in _tools_named(rendered[s.start : s.end], tool_names))
+        )
+        if not named and tool_names:
+            named = [tool_names[next_tool % len(tool_names)]]
+            next_tool += 1
+        items.append(
+            PlanItem(
+                index=i,
+                language=lang_list[i],
+                difficulty=diff_list[i],
+                sections=titles,
+                tools=named,
+                failure_mode=modes[i % len(modes)],
+                channel=channels[i % len(channels)],
+            )
+        )
+    return BatchPlan(agent=aid, seed=seed, items=items)

@@ -1,0 +1,109 @@
+"""``scripted:generator:<path>``: a deterministic scenario generator for tests and offline demos
+of ``callbench generate``.
+
+The file (YAML or JSON) lists, per plan item, the answers to that item's successive requests::
+
+    items:
+      - [valid.yaml]                         # item 1: one answer
+      - - {file: valid.yaml, set: {id: water_b, brief.datetime: "not a date"}}   # attempt 1: invalid
+        - {file: valid.yaml, set: {id: water_b}}                                 # attempt 2: fixed
+      - - {file: valid.yaml, set: {id: water_copy, title: Same call again}}      # a near-duplicate
+
+An answer is a string ending in ``.yaml``/``.yml``/``.json`` (a scenario file, relative to the
+script, sent as its JSON), a mapping ``{file, set, delete}`` (that file with dotted paths set to
+values or deleted; list indices are numbers), ``{raw: "text"}`` (sent verbatim, e.g. broken JSON),
+or any other mapping (sent as JSON). Item k of the batch is ``request.context.turn``; attempt n is
+``request.context.attempt``; past the end of a list the last entry repeats (items and attempts).
+Usage counts one call and no tokens.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from callbench.models.base import ModelOutputError, ModelRequest, ModelResponse, ModelSettings, Usage
+
+
+def _set_path(data: Any, dotted: str, value: Any, delete: bool = False) -> None:
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    last = parts[-1]
+    if isinstance(node, list):
+        if delete:
+            del node[int(last)]
+        else:
+            node[int(last)] = value
+    elif delete:
+        node.pop(last, None)
+    else:
+        node[last] = value
+
+
+class ScriptedGenerator:
+    """The ``scripted:generator:<path>`` model (see the module docstring)."""
+
+    embedded_smoke_test_model = False
+
+    def __init__(self, spec: str, settings: ModelSettings | None, path: Path) -> None:
+        self.spec = spec
+        self.settings = settings or ModelSettings()
+        self.path = path
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise ValueError(f"{spec}: cannot read {path}: {e}") from None
+        items = raw.get("items") if isinstance(raw, dict) else None
+        if not isinstance(items, list) or not items:
+            raise ValueError(
+                f"{spec}: {path}: expected 'items', a non-empty list (one list of answers per item)"
+            )
+        self.items: list[list[Any]] = []
+        for i, entry in enumerate(items):
+            answers = entry if isinstance(entry, list) else [entry]
+            if not answers:
+                raise ValueError(f"{spec}: {path}: items[{i}] is an empty list")
+            self.items.append([self._answer(a, f"items[{i}]") for a in answers])
+
+    def _load(self, name: str, where: str) -> Any:
+        file = self.path.parent / name
+        try:
+            return yaml.safe_load(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise ValueError(f"{self.spec}: {self.path}: {where}: cannot read {file}: {e}") from None
+
+    def _answer(self, answer: Any, where: str) -> str:
+        if isinstance(answer, str) and answer.endswith((".yaml", ".yml", ".json")):
+            return json.dumps(self._load(answer, where), ensure_ascii=False)
+        if isinstance(answer, dict) and "raw" in answer:
+            return str(answer["raw"])
+        if isinstance(answer, dict) and "file" in answer:
+            data = copy.deepcopy(self._load(str(answer["file"]), where))
+            try:
+                for dotted, value in (answer.get("set") or {}).items():
+                    _set_path(data, str(dotted), value)
+                for dotted in answer.get("delete") or []:
+                    _set_path(data, str(dotted), None, delete=True)
+            except (KeyError, IndexError, ValueError, TypeError) as e:
+                raise ValueError(
+                    f"{self.spec}: {self.path}: {where}: cannot apply set/delete: {e!r}"
+                ) from None
+            return json.dumps(data, ensure_ascii=False)
+        return json.dumps(answer, ensure_ascii=False)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """The scripted answer for (item, attempt) of ``request.context``."""
+        if request.response_schema is None:
+            raise ModelOutputError(f"{self.spec}: expected a scenario request (with a response schema)")
+        answers = self.items[min(request.context.turn, len(self.items) - 1)]
+        text = answers[min(request.context.attempt, len(answers) - 1)]
+        return ModelResponse(content=text, usage=Usage(calls=1), model=self.spec, finish_reason="stop")
+
+    async def aclose(self) -> None:
+        return None
