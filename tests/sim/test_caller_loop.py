@@ -118,3 +118,24 @@ async def test_candidate_output_error_is_recorded_and_the_call_goes_on(run, reco
     assert last == candidate_messages(t.messages[:answer])
     assert all(m.content is not None or m.tool_calls for m in last if m.role == "assistant")
     assert caller.requests[1].messages[-1].content == "(silence)"
+
+
+async def test_caller_empty_replies_skip_as_infrastructure_not_caller_validation(run) -> None:
+    """A provider that keeps answering the caller with empty completions (the adapter retried once
+    and raised ``empty_reply``) is the provider's fault: an infrastructure skip that resume reruns,
+    not a caller_validation skip that it keeps."""
+    from callbench.models.base import ModelOutputError, ModelRequest, ModelResponse
+
+    class EmptyCaller:
+        spec = "fake:empty"
+        settings: dict = {}
+        calls = 0
+
+        async def complete(self, request: ModelRequest) -> ModelResponse:
+            EmptyCaller.calls += 1
+            raise ModelOutputError("empty_reply: fake:empty returned no content", kind="empty_reply")
+
+    t = await run(caller=EmptyCaller())
+    assert t.skipped and t.skip_reason is not None
+    assert t.skip_reason.startswith("infrastructure: caller: empty_reply"), t.skip_reason
+    assert t.reruns == 0 and EmptyCaller.calls == 1

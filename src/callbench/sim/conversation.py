@@ -11,6 +11,7 @@ from typing import Any
 
 from callbench.bundle.models import Scenario
 from callbench.models.base import (
+    InfrastructureError,
     ModelClient,
     ModelOutputError,
     ModelRequest,
@@ -218,6 +219,11 @@ class Conversation:
                 verdict = validate_turn(raw, brief, self.expressed)
             except ModelOutputError as e:
                 self._charge("caller", e.usage)
+                if e.kind == "empty_reply":  # the provider's anomaly, not the simulator's: skip as
+                    # infrastructure (rerun on resume), decisions.md "Fault attribution"
+                    raise InfrastructureError(
+                        f"caller: {e}", retryable=False, kind="empty_reply", role="caller"
+                    ) from None
                 raw = e.raw
                 verdict = Verdict(rejection=f"invalid_json: {e}")
             if verdict.output is not None:
