@@ -184,6 +184,11 @@ def open_cache(path: Path | None, mode: str) -> ResponseCache | None:
         raise ValueError(f"--cache {path}: is a folder; give a cache file path")
     try:
         return ResponseCache(path, m)
+    except (sqlite3.OperationalError, OSError) as e:  # cannot create or open: not about contents
+        raise ValueError(
+            f"--cache {path}: cannot be opened for writing ({e}); check that its folder exists and is "
+            "writable, or give another --cache path"
+        ) from None
     except sqlite3.DatabaseError as e:
         raise ValueError(f"--cache {path}: not a response cache ({e})") from None
 
