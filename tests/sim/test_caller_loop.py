@@ -1,6 +1,8 @@
 """Caller validation inside the loop: a second attempt, conversation reruns, skipping; and model
 failures (infrastructure skips, candidate output errors are recorded and graded)."""
 
+from typing import ClassVar
+
 from callbench.sim.episode import LoopLimits
 from callbench.sim.views import candidate_messages
 from callbench.trace import EndReason
@@ -128,7 +130,7 @@ async def test_caller_empty_replies_skip_as_infrastructure_not_caller_validation
 
     class EmptyCaller:
         spec = "fake:empty"
-        settings: dict = {}
+        settings: ClassVar[dict] = {}
         calls = 0
 
         async def complete(self, request: ModelRequest) -> ModelResponse:
