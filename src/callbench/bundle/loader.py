@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jinja2 import StrictUndefined, Template, TemplateError
+from jinja2 import FunctionLoader, StrictUndefined, Template, TemplateError, TemplateSyntaxError, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ValidationError
@@ -310,6 +310,8 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
                 )
             chunks.append(chunk)
         text = "".join(chunks)
+    except TemplateSyntaxError as e:
+        raise ValueError(f"instructions template: line {e.lineno}: {e.message}") from None
     except TemplateError as e:
         raise ValueError(f"instructions template: {e}") from None
     except RecursionError:
@@ -369,15 +371,40 @@ def _bounded_range(*args: int) -> range:
     return items
 
 
-_ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+def _no_other_template(name: str) -> None:
+    """The loader of the instructions environment: no template but the operating document exists
+    (so a dynamic ``{% include name %}`` fails as a template error, never a TypeError)."""
+    return None
+
+
+_ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                       loader=FunctionLoader(_no_other_template))
 _ENV.globals["range"] = _bounded_range
+
+_LOADING_NODES: dict[type[nodes.Node], str] = {
+    nodes.Include: "include", nodes.Extends: "extends", nodes.Import: "import", nodes.FromImport: "from",
+}
+"""Template statements that load another template (jinja2 docs, "Template Inheritance", "Include",
+"Import"): the operating document is one file, so each is refused wherever it stands, even in a
+branch that neutral values never take."""
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled(template: str) -> Template:
     """Compile an instructions template once (jinja2 parsing costs ~20 ms for a 30,000-character
-    document; a bundle renders each agent's template once per scenario)."""
-    return _ENV.from_string(template)
+    document; a bundle renders each agent's template once per scenario).
+
+    Raises ``TemplateSyntaxError`` for a syntax error or for a statement that loads another
+    template (:data:`_LOADING_NODES`), naming its line."""
+    tree = _ENV.parse(template)
+    for node in tree.find_all(tuple(_LOADING_NODES)):
+        kw = _LOADING_NODES[type(node)]
+        raise TemplateSyntaxError(
+            f"{{% {kw} %}} is not allowed: the operating document is a single file "
+            "and no other template is loaded (write the text in prompt.md, or use a variable)",
+            node.lineno,
+        )
+    return _ENV.from_string(tree)
 
 
 def _list_dir(root: Path, folder: Path, problems: list[Problem]) -> list[Path]:
