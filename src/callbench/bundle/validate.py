@@ -21,7 +21,8 @@ Bundle
     ``scenario.duplicate_id`` a scenario id used twice in the bundle.
 Agent (``agents/<id>/agent.yaml``, ``prompt.md``)
     ``tool.duplicate`` · ``tool.schema_invalid`` · ``tool.schema_not_object`` ·
-    ``tool.schema_remote_ref`` · ``tool.schema_ref_unresolved`` · ``tool.required_unknown`` · ``ending.undeclared`` ·
+    ``tool.schema_remote_ref`` · ``tool.schema_ref_unresolved`` · ``tool.required_unknown`` ·
+    ``ending.undeclared`` ·
     ``ending.no_success`` · ``ending.duplicate`` · ``language.tag`` · ``prompt.hash_mismatch`` ·
     ``prompt.empty`` · ``prompt.render`` · ``size.prompt``
     (see :mod:`callbench.bundle.validate_tools`, :mod:`callbench.bundle.validate_content`).
@@ -89,7 +90,8 @@ PROBLEM_CODES: frozenset[str] = frozenset({
     # bundle
     "size.agents", "size.scenarios", "scenario.duplicate_id",
     # agent
-    "tool.duplicate", "tool.schema_invalid", "tool.schema_not_object", "tool.schema_remote_ref", "tool.schema_ref_unresolved",
+    "tool.duplicate", "tool.schema_invalid", "tool.schema_not_object", "tool.schema_remote_ref",
+    "tool.schema_ref_unresolved",
     "tool.required_unknown", "ending.undeclared", "ending.no_success", "ending.duplicate", "language.tag",
     "prompt.hash_mismatch", "prompt.empty", "prompt.render", "size.prompt",
     # scenario

@@ -9,6 +9,7 @@ jsonschema never touches the network.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -184,10 +185,8 @@ def unresolved_refs(schema: dict[str, Any], where: str = "") -> list[tuple[str, 
         if not isinstance(node, dict):
             continue
         if isinstance(node.get("$id"), str) and node is not schema:
-            try:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
                 res = res.in_subresource(DRAFT202012.create_resource(node))
-            except (ValueError, TypeError, AttributeError):
-                pass
         for key in _REF_KEYS:
             ref = node.get(key)
             if isinstance(ref, str) and ref.startswith("#"):
@@ -221,7 +220,8 @@ def audit_tool_schemas(agent: AgentConfig, report: Report) -> None:
     reported), ``tool.schema_not_object`` (parameters must be ``type: object``: OpenAI and Anthropic
     function tools take an object of named arguments), ``tool.schema_remote_ref`` (a ``$ref`` that is
     not local), ``tool.schema_ref_unresolved`` (a local ``$ref`` or ``$dynamicRef`` that points
-    nowhere, anywhere in the schema: :func:`unresolved_refs`), ``tool.required_unknown`` (``required`` names a parameter not in ``properties``),
+    nowhere, anywhere in the schema: :func:`unresolved_refs`), ``tool.required_unknown``
+    (``required`` names a parameter not in ``properties``),
     ``ending.undeclared`` (a call-ending tool that is not one of the agent's tools),
     ``ending.no_success`` (no success condition), ``ending.duplicate``.
     """
