@@ -238,6 +238,11 @@ class _Files:
                 return str(raw.get("id")) if isinstance(raw, dict) else None
         return None
 
+    @property
+    def bundle_file(self) -> str:
+        return next((f"bundle{x}" for x in DATA_SUFFIXES if (self.root / f"bundle{x}").is_file()),
+                    "bundle.yaml")
+
     def folder(self, aid: str) -> str:
         f = self._folders.get(aid)
         return f.relative_to(self.root).as_posix() if f else f"agents/{aid}"
@@ -273,6 +278,12 @@ class _Files:
                 sid = str(raw.get("id")) if isinstance(raw, dict) else None
             if sid is not None:
                 self._scen.setdefault((a.config.id, sid), rel)
+
+
+def bundle_files(bundle: Bundle) -> _Files:
+    """Bundle-relative file names of ``bundle``'s agents (``.agent(a)``), prompts (``.prompt(a)``),
+    scenarios (``.scenario(a, s)``) and root file (``.bundle_file``), as problems name them."""
+    return _Files(bundle)
 
 
 def scenario_files(bundle: Bundle) -> dict[str, str]:
