@@ -481,6 +481,11 @@ def report(
     seed: Annotated[
         int | None, typer.Option("--seed", min=0, help="Bootstrap seed (default: the runs' seed).")
     ] = None,
+    judge_audit: Annotated[
+        list[Path] | None,
+        typer.Option("--judge-audit", help="A judge-audit file from callbench audit --judges --save "
+                     "(repeatable; RUN_DIR/judge_audits/ is always read)."),
+    ] = None,
 ) -> None:
     """Report runs: terminal tables, one offline HTML file, optional JSON/CSV exports.
 
@@ -494,10 +499,14 @@ def report(
     from callbench.report.html import write_html
     from callbench.report.load import ReportInputError, load_runs
     from callbench.report.terminal import render_terminal
+    from callbench.runs.audit_store import load_judge_audits
 
+    audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [])
+    for w in audit_warnings:
+        typer.echo(f"warning: {w}", err=True)
     try:
         runs = load_runs(run_dirs, grade_set)
-        result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence)
+        result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence, judge_audits=audits)
     except (ReportInputError, UnfairComparisonError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

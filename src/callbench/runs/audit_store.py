@@ -6,8 +6,8 @@ finds the one that fits a run (docs/decisions.md, "Judge accuracy on known answe
 ``PATH/judge_audits/<key>.json`` (:func:`judge_audit_path`). ``callbench report`` reads every file
 in each run folder's ``judge_audits/`` and any given with ``--judge-audit FILE``, and shows a
 judge's accuracy for a run only when the audit was made on the same bundle hash with the same judge
-(spec and saved settings: :func:`matching_accuracy`). A file is data for the report, never trusted
-to run anything.
+(spec and settings: :func:`same_judge`, :func:`matching_accuracy`). A file is data for the
+report, never trusted to run anything.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from callbench.models.base import OPERATIONAL_SETTINGS
 from callbench.trace import RoleInfo, atomic_write_text
 
 JUDGE_AUDITS = "judge_audits"
@@ -69,11 +70,13 @@ class JudgeAudit(BaseModel):
 
 
 def _key(role: RoleInfo) -> str:
-    return json.dumps([role.spec, role.settings.model_dump(mode="json")], sort_keys=True)
+    kept = role.settings.model_dump(mode="json", exclude=set(OPERATIONAL_SETTINGS))
+    return json.dumps([role.spec, kept], sort_keys=True)
 
 
 def same_judge(a: RoleInfo, b: RoleInfo) -> bool:
-    """Same spec and same saved settings (header values are never saved, so they never count)."""
+    """Same spec and same settings, leaving out those that never change what a model says
+    (headers, retries: :data:`~callbench.models.base.OPERATIONAL_SETTINGS`)."""
     return _key(a) == _key(b)
 
 
