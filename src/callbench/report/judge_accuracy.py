@@ -16,7 +16,8 @@ from rich.table import Table
 from callbench.report.load import RunData
 from callbench.runs.audit_store import JudgeAccuracy, JudgeAudit, JudgeRole, matching_accuracy
 
-JUDGE_ACCURACY_COLUMNS = ["role", "judge", "reference: met", "null floor: expected label", "all"]
+JUDGE_ACCURACY_COLUMNS = ["role", "judge", "audit traces (scenarios)", "reference: met",
+                          "null floor: expected label", "all"]
 NOT_MEASURED = (
     "Judge accuracy on known answers: not measured for these judges on this bundle (run callbench "
     "audit BUNDLE --judges --task-judge SPEC --conversation-judge SPEC --save RUN_DIR)."
@@ -45,6 +46,7 @@ def accuracy_cells(acc: JudgeAccuracy) -> list[str]:
     floor = [e for e in acc.by_expectation if e.traces != "reference"]
     return [
         acc.judge.spec,
+        f"{acc.episodes} ({acc.scenarios})",
         _cell(sum(e.agree for e in ref), sum(e.n for e in ref)),
         _cell(sum(e.agree for e in floor), sum(e.n for e in floor)),
         _cell(acc.agree, acc.n),
@@ -64,7 +66,11 @@ def render_judge_accuracy_terminal(
     if not rows:
         console.print(escape(NOT_MEASURED), soft_wrap=True)
         return
-    t = Table(title="Judge accuracy on known answers (callbench audit --judges)", title_justify="left")
+    t = Table(
+        title="Judge accuracy on known answers (callbench audit --judges; a judge not listed was not "
+        "audited on this bundle with these settings)",
+        title_justify="left",
+    )
     for col in ["run / role", *JUDGE_ACCURACY_COLUMNS[1:]]:
         t.add_column(col, overflow="fold")
     for label, cells in rows:

@@ -99,6 +99,7 @@ async def audit_judges(bundle: Bundle, traces: list[Trace], judges: AuditJudges)
         bundle_hash=bundle.content_hash,
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         episodes=len(usable),
+        scenario_ids=sorted({t.scenario_id for t in usable}),
     )
     for role, client in (
         ("task_judge", judges.task_judge),
@@ -114,6 +115,8 @@ async def audit_judges(bundle: Bundle, traces: list[Trace], judges: AuditJudges)
         out.judges[role] = JudgeAccuracy(
             role=role,
             judge=role_info(client),
+            episodes=len(usable),
+            scenarios=len(out.scenario_ids),
             by_expectation=rows,
             n=n,
             agree=agree,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from callbench.bundle.loader import Problem, render_instructions
 from callbench.bundle.models import LoadedAgent, Scenario
@@ -131,61 +131,90 @@ def _line_of(text: str, needle: str) -> int:
     return text[: text.index(needle)].count("\n") + 1
 
 
-def find_leaks(agent: LoadedAgent, scen: Scenario, files: dict[str, str]) -> list[Problem]:
-    """Located ``audit.leak`` problems for ``scen``'s hidden values in the candidate's text.
+@dataclass(frozen=True)
+class Leak:
+    """One hidden value found in the candidate's text: ``where`` is ``tool`` (``path`` = the tool
+    field, e.g. ``tools.2.parameters.properties.code.description``), ``prompt`` (``line`` = the
+    template line) or ``variable`` (``path`` = ``variables.<name>`` of agent.yaml, or empty when
+    the rendered text holds the value but neither the template nor a variable does)."""
 
-    ``files`` names the bundle-relative files: ``agent`` (agent.yaml), ``prompt`` (prompt.md) and
-    ``scenario``. A value found in the tool schemas is located at the schema field
-    (``agent.yaml: tools.2.parameters.properties.code.description``); one in the rendered
-    instructions at the template line (``prompt.md``, ``line N`` in the message), else at the agent
-    variable that put it there (``agent.yaml: variables.x``). The
-    message names the scenario file and the hidden value's field path. Rendering errors are left
-    to validate (``prompt.render``).
-    """
+    value: HiddenValue
+    where: Literal["tool", "prompt", "variable"]
+    path: str = ""
+    line: int | None = None
+    tool: str = ""
+
+
+def leaks(agent: LoadedAgent, scen: Scenario) -> list[Leak]:
+    """Every :class:`Leak` of ``scen``'s hidden values (:func:`hidden_values`) in ``agent``'s
+    agent-level text (module docstring). Rendering errors are left to validate (``prompt.render``)."""
     try:
         rendered = render_instructions(agent)
     except ValueError:
         rendered = ""
     tools = [t.model_dump() for t in candidate_tools(agent.config)]
     vocab = set().union(set(), *(enum_values(t["parameters"]) for t in tools))
-    out: list[Problem] = []
+    out: list[Leak] = []
     for hv in hidden_values(scen):
         if not hv.secret and hv.text in vocab:
             continue
-        what = f"{'secret' if hv.secret else 'hidden'} value {hv.text!r} ({files['scenario']}: {hv.path})"
         for i, tool in enumerate(tools):
-            for path, text in _strings(tool, f"tools.{i}"):
-                if hv.text in text:
-                    out.append(
-                        Problem(
-                            file=files["agent"],
-                            path=path,
-                            code="audit.leak",
-                            message=f"the {what} is written in tool {tool['name']!r}, which "
-                            "every candidate reads in every call",
-                        )
-                    )
+            out += [
+                Leak(hv, "tool", path, tool=tool["name"])
+                for path, text in _strings(tool, f"tools.{i}")
+                if hv.text in text
+            ]
         if hv.text not in rendered:
             continue
         if hv.text in agent.instructions_template:
+            out.append(Leak(hv, "prompt", line=_line_of(agent.instructions_template, hv.text)))
+            continue
+        names = [k for k, v in agent.config.variables.items() if hv.text in v]
+        out += [Leak(hv, "variable", f"variables.{k}") for k in names] or [Leak(hv, "variable")]
+    return out
+
+
+def find_leaks(agent: LoadedAgent, scen: Scenario, files: dict[str, str]) -> list[Problem]:
+    """Located ``audit.leak`` problems for :func:`leaks`.
+
+    ``files`` names the bundle-relative files: ``agent`` (agent.yaml), ``prompt`` (prompt.md) and
+    ``scenario``. A value in a tool is located at the tool field of agent.yaml; one in the
+    instructions at prompt.md (``line N`` in the message), or at the agent variable that put it
+    there (``agent.yaml: variables.x``). The message names the scenario file and the hidden value's
+    field path.
+    """
+    out: list[Problem] = []
+    for lk in leaks(agent, scen):
+        hv = lk.value
+        what = f"{'secret' if hv.secret else 'hidden'} value {hv.text!r} ({files['scenario']}: {hv.path})"
+        if lk.where == "tool":
+            out.append(
+                Problem(
+                    file=files["agent"],
+                    path=lk.path,
+                    code="audit.leak",
+                    message=f"the {what} is written in tool {lk.tool!r}, which every "
+                    "candidate reads in every call",
+                )
+            )
+        elif lk.where == "prompt":
             out.append(
                 Problem(
                     file=files["prompt"],
                     code="audit.leak",
-                    message=f"line {_line_of(agent.instructions_template, hv.text)}: the {what} "
-                    "is written in the operating instructions the candidate reads",
+                    message=f"line {lk.line}: the {what} is written in the operating "
+                    "instructions the candidate reads",
                 )
             )
-            continue
-        holders = [(files["agent"], k) for k, v in agent.config.variables.items() if hv.text in v]
-        for file, k in holders or [(files["prompt"], "")]:
+        else:
+            name = lk.path.removeprefix("variables.")
             out.append(
                 Problem(
-                    file=file,
-                    path=f"variables.{k}" if k else "",
+                    file=files["agent"] if name else files["prompt"],
+                    path=lk.path,
                     code="audit.leak",
                     message=f"the {what} reaches the rendered operating instructions"
-                    + (f" through variable {k!r}" if k else ""),
+                    + (f" through variable {name!r}" if name else ""),
                 )
             )
     return out

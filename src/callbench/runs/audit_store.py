@@ -47,10 +47,13 @@ class ExpectationTally(BaseModel):
 
 class JudgeAccuracy(BaseModel):
     """One judge's accuracy on the audit's known answers: per expectation and over all of them
-    (``n``, ``agree``, ``accuracy`` = agree / n, None when n is 0)."""
+    (``n``, ``agree``, ``accuracy`` = agree / n, None when n is 0), from ``episodes`` traces of
+    ``scenarios`` scenarios."""
 
     role: JudgeRole
     judge: RoleInfo
+    episodes: int = 0
+    scenarios: int = 0
     by_expectation: list[ExpectationTally] = Field(default_factory=list)
     n: int = 0
     agree: int = 0
@@ -59,13 +62,15 @@ class JudgeAccuracy(BaseModel):
 
 
 class JudgeAudit(BaseModel):
-    """The judges-on-known-answers audit of one bundle (by content hash), one entry per judge role."""
+    """The judges-on-known-answers audit of one bundle (by content hash), one entry per judge role:
+    ``episodes`` traces graded, from the scenarios ``scenario_ids`` (all or a ``--scenarios`` subset)."""
 
     bundle_name: str
     bundle_version: str
     bundle_hash: str
     created: str
     episodes: int
+    scenario_ids: list[str] = Field(default_factory=list)
     judges: dict[JudgeRole, JudgeAccuracy] = Field(default_factory=dict)
 
 
