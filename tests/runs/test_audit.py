@@ -305,8 +305,11 @@ def test_report_shows_the_accuracy_of_the_same_judges(tmp_path: Path) -> None:
     assert len(audits) == 1 and warnings == []
     saved = audits[0].judges["task_judge"]
     out = tmp_path / "report.json"
-    res = runner.invoke(app, ["report", str(run_dir), "--no-html", "--json", str(out)])
+    html = tmp_path / "report.html"
+    res = runner.invoke(app, ["report", str(run_dir), "--html", str(html), "--json", str(out)])
     assert res.exit_code == 0, res.output
+    section = html.read_text(encoding="utf-8").split('id="judge-accuracy"', 1)[1].split("<h2", 1)[0]
+    assert "task judge" in section and "scripted:met" in section and "conversation judge" not in section
     run = json.loads(out.read_text())["runs"][0]
     # Same task judge (scripted:met) and bundle hash: shown; the conversation judge differs: not shown.
     assert set(run["judge_accuracy"]) == {"task_judge"}
@@ -322,3 +325,26 @@ def test_report_shows_the_accuracy_of_the_same_judges(tmp_path: Path) -> None:
     good = save_judge_audit(audits[0], tmp_path / "audit.json")
     found, warns = load_judge_audits([], [good, bad])
     assert len(found) == 1 and len(warns) == 1 and "bad.json" in warns[0]
+
+
+async def test_reference_replay_that_misses_a_check_is_located(starter: Bundle) -> None:
+    """Drop the reference path's first tool call: every check it met alone is unmet on the replay,
+    each a problem at its ``action_checks.N``; a scenario without a path cannot be replayed."""
+    bundle = starter.model_copy(deep=True)
+    _, scen = bundle.scenario(BANK)
+    assert scen.reference_path is not None
+    turn = next(t for t in scen.reference_path if t.tool_calls)
+    dropped = turn.tool_calls.pop(0)
+    rep = await audit_bundle(bundle, scenario_ids=[BANK], static_problems=[])
+    [s] = rep.scenarios
+    assert s.reference is not None
+    unmet = [c.id for c in s.reference.checks if c.label != "met"]
+    assert unmet and not s.reference_met
+    index = {c.id: i for i, c in enumerate(scen.action_checks)}
+    got = [(p.path, p.code) for p in rep.problems if p.code == "audit.reference_unmet"]
+    assert got == [(f"action_checks.{index[c]}", "audit.reference_unmet") for c in unmet]
+    assert any(c.tool == dropped.name for c in scen.action_checks if c.id in unmet)
+    scen.reference_path = None
+    rep = await audit_bundle(bundle, scenario_ids=[BANK], static_problems=[])
+    assert [p.code for p in rep.problems] == ["audit.reference_missing"]
+    assert rep.scenarios[0].reference is None and set(rep.scenarios[0].floor) == set(NULL_CANDIDATES)

@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from callbench.bundle.loader import Problem
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.bundle.validate import bundle_files, validate_loaded
-from callbench.grade.action_checks import GradeError, grade_action_checks
+from callbench.grade.action_checks import grade_action_checks
 from callbench.grade.models import GradedItem, Label
 from callbench.models.scripted.models import create_scripted
 from callbench.runs.audit_judges import AuditJudges, JudgeAudit, audit_judges
@@ -335,12 +335,12 @@ async def audit_bundle(
         for spec in specs:
             try:
                 trace, ep = await _episode(bundle, agent, scen, spec)
-            except (GradeError, ValueError) as e:
+            except Exception as e:  # never a traceback on bundle content, whatever the bug (as validate)
                 report.problems.append(
                     Problem(
                         file=sfile,
                         code="audit.internal",
-                        message=f"the {spec} episode cannot be run or graded: {e}"[:400],
+                        message=f"the {spec} episode cannot be run or graded: {type(e).__name__}: {e}"[:400],
                     )
                 )
                 continue
