@@ -99,6 +99,111 @@ def validate(
 
 
 @app.command()
+def audit(
+    path: Path = typer.Argument(..., help="A bundle folder (or its bundle.yaml)."),
+    as_json: bool = typer.Option(
+        False, "--json", help='Print {"scenarios": [...], "null_floor": {...}, "problems": [...]} as JSON.'
+    ),
+    scenarios: list[str] = typer.Option([], "--scenarios", help="Only these scenario ids (comma-separated)."),
+    judges: bool = typer.Option(
+        False, "--judges", help="Also grade the audit's traces with --task-judge and --conversation-judge "
+        "and report each judge's accuracy on these known answers."
+    ),
+    task_judge: str | None = typer.Option(None, "--task-judge", help="Task judge spec (with --judges)."),
+    conversation_judge: str | None = typer.Option(
+        None, "--conversation-judge", help="Conversation judge spec (with --judges)."
+    ),
+    settings: Path | None = typer.Option(
+        None, "--settings", help="YAML of judge settings (task_judge, conversation_judge entries as for "
+        "callbench run)."
+    ),
+    save: Path | None = typer.Option(
+        None, "--save", help="With --judges: write the judges' accuracy to this file, or into "
+        "RUN_DIR/judge_audits/ when it is a run folder, where callbench report finds it."
+    ),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Traces graded at once (--judges)."),
+) -> None:
+    """Audit what a bundle's scores measure, beyond validate: replay every scenario's reference
+    path through the episode loop and grading (every action check must be met, every authored
+    channel event must apply), play do-nothing candidates (scripted:hangup, scripted:talk) for the
+    null floor, and look for hidden values written in the instructions or tool schemas. With
+    --judges, grade those traces with the judges and report each judge's accuracy on them.
+
+    Exit codes: 0 no problem; 1 problems found; 2 unusable input (unreadable path, a bundle that
+    cannot be loaded, unknown scenario ids, bad judge options).
+    """
+    import asyncio
+    import json
+
+    from rich.console import Console
+
+    from callbench.bundle.validate import validate_safely
+    from callbench.report.audit import render_audit
+    from callbench.runs.audit import AuditReport, audit_bundle
+    from callbench.runs.audit_judges import AuditJudges
+    from callbench.runs.audit_store import save_judge_audit
+
+    if judges != (task_judge is not None and conversation_judge is not None) or (
+            not judges and (task_judge or conversation_judge or save)):
+        typer.echo("error: --judges needs --task-judge and --conversation-judge (and they, and --save, "
+                   "need --judges)", err=True)
+        raise typer.Exit(2)
+    outcome = validate_safely(path)
+    if outcome.bundle is None:
+        for p in outcome.problems:
+            typer.echo(str(p), err=True)
+        typer.echo(f"error: {path}: the bundle cannot be loaded; nothing was audited", err=True)
+        raise typer.Exit(2)
+    clients = None
+    if judges:
+        from callbench.grade.grader import GradeError, make_judge_client
+        from callbench.models.base import ModelSettings
+
+        per_role = _role_settings(settings)
+        try:
+            made = {}
+            for name, spec in (("task_judge", task_judge), ("conversation_judge", conversation_judge)):
+                assert spec is not None
+                entry = per_role.get(name)
+                st = entry[1] if entry is not None and entry[0] == spec else ModelSettings()
+                assert isinstance(st, ModelSettings)
+                made[name] = make_judge_client(spec, st, name)  # type: ignore[arg-type]
+        except GradeError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+        clients = AuditJudges(made["task_judge"], made["conversation_judge"], concurrency=concurrency)
+
+    bundle = outcome.bundle
+
+    async def go() -> AuditReport:
+        try:
+            return await audit_bundle(bundle, scenario_ids=_split(scenarios) or None, judges=clients,
+                                      static_problems=outcome.problems)
+        finally:
+            if clients is not None:
+                await clients.task_judge.aclose()
+                await clients.conversation_judge.aclose()
+
+    try:
+        result = asyncio.run(go())
+    except KeyError as e:
+        typer.echo(f"error: {e.args[0]}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
+    else:
+        render_audit(result, Console())
+    if save is not None and result.judges is not None:
+        try:
+            written = save_judge_audit(result.judges, save)
+        except OSError as e:
+            typer.echo(f"error: cannot write {save}: {e}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(f"judge accuracy saved: {written}", err=True)
+    raise typer.Exit(1 if result.problems else 0)
+
+
+@app.command()
 def inspect(
     path: Path = typer.Argument(..., help="A bundle folder (or its bundle.yaml)."),
     as_json: bool = typer.Option(False, "--json", help="Print the composition as JSON."),
@@ -393,6 +498,11 @@ def report(
     seed: Annotated[
         int | None, typer.Option("--seed", min=0, help="Bootstrap seed (default: the runs' seed).")
     ] = None,
+    judge_audit: Annotated[
+        list[Path] | None,
+        typer.Option("--judge-audit", help="A judge-audit file from callbench audit --judges --save "
+                     "(repeatable; RUN_DIR/judge_audits/ is always read)."),
+    ] = None,
 ) -> None:
     """Report runs: terminal tables, one offline HTML file, optional JSON/CSV exports.
 
@@ -407,10 +517,14 @@ def report(
     from callbench.report.html import write_html
     from callbench.report.load import ReportInputError, load_runs
     from callbench.report.terminal import render_terminal
+    from callbench.runs.audit_store import load_judge_audits
 
+    audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [])
+    for w in audit_warnings:
+        typer.echo(f"warning: {w}", err=True)
     try:
         runs = load_runs(run_dirs, grade_set)
-        result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence)
+        result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence, judge_audits=audits)
     except (ReportInputError, UnfairComparisonError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

@@ -450,3 +450,63 @@ def test_agent_file_in_two_formats_is_reported(mb: MiniBundle) -> None:
     (mb.agent_dir / "agent.json").write_text(json.dumps(mb.read(agent_yaml)), encoding="utf-8")
     [p] = [p for p in mb.problems() if p.file.endswith("agent.json")]
     assert p.code == "read" and "agent.yaml is also here" in p.message
+
+
+@pytest.mark.parametrize(
+    ("template", "fragment"),
+    [
+        ("{{ 'x'|center(10 ** 9) }}", "size argument"),
+        ("{{ 'x'.ljust(10 ** 9) }}", "size argument"),
+        ("{{ ('a' * 399999)|replace('a', 'b' * 1000) }}", "replace: a result over"),
+        ("{{ ('a' * 399999).replace('a', 'b' * 1000) }}", "replace(): a result over"),
+        ("{{ ('\\n' * 399999)|indent('x' * 399999) }}", "indent: a result over"),
+        ("{{ ('x' * 100000).join(['a'] * 100) }}", "join(): a result over"),
+        ("{{ (['x' * 399999] * 1000)|join }}", "join: a result over"),
+        ("{{ '%999999999d' % 1 }}", "format width"),
+        ("{{ '%999999999d'|format(1) }}", "format width"),
+        ("{{ '{:999999999}'.format(1) }}", "format width"),
+        ("{{ lipsum(10 ** 6) }}", "lipsum"),
+    ],
+)
+def test_calls_and_filters_that_would_build_huge_text_stop_quickly(template: str, fragment: str) -> None:
+    """Issue 12 item 7 (as a kind): a call or filter whose arguments would build a huge string
+    before the rendered-size check is refused, as a located template problem."""
+    import time
+
+    b = load_bundle(MINIMAL)
+    agent, scen = b.scenario(BOOKING)
+    evil = agent.model_copy(update={"instructions_template": "ok\n" + template})
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="instructions template: line 2: ") as info:
+        render_instructions(evil, scen)
+    assert fragment in str(info.value)
+    assert time.perf_counter() - start < 5.0
+
+
+@pytest.mark.parametrize(
+    ("template", "error"),
+    [
+        ("{{ 1 / 0 }}", "ZeroDivisionError"),
+        ("{{ 'a' + 1 }}", "TypeError"),
+        ("{{ 'abc'|format(1, 2, 3) }}", "TypeError"),
+        ("{{ 'a'|truncate(-1) }}", "AssertionError"),
+        ("{{ [1, 2]|slice(0)|list }}", "ZeroDivisionError"),
+    ],
+)
+def test_python_errors_in_expressions_are_located_template_errors(template: str, error: str) -> None:
+    """A Python error raised inside an expression is a ``prompt.render`` problem with its line, never
+    an ``[internal]`` failure of the audit."""
+    b = load_bundle(MINIMAL)
+    agent, scen = b.scenario(BOOKING)
+    evil = agent.model_copy(update={"instructions_template": "one\ntwo\n" + template})
+    with pytest.raises(ValueError, match=f"instructions template: line 3: {error}"):
+        render_instructions(evil, scen)
+
+
+def test_ordinary_calls_and_filters_still_render() -> None:
+    b = load_bundle(MINIMAL)
+    agent, scen = b.scenario(BOOKING)
+    template = ("{{ 'x'.center(5) }}|{{ 'a-b'|replace('-', '+') }}|{{ [1, 2]|join(', ') }}|{{ '%05d' % 42 }}|"
+                "{{ 'x\\ny'|indent(2) }}|{{ '{:>4}'.format(7) }}|{{ 'Abc'|upper }}")
+    ok = agent.model_copy(update={"instructions_template": template})
+    assert render_instructions(ok, scen) == "  x  |a+b|1, 2|00042|x\n  y|   7|ABC"

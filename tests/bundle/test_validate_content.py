@@ -295,3 +295,35 @@ def test_load_bundle_runs_every_audit(mb: MiniBundle, tmp_path: Any) -> None:
         load_bundle(mb.root / "bundle.yaml" / "x")
     with pytest.raises(FileNotFoundError):
         load_bundle(mb.agent_dir / "prompt.md")
+
+
+@pytest.mark.parametrize("stmt, kw", [
+    ("{% include 'rules.md' %}", "include"),
+    ("{% extends 'base.md' %}", "extends"),
+    ("{% import 'macros.md' as m %}", "import"),
+    ("{% from 'macros.md' import greet %}", "from"),
+    # in a branch neutral values never take: still refused (it must not reach a run unchecked)
+    ("{% if agent_name == 'nobody' %}{% include 'rules.md' %}{% endif %}", "include"),
+])
+def test_template_loading_statements_are_located_prompt_problems(mb: MiniBundle, stmt: str, kw: str) -> None:
+    """Issue 12 item 7: a statement that loads another template is a located prompt.md problem (it
+    was ``[internal] ... TypeError: no loader for this environment specified``)."""
+    path = mb.agent_dir / "prompt.md"
+    before = path.read_text()
+    path.write_text(before + "\n" + stmt + "\n")
+    line = before.count("\n") + 2
+    [p] = mb.only("prompt.render")
+    assert p.file == PFILE
+    assert f"line {line}: {{% {kw} %}} is not allowed" in p.message
+    assert not any(q.code == "internal" for q in mb.problems())
+
+
+def test_dynamic_include_is_a_template_error_not_a_type_error() -> None:
+    """A loader exists and refuses every name, so even a template built at render time cannot load
+    another one (the static check above refuses the statement first)."""
+    from jinja2 import TemplateNotFound
+
+    from callbench.bundle.loader import _ENV
+
+    with pytest.raises(TemplateNotFound):
+        _ENV.get_template("rules.md")

@@ -281,3 +281,51 @@ _schemas = st.recursive(
 def test_fast_path_never_accepts_an_invalid_schema(schema: Any) -> None:
     if fast_schema_ok(schema):
         Draft202012Validator.check_schema(schema)  # raises if the fast path was wrong
+
+
+def test_local_ref_to_nowhere_is_located_at_the_ref(mb: MiniBundle) -> None:
+    """Issue 12 item 7: a local ``$ref`` that points nowhere is a problem at the ``$ref``, wherever
+    it stands (a property, a nested schema, inside ``$defs``), and a working one is not."""
+    def brk(d: dict[str, Any]) -> None:
+        params = _tool(d, "cancel_pickup")["parameters"]
+        params["$defs"] = {
+            "code": {"type": "string"},
+            "pair": {"type": "array", "items": {"$ref": "#/$defs/missing_in_defs"}},
+            "ok": {"$ref": "#/$defs/code"},
+            "escaped/name": {"type": "string"},
+        }
+        params["properties"]["confirmation"] = {"$ref": "#/$defs/nope"}
+        params["properties"]["extra"] = {"type": "object", "properties": {
+            "deep": {"anyOf": [{"$ref": "#/$defs/code"}, {"$ref": "#/properties/nowhere"}]},
+            "slash": {"$ref": "#/$defs/escaped~1name"},
+            "anchor": {"$ref": "#no_such_anchor"},
+        }}
+        # a "$ref" key inside a default value is data, not a reference
+        params["properties"]["extra"]["default"] = {"$ref": "#/not/a/reference"}
+
+    mb.edit_agent(brk)
+    probs = mb.only("tool.schema_ref_unresolved")
+    base = "tools.2.parameters"
+    assert sorted(p.path for p in probs) == sorted([
+        f"{base}.$defs.pair.items.$ref",
+        f"{base}.properties.confirmation.$ref",
+        f"{base}.properties.extra.properties.deep.anyOf.1.$ref",
+        f"{base}.properties.extra.properties.anchor.$ref",
+    ])
+    assert all(p.file == AFILE for p in probs)
+    assert "internal" not in mb.codes()
+    conf = next(p for p in probs if p.path.endswith("confirmation.$ref"))
+    assert "'#/$defs/nope' points nowhere" in conf.message and "cancel_pickup" in conf.message
+    assert "no such $anchor" in next(p for p in probs if "anchor" in p.path).message
+
+
+def test_ref_resolves_against_nested_id() -> None:
+    """References inside a sub-schema with its own ``$id`` resolve against that ``$id``."""
+    from callbench.bundle.validate_tools import unresolved_refs
+
+    schema = {"type": "object", "$defs": {"inner": {
+        "$id": "urn:callbench:inner", "$defs": {"b": {"type": "string"}},
+        "properties": {"q": {"$ref": "#/$defs/b"}, "r": {"$ref": "#/$defs/code"}}}},
+        "properties": {"x": {"$ref": "#/$defs/inner"}}}
+    assert unresolved_refs(schema) == [
+        ("$defs.inner.properties.r.$ref", "#/$defs/code", "nothing is at that JSON Pointer")]

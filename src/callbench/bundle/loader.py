@@ -25,11 +25,20 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jinja2 import StrictUndefined, Template, TemplateError
+from jinja2 import (
+    FunctionLoader,
+    StrictUndefined,
+    Template,
+    TemplateError,
+    TemplateSyntaxError,
+    Undefined,
+    nodes,
+)
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ValidationError
 
+from callbench.bundle import template_limits
 from callbench.bundle.models import AgentConfig, Bundle, BundleMeta, LoadedAgent, Scenario
 
 MAX_FILE_BYTES = 2_000_000
@@ -275,6 +284,11 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _at(e: BaseException) -> str:
+    line = template_limits.template_line(e.__traceback__)
+    return f"line {line}: " if line is not None else ""
+
+
 def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) -> str:
     """Render the agent's operating document for a scenario (or with neutral defaults).
 
@@ -310,10 +324,14 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
                 )
             chunks.append(chunk)
         text = "".join(chunks)
+    except TemplateSyntaxError as e:
+        raise ValueError(f"instructions template: line {e.lineno}: {e.message}") from None
     except TemplateError as e:
-        raise ValueError(f"instructions template: {e}") from None
+        raise ValueError(f"instructions template: {_at(e)}{e}") from None
     except RecursionError:
         raise ValueError("instructions template: nested too deeply") from None
+    except Exception as e:  # a Python error inside an expression: {{ 1/0 }}, {{ 'a' + 1 }}, any filter's
+        raise ValueError(f"instructions template: {_at(e)}{type(e).__name__}: {e}"[:400]) from None
     finally:
         _RANGE_BUDGET.reset(token)
     return unicodedata.normalize("NFC", text)
@@ -346,9 +364,25 @@ class _BoundedSandbox(SandboxedEnvironment):
     ``*`` / ``**`` refuse to build a huge string, list or number (jinja2 sandbox docs,
     "Operator Intercepting")."""
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "%"})
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        """A sandboxed call, refused when it would build a huge result (:mod:`.template_limits`)."""
+        if not isinstance(__obj, Undefined):  # calling an undefined name fails as undefined
+            template_limits.bounded_call(__obj, args, kwargs, MAX_RENDER_CHARS)
+        result = super().call(__context, __obj, *args, **kwargs)
+        return template_limits.check_result(getattr(__obj, "__name__", "call"), result, MAX_RENDER_CHARS)
+
+    def wrap_str_format(self, value: Any) -> Any:
+        """``str.format`` / ``format_map`` as jinja2 sandboxes them, refusing a huge field width."""
+        owner = getattr(value, "__self__", None)
+        if isinstance(owner, str) and getattr(value, "__name__", "") in ("format", "format_map"):
+            template_limits.check_brace_format(owner, MAX_RENDER_CHARS)
+        return super().wrap_str_format(value)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "%" and isinstance(left, str):
+            template_limits.check_percent_format(left, MAX_RENDER_CHARS)
         if operator == "**" and isinstance(right, int | float) and abs(right) > 1000:
             raise SecurityError("an exponent over 1000 is not allowed in instructions")
         if operator == "*":
@@ -369,15 +403,44 @@ def _bounded_range(*args: int) -> range:
     return items
 
 
-_ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+def _no_other_template(name: str) -> None:
+    """The loader of the instructions environment: no template but the operating document exists
+    (so a dynamic ``{% include name %}`` fails as a template error, never a TypeError)."""
+    return None
+
+
+_ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True,
+                       loader=FunctionLoader(_no_other_template))
 _ENV.globals["range"] = _bounded_range
+del _ENV.globals["lipsum"]  # lorem ipsum has no place in an operating document (and lipsum(10**6) hangs)
+_ENV.filters = {
+    name: template_limits.bounded_filter(name, f, MAX_RENDER_CHARS) for name, f in _ENV.filters.items()
+}
+
+_LOADING_NODES: dict[type[nodes.Node], str] = {
+    nodes.Include: "include", nodes.Extends: "extends", nodes.Import: "import", nodes.FromImport: "from",
+}
+"""Template statements that load another template (jinja2 docs, "Template Inheritance", "Include",
+"Import"): the operating document is one file, so each is refused wherever it stands, even in a
+branch that neutral values never take."""
 
 
 @functools.lru_cache(maxsize=64)
 def _compiled(template: str) -> Template:
     """Compile an instructions template once (jinja2 parsing costs ~20 ms for a 30,000-character
-    document; a bundle renders each agent's template once per scenario)."""
-    return _ENV.from_string(template)
+    document; a bundle renders each agent's template once per scenario).
+
+    Raises ``TemplateSyntaxError`` for a syntax error or for a statement that loads another
+    template (:data:`_LOADING_NODES`), naming its line."""
+    tree = _ENV.parse(template)
+    for node in tree.find_all(tuple(_LOADING_NODES)):
+        kw = _LOADING_NODES[type(node)]
+        raise TemplateSyntaxError(
+            f"{{% {kw} %}} is not allowed: the operating document is a single file "
+            "and no other template is loaded (write the text in prompt.md, or use a variable)",
+            node.lineno,
+        )
+    return _ENV.from_string(tree)
 
 
 def _list_dir(root: Path, folder: Path, problems: list[Problem]) -> list[Path]:

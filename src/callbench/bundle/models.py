@@ -10,7 +10,7 @@ Unknown keys are rejected (``extra="forbid"``) so a typo is a validation error, 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -253,6 +253,12 @@ class Criterion(Strict):
     anchors: Anchors
     excerpts: list[str] = Field(default_factory=list, max_length=10)
     diagnostic: Diagnostic
+    null_floor: Literal["not_met", "met", "any"] = Field(
+        default="not_met",
+        description="The label a do-nothing candidate's call earns (callbench audit --judges checks "
+        "the judges against it): not_met (the default), met (e.g. 'never reads out the card number'), "
+        "or any (no known answer).",
+    )
 
 
 class ReferenceToolCall(Strict):
@@ -288,6 +294,12 @@ class Scenario(Strict):
     variables: dict[str, str] = Field(default_factory=dict, description="Extra prompt template variables.")
     brief: Brief
     hidden_state: dict[str, Any] = Field(default_factory=dict)
+    secrets: list[Annotated[str, Field(min_length=1, max_length=400)]] = Field(
+        default_factory=list, max_length=100,
+        description="Values the candidate must never read in the instructions or tool schemas, "
+        "whatever their form (callbench audit's leak check; identifying hidden values are found "
+        "without being listed). Seen by no model.",
+    )
     channel: ChannelProgram = Field(default_factory=ChannelProgram)
     fixtures: dict[str, ToolFixtures] = Field(default_factory=dict)
     action_checks: list[ActionCheck] = Field(default_factory=list, max_length=50)

@@ -21,7 +21,8 @@ Bundle
     ``scenario.duplicate_id`` a scenario id used twice in the bundle.
 Agent (``agents/<id>/agent.yaml``, ``prompt.md``)
     ``tool.duplicate`` · ``tool.schema_invalid`` · ``tool.schema_not_object`` ·
-    ``tool.schema_remote_ref`` · ``tool.required_unknown`` · ``ending.undeclared`` ·
+    ``tool.schema_remote_ref`` · ``tool.schema_ref_unresolved`` · ``tool.required_unknown`` ·
+    ``ending.undeclared`` ·
     ``ending.no_success`` · ``ending.duplicate`` · ``language.tag`` · ``prompt.hash_mismatch`` ·
     ``prompt.empty`` · ``prompt.render`` · ``size.prompt``
     (see :mod:`callbench.bundle.validate_tools`, :mod:`callbench.bundle.validate_content`).
@@ -90,6 +91,7 @@ PROBLEM_CODES: frozenset[str] = frozenset({
     "size.agents", "size.scenarios", "scenario.duplicate_id",
     # agent
     "tool.duplicate", "tool.schema_invalid", "tool.schema_not_object", "tool.schema_remote_ref",
+    "tool.schema_ref_unresolved",
     "tool.required_unknown", "ending.undeclared", "ending.no_success", "ending.duplicate", "language.tag",
     "prompt.hash_mismatch", "prompt.empty", "prompt.render", "size.prompt",
     # scenario
@@ -236,6 +238,11 @@ class _Files:
                 return str(raw.get("id")) if isinstance(raw, dict) else None
         return None
 
+    @property
+    def bundle_file(self) -> str:
+        return next((f"bundle{x}" for x in DATA_SUFFIXES if (self.root / f"bundle{x}").is_file()),
+                    "bundle.yaml")
+
     def folder(self, aid: str) -> str:
         f = self._folders.get(aid)
         return f.relative_to(self.root).as_posix() if f else f"agents/{aid}"
@@ -271,6 +278,12 @@ class _Files:
                 sid = str(raw.get("id")) if isinstance(raw, dict) else None
             if sid is not None:
                 self._scen.setdefault((a.config.id, sid), rel)
+
+
+def bundle_files(bundle: Bundle) -> _Files:
+    """Bundle-relative file names of ``bundle``'s agents (``.agent(a)``), prompts (``.prompt(a)``),
+    scenarios (``.scenario(a, s)``) and root file (``.bundle_file``), as problems name them."""
+    return _Files(bundle)
 
 
 def scenario_files(bundle: Bundle) -> dict[str, str]:

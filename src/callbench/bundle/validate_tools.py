@@ -9,6 +9,7 @@ jsonschema never touches the network.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -142,6 +143,65 @@ def _regex_ok(pattern: str) -> bool:
     return True
 
 
+_REF_KEYS = ("$ref", "$dynamicRef")
+
+
+def _subschemas(schema: dict[str, Any], where: str) -> Iterator[tuple[Any, str]]:
+    """(sub-schema, dotted path) of each schema-valued keyword of ``schema`` (JSON Schema 2020-12
+    applicators; data keywords such as ``enum``, ``const``, ``default``, ``examples`` are skipped,
+    so a ``"$ref"`` key inside a default value is data, not a reference)."""
+    for k, v in schema.items():
+        w = f"{where}.{k}".strip(".")
+        if k in _SCHEMA_KEYS or k in ("items",):
+            if isinstance(v, list):  # draft-7 tuple form, reported as invalid elsewhere
+                yield from ((x, f"{w}.{i}") for i, x in enumerate(v))
+            else:
+                yield v, w
+        elif k in _SCHEMA_MAP_KEYS or k == "patternProperties":
+            if isinstance(v, dict):
+                yield from ((x, f"{w}.{name}") for name, x in v.items())
+        elif k in _SCHEMA_ARRAY_KEYS and isinstance(v, list):
+            yield from ((x, f"{w}.{i}") for i, x in enumerate(v))
+
+
+def unresolved_refs(schema: dict[str, Any], where: str = "") -> list[tuple[str, str, str]]:
+    """(dotted path of the ``$ref``, the reference, why) for each local reference (``#...``) of
+    ``schema`` that points nowhere: a JSON Pointer to a missing place (``#/$defs/nope``) or an
+    unknown ``$anchor``. References resolve as JSON Schema 2020-12 says (RFC 6901 pointers, against
+    the nearest enclosing ``$id``), with the ``referencing`` library and nothing fetched. Every
+    sub-schema is searched, ``$defs`` included, whether or not anything uses it."""
+    from referencing.jsonschema import DRAFT202012
+
+    try:
+        root = DRAFT202012.create_resource(schema)
+        resolver = _EMPTY_REGISTRY.with_resource(root.id() or "", root).crawl().resolver(
+            base_uri=root.id() or "")
+    except (referencing.exceptions.Unresolvable, ValueError, TypeError, AttributeError):
+        return []
+    out: list[tuple[str, str, str]] = []
+    stack: list[tuple[Any, str, Any]] = [(schema, where, resolver)]
+    while stack:
+        node, w, res = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if isinstance(node.get("$id"), str) and node is not schema:
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                res = res.in_subresource(DRAFT202012.create_resource(node))
+        for key in _REF_KEYS:
+            ref = node.get(key)
+            if isinstance(ref, str) and ref.startswith("#"):
+                try:
+                    res.lookup(ref)
+                except referencing.exceptions.Unresolvable as e:
+                    why = ("no such $anchor" if isinstance(e, referencing.exceptions.NoSuchAnchor)
+                           else "nothing is at that JSON Pointer")
+                    out.append((f"{w}.{key}".strip("."), ref, why))
+                except (ValueError, TypeError, LookupError) as e:  # a malformed pointer
+                    out.append((f"{w}.{key}".strip("."), ref, f"cannot be resolved: {e}"[:200]))
+        stack.extend((x, sw, res) for x, sw in _subschemas(node, w))
+    return sorted(out)
+
+
 def schema_errors(schema: Any) -> list[jsonschema.ValidationError]:
     """Every metaschema error of ``schema`` as ``Draft202012Validator.check_schema`` sees it (with
     its format checker), sorted by path; empty when valid. Fast for the usual valid schema."""
@@ -159,7 +219,9 @@ def audit_tool_schemas(agent: AgentConfig, report: Report) -> None:
     JSON Schema 2020-12, per ``Draft202012Validator.check_schema``; every metaschema error is
     reported), ``tool.schema_not_object`` (parameters must be ``type: object``: OpenAI and Anthropic
     function tools take an object of named arguments), ``tool.schema_remote_ref`` (a ``$ref`` that is
-    not local), ``tool.required_unknown`` (``required`` names a parameter not in ``properties``),
+    not local), ``tool.schema_ref_unresolved`` (a local ``$ref`` or ``$dynamicRef`` that points
+    nowhere, anywhere in the schema: :func:`unresolved_refs`), ``tool.required_unknown``
+    (``required`` names a parameter not in ``properties``),
     ``ending.undeclared`` (a call-ending tool that is not one of the agent's tools),
     ``ending.no_success`` (no success condition), ``ending.duplicate``.
     """
@@ -181,6 +243,9 @@ def audit_tool_schemas(agent: AgentConfig, report: Report) -> None:
             if not ref.startswith("#"):
                 report(where, "tool.schema_remote_ref",
                        f"$ref {ref!r} is not local (only '#...' references are allowed; nothing is fetched)")
+        for where, ref, why in unresolved_refs(params, f"{base}.parameters"):
+            report(where, "tool.schema_ref_unresolved",
+                   f"tool {t.name!r}: {ref!r} points nowhere in its parameters schema ({why})")
         props = params.get("properties")
         req = params.get("required")
         if isinstance(req, list) and isinstance(props, dict):
@@ -227,6 +292,8 @@ def _validator(schema_json: str) -> Any:
     if schema_errors(schema):
         return None
     if not all(ref.startswith("#") for _, ref in iter_refs(schema)):
+        return None
+    if unresolved_refs(schema):
         return None
     return RE2Draft202012Validator(schema, registry=_EMPTY_REGISTRY)
 

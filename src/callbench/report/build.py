@@ -22,8 +22,10 @@ from callbench.report.fairness import (
     smoke_test_roles,
 )
 from callbench.report.faults import RunFaults, run_faults
+from callbench.report.judge_accuracy import run_judge_accuracy
 from callbench.report.ledger import RunLedger, run_ledger
 from callbench.report.load import RunData
+from callbench.runs.audit_store import JudgeAccuracy, JudgeAudit, JudgeRole
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
 from callbench.stats.summary import (
@@ -63,6 +65,7 @@ class RunInfo(BaseModel):
     cutoff: float
     simulator: RunLedger | None = None  # simulator and channel ledger (report/ledger.py)
     faults: RunFaults | None = None  # provider fault ledger (report/faults.py)
+    judge_accuracy: dict[JudgeRole, JudgeAccuracy] = Field(default_factory=dict)  # report/judge_accuracy.py
 
 
 class SkippedEpisode(BaseModel):
@@ -144,7 +147,7 @@ class Report(BaseModel):
     warnings: list[str] = Field(default_factory=list)
 
 
-def run_info(run: RunData) -> RunInfo:
+def run_info(run: RunData, judge_audits: list[JudgeAudit] | None = None) -> RunInfo:
     m, g = run.manifest, run.grade_set
     return RunInfo(
         run_id=m.run_id,
@@ -172,6 +175,7 @@ def run_info(run: RunData) -> RunInfo:
         cutoff=g.cutoff,
         simulator=run_ledger(run),
         faults=run_faults(run),
+        judge_accuracy=run_judge_accuracy(run, judge_audits or []),
     )
 
 
@@ -185,8 +189,11 @@ def build_report(
     seed: int | None = None,
     n_samples: int = DEFAULT_SAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
+    judge_audits: list[JudgeAudit] | None = None,
 ) -> Report:
-    """Summarise ``runs`` (at least one). Raises
+    """Summarise ``runs`` (at least one). ``judge_audits``: saved judges-on-known-answers audits
+    (:mod:`callbench.runs.audit_store`); a run shows the accuracy of its judges from the one that
+    matches them. Raises
     :class:`~callbench.report.fairness.UnfairComparisonError` for different bundle hashes and
     ``ValueError`` for no runs or bad bootstrap settings."""
     if not runs:
@@ -231,7 +238,7 @@ def build_report(
         if r.status == "skipped"
     ]
     return Report(
-        runs=[run_info(r) for r in runs],
+        runs=[run_info(r, judge_audits) for r in runs],
         settings=ReportSettings(seed=seed, n_samples=n_samples, confidence=confidence),
         fairness_flags=flags,
         smoke_test_roles=smoke_test_roles(runs),

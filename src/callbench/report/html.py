@@ -29,6 +29,7 @@ from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import Report
 from callbench.report.faults import FAULT_COLUMNS, fault_rows, fault_summary
 from callbench.report.figures import figures
+from callbench.report.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
 from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
 from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT
@@ -124,6 +125,9 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         include_traces=include_traces,
         ledger=[row for r in report.runs if r.simulator for row in ledger_rows(r.run_id, r.simulator)],
         ledger_columns=LEDGER_COLUMNS,
+        judge_accuracy=[row for r in report.runs for row in accuracy_rows(r.run_id, r.judge_accuracy)],
+        judge_accuracy_columns=JUDGE_ACCURACY_COLUMNS[1:],
+        judge_accuracy_missing=NOT_MEASURED,
         fault_rows=[row for r in report.runs if r.faults for row in fault_rows(r.run_id, r.faults)],
         fault_columns=FAULT_COLUMNS,
         fault_summaries=[fault_summary(r.run_id, r.faults) for r in report.runs if r.faults],

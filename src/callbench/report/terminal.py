@@ -13,6 +13,7 @@ from rich.table import Table
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import Report
 from callbench.report.faults import render_faults_terminal
+from callbench.report.judge_accuracy import render_judge_accuracy_terminal
 from callbench.report.ledger import render_ledger_terminal
 from callbench.stats.bootstrap import BootstrapResult
 
@@ -104,6 +105,7 @@ def render_terminal(report: Report, console: Console) -> None:
     _skipped(report, console)
     render_ledger_terminal([(r.run_id, r.simulator) for r in report.runs], console)
     render_faults_terminal([(r.run_id, r.faults) for r in report.runs], console)
+    render_judge_accuracy_terminal([(r.run_id, r.judge_accuracy) for r in report.runs], console)
     _cost(report, console)
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
