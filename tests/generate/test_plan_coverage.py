@@ -122,7 +122,7 @@ def test_inspect_json_has_coverage_of_the_starter() -> None:
     assert code == 0
     data = json.loads(out)
     cov = {c["agent"]: c for c in data["coverage"]}
-    assert len(cov) == 9 and all(c["scenarios"] == 10 for c in cov.values())
+    assert len(cov) == 10 and all(c["scenarios"] == 10 for c in cov.values())
     # every starter tool is exercised by some scenario of its agent
     assert sum(len(c["tools"]) for c in cov.values()) == data["tools_total"]
 

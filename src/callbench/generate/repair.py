@@ -135,7 +135,7 @@ async def request_and_repair(
                         sfile,
                     )
                 )
-            problems += audit_candidate(bundle_dir, aid, data)
+            problems += await audit_candidate(bundle_dir, aid, data)
             codes = {p.code for p in problems}
             reason = "near_duplicate" if codes == {"generate.near_duplicate"} else "audit"
         out_hash = hashlib.sha256(answer.encode("utf-8")).hexdigest() if answer else None
