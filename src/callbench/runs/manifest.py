@@ -67,6 +67,8 @@ class RunManifest(BaseModel):
     order; a run resumed or extended by different code is never official."""
     grade_sets: list[str] = Field(default_factory=list)
     cost_usd: float | None = 0.0
+    executors: list[str] = Field(default_factory=list)
+    """Every executor (``local`` asyncio, ``ray``) an invocation of this run used, in order."""
 
 
 def traces_dir(run_dir: Path) -> Path:
