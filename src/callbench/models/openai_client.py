@@ -29,13 +29,16 @@ import os
 import re
 from typing import Any
 
+import httpx2
 import openai
+from openai.types.chat import ChatCompletion
 
 from callbench.models.anomalies import checked_body, openai_choices
 from callbench.models.base import ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage, request_seed
 from callbench.models.conversation import normalize_messages
+from callbench.models.prepared import cleaned_schema, post_json, tool_parameters
 from callbench.models.remote import RemoteClient
-from callbench.models.schemas import clean_schema, clean_tool_parameters, is_openai_strict_compatible
+from callbench.models.schemas import is_openai_strict_compatible
 from callbench.models.secrets import resolve_headers
 from callbench.models.specs import parse_spec
 
@@ -77,11 +80,11 @@ def openai_request_body(request: ModelRequest, model: str, settings: ModelSettin
         body["tools"] = [
             {"type": "function", "function": {
                 "name": t.name, "description": t.description,
-                "parameters": clean_tool_parameters(t.parameters, "openai", tool=t.name)}}
+                "parameters": tool_parameters(t, "openai")}}
             for t in request.tools
         ]
     if request.response_schema is not None:
-        schema = clean_schema(request.response_schema, "openai")
+        schema = cleaned_schema(request.response_schema, "openai")
         body["response_format"] = {"type": "json_schema", "json_schema": {
             "name": _NAME_BAD.sub("_", request.response_schema_name)[:64] or "output",
             "schema": schema,
@@ -154,10 +157,10 @@ class OpenAIClient(RemoteClient):
         that is not a usable completion is an InfrastructureError of its fault kind."""
         body = openai_request_body(request, self.model, self.settings,
                                    official_endpoint=self.official_endpoint)
-        raw = await self._client.chat.completions.with_raw_response.create(
-            **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
+        # the body is plain JSON already: sent as is, without the SDK's per-request transform
+        http = await post_json(self._client, "/chat/completions", body, headers=self._headers or None,
+                               timeout=self.settings.timeout_s, response_type=httpx2.Response)
         who = f"{self.provider} {request.context.role}"
-        http = raw.http_response
         data = checked_body(http.content, http.headers.get("content-type", ""), who)
         openai_choices(data, who)
-        return parse_openai_completion(raw.parse())
+        return parse_openai_completion(ChatCompletion.construct(**data))
