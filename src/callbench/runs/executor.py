@@ -277,9 +277,10 @@ class Saver:
             self.on_episode(trace, self.totals)
 
     async def checkpoint(self) -> None:
-        """Save the manifest with the current counts (on the writer thread)."""
+        """Save the manifest with the current counts (on the writer thread; a snapshot, so the
+        counts written are those of this moment while the run goes on)."""
         self.counts.apply(self.manifest)
-        await self.store.submit(self.store.save_manifest, self.manifest)
+        await self.store.submit(self.store.save_manifest, self.manifest.model_copy())
 
 
 async def finish_run(

@@ -315,7 +315,8 @@ class RunStore:
             trace = Trace.model_validate_json(text)
         except ValueError as e:
             raise ValueError(
-                f"{path}: not a readable trace: {str(e)[:300]}; delete it to run the episode again"
+                f"{path}: not a readable trace: {' '.join(str(e).split())[:300]}; "
+                "delete it to run the episode again"
             ) from None
         st = path.stat()
         with db:
