@@ -108,7 +108,9 @@ async def test_a_corrupt_trace_is_named_on_resume(tmp_path: Path, dairy: Bundle)
         await _run(out, dairy)
 
 
-async def test_an_index_made_before_size_columns_is_upgraded_and_checked(tmp_path: Path, dairy: Bundle) -> None:
+async def test_an_index_made_before_size_columns_is_upgraded_and_checked(
+    tmp_path: Path, dairy: Bundle
+) -> None:
     out = tmp_path / "run"
     await _run(out, dairy)
     before = _rows(out)
