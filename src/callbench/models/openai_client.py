@@ -31,12 +31,11 @@ from typing import Any
 
 import httpx2
 import openai
-from openai.types.chat import ChatCompletion
 
 from callbench.models.anomalies import checked_body, openai_choices
 from callbench.models.base import ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage, request_seed
 from callbench.models.conversation import normalize_messages
-from callbench.models.prepared import cleaned_schema, post_json, tool_parameters
+from callbench.models.prepared import JsonView, cleaned_schema, post_json, tool_parameters
 from callbench.models.remote import RemoteClient
 from callbench.models.schemas import is_openai_strict_compatible
 from callbench.models.secrets import resolve_headers
@@ -163,4 +162,4 @@ class OpenAIClient(RemoteClient):
         who = f"{self.provider} {request.context.role}"
         data = checked_body(http.content, http.headers.get("content-type", ""), who)
         openai_choices(data, who)
-        return parse_openai_completion(ChatCompletion.construct(**data))
+        return parse_openai_completion(JsonView(data))  # read as the SDK's ChatCompletion is

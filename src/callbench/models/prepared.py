@@ -15,6 +15,9 @@ judges send the same response schema thousands of times. What does not change is
 ``async_maybe_transform`` pass that typed ``create`` methods make over the whole message list (the
 openai SDK's "undocumented endpoints" form: ``client.post(path, cast_to=httpx.Response, body=...)``).
 
+:class:`JsonView` reads the answer's parsed JSON with attribute access, as the SDK's response
+models are read (``completion.choices[0].message.tool_calls``), without building those models.
+
 Returned schemas and validators are shared: callers must not mutate them.
 """
 
@@ -105,3 +108,36 @@ async def post_json(client: Any, path: str, body: dict[str, Any], *, headers: di
     if headers:
         options["headers"] = headers
     return await client.post(path, cast_to=response_type, body=payload, options=options)
+
+
+class JsonView:
+    """Attribute access over parsed JSON: ``view.key`` is the value of ``key`` (None when absent,
+    as for an SDK model's optional field), objects and arrays wrapped lazily. For reading an
+    answer with the same code that reads the SDK's models; ``[i]``, ``len`` and iteration work on
+    arrays, and ``bool(view)`` is the truth of the wrapped value."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    @staticmethod
+    def wrap(value: Any) -> Any:
+        """``value`` itself for scalars and None, a view for an object or array."""
+        return JsonView(value) if isinstance(value, (dict, list)) else value
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._value
+        return JsonView.wrap(value.get(name)) if isinstance(value, dict) else None
+
+    def __getitem__(self, index: int) -> Any:
+        return JsonView.wrap(self._value[index])
+
+    def __len__(self) -> int:
+        return len(self._value)
+
+    def __iter__(self) -> Any:
+        return (JsonView.wrap(v) for v in self._value)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
