@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -61,6 +61,11 @@ class RunConfig(BaseModel):
     preflight: bool = True
     max_consecutive_fatal: int = Field(default=DEFAULT_MAX_CONSECUTIVE, ge=1)
     """A role failing this many requests in a row with HTTP 401/403/404 stops the run."""
+    executor: Literal["local", "ray"] = "local"
+    """Where episodes run: ``local`` (asyncio, this process) or ``ray`` (:mod:`runs.ray_executor`).
+    Not part of the run's identity: a run started on one may be resumed on the other."""
+    ray_address: str | None = None
+    """The Ray cluster for ``executor="ray"`` (``auto``, ``ray://host:10001``; None: start one)."""
 
 
 class RunConflict(ValueError):

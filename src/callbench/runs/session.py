@@ -35,6 +35,7 @@ from callbench.runs.executor import (
     role_info,
     saved_form,
 )
+from callbench.runs.guard import RunHealth
 from callbench.runs.manifest import MANIFEST, EpisodeKey, RunManifest
 from callbench.runs.plan import candidate_slug
 from callbench.runs.preflight import preflight
@@ -95,7 +96,17 @@ async def run_and_grade(
     :class:`RunConflict`) leaves no new folder behind."""
     bundle = bundle or load_bundle(config.bundle_path)
     own = clients is None
-    clients = limit_providers(clients or build_clients(config, bundle, cache), config)
+    cluster = None
+    if config.executor == "ray":
+        if cache is not None:
+            raise ValueError("--cache cannot be used with --executor ray (a cache file belongs to one "
+                             "machine); run without --cache")
+        from callbench.runs.ray_executor import connect
+
+        cluster = connect(config, address=config.ray_address)
+    base = clients or build_clients(config, bundle, cache)
+    clients = (cluster.limit(base, RunHealth(config.max_consecutive_fatal)) if cluster is not None
+               else limit_providers(base, config))
     grade_set: str | None = None
     out_existed = Path(config.out).exists()
     store = RunStore(Path(config.out))
@@ -142,10 +153,18 @@ async def run_and_grade(
 
         if config.preflight and (cache is None or cache.mode is not CacheMode.REPLAY_ONLY):
             await preflight(clients)
-        manifest = await execute_run(
-            config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan,
-            store=store,
-        )
+        if cluster is not None:
+            from callbench.runs.ray_executor import execute_run_ray
+
+            manifest = await execute_run_ray(
+                config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan,
+                store=store, cluster=cluster,
+            )
+        else:
+            manifest = await execute_run(
+                config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan,
+                store=store,
+            )
         if hook is not None:
             # Grade traces a killed run saved but never graded, traces of earlier invocations when
             # this invocation started a new grade set, and episodes left not graded (a judge outage).
@@ -170,6 +189,8 @@ async def run_and_grade(
         raise
     finally:
         store.close()
+        if cluster is not None:
+            cluster.close()
         if own:
             for c in clients.values():
                 await c.aclose()
