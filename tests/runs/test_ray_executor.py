@@ -18,9 +18,11 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from callbench.bundle.models import Bundle  # noqa: E402
+from callbench.grade.grader import load_episode_grades  # noqa: E402
 from callbench.models.base import ModelClient, ModelRequest, ModelResponse  # noqa: E402
 from callbench.runs.executor import RunConfig, execute_run  # noqa: E402
 from callbench.runs.ray_executor import connect, default_clients, execute_run_ray  # noqa: E402
+from callbench.runs.session import run_and_grade  # noqa: E402
 from callbench.runs.store import RunStore  # noqa: E402
 
 from .conftest import scripted_clients, scripted_config  # noqa: E402
@@ -85,12 +87,16 @@ def _traces(out: Path) -> dict[str, bytes]:
 
 
 async def test_ray_gives_the_local_executors_traces(tmp_path: Path, dairy: Bundle, local_ray: Any) -> None:
-    local, remote = _config(tmp_path / "local"), _config(tmp_path / "ray")
+    local = _config(tmp_path / "local")
+    remote = _config(tmp_path / "ray").model_copy(update={"executor": "ray", "grade": True})
     await execute_run(local, scripted_clients(local, dairy), bundle=dairy)
-    manifest = await execute_run_ray(remote, scripted_clients(remote, dairy), bundle=dairy)
+    # through the session, as `callbench run --executor ray`: judges grade on the driver
+    manifest, gid = await run_and_grade(remote, clients=scripted_clients(remote, dairy), bundle=dairy)
     assert manifest.executors == ["ray"] and manifest.completed == len(manifest.planned) == 4
+    assert gid is not None and len(load_episode_grades(tmp_path / "ray", gid)) == 4
     assert _traces(tmp_path / "ray") == _traces(tmp_path / "local")
-    resumed = await execute_run(remote, scripted_clients(remote, dairy), bundle=dairy)  # same resume rules
+    resumed = await execute_run(local.model_copy(update={"out": tmp_path / "ray"}),
+                                scripted_clients(local, dairy), bundle=dairy)  # same resume rules
     assert resumed.executors == ["ray", "local"] and _traces(tmp_path / "ray") == _traces(tmp_path / "local")
 
 

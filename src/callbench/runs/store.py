@@ -234,11 +234,13 @@ class RunStore:
         judge_errors: int,
     ) -> None:
         """Index one episode grade (insert or replace), with its grade file's size and time."""
+        size: int | None = None
+        mtime: int | None = None
         try:
             st = self.grade_path(grade_set_id, episode_id).stat()
             size, mtime = st.st_size, st.st_mtime_ns
         except OSError:
-            size = mtime = None
+            pass  # no grade file (an index-only caller): the next reconcile reads the file if any
         with self._lock:
             db = self._db()
             with db:
