@@ -81,7 +81,8 @@ def config_for(out: Path, bundle: Bundle, repeats: int, *, candidate: RoleSpec |
 
 
 class Timed:
-    """Wraps RunStore's writer-thread methods to sum their wall time."""
+    """Wraps RunStore's writer-thread methods to sum their wall time (episode saves overlap on
+    several threads, so the sum is the writers' time, not wall time)."""
 
     def __init__(self) -> None:
         self.saves = 0

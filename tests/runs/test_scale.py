@@ -182,7 +182,7 @@ async def test_resume_after_kill_9_of_a_1000_episode_run_gives_exactly_1000_trac
     traces = out / "traces"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
-        if traces.is_dir() and len(os.listdir(traces)) >= 100:
+        if traces.is_dir() and sum(not n.startswith(".") for n in os.listdir(traces)) >= 100:
             break
         time.sleep(0.01)
     assert proc.poll() is None, "the run finished before it could be killed"

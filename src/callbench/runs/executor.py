@@ -266,7 +266,7 @@ class Saver:
 
     async def save(self, trace: Trace, ledger: FaultLedger) -> None:
         """Save one finished episode, then grade it and report progress."""
-        await self.store.submit(self.store.save_episode, trace, ledger)
+        await self.store.submit_episode(trace, ledger)
         self.saved.add(trace.episode_id)
         self.counts.record(trace.episode_id, trace.end_reason.value, trace.skip_reason)
         for u in trace.usage.values():

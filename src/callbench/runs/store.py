@@ -8,8 +8,9 @@ and manifests via temp file + fsync + rename, index rows inside SQLite transacti
 A run killed at any moment (Ctrl-C or kill -9) keeps every finished trace and never leaves a
 half-written one (a leftover ``.*.tmp`` file is ignored and removed on resume).
 
-One store holds one long-lived SQLite connection and one writer thread (:meth:`RunStore.submit`),
-so that saves run off the event loop, in the order they were submitted, one at a time.
+One store holds one long-lived SQLite connection, one ordered writer thread
+(:meth:`RunStore.submit`: manifest, grade sets, index rows of grades) and a few episode writer
+threads (:meth:`RunStore.submit_episode`), so that every write runs off the event loop.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from callbench.runs.manifest import FAULTS, GRADES, MANIFEST, TRACES, RunManifes
 from callbench.trace import Trace, atomic_write_text, load_trace
 
 INDEX = "index.sqlite"
+EPISODE_WRITERS = 4
+"""Threads saving finished episodes at once (each save fsyncs two files)."""
 T = TypeVar("T")
 
 _SCHEMA = """
@@ -88,12 +91,14 @@ class RunStore:
     store's single writer thread. :meth:`close` ends the thread and the connection (a store used
     without closing is cleaned up when collected)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, episode_writers: int = EPISODE_WRITERS) -> None:
         self.root = Path(root)
         self.traces = self.root / TRACES
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._writer: ThreadPoolExecutor | None = None
+        self._episode_writers = max(1, episode_writers)
+        self._episodes: ThreadPoolExecutor | None = None
 
     # -------------------------------------------------------------- lifecycle
     async def submit(self, fn: Callable[..., T], *args: Any) -> T:
@@ -103,11 +108,22 @@ class RunStore:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callbench-store")
         return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
 
+    async def submit_episode(self, trace: Trace, ledger: FaultLedger) -> str:
+        """:meth:`save_episode` on one of the episode writer threads (``episode_writers`` of them,
+        so that the fsyncs of different episodes overlap on a busy disk; one episode's ledger,
+        trace and index row are still written in that order by one thread)."""
+        if self._episodes is None:
+            self._episodes = ThreadPoolExecutor(max_workers=self._episode_writers,
+                                                thread_name_prefix="callbench-episodes")
+        return await asyncio.get_running_loop().run_in_executor(self._episodes, self.save_episode, trace,
+                                                                ledger)
+
     def close(self) -> None:
-        """Wait for pending writes, then close the writer thread and the index connection."""
-        if self._writer is not None:
-            self._writer.shutdown(wait=True)
-            self._writer = None
+        """Wait for pending writes, then close the writer threads and the index connection."""
+        for pool in (self._episodes, self._writer):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        self._episodes = self._writer = None
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
