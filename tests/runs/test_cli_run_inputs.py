@@ -147,3 +147,14 @@ def test_progress_totals_count_judges_like_the_cost_table() -> None:
     assert totals.tokens == 1127 and totals.cost_text() == "$0.75"
     totals.add_usage([Usage(input_tokens=1, cost_usd=None)])
     assert totals.cost_text() == "unknown" and totals.tokens == 1128
+
+
+def test_an_unknown_executor_is_refused(tmp_path: Path) -> None:
+    code, out = _run("--executor", "spark", "--out", str(tmp_path / "r"))
+    assert code == 2 and "--executor 'spark': expected local or ray" in out
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_ray_address_without_the_ray_executor_is_refused(tmp_path: Path) -> None:
+    code, out = _run("--ray-address", "auto", "--out", str(tmp_path / "r"))
+    assert code == 2 and "--ray-address needs --executor ray" in out
