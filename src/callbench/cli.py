@@ -874,6 +874,16 @@ def run(
         help="Skip the check of every network role model (one minimal request each) before the "
         "first episode.",
     ),
+    executor: str = typer.Option(
+        "local", "--executor",
+        help="local (asyncio, this process; the default) or ray (episodes on a Ray cluster; needs "
+        "the [distributed] extra).",
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address",
+        help="Ray cluster for --executor ray: auto, ray://HOST:10001 or HOST:6379 (default: start a "
+        "local Ray instance).",
+    ),
 ) -> None:
     """Run candidates over a bundle: simulate every episode, save traces, grade as they finish.
 
@@ -890,6 +900,12 @@ def run(
     from callbench.runs.plan import ScenarioFilters
     from callbench.sim.episode import LoopLimits
 
+    if executor not in ("local", "ray"):
+        typer.echo(f"error: --executor {executor!r}: expected local or ray", err=True)
+        raise typer.Exit(2)
+    if ray_address is not None and executor != "ray":
+        typer.echo("error: --ray-address needs --executor ray", err=True)
+        raise typer.Exit(2)
     per_role = _role_settings(settings)
     for name, given in (("candidate", candidate), ("caller", [caller]), ("task_judge", [task_judge]),
                         ("conversation_judge", [conversation_judge])):
@@ -931,6 +947,8 @@ def run(
         grade=not no_grade,
         cutoff=cutoff,
         preflight=not no_preflight,
+        executor=executor,
+        ray_address=ray_address,
     )
     _manifest, gid = _execute(config, cache, cache_mode, "episodes")
     typer.echo(f"run folder: {out}")

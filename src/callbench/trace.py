@@ -183,8 +183,12 @@ class Trace(BaseModel):
         return self.end_reason == EndReason.SKIPPED
 
     def canonical_json(self) -> str:
-        """Deterministic JSON (sorted keys, no timestamps): equal traces give equal bytes."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, indent=1)
+        """Deterministic JSON (sorted keys, no timestamps, compact separators): equal traces give
+        equal bytes. Compact so that the C encoder serialises it (``indent`` falls back to the
+        pure-Python encoder, several times slower); readers accept any JSON layout."""
+        return json.dumps(
+            self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        )
 
     def sha256(self) -> str:
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()

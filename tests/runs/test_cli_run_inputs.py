@@ -154,3 +154,14 @@ def test_cache_path_that_cannot_be_created_says_so(tmp_path: Path) -> None:
     (tmp_path / "plain-file").write_text("x", encoding="utf-8")
     code, out = _run("--cache", str(tmp_path / "plain-file" / "cache.sqlite"), "--out", str(tmp_path / "r"))
     assert code == 2 and "cannot be opened for writing" in out and "not a response cache" not in out
+
+
+def test_an_unknown_executor_is_refused(tmp_path: Path) -> None:
+    code, out = _run("--executor", "spark", "--out", str(tmp_path / "r"))
+    assert code == 2 and "--executor 'spark': expected local or ray" in out
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_ray_address_without_the_ray_executor_is_refused(tmp_path: Path) -> None:
+    code, out = _run("--ray-address", "auto", "--out", str(tmp_path / "r"))
+    assert code == 2 and "--ray-address needs --executor ray" in out

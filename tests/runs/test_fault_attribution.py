@@ -43,16 +43,16 @@ def test_disk_full_while_saving_a_trace_is_one_line_and_the_same_command_resumes
 ) -> None:
     import callbench.runs.store as store_module
 
-    real = store_module.save_trace
+    real = store_module.write_trace_text
     calls = {"n": 0}
 
-    def full_after_one(trace, path):  # type: ignore[no-untyped-def]
+    def full_after_one(path, text):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         if calls["n"] > 1:
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(trace, path)
+        real(path, text)
 
-    monkeypatch.setattr(store_module, "save_trace", full_after_one)
+    monkeypatch.setattr(store_module, "write_trace_text", full_after_one)
     out = tmp_path / "run"
     code, output = _invoke([*SCRIPTED, "--out", str(out)])
     assert code == EXIT_MACHINE_FAULT, output
@@ -63,7 +63,7 @@ def test_disk_full_while_saving_a_trace_is_one_line_and_the_same_command_resumes
     assert len(saved) == 1
     first = saved[0].read_bytes()
     assert json.loads(first)["end_reason"] != "skipped"
-    monkeypatch.setattr(store_module, "save_trace", real)
+    monkeypatch.setattr(store_module, "write_trace_text", real)
     code, output = _invoke([*SCRIPTED, "--out", str(out)])
     assert code == 0, output
     assert len(list((out / "traces").glob("*.json"))) == 3

@@ -40,8 +40,8 @@ import anthropic
 from callbench.models.anomalies import anthropic_content, checked_body
 from callbench.models.base import ChatMessage, ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage
 from callbench.models.conversation import normalize_messages
+from callbench.models.prepared import cleaned_schema, tool_parameters
 from callbench.models.remote import RemoteClient
-from callbench.models.schemas import clean_schema, clean_tool_parameters
 from callbench.models.secrets import resolve_headers
 from callbench.models.specs import parse_spec
 
@@ -103,7 +103,7 @@ def anthropic_messages(request: ModelRequest) -> tuple[str | None, list[dict[str
 
 
 def _output_tool_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    cleaned = clean_schema(schema, "anthropic")
+    cleaned = cleaned_schema(schema, "anthropic")
     if cleaned.get("type") == "object" or ("type" not in cleaned and "properties" in cleaned):
         return {"type": "object", **cleaned}, False
     return {"type": "object", "properties": {WRAP_KEY: cleaned}, "required": [WRAP_KEY]}, True
@@ -140,7 +140,7 @@ def anthropic_request_body(request: ModelRequest, model: str, settings: ModelSet
     target = messages[-2] if silence_only and len(messages) > 1 else messages[-1]
     target["content"][-1]["cache_control"] = EPHEMERAL
     tools = [{"name": t.name, "description": t.description,
-              "input_schema": clean_tool_parameters(t.parameters, "anthropic", tool=t.name)}
+              "input_schema": tool_parameters(t, "anthropic")}
              for t in request.tools]
     if request.response_schema is not None:
         schema, _ = _output_tool_schema(request.response_schema)

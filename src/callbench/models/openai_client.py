@@ -49,6 +49,7 @@ import re
 import time
 from typing import Any
 
+import httpx2
 import openai
 
 from callbench.models.anomalies import checked_body, openai_choices
@@ -73,8 +74,9 @@ from callbench.models.negotiation import (
     schema_instruction,
     unfenced,
 )
+from callbench.models.prepared import JsonView, cleaned_schema, post_json, tool_parameters
 from callbench.models.remote import RemoteClient
-from callbench.models.schemas import clean_schema, clean_tool_parameters, is_openai_strict_compatible
+from callbench.models.schemas import is_openai_strict_compatible
 from callbench.models.secrets import resolve_headers
 from callbench.models.specs import parse_spec
 
@@ -128,7 +130,8 @@ def openai_request_body(request: ModelRequest, model: str, settings: ModelSettin
     """Keyword arguments for ``chat.completions.create`` (without headers and timeout), with
     structured output asked for in mode ``structured`` and tool-call-only assistant messages in
     form ``tool_call_content`` (``negotiation.py``)."""
-    schema = clean_schema(request.response_schema, "openai") if request.response_schema is not None else None
+    schema = (cleaned_schema(request.response_schema, "openai")
+              if request.response_schema is not None else None)
     in_prompt = schema is not None and structured != "json_schema"
     body: dict[str, Any] = {"model": model, "messages": openai_messages(
         request, tool_call_content=tool_call_content,
@@ -137,7 +140,7 @@ def openai_request_body(request: ModelRequest, model: str, settings: ModelSettin
         body["tools"] = [
             {"type": "function", "function": {
                 "name": t.name, "description": t.description,
-                "parameters": clean_tool_parameters(t.parameters, "openai", tool=t.name)}}
+                "parameters": tool_parameters(t, "openai")}}
             for t in request.tools
         ]
         if settings.tool_choice != "omit":
@@ -254,8 +257,11 @@ class OpenAIClient(RemoteClient):
                                        tool_call_content=content or "null")
             start = time.perf_counter()
             try:
-                raw = await self._client.chat.completions.with_raw_response.create(
-                    **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
+                # the body is plain JSON already: sent as is, without the SDK's per-request
+                # transform (models/prepared.py); errors are the SDK's own
+                http = await post_json(self._client, "/chat/completions", body,
+                                       headers=self._headers or None, timeout=self.settings.timeout_s,
+                                       response_type=httpx2.Response)
             except openai.APIStatusError as exc:
                 problem = request_problem(exc.status_code, exc.response.text)
                 if problem is None:
@@ -275,10 +281,9 @@ class OpenAIClient(RemoteClient):
                                         f"the request as invalid: {problem.summary()}{hint}{learnt}"),
                     retryable=False, status=problem.status, kind="invalid_request") from None
             wall_s = time.perf_counter() - start
-            http = raw.http_response
             data = checked_body(http.content, http.headers.get("content-type", ""), who)
             openai_choices(data, who)
-            response = parse_openai_completion(raw.parse())
+            response = parse_openai_completion(JsonView(data))  # read as the SDK's ChatCompletion is
             speed = generation_speed(data, response.usage.output_tokens, wall_s)
             if speed is not None:
                 response.usage.tokens_per_second = speed

@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
-
 from callbench.models.base import ModelOutputError, Usage
+from callbench.models.prepared import schema_validator
 
 
 def check_json_output(text: str | None, schema: dict[str, Any], *, usage: Usage | None = None) -> Any:
@@ -29,7 +28,7 @@ def check_json_output(text: str | None, schema: dict[str, Any], *, usage: Usage 
     except json.JSONDecodeError as exc:
         raise ModelOutputError(f"output is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
                                raw=text, usage=usage) from None
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = schema_validator(schema)  # compiled once per schema
     errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,7 +23,7 @@ from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
 from callbench.bundle.provenance import review_counts
 from callbench.models.base import ModelClient, ModelSettings
-from callbench.models.faults import collect_faults
+from callbench.models.faults import FaultLedger, collect_faults
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
 from callbench.runs.guard import limit_providers as guard_limit
 from callbench.runs.manifest import EpisodeKey, RunManifest
@@ -66,6 +67,11 @@ class RunConfig(BaseModel):
     scenario) instead of the plan's candidate-major order. Ids, plan and results do not change;
     with one episode at a time, a local model's caller and judges then read the scenario's shared
     prompt prefix (brief; goal and criteria) once for all candidates."""
+    executor: Literal["local", "ray"] = "local"
+    """Where episodes run: ``local`` (asyncio, this process) or ``ray`` (:mod:`runs.ray_executor`).
+    Not part of the run's identity: a run started on one may be resumed on the other."""
+    ray_address: str | None = None
+    """The Ray cluster for ``executor="ray"`` (``auto``, ``ray://host:10001``; None: start one)."""
 
 
 class RunConflict(ValueError):
@@ -122,35 +128,55 @@ def rerun_ids(store: RunStore) -> set[str]:
             if end == EndReason.SKIPPED.value and (reason or "").startswith("infrastructure")}
 
 
+class RunCounts:
+    """Completed/skipped counts and skips by reason over the planned episodes, kept incrementally
+    (constant cost per saved episode). ``record`` replaces an episode's earlier status, so an
+    episode run again counts once."""
+
+    def __init__(self, planned: set[str], rows: list[tuple[str, str, str | None]]) -> None:
+        self.planned = planned
+        self.status: dict[str, str | None] = {}  # episode id -> skip reason kind, None = completed
+        self.skips: Counter[str] = Counter()
+        for eid, end, reason in rows:
+            self.record(eid, end, reason)
+
+    def record(self, episode_id: str, end_reason: str, skip_reason: str | None) -> None:
+        """Count one saved episode (``EndReason`` value and skip reason as in the index)."""
+        if episode_id not in self.planned:
+            return
+        before = self.status.get(episode_id, "")
+        if before:
+            self.skips[before] -= 1
+            if not self.skips[before]:
+                del self.skips[before]
+        kind = (skip_reason or "unknown").split(":")[0] if end_reason == EndReason.SKIPPED.value else None
+        self.status[episode_id] = kind
+        if kind:
+            self.skips[kind] += 1
+
+    def apply(self, manifest: RunManifest) -> None:
+        """Write the counts into ``manifest``."""
+        manifest.skipped = sum(self.skips.values())
+        manifest.completed = len(self.status) - manifest.skipped
+        manifest.skips_by_reason = dict(self.skips)
+
+
 def refresh_counts(manifest: RunManifest, store: RunStore) -> None:
-    """Recompute completed/skipped counts and skip reasons from the index."""
-    planned = {k.episode_id for k in manifest.planned}
-    rows = [r for r in store.episode_rows() if r[0] in planned]
-    skipped = [r for r in rows if r[1] == EndReason.SKIPPED.value]
-    manifest.completed = len(rows) - len(skipped)
-    manifest.skipped = len(skipped)
-    manifest.skips_by_reason = dict(Counter((r[2] or "unknown").split(":")[0] for r in skipped))
+    """Recompute completed/skipped counts and skip reasons from the index (a full read; the
+    executor keeps :class:`RunCounts` instead)."""
+    RunCounts({k.episode_id for k in manifest.planned}, store.episode_rows()).apply(manifest)
 
 
-async def execute_run(
-    config: RunConfig,
-    clients: dict[str, ModelClient],
-    *,
-    bundle: Bundle | None = None,
-    on_episode: ProgressHook | None = None,
-    grade_hook: GradeHook | None = None,
-    on_plan: Callable[[list[EpisodeKey], set[str]], None] | None = None,
-) -> RunManifest:
-    """Run (or resume) every planned episode and return the final manifest.
+CHECKPOINT_SECONDS = 30.0
+"""How often a running run rewrites its manifest (counts for readers of a run in progress); the
+manifest is also written when the run starts, stops and ends."""
 
-    ``clients`` maps ``candidate:<slug>``, ``caller`` to ModelClients (created by the caller of this
-    function so tests can inject scripted ones). ``grade_hook`` grades each trace as it is saved.
-    Raises :class:`RunConflict` when ``config.out`` holds a different run, ``BundleError`` for a bad
-    bundle, ``ValueError`` for bad filters. Infrastructure failures never raise: the episode is saved
-    as skipped with its reason.
-    """
-    bundle = bundle or load_bundle(config.bundle_path)
-    store = RunStore(config.out)
+
+def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle, store: RunStore,
+             executor: str = "local") -> tuple[RunManifest, list[EpisodeKey], set[str], RunCounts]:
+    """Plan (or resume) the run in ``store``: returns (manifest as saved, episodes to run, ids
+    already done, counts). Raises :class:`RunConflict` when the folder holds a different run.
+    Brings the index up to date with the trace files cheaply (:meth:`RunStore.reconcile_index`)."""
     cand_pairs = [(c.spec, c.settings) for c in config.candidates]
     planned = plan_episodes(bundle, cand_pairs, config.repeats, config.filters)
     commit, dirty = git_state()
@@ -192,70 +218,98 @@ async def execute_run(
         manifest.repeats = max(old.repeats, config.repeats)
         manifest.scenario_review = review_counts(Path(bundle.root), [k.scenario_id for k in manifest.planned])
         manifest.scenarios_reviewed = manifest.scenario_review.get("reviewed", 0)
+        manifest.executors = list(old.executors)
     if manifest.callbench_version not in manifest.code_versions:
         manifest.code_versions.append(manifest.callbench_version)
-    store.rebuild_index()
-    done = store.finished_ids() - rerun_ids(store)
+    if executor not in manifest.executors:
+        manifest.executors.append(executor)
+    store.reconcile_index()
+    rows = store.episode_rows()
+    rerun = {eid for eid, end, reason in rows
+             if end == EndReason.SKIPPED.value and (reason or "").startswith("infrastructure")}
+    done = {eid for eid, _, _ in rows} - rerun
     todo = [k for k in manifest.planned if k.episode_id not in done]
     if config.scenario_major:
         first = {sid: i for i, sid in reversed(list(enumerate(k.scenario_id for k in manifest.planned)))}
         todo.sort(key=lambda k: (first[k.scenario_id], k.repeat))  # stable: candidates keep plan order
     manifest.ended = None
-    refresh_counts(manifest, store)
+    counts = RunCounts({k.episode_id for k in manifest.planned}, rows)
+    counts.apply(manifest)
     store.save_manifest(manifest)
-    if on_plan:
-        on_plan(manifest.planned, done)
+    return manifest, todo, done, counts
 
-    wrapped = limit_providers(clients, config)
-    health = health_of(wrapped)
-    gate = asyncio.Semaphore(max(1, config.concurrency))
-    lock = asyncio.Lock()
-    version = code_version()
-    totals: dict[str, Any] = {"tokens": 0, "cost": 0.0}
 
-    async def one(key: EpisodeKey) -> None:
-        async with gate:
-            if health.stopped:
-                return
-            agent = bundle.agents[key.agent_id]
-            scenario = next(s for s in agent.scenarios if s.id == key.scenario_id)
-            with collect_faults() as ledger:
-                trace = await run_episode(
-                agent,
-                scenario,
-                candidate=wrapped[f"candidate:{key.candidate}"],
-                caller=wrapped["caller"],
-                bundle_name=bundle.meta.name,
-                bundle_version=bundle.meta.version,
-                bundle_hash=bundle.content_hash,
-                episode_id=key.episode_id,
-                run_seed=config.seed,
-                repeat=key.repeat,
-                limits=config.limits,
-                code_version=version,
-                )
-            if health.stopped and trace.skipped:
-                return  # not saved: run again when the run is resumed
-            async with lock:
-                store.save_faults(trace.episode_id, ledger)
-                store.save_trace(trace)
-                refresh_counts(manifest, store)
-                for u in trace.usage.values():
-                    totals["tokens"] += u.input_tokens + u.output_tokens
-                    totals["cost"] = (
-                        None if totals["cost"] is None or u.cost_usd is None else totals["cost"] + u.cost_usd
-                    )
-                store.save_manifest(manifest)
-            if grade_hook is not None:
-                await grade_hook(trace)
-            if on_episode:
-                on_episode(trace, totals)
+async def simulate(key: EpisodeKey, bundle: Bundle, clients: dict[str, ModelClient], config: RunConfig,
+                   version: str) -> tuple[Trace, FaultLedger]:
+    """Run one planned episode with the given (limited) clients; returns its trace and the fault
+    ledger of its requests. Pure function of the key, seed and models: any executor calls this."""
+    agent = bundle.agents[key.agent_id]
+    scenario = next(s for s in agent.scenarios if s.id == key.scenario_id)
+    with collect_faults() as ledger:
+        trace = await run_episode(
+            agent,
+            scenario,
+            candidate=clients[f"candidate:{key.candidate}"],
+            caller=clients["caller"],
+            bundle_name=bundle.meta.name,
+            bundle_version=bundle.meta.version,
+            bundle_hash=bundle.content_hash,
+            episode_id=key.episode_id,
+            run_seed=config.seed,
+            repeat=key.repeat,
+            limits=config.limits,
+            code_version=version,
+        )
+    return trace, ledger
 
-    await asyncio.gather(*(one(k) for k in todo))
-    refresh_counts(manifest, store)
-    if health.message is not None:
-        store.save_manifest(manifest)
-        raise RunStopped(f"{health.message}; fix it and run the same command to resume "
+
+class Saver:
+    """Saves finished episodes for an executor: trace and fault ledger on the store's writer
+    thread, counts and totals kept incrementally, the manifest checkpointed every
+    :data:`CHECKPOINT_SECONDS`, then the grade hook and the progress hook. Nothing here runs
+    inside an episode's concurrency slot."""
+
+    def __init__(self, store: RunStore, manifest: RunManifest, counts: RunCounts,
+                 grade_hook: GradeHook | None, on_episode: ProgressHook | None) -> None:
+        self.store, self.manifest, self.counts = store, manifest, counts
+        self.grade_hook, self.on_episode = grade_hook, on_episode
+        self.totals: dict[str, Any] = {"tokens": 0, "cost": 0.0}
+        self.last_checkpoint = time.monotonic()
+        self.saved: set[str] = set()
+
+    async def save(self, trace: Trace, ledger: FaultLedger) -> None:
+        """Save one finished episode, then grade it and report progress."""
+        await self.store.submit_episode(trace, ledger)
+        self.saved.add(trace.episode_id)
+        self.counts.record(trace.episode_id, trace.end_reason.value, trace.skip_reason)
+        for u in trace.usage.values():
+            self.totals["tokens"] += u.input_tokens + u.output_tokens
+            cost = self.totals["cost"]
+            self.totals["cost"] = None if cost is None or u.cost_usd is None else cost + u.cost_usd
+        if time.monotonic() - self.last_checkpoint >= CHECKPOINT_SECONDS:
+            self.last_checkpoint = time.monotonic()
+            await self.checkpoint()
+        if self.grade_hook is not None:
+            await self.grade_hook(trace)
+        if self.on_episode:
+            self.on_episode(trace, self.totals)
+
+    async def checkpoint(self) -> None:
+        """Save the manifest with the current counts (on the writer thread; a snapshot, so the
+        counts written are those of this moment while the run goes on)."""
+        self.counts.apply(self.manifest)
+        await self.store.submit(self.store.save_manifest, self.manifest.model_copy())
+
+
+async def finish_run(
+    store: RunStore, manifest: RunManifest, saver: Saver, health_message: str | None
+) -> RunManifest:
+    """Write the final manifest (or raise :class:`RunStopped` after saving it when the run
+    stopped for a failing role)."""
+    saver.counts.apply(manifest)
+    if health_message is not None:
+        await store.submit(store.save_manifest, manifest)
+        raise RunStopped(f"{health_message}; fix it and run the same command to resume "
                          f"({manifest.completed} episode(s) finished are kept)")
     manifest.ended = now()
     manifest.official = (
@@ -265,5 +319,54 @@ async def execute_run(
         and len(manifest.code_versions) == 1
     )
     manifest.cost_usd = store.total_cost({k.episode_id for k in manifest.planned})
-    store.save_manifest(manifest)
+    await store.submit(store.save_manifest, manifest)
     return manifest
+
+
+async def execute_run(
+    config: RunConfig,
+    clients: dict[str, ModelClient],
+    *,
+    bundle: Bundle | None = None,
+    on_episode: ProgressHook | None = None,
+    grade_hook: GradeHook | None = None,
+    on_plan: Callable[[list[EpisodeKey], set[str]], None] | None = None,
+    store: RunStore | None = None,
+) -> RunManifest:
+    """Run (or resume) every planned episode and return the final manifest.
+
+    ``clients`` maps ``candidate:<slug>``, ``caller`` to ModelClients (created by the caller of this
+    function so tests can inject scripted ones). ``grade_hook`` grades each trace as it is saved,
+    outside the episode's concurrency slot. ``store`` is the run folder's store when the caller
+    shares it (its writer thread then serialises every write); one is opened and closed here
+    otherwise. Raises :class:`RunConflict` when ``config.out`` holds a different run,
+    ``BundleError`` for a bad bundle, ``ValueError`` for bad filters or an unreadable trace file.
+    Infrastructure failures never raise: the episode is saved as skipped with its reason.
+    """
+    bundle = bundle or load_bundle(config.bundle_path)
+    own_store = store is None
+    store = store or RunStore(config.out)
+    try:
+        manifest, todo, done, counts = plan_run(config, clients, bundle, store)
+        if on_plan:
+            on_plan(manifest.planned, done)
+        wrapped = limit_providers(clients, config)
+        health = health_of(wrapped)
+        gate = asyncio.Semaphore(max(1, config.concurrency))
+        version = code_version()
+        saver = Saver(store, manifest, counts, grade_hook, on_episode)
+
+        async def one(key: EpisodeKey) -> None:
+            async with gate:
+                if health.stopped:
+                    return
+                trace, ledger = await simulate(key, bundle, wrapped, config, version)
+            if health.stopped and trace.skipped:
+                return  # not saved: run again when the run is resumed
+            await saver.save(trace, ledger)
+
+        await asyncio.gather(*(one(k) for k in todo))
+        return await finish_run(store, manifest, saver, health.message)
+    finally:
+        if own_store:
+            store.close()

@@ -11,6 +11,7 @@ count: they are retried, and an episode they still break is skipped and rerun on
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from callbench.models.base import InfrastructureError, ModelClient, ModelRequest, ModelResponse
@@ -51,9 +52,11 @@ class RunHealth:
 
 
 class Limited:
-    """Wraps a ModelClient: every call holds its provider's semaphore and reports to the health."""
+    """Wraps a ModelClient: every call holds its provider's semaphore (or any async context
+    manager that holds a permit, e.g. a cluster-wide one) and reports to the health."""
 
-    def __init__(self, inner: ModelClient, sem: asyncio.Semaphore, name: str, health: RunHealth) -> None:
+    def __init__(self, inner: ModelClient, sem: AbstractAsyncContextManager[Any], name: str,
+                 health: RunHealth) -> None:
         self.inner = inner
         self.spec = inner.spec
         self.settings = inner.settings
@@ -91,7 +94,7 @@ def limit_providers(clients: dict[str, ModelClient], provider_limits: dict[str, 
     listed. One semaphore per provider is shared by every role (candidates, caller and judges), so
     grading as episodes finish never exceeds a provider's limit; one :class:`RunHealth` is shared
     by all. Clients already limited are returned as they are (with their health)."""
-    sems: dict[str, asyncio.Semaphore] = {}
+    sems: dict[str, AbstractAsyncContextManager[Any]] = {}
     health: RunHealth | None = None
     for c in clients.values():
         if isinstance(c, Limited):

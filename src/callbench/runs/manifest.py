@@ -72,6 +72,8 @@ class RunManifest(BaseModel):
     planned (``reviewed``, ``machine_checked``, ``unreviewed``, ``no_record``; issue 13 item 5)."""
     scenarios_reviewed: int = 0
     """How many of the run's scenarios a person reviewed (``scenario_review["reviewed"]``)."""
+    executors: list[str] = Field(default_factory=list)
+    """Every executor (``local`` asyncio, ``ray``) an invocation of this run used, in order."""
 
 
 def traces_dir(run_dir: Path) -> Path:

@@ -7,9 +7,11 @@ first grades any trace that a killed run saved but did not grade.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ from callbench.runs.executor import (
     role_info,
     saved_form,
 )
+from callbench.runs.guard import RunHealth
 from callbench.runs.manifest import MANIFEST, EpisodeKey, RunManifest
 from callbench.runs.plan import candidate_slug
 from callbench.runs.preflight import preflight
@@ -93,9 +96,20 @@ async def run_and_grade(
     :class:`RunConflict`) leaves no new folder behind."""
     bundle = bundle or load_bundle(config.bundle_path)
     own = clients is None
-    clients = limit_providers(clients or build_clients(config, bundle, cache), config)
+    cluster = None
+    if config.executor == "ray":
+        if cache is not None:
+            raise ValueError("--cache cannot be used with --executor ray (a cache file belongs to one "
+                             "machine); run without --cache")
+        from callbench.runs.ray_executor import connect
+
+        cluster = connect(config, address=config.ray_address)
+    base = clients or build_clients(config, bundle, cache)
+    clients = (cluster.limit(base, RunHealth(config.max_consecutive_fatal)) if cluster is not None
+               else limit_providers(base, config))
     grade_set: str | None = None
     out_existed = Path(config.out).exists()
+    store = RunStore(Path(config.out))
     try:
         hook = None
         if config.grade:
@@ -103,24 +117,29 @@ async def run_and_grade(
             out.mkdir(parents=True, exist_ok=True)
             grade_set = _reusable_grade_set(out, config, clients) if RunStore(out).load_manifest() else None
             pending_register = grade_set is None
+            creating = asyncio.Lock()
 
             async def hook(trace: Trace) -> None:
                 nonlocal grade_set, pending_register
-                if grade_set is None:
-                    grade_set = create_grade_set(
-                        out,
-                        role_info(clients["task_judge"], config.task_judge),
-                        role_info(clients["conversation_judge"], config.conversation_judge),
-                        cutoff=config.cutoff,
-                        run_id=out.resolve().name,
-                        bundle_hash=bundle.content_hash,
-                        register=True,
-                    ).grade_set_id
-                    pending_register = False
+                async with creating:
+                    if grade_set is None:
+                        # on the writer thread: registering in the manifest never races a checkpoint
+                        grade_set = (await store.submit(partial(
+                            create_grade_set,
+                            out,
+                            role_info(clients["task_judge"], config.task_judge),
+                            role_info(clients["conversation_judge"], config.conversation_judge),
+                            cutoff=config.cutoff,
+                            run_id=out.resolve().name,
+                            bundle_hash=bundle.content_hash,
+                            register=True,
+                        ))).grade_set_id
+                        pending_register = False
                 g = await grade_into_set(
                     out, grade_set, trace, bundle, clients["task_judge"], clients["conversation_judge"]
                 )
-                RunStore(out).index_grade(
+                await store.submit(
+                    store.index_grade,
                     grade_set,
                     trace.episode_id,
                     g.task_score,
@@ -134,13 +153,21 @@ async def run_and_grade(
 
         if config.preflight and (cache is None or cache.mode is not CacheMode.REPLAY_ONLY):
             await preflight(clients)
-        manifest = await execute_run(
-            config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan
-        )
+        if cluster is not None:
+            from callbench.runs.ray_executor import execute_run_ray
+
+            manifest = await execute_run_ray(
+                config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan,
+                store=store, cluster=cluster,
+            )
+        else:
+            manifest = await execute_run(
+                config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan,
+                store=store,
+            )
         if hook is not None:
             # Grade traces a killed run saved but never graded, traces of earlier invocations when
             # this invocation started a new grade set, and episodes left not graded (a judge outage).
-            store = RunStore(Path(config.out))
             graded = (
                 {g.episode_id for g in load_episode_grades(Path(config.out), grade_set) if not g.not_graded}
                 if grade_set
@@ -161,6 +188,9 @@ async def run_and_grade(
             out_dir.rmdir()
         raise
     finally:
+        store.close()
+        if cluster is not None:
+            cluster.close()
         if own:
             for c in clients.values():
                 await c.aclose()

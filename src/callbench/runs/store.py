@@ -1,22 +1,39 @@
 """The run store: the run folder on disk and its SQLite index.
 
 Trace files are the source of truth; ``index.sqlite`` is a queryable index over them (status, end
-reason, scores) that :func:`RunIndex.rebuild` recreates from the files at any time. Every write is
-atomic: traces and manifests via temp file + rename, index rows inside SQLite transactions. A run
-killed at any moment (Ctrl-C or kill -9) keeps every finished trace and never leaves a half-written
-one (a leftover ``.*.tmp`` file is ignored and removed on resume).
+reason, scores, and each trace file's size, modification time and hash) that
+:meth:`RunStore.rebuild_index` recreates from the files at any time and
+:meth:`RunStore.reconcile_index` brings up to date cheaply on resume. Every write is atomic: traces
+and manifests via temp file + fsync + rename, index rows inside SQLite transactions (WAL journal).
+A run killed at any moment (Ctrl-C or kill -9) keeps every finished trace and never leaves a
+half-written one (a leftover ``.*.tmp`` file is ignored and removed on resume).
+
+One store holds one long-lived SQLite connection, one ordered writer thread
+(:meth:`RunStore.submit`: manifest, grade sets, index rows of grades) and a few episode writer
+threads (:meth:`RunStore.submit_episode`), so that every write runs off the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import os
 import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from callbench.models.faults import FaultLedger
 from callbench.runs.manifest import FAULTS, GRADES, MANIFEST, TRACES, RunManifest
-from callbench.trace import Trace, atomic_write_text, load_trace, save_trace
+from callbench.trace import Trace, atomic_write_text, load_trace
 
 INDEX = "index.sqlite"
+EPISODE_WRITERS = 4
+"""Threads saving finished episodes at once (each save fsyncs two files)."""
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS episodes (
@@ -32,23 +49,103 @@ CREATE TABLE IF NOT EXISTS episodes (
   trace_sha256 TEXT NOT NULL,
   input_tokens INTEGER NOT NULL,
   output_tokens INTEGER NOT NULL,
-  cost_usd REAL
+  cost_usd REAL,
+  trace_size INTEGER,
+  trace_mtime_ns INTEGER
 );
 CREATE TABLE IF NOT EXISTS grades (
   grade_set_id TEXT NOT NULL,
   episode_id TEXT NOT NULL,
   task REAL, conversation REAL, overall REAL, passed INTEGER, judge_errors INTEGER,
+  file_size INTEGER, file_mtime_ns INTEGER,
   PRIMARY KEY (grade_set_id, episode_id)
 );
 """
+# columns added after the first index format; an older index gains them (NULL = not yet checked)
+_ADDED = {"episodes": ("trace_size", "trace_mtime_ns"), "grades": ("file_size", "file_mtime_ns")}
+
+
+def text_sha256(text: str) -> str:
+    """The hash the index keeps for a trace file's text: SHA-256 of the UTF-8 text without its
+    final newline (``save_trace`` writes ``canonical_json() + "\\n"``, so it equals
+    ``Trace.sha256()`` for the files callbench writes)."""
+    return hashlib.sha256(text.removesuffix("\n").encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """What :meth:`RunStore.reconcile_index` found: trace files trusted from their size and
+    modification time, re-hashed (size or time changed), (re)indexed from their content, and
+    index rows dropped because their trace file is gone."""
+
+    trusted: int = 0
+    rehashed: int = 0
+    reindexed: int = 0
+    dropped: int = 0
 
 
 class RunStore:
-    """A run folder: manifest, traces and index. ``root`` is created on first write."""
+    """A run folder: manifest, traces and index. ``root`` is created on first write.
 
-    def __init__(self, root: Path) -> None:
+    Thread-safe: index access is serialised by a lock; :meth:`submit` runs a function on the
+    store's single writer thread. :meth:`close` ends the thread and the connection (a store used
+    without closing is cleaned up when collected)."""
+
+    def __init__(self, root: Path, *, episode_writers: int = EPISODE_WRITERS) -> None:
         self.root = Path(root)
         self.traces = self.root / TRACES
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+        self._writer: ThreadPoolExecutor | None = None
+        self._episode_writers = max(1, episode_writers)
+        self._episodes: ThreadPoolExecutor | None = None
+
+    # -------------------------------------------------------------- lifecycle
+    async def submit(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the writer thread and return its result (exceptions propagate).
+        Calls run one at a time in submission order, so a later save never overtakes an earlier."""
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="callbench-store")
+        return await asyncio.get_running_loop().run_in_executor(self._writer, fn, *args)
+
+    async def submit_episode(self, trace: Trace, ledger: FaultLedger) -> str:
+        """:meth:`save_episode` on one of the episode writer threads (``episode_writers`` of them,
+        so that the fsyncs of different episodes overlap on a busy disk; one episode's ledger,
+        trace and index row are still written in that order by one thread)."""
+        if self._episodes is None:
+            self._episodes = ThreadPoolExecutor(max_workers=self._episode_writers,
+                                                thread_name_prefix="callbench-episodes")
+        return await asyncio.get_running_loop().run_in_executor(self._episodes, self.save_episode, trace,
+                                                                ledger)
+
+    def close(self) -> None:
+        """Wait for pending writes, then close the writer threads and the index connection."""
+        for pool in (self._episodes, self._writer):
+            if pool is not None:
+                pool.shutdown(wait=True)
+        self._episodes = self._writer = None
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _db(self) -> sqlite3.Connection:
+        """The store's one connection (WAL journal; ``synchronous=NORMAL`` keeps every committed
+        transaction across a process kill). Use inside ``with self._lock``."""
+        if self._conn is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.root / INDEX, timeout=30, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            for table, columns in _ADDED.items():
+                have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+                for col in columns:
+                    if col not in have:
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {col} INTEGER")
+            db.commit()
+            self._conn = db
+        return self._conn
 
     # -------------------------------------------------------------- manifest
     def manifest_path(self) -> Path:
@@ -69,15 +166,16 @@ class RunStore:
 
     def save_manifest(self, manifest: RunManifest) -> None:
         """Save atomically. Grade set ids registered on disk meanwhile (by a grader) are kept."""
-        try:
-            disk = self.load_manifest()
-        except ValueError:
-            disk = None
-        if disk is not None:
-            manifest.grade_sets = manifest.grade_sets + [
-                g for g in disk.grade_sets if g not in manifest.grade_sets
-            ]
-        atomic_write_text(self.manifest_path(), manifest.model_dump_json(indent=1) + "\n")
+        with self._lock:
+            try:
+                disk = self.load_manifest()
+            except ValueError:
+                disk = None
+            if disk is not None:
+                manifest.grade_sets = manifest.grade_sets + [
+                    g for g in disk.grade_sets if g not in manifest.grade_sets
+                ]
+            atomic_write_text(self.manifest_path(), manifest.model_dump_json(indent=1) + "\n")
 
     # -------------------------------------------------------------- traces
     def trace_path(self, episode_id: str) -> Path:
@@ -87,15 +185,36 @@ class RunStore:
         """Episode ids that have a complete trace file (leftover temp files are removed)."""
         if not self.traces.is_dir():
             return set()
-        for tmp in self.traces.glob(".*.tmp"):
-            tmp.unlink(missing_ok=True)
-        return {p.stem for p in self.traces.glob("*.json")}
+        ids = set()
+        with os.scandir(self.traces) as entries:
+            for e in entries:
+                if e.name.startswith(".") and e.name.endswith(".tmp"):
+                    Path(e.path).unlink(missing_ok=True)
+                elif e.name.endswith(".json") and not e.name.startswith("."):
+                    ids.add(e.name[: -len(".json")])
+        return ids
 
-    def save_trace(self, trace: Trace) -> None:
-        """Save atomically, then index it."""
-        save_trace(trace, self.trace_path(trace.episode_id))
-        with self._db() as db:
-            _index_trace(db, trace)
+    def save_trace(self, trace: Trace) -> str:
+        """Save atomically, then index it; returns the trace's hash (:func:`text_sha256`).
+
+        The trace is serialised once (``Trace.canonical_json``, the C JSON encoder); the same text
+        is written, hashed and its size recorded in the index."""
+        text = trace.canonical_json()
+        path = self.trace_path(trace.episode_id)
+        write_trace_text(path, text)
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        st = path.stat()
+        with self._lock:
+            db = self._db()
+            with db:
+                _index_trace(db, trace, sha, st.st_size, st.st_mtime_ns)
+        return sha
+
+    def save_episode(self, trace: Trace, ledger: FaultLedger) -> str:
+        """Save an episode's fault ledger, then its trace (so a saved trace always has its ledger);
+        returns the trace hash. For the writer thread."""
+        self.save_faults(trace.episode_id, ledger)
+        return self.save_trace(trace)
 
     def load_trace(self, episode_id: str) -> Trace:
         return load_trace(self.trace_path(episode_id))
@@ -117,11 +236,8 @@ class RunStore:
             return None
 
     # -------------------------------------------------------------- index
-    def _db(self) -> sqlite3.Connection:
-        self.root.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.root / INDEX, timeout=30)
-        db.executescript(_SCHEMA)
-        return db
+    def grade_path(self, grade_set_id: str, episode_id: str) -> Path:
+        return self.root / GRADES / grade_set_id / "episodes" / f"{episode_id}.json"
 
     def index_grade(
         self,
@@ -133,77 +249,180 @@ class RunStore:
         passed: bool | None,
         judge_errors: int,
     ) -> None:
-        """Index one episode grade (insert or replace)."""
-        with self._db() as db:
-            _index_grade(db, grade_set_id, episode_id, task, conversation, overall, passed, judge_errors)
+        """Index one episode grade (insert or replace), with its grade file's size and time."""
+        size: int | None = None
+        mtime: int | None = None
+        try:
+            st = self.grade_path(grade_set_id, episode_id).stat()
+            size, mtime = st.st_size, st.st_mtime_ns
+        except OSError:
+            pass  # no grade file (an index-only caller): the next reconcile reads the file if any
+        with self._lock:
+            db = self._db()
+            with db:
+                _index_grade(db, grade_set_id, episode_id, task, conversation, overall, passed,
+                             judge_errors, size, mtime)
 
     def rebuild_index(self) -> int:
         """Recreate the episodes table from the trace files and the grades table from the episode
         grade files of every grade set folder (a kill between writing a grade file and its index
-        row loses nothing); returns the number of episodes indexed."""
+        row loses nothing); returns the number of episodes indexed. Reads and re-hashes every
+        file: :meth:`reconcile_index` is the cheap form a resume uses."""
+        with self._lock:
+            db = self._db()
+            with db:
+                db.execute("DELETE FROM episodes")
+                db.execute("DELETE FROM grades")
+            n = 0
+            for eid in sorted(self.finished_ids()):
+                self._reindex_trace(db, eid)
+                n += 1
+            self._reconcile_grades(db)
+        return n
+
+    def reconcile_index(self) -> Reconciled:
+        """Bring the index up to date with the files, reading only what changed.
+
+        A trace file whose size and modification time equal its index row's is trusted; one whose
+        size or time changed is re-hashed and kept when the hash still matches; any other file
+        (no row, or other content) is parsed and indexed again; a row whose file is gone is
+        dropped (that episode runs again). Grade rows are brought up to date the same way from
+        the grade files. Raises ``ValueError`` naming the file when a trace file is not a readable
+        trace (delete it to run that episode again)."""
+        found: dict[str, tuple[int, int]] = {}
+        self.finished_ids()  # removes leftover temp files
+        if self.traces.is_dir():
+            with os.scandir(self.traces) as entries:
+                for e in entries:
+                    if e.name.endswith(".json") and not e.name.startswith("."):
+                        st = e.stat()
+                        found[e.name[: -len(".json")]] = (st.st_size, st.st_mtime_ns)
+        trusted = rehashed = reindexed = 0
+        with self._lock:
+            db = self._db()
+            rows = {
+                r[0]: (r[1], r[2], r[3])
+                for r in db.execute(
+                    "SELECT episode_id, trace_size, trace_mtime_ns, trace_sha256 FROM episodes")
+            }
+            gone = sorted(set(rows) - set(found))
+            with db:
+                db.executemany("DELETE FROM episodes WHERE episode_id = ?", [(e,) for e in gone])
+            for eid, (size, mtime) in sorted(found.items()):
+                row = rows.get(eid)
+                if row is not None and row[0] == size and row[1] == mtime:
+                    trusted += 1
+                    continue
+                if row is not None and row[0] == size:
+                    text = _read(self.trace_path(eid))
+                    if text_sha256(text) == row[2]:
+                        with db:
+                            db.execute("UPDATE episodes SET trace_mtime_ns = ? WHERE episode_id = ?",
+                                       (mtime, eid))
+                        rehashed += 1
+                        continue
+                self._reindex_trace(db, eid)
+                reindexed += 1
+            self._reconcile_grades(db)
+        return Reconciled(trusted, rehashed, reindexed, len(gone))
+
+    def _reindex_trace(self, db: sqlite3.Connection, episode_id: str) -> None:
+        path = self.trace_path(episode_id)
+        text = _read(path)
+        try:
+            trace = Trace.model_validate_json(text)
+        except ValueError as e:
+            raise ValueError(
+                f"{path}: not a readable trace: {' '.join(str(e).split())[:300]}; "
+                "delete it to run the episode again"
+            ) from None
+        st = path.stat()
+        with db:
+            _index_trace(db, trace, text_sha256(text), st.st_size, st.st_mtime_ns)
+
+    def _reconcile_grades(self, db: sqlite3.Connection) -> None:
+        """Index grade files that have no row or whose size or time changed; drop rows without a
+        file. An unreadable grade file is skipped (the grader reports it)."""
         from callbench.grade.models import EpisodeGrade
 
-        n = 0
-        with self._db() as db:
-            db.execute("DELETE FROM episodes")
-            for eid in sorted(self.finished_ids()):
-                _index_trace(db, self.load_trace(eid))
-                n += 1
-            grades = self.root / GRADES
-            for path in sorted(grades.glob("*/episodes/*.json")) if grades.is_dir() else []:
+        found: dict[tuple[str, str], tuple[Path, int, int]] = {}
+        grades = self.root / GRADES
+        if grades.is_dir():
+            for gdir in grades.iterdir():
+                edir = gdir / "episodes"
+                if not edir.is_dir():
+                    continue
+                with os.scandir(edir) as entries:
+                    for e in entries:
+                        if e.name.endswith(".json") and not e.name.startswith("."):
+                            st = e.stat()
+                            found[(gdir.name, e.name[: -len(".json")])] = (
+                                Path(e.path), st.st_size, st.st_mtime_ns)
+        rows = {(r[0], r[1]): (r[2], r[3]) for r in
+                db.execute("SELECT grade_set_id, episode_id, file_size, file_mtime_ns FROM grades")}
+        with db:
+            db.executemany("DELETE FROM grades WHERE grade_set_id = ? AND episode_id = ?",
+                           sorted(set(rows) - set(found)))
+            for key, (path, size, mtime) in sorted(found.items()):
+                if rows.get(key) == (size, mtime):
+                    continue
                 try:
                     g = EpisodeGrade.model_validate_json(path.read_text(encoding="utf-8"))
                 except (OSError, ValueError):
                     continue  # an unreadable grade file is reported by the grader, not indexed
                 _index_grade(db, g.grade_set_id, g.episode_id, g.task_score, g.conversation_score,
-                             g.overall, g.passed, g.judge_errors)
-        return n
+                             g.overall, g.passed, g.judge_errors, size, mtime)
 
     def total_cost(self, episode_ids: set[str]) -> float | None:
         """Summed cost in USD of the given indexed episodes; None when any price is unknown."""
-        with self._db() as db:
-            rows = list(db.execute("SELECT episode_id, cost_usd FROM episodes"))
+        with self._lock:
+            rows = list(self._db().execute("SELECT episode_id, cost_usd FROM episodes"))
         costs = [c for e, c in rows if e in episode_ids]
         return None if any(c is None for c in costs) else float(sum(costs))
 
     def episode_rows(self) -> list[tuple[str, str, str | None]]:
         """(episode_id, end_reason, skip_reason) for every indexed episode, by id."""
-        with self._db() as db:
+        with self._lock:
             return list(
-                db.execute("SELECT episode_id, end_reason, skip_reason FROM episodes ORDER BY episode_id")
+                self._db().execute(
+                    "SELECT episode_id, end_reason, skip_reason FROM episodes ORDER BY episode_id")
             )
 
 
-def _index_trace(db: sqlite3.Connection, t: Trace) -> None:
+def write_trace_text(path: Path, text: str) -> None:
+    """Write a trace's canonical JSON ``text`` atomically as ``path`` (with a final newline)."""
+    atomic_write_text(path, text + "\n")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not a readable trace: {e}; delete it to run the episode again") from None
+
+
+def _index_trace(db: sqlite3.Connection, t: Trace, sha: str, size: int, mtime_ns: int) -> None:
     inp = sum(u.input_tokens for u in t.usage.values())
     out = sum(u.output_tokens for u in t.usage.values())
     costs = [u.cost_usd for u in t.usage.values()]
     cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
     db.execute(
-        "INSERT OR REPLACE INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT OR REPLACE INTO episodes (episode_id, candidate, agent_id, scenario_id, language,"
+        " difficulty, repeat, end_reason, skip_reason, trace_sha256, input_tokens, output_tokens,"
+        " cost_usd, trace_size, trace_mtime_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
-            t.episode_id,
-            t.candidate.spec,
-            t.agent_id,
-            t.scenario_id,
-            t.language,
-            t.difficulty,
-            t.repeat,
-            t.end_reason.value,
-            t.skip_reason,
-            t.sha256(),
-            inp,
-            out,
-            cost,
+            t.episode_id, t.candidate.spec, t.agent_id, t.scenario_id, t.language, t.difficulty,
+            t.repeat, t.end_reason.value, t.skip_reason, sha, inp, out, cost, size, mtime_ns,
         ),
     )
 
 
 def _index_grade(db: sqlite3.Connection, grade_set_id: str, episode_id: str, task: float | None,
                  conversation: float | None, overall: float | None, passed: bool | None,
-                 judge_errors: int) -> None:
+                 judge_errors: int, size: int | None, mtime_ns: int | None) -> None:
     db.execute(
-        "INSERT OR REPLACE INTO grades VALUES (?,?,?,?,?,?,?)",
+        "INSERT OR REPLACE INTO grades (grade_set_id, episode_id, task, conversation, overall,"
+        " passed, judge_errors, file_size, file_mtime_ns) VALUES (?,?,?,?,?,?,?,?,?)",
         (grade_set_id, episode_id, task, conversation, overall, None if passed is None else int(passed),
-         judge_errors),
+         judge_errors, size, mtime_ns),
     )

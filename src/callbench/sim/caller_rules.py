@@ -25,6 +25,7 @@ found is the rejection:
 
 from __future__ import annotations
 
+import functools
 import re
 
 from callbench.bundle.models import Brief
@@ -94,6 +95,7 @@ def is_internal_id(name: str) -> bool:
     return not _PLAIN_WORD.match(name)
 
 
+@functools.lru_cache(maxsize=4096)
 def _token(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w])" + re.escape(name) + r"(?![\w])", re.IGNORECASE)
 

@@ -94,10 +94,16 @@ class _Scripted:
         self.spec = spec
         self.settings = settings or ModelSettings()
         self.bundle = bundle
+        self._by_id: dict[str, tuple[LoadedAgent, Scenario]] | None = None
 
     def _scenario(self, request: ModelRequest) -> tuple[LoadedAgent, Scenario]:
         if self.bundle is None:
             raise ModelOutputError(f"{self.spec}: no bundle given to find the scenario")
+        if self._by_id is None:  # looked up on every request: indexed once
+            self._by_id = {s.id: (a, s) for a, s in self.bundle.scenarios()}
+        hit = self._by_id.get(request.context.scenario_id)
+        if hit is not None:
+            return hit
         try:
             return self.bundle.scenario(request.context.scenario_id)
         except KeyError as e:

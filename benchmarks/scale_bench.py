@@ -1,0 +1,301 @@
+"""Runs at scale (issue 14 item 5): save cost, resume start-up, request CPU, concurrency, Ray.
+
+Prints, against the issue's targets (2 cores):
+
+- ``save``: the writer's cost per saved episode (trace + fault ledger + index row, plus manifest
+  checkpoints spread over the episodes) in scripted ``--no-grade`` runs of 100, 1,000 and 10,000
+  episodes (one starter scenario repeated); target: at 10,000 within 1.3x of at 100;
+- ``resume``: time from ``execute_run`` to the plan being ready (the first new episode can start)
+  on the 10,000-episode run with 10 traces deleted; target: at most 2 s;
+- ``scripted``: process CPU per candidate turn of the scripted run (harness only); target 1 ms;
+- ``sdk``: process CPU per candidate request through the openai SDK against a loopback fake
+  (``tests/fakes/fault_server.py`` in a subprocess, so its CPU is not counted; caller scripted);
+  target: at most 3 ms;
+- ``concurrency``: wall time vs the latency-bound ideal with 200 ms per request (candidate and
+  caller both through the openai SDK to the fake) at concurrency 1, 8 and 32; ideal =
+  ceil(episodes / concurrency) * requests per episode * latency; target at 32: within 1.2x;
+- ``ray``: wall per episode of the scripted run through ``--executor ray`` (local Ray, 2 CPUs)
+  against the local executor (needs the ``[distributed]`` extra; skipped without it).
+
+The machine these run on is usually shared: figures are noisy, run it twice before reading much
+into one number. Run: ``python benchmarks/scale_bench.py [--only save,resume,...] [--big 10000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from callbench.bundle.loader import load_bundle
+from callbench.bundle.models import Bundle
+from callbench.models.base import ModelSettings
+from callbench.runs import executor as executor_module
+from callbench.runs.executor import RoleSpec, RunConfig, execute_run
+from callbench.runs.plan import ScenarioFilters
+from callbench.runs.session import build_clients
+from callbench.runs.store import RunStore
+
+STARTER = Path(str(files("callbench") / "examples" / "starter"))
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+SERVER = """
+import sys, time
+sys.path.insert(0, {tests!r})
+from http.server import ThreadingHTTPServer
+from fakes.fault_server import FaultServer
+
+ThreadingHTTPServer.request_queue_size = 256  # 32+ connections at once: no dropped SYNs
+
+class Slow(FaultServer):
+    def _handle(self, h):
+        time.sleep({latency!r})
+        super()._handle(h)
+
+s = Slow(max_requests=10**7, lifetime_s=3600)
+s.__enter__()
+print(s.url, flush=True)
+sys.stdin.read()
+"""
+
+
+def first_scenario(bundle: Bundle) -> str:
+    agent = next(iter(bundle.agents.values()))
+    return agent.scenarios[0].id
+
+
+def config_for(out: Path, bundle: Bundle, repeats: int, *, candidate: RoleSpec | None = None,
+               caller: RoleSpec | None = None, concurrency: int = 8) -> RunConfig:
+    return RunConfig(
+        bundle_path=STARTER, out=out, candidates=[candidate or RoleSpec(spec="scripted:reference")],
+        caller=caller or RoleSpec(spec="scripted:plan"), task_judge=RoleSpec(spec="scripted:met"),
+        conversation_judge=RoleSpec(spec="scripted:met"), repeats=repeats, grade=False,
+        concurrency=concurrency, filters=ScenarioFilters(scenarios=[first_scenario(bundle)]),
+        provider_limits={"local": 1, "openai": 64},
+    )
+
+
+class Timed:
+    """Wraps RunStore's writer-thread methods to sum their wall time (episode saves overlap on
+    several threads, so the sum is the writers' time, not wall time)."""
+
+    def __init__(self) -> None:
+        self.saves = 0
+        self.save_s = 0.0
+        self.manifest_s = 0.0
+        self._orig: dict[str, Any] = {}
+
+    def __enter__(self) -> Timed:
+        for name, attr in (("save_episode", "save_s"), ("save_manifest", "manifest_s")):
+            real = getattr(RunStore, name)
+            self._orig[name] = real
+
+            def timed(store: RunStore, *args: Any, _real: Any = real, _attr: str = attr,
+                      _name: str = name) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return _real(store, *args)
+                finally:
+                    setattr(self, _attr, getattr(self, _attr) + time.perf_counter() - t0)
+                    if _name == "save_episode":
+                        self.saves += 1
+
+            setattr(RunStore, name, timed)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, real in self._orig.items():
+            setattr(RunStore, name, real)
+
+
+def run(config: RunConfig, bundle: Bundle, clients: Any = None, **kw: Any) -> Any:
+    clients = clients or build_clients(config, bundle)
+    return asyncio.run(execute_run(config, clients, bundle=bundle, **kw))
+
+
+def bench_save(tmp: Path, bundle: Bundle, big: int) -> dict[int, Path]:
+    print("save cost per episode (scripted, --no-grade; writer thread: trace + ledger + index row,"
+          " manifest checkpoints amortised)")
+    executor_module.CHECKPOINT_SECONDS = 5.0  # checkpoints do happen in the bigger runs
+    runs: dict[int, Path] = {}
+    per: dict[int, float] = {}
+    for n in (100, 1000, big):
+        out = tmp / f"save{n}"
+        config = config_for(out, bundle, n)
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        with Timed() as t:
+            manifest = run(config, bundle)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        per[n] = (t.save_s + t.manifest_s) / max(t.saves, 1)
+        save_ms = t.save_s / max(t.saves, 1) * 1000
+        print(f"  {n:>6} episodes: {per[n] * 1000:6.2f} ms/episode (save {save_ms:.2f},"
+              f" manifest {t.manifest_s / max(t.saves, 1) * 1000:.2f}); run wall {wall / n * 1000:.1f} ms,"
+              f" CPU {cpu / n * 1000:.1f} ms per episode; completed {manifest.completed}")
+        runs[n] = out
+    ratio = per[big] / per[100]
+    print(f"  ratio {big} / 100: {ratio:.2f} (target <= 1.3) {'OK' if ratio <= 1.3 else 'MISSED'}")
+    return runs
+
+
+def bench_resume(out: Path, bundle: Bundle, n: int) -> None:
+    traces = sorted((out / "traces").glob("*.json"))
+    for p in traces[:10]:
+        p.unlink()
+    config = config_for(out, bundle, n)
+    ready: list[float] = []
+    t0 = time.perf_counter()
+    run(config, bundle, on_plan=lambda planned, done: ready.append(time.perf_counter() - t0))
+    print(f"resume start-up, {n} episodes (10 to run again): {ready[0]:.2f} s to the first new episode"
+          f" (target <= 2 s) {'OK' if ready[0] <= 2 else 'MISSED'}")
+
+
+def bench_scripted_turn(tmp: Path, bundle: Bundle) -> None:
+    out = tmp / "turns"
+    config = config_for(out, bundle, 200, concurrency=4)
+    cpu0 = time.process_time()
+    manifest = run(config, bundle)
+    cpu = time.process_time() - cpu0
+    store = RunStore(out)
+    turns = sum(len({m.candidate_turn for m in store.load_trace(k.episode_id).messages
+                     if m.candidate_turn is not None}) for k in manifest.planned)
+    per = cpu / max(turns, 1) * 1000
+    print(f"scripted harness CPU per candidate turn: {per:.2f} ms ({turns} turns, saves included)"
+          f" (target <= 1 ms) {'OK' if per <= 1 else 'MISSED'}")
+
+
+class FakeServer:
+    """The loopback fake in a subprocess (its CPU is not this process's)."""
+
+    def __init__(self, latency: float) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SERVER.format(tests=str(TESTS), latency=latency)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def _requests(out: Path, role: str) -> int:
+    store = RunStore(out)
+    ids = store.finished_ids()
+    return sum(led.role(role).requests for e in ids if (led := store.load_faults(e)) is not None)
+
+
+def bench_sdk(tmp: Path, bundle: Bundle) -> None:
+    server = FakeServer(0.0)
+    try:
+        settings = ModelSettings(base_url=server.url, max_attempts=1)
+        out = tmp / "sdk"
+        config = config_for(out, bundle, 40, candidate=RoleSpec(spec="openai:fake-agent", settings=settings),
+                            concurrency=4)
+        clients = build_clients(config, bundle)  # SDK imports and client set-up not counted
+        cpu0 = time.process_time()
+        run(config, bundle, clients)
+        cpu = time.process_time() - cpu0
+        n = _requests(out, "candidate")
+    finally:
+        server.close()
+    per = cpu / max(n, 1) * 1000
+    print(f"CPU per candidate request through the openai SDK: {per:.2f} ms ({n} requests; whole process,"
+          f" harness and saves included) (target <= 3 ms) {'OK' if per <= 3 else 'MISSED'}")
+
+
+def bench_concurrency(tmp: Path, bundle: Bundle, latency: float = 0.2) -> None:
+    server = FakeServer(latency)
+    try:
+        settings = ModelSettings(base_url=server.url, max_attempts=1)
+        for conc, episodes in ((1, 3), (8, 32), (32, 64)):
+            out = tmp / f"conc{conc}"
+            config = config_for(out, bundle, episodes, concurrency=conc,
+                                candidate=RoleSpec(spec="openai:fake-agent", settings=settings),
+                                caller=RoleSpec(spec="openai:fake-caller", settings=settings))
+            clients = build_clients(config, bundle)
+            t0 = time.perf_counter()
+            run(config, bundle, clients)
+            wall = time.perf_counter() - t0
+            per_episode = (_requests(out, "candidate") + _requests(out, "caller")) / episodes
+            skipped = sum(1 for _, end, _r in RunStore(out).episode_rows() if end == "skipped")
+            ideal = math.ceil(episodes / conc) * per_episode * latency
+            ratio = wall / ideal
+            mark = "" if conc != 32 else f" (target <= 1.2) {'OK' if ratio <= 1.2 else 'MISSED'}"
+            print(f"concurrency {conc:>2}: {episodes} episodes, {per_episode:.1f} requests each at"
+                  f" {latency * 1000:.0f} ms ({skipped} skipped): wall {wall:.2f} s vs ideal {ideal:.2f} s ="
+                  f" {ratio:.2f}x{mark}")
+    finally:
+        server.close()
+
+
+def bench_ray(tmp: Path, bundle: Bundle) -> None:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        print("ray: not installed (pip install 'callbench[distributed]'); skipped")
+        return
+    from callbench.runs.ray_executor import execute_run_ray
+
+    n = 200
+    walls = {}
+    for name in ("local", "ray"):
+        out = tmp / f"ray_{name}"
+        config = config_for(out, bundle, n, concurrency=8)
+        clients = build_clients(config, bundle)
+        if name == "local":
+            t0 = time.perf_counter()
+            asyncio.run(execute_run(config, clients, bundle=bundle))
+        else:
+            from callbench.runs.ray_executor import connect
+
+            t_init = time.perf_counter()
+            cluster = connect(config, num_cpus=2)
+            walls["init"] = time.perf_counter() - t_init
+            t0 = time.perf_counter()
+            try:
+                asyncio.run(execute_run_ray(config, clients, bundle=bundle, cluster=cluster))
+            finally:
+                cluster.close()
+        walls[name] = time.perf_counter() - t0
+    print(f"ray executor (local Ray, 2 CPUs, {n} scripted episodes): {walls['ray'] / n * 1000:.1f} ms per"
+          f" episode vs local {walls['local'] / n * 1000:.1f} ms; overhead"
+          f" {(walls['ray'] - walls['local']) / n * 1000:.1f} ms per episode (worker start-up included,"
+          f" ray.init {walls['init']:.1f} s not)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default="save,resume,scripted,sdk,concurrency,ray")
+    ap.add_argument("--big", type=int, default=10000)
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    bundle = load_bundle(STARTER)
+    print(f"{os.cpu_count()} CPUs; shared machine: figures are noisy")
+    tmp = Path(tempfile.mkdtemp(prefix="callbench-scale-"))
+    try:
+        if only & {"save", "resume"}:
+            runs = bench_save(tmp, bundle, args.big)
+            if "resume" in only:
+                bench_resume(runs[args.big], bundle, args.big)
+        if "scripted" in only:
+            bench_scripted_turn(tmp, bundle)
+        if "sdk" in only:
+            bench_sdk(tmp, bundle)
+        if "concurrency" in only:
+            bench_concurrency(tmp, bundle)
+        if "ray" in only:
+            bench_ray(tmp, bundle)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

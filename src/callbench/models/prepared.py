@@ -1,0 +1,143 @@
+"""The lean request path shared by the SDK adapters (issue 14 item 2).
+
+A run sends about twenty candidate requests per episode with the same tools, and callers and
+judges send the same response schema thousands of times. What does not change is computed once:
+
+- :func:`tool_parameters`: a tool's JSON Schema parameters cleaned for a provider
+  (``schemas.clean_tool_parameters``), once per ``ToolSchema`` object, i.e. once per episode (the
+  episode builds its tool list once and every request of the episode carries the same objects);
+- :func:`cleaned_schema`: a response schema cleaned for a provider, once per distinct schema
+  (keyed by its canonical JSON text);
+- :func:`schema_validator`: a compiled JSON Schema (draft 2020-12) validator, once per schema.
+
+:func:`post_json` sends a body that is already plain JSON through the SDK client's own
+``post`` (transport, auth headers, timeouts and its error classes), skipping the per-request
+``async_maybe_transform`` pass that typed ``create`` methods make over the whole message list (the
+openai SDK's "undocumented endpoints" form: ``client.post(path, cast_to=httpx.Response, body=...)``).
+
+:class:`JsonView` reads the answer's parsed JSON with attribute access, as the SDK's response
+models are read (``completion.choices[0].message.tool_calls``), without building those models.
+
+Returned schemas and validators are shared: callers must not mutate them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import jsonschema
+
+from callbench.models.base import ToolSchema
+from callbench.models.schemas import clean_schema, clean_tool_parameters
+
+K = TypeVar("K")
+V = TypeVar("V")
+MAX_SCHEMAS = 512
+"""Distinct response schemas (and validators) kept; least recently used ones are dropped."""
+
+_lock = threading.Lock()
+_tools: dict[tuple[int, str], tuple[weakref.ref[ToolSchema], dict[str, Any]]] = {}
+_schemas: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+_validators: OrderedDict[str, jsonschema.protocols.Validator] = OrderedDict()
+
+
+def tool_parameters(tool: ToolSchema, provider: str) -> dict[str, Any]:
+    """``clean_tool_parameters(tool.parameters, provider, tool=tool.name)``, computed once per
+    tool object and provider (the entry is dropped when the tool object is collected). Raises as
+    ``clean_tool_parameters`` does for parameters that are not an object schema."""
+    key = (id(tool), provider)
+    with _lock:
+        hit = _tools.get(key)
+        if hit is not None and hit[0]() is tool:
+            return hit[1]
+    cleaned = clean_tool_parameters(tool.parameters, provider, tool=tool.name)
+
+    def forget(_: object, key: tuple[int, str] = key) -> None:
+        with _lock:
+            _tools.pop(key, None)
+
+    with _lock:
+        _tools[key] = (weakref.ref(tool, forget), cleaned)
+    return cleaned
+
+
+def _schema_key(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _remember(cache: OrderedDict[K, V], key: K, make: Callable[[], V]) -> V:
+    with _lock:
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    value = make()
+    with _lock:
+        cache[key] = value
+        while len(cache) > MAX_SCHEMAS:
+            cache.popitem(last=False)
+    return value
+
+
+def cleaned_schema(schema: dict[str, Any], provider: str) -> dict[str, Any]:
+    """``clean_schema(schema, provider)``, computed once per distinct schema and provider."""
+    return _remember(_schemas, (provider, _schema_key(schema)), lambda: clean_schema(schema, provider))
+
+
+def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
+    """A ``Draft202012Validator`` for ``schema``, compiled once per distinct schema."""
+    return _remember(_validators, _schema_key(schema), lambda: jsonschema.Draft202012Validator(schema))
+
+
+async def post_json(client: Any, path: str, body: dict[str, Any], *, headers: dict[str, str] | None,
+                    timeout: float | None, response_type: type) -> Any:
+    """POST ``body`` (plain JSON values only) to ``path`` through an SDK client's ``post`` and
+    return the transport's response object (``response_type``, e.g. ``httpx2.Response``) with its
+    body read. An ``extra_body`` key is merged into the body, as the SDKs' ``create`` methods do.
+    Non-2xx answers and transport failures raise the SDK's own errors (``APIStatusError``,
+    ``APIConnectionError``, ``APITimeoutError``), exactly as ``create`` would."""
+    payload = dict(body)
+    extra = payload.pop("extra_body", None)
+    if extra:
+        payload.update(extra)
+    options: dict[str, Any] = {"timeout": timeout}
+    if headers:
+        options["headers"] = headers
+    return await client.post(path, cast_to=response_type, body=payload, options=options)
+
+
+class JsonView:
+    """Attribute access over parsed JSON: ``view.key`` is the value of ``key`` (None when absent,
+    as for an SDK model's optional field), objects and arrays wrapped lazily. For reading an
+    answer with the same code that reads the SDK's models; ``[i]``, ``len`` and iteration work on
+    arrays, and ``bool(view)`` is the truth of the wrapped value."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: Any) -> None:
+        self._value = value
+
+    @staticmethod
+    def wrap(value: Any) -> Any:
+        """``value`` itself for scalars and None, a view for an object or array."""
+        return JsonView(value) if isinstance(value, (dict, list)) else value
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._value
+        return JsonView.wrap(value.get(name)) if isinstance(value, dict) else None
+
+    def __getitem__(self, index: int) -> Any:
+        return JsonView.wrap(self._value[index])
+
+    def __len__(self) -> int:
+        return len(self._value)
+
+    def __iter__(self) -> Any:
+        return (JsonView.wrap(v) for v in self._value)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)

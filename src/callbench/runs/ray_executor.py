@@ -1,0 +1,281 @@
+"""Ray as the executor for clusters (``callbench run ... --executor ray [--ray-address ADDR]``).
+
+The driver (the process running ``callbench run``) plans the run, sends each episode to one of a
+pool of Ray worker actors, and saves every trace itself when it comes back, through the same
+:class:`~callbench.runs.executor.Saver` as the local executor: traces, fault ledgers, the index and
+the manifest are written only by the driver, once per episode, whatever Ray retries. Grading runs
+on the driver as traces arrive. Resume rules are the local executor's (same plan, same index).
+
+- **Workers**: ``num_workers`` actors (default: the cluster's CPU count), each holding the bundle
+  (sent once through the object store, so nodes need no shared folder) and its own role clients
+  built from the run's specs (API keys come from each node's environment; nothing secret is sent).
+  An episode is ``simulate(key)``: the same function as the local executor's, so the same seed
+  gives the same trace.
+- **Provider limits across the cluster**: one :class:`ProviderLimiter` actor per provider holds
+  the provider's limit (``provider_limits``, ``concurrency`` when not listed); every model call on
+  every worker, and the driver's judge calls, hold one of its permits.
+- **A killed worker**: actors restart (``max_restarts``) and their unfinished calls are retried
+  (``max_task_retries``), so that episode runs again from its start; a restarted worker first
+  returns the permits its previous life held. The episode is saved once, when a result arrives.
+- **Concurrency**: at most ``concurrency`` episodes are in flight over the whole cluster.
+
+Ray is an optional dependency (extra ``[distributed]``): importing this module does not need it;
+:func:`connect` raises ``ValueError`` with the install command when it is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from callbench.bundle.loader import load_bundle
+from callbench.bundle.models import Bundle
+from callbench.models.base import ModelClient
+from callbench.models.faults import FaultLedger
+from callbench.runs.executor import (
+    GradeHook,
+    ProgressHook,
+    RunConfig,
+    Saver,
+    finish_run,
+    plan_run,
+    simulate,
+)
+from callbench.runs.guard import Limited, RunHealth
+from callbench.runs.manifest import EpisodeKey
+from callbench.runs.provenance import code_version
+from callbench.runs.store import RunStore
+from callbench.trace import Trace
+
+ClientFactory = Callable[[RunConfig, Bundle], dict[str, ModelClient]]
+WORKER_RESTARTS = 4
+"""How many times a worker actor is restarted (and its unfinished episodes retried) after dying."""
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--executor ray needs Ray: pip install 'callbench[distributed]'") from None
+    return ray
+
+
+def default_clients(config: RunConfig, bundle: Bundle) -> dict[str, ModelClient]:
+    """The candidate and caller clients a worker builds from the run's specs (no response cache:
+    a cache file is local to one machine)."""
+    from callbench.runs.session import build_clients
+
+    clients = build_clients(config.model_copy(update={"grade": False}), bundle)
+    return {k: c for k, c in clients.items() if k.startswith("candidate:") or k == "caller"}
+
+
+class _Permit:
+    """An async context manager holding one permit of a :class:`ProviderLimiter` actor."""
+
+    def __init__(self, limiter: Any, holder: str) -> None:
+        self.limiter, self.holder = limiter, holder
+
+    async def __aenter__(self) -> None:
+        await self.limiter.acquire.remote(self.holder)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.limiter.release.remote(self.holder)
+
+
+class _LimiterImpl:
+    """The body of :class:`ProviderLimiter`: ``limit`` permits, counted by holder so that a
+    restarted worker can return the permits its previous life held."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.sem = asyncio.Semaphore(self.limit)
+        self.held: dict[str, int] = {}
+        self.peak = 0
+
+    async def acquire(self, holder: str) -> None:
+        await self.sem.acquire()
+        self.held[holder] = self.held.get(holder, 0) + 1
+        self.peak = max(self.peak, sum(self.held.values()))
+
+    def release(self, holder: str) -> None:
+        if self.held.get(holder, 0) > 0:
+            self.held[holder] -= 1
+            self.sem.release()
+
+    def release_holder(self, holder: str) -> int:
+        """Return every permit ``holder`` holds; returns how many."""
+        n = self.held.pop(holder, 0)
+        for _ in range(n):
+            self.sem.release()
+        return n
+
+    def stats(self) -> dict[str, int]:
+        """``limit``, permits ``in_use`` now and the ``peak`` ever held at once."""
+        return {"limit": self.limit, "in_use": sum(self.held.values()), "peak": self.peak}
+
+
+class _WorkerImpl:
+    """The body of an episode worker actor (see the module docstring)."""
+
+    def __init__(self, name: str, config_json: str, bundle: Bundle, limiters: dict[str, Any],
+                 factory: ClientFactory, version: str) -> None:
+        self.name, self.version = name, version
+        self.config = RunConfig.model_validate_json(config_json)
+        self.bundle = bundle
+        ray = _ray()
+        ray.get([lim.release_holder.remote(name) for lim in limiters.values()])  # a restart
+        self.health = RunHealth(self.config.max_consecutive_fatal)
+        self.clients: dict[str, ModelClient] = {}
+        for role, client in factory(self.config, bundle).items():
+            provider = client.spec.split(":", 1)[0]
+            permit = _Permit(limiters[provider], name) if provider in limiters else _Permit(
+                limiters["*"], name)
+            self.clients[role] = Limited(client, permit, role, self.health)
+
+    async def run(self, key: EpisodeKey) -> tuple[Trace, FaultLedger, str | None]:
+        """Simulate one episode: (trace, fault ledger, the worker's stop message or None)."""
+        trace, ledger = await simulate(key, self.bundle, self.clients, self.config, self.version)
+        return trace, ledger, self.health.message
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+
+class RayCluster:
+    """A connection to Ray for one run: the provider limiter actors and the worker pool.
+
+    :func:`connect` makes one; :meth:`close` ends the actors (and Ray, when this connection
+    started it)."""
+
+    def __init__(self, config: RunConfig, *, address: str | None, num_cpus: int | None) -> None:
+        ray = _ray()
+        self.ray = ray
+        self.started = not ray.is_initialized()
+        if self.started:
+            kwargs: dict[str, Any] = {"address": address, "include_dashboard": False,
+                                      "log_to_driver": True, "ignore_reinit_error": True}
+            if address is None and num_cpus is not None:
+                kwargs["num_cpus"] = num_cpus
+            ray.init(**kwargs)
+        self.run_tag = uuid.uuid4().hex[:8]
+        limiter_cls = ray.remote(num_cpus=0, max_concurrency=100_000)(_LimiterImpl)
+        providers = {r.spec.split(":", 1)[0] for r in
+                     [*config.candidates, config.caller, config.task_judge, config.conversation_judge]}
+        self.limiters: dict[str, Any] = {
+            p: limiter_cls.remote(config.provider_limits.get(p, config.concurrency))
+            for p in sorted(providers)
+        }
+        self.limiters["*"] = limiter_cls.remote(config.concurrency)
+        self.workers: list[Any] = []
+
+    def limit(self, clients: dict[str, ModelClient], health: RunHealth) -> dict[str, ModelClient]:
+        """The driver's clients (judges) holding the cluster's permits for every call."""
+        out: dict[str, ModelClient] = {}
+        for role, c in clients.items():
+            if isinstance(c, Limited):
+                c = c.inner
+            lim = self.limiters.get(c.spec.split(":", 1)[0], self.limiters["*"])
+            out[role] = Limited(c, _Permit(lim, f"driver-{self.run_tag}"), role, health)
+        return out
+
+    def start_workers(self, config: RunConfig, bundle: Bundle, factory: ClientFactory,
+                      num_workers: int | None) -> list[Any]:
+        """Start the worker pool (``num_workers``, default the cluster's CPUs, at least 1)."""
+        ray = self.ray
+        n = num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        per_worker = max(1, -(-config.concurrency // n))
+        worker_cls = ray.remote(num_cpus=1, max_restarts=WORKER_RESTARTS, max_task_retries=WORKER_RESTARTS,
+                                max_concurrency=per_worker)(_WorkerImpl)
+        bundle_ref = ray.put(bundle)
+        config_json = config.model_dump_json()
+        version = code_version()
+        self.workers = [
+            worker_cls.remote(f"worker-{self.run_tag}-{i}", config_json, bundle_ref, self.limiters, factory,
+                              version)
+            for i in range(n)
+        ]
+        return self.workers
+
+    def limiter_stats(self) -> dict[str, dict[str, int]]:
+        """Each provider limiter's :meth:`_LimiterImpl.stats` (tests and diagnostics)."""
+        return {p: self.ray.get(lim.stats.remote()) for p, lim in self.limiters.items()}
+
+    def close(self) -> None:
+        """Kill the workers and limiters; shut Ray down when this connection started it."""
+        for actor in [*self.workers, *self.limiters.values()]:
+            self.ray.kill(actor, no_restart=True)
+        self.workers = []
+        if self.started:
+            self.ray.shutdown()
+
+
+def connect(config: RunConfig, *, address: str | None = None, num_cpus: int | None = None) -> RayCluster:
+    """Connect to the Ray cluster at ``address`` (``auto``: the one this node belongs to; None: a
+    cluster already initialised in this process, else a new local one with ``num_cpus``).
+    Raises ``ValueError`` when Ray is not installed."""
+    return RayCluster(config, address=address, num_cpus=num_cpus)
+
+
+async def execute_run_ray(
+    config: RunConfig,
+    clients: dict[str, ModelClient],
+    *,
+    bundle: Bundle | None = None,
+    on_episode: ProgressHook | None = None,
+    grade_hook: GradeHook | None = None,
+    on_plan: Callable[[list[EpisodeKey], set[str]], None] | None = None,
+    store: RunStore | None = None,
+    cluster: RayCluster | None = None,
+    client_factory: ClientFactory = default_clients,
+    num_workers: int | None = None,
+    num_cpus: int | None = None,
+) -> Any:
+    """Run (or resume) the run on Ray and return the final manifest (``executors`` records
+    ``ray``). Arguments and errors as :func:`callbench.runs.executor.execute_run`; ``clients`` are
+    the driver's (for the manifest's role records); workers build theirs with ``client_factory``.
+    ``cluster`` is an open :class:`RayCluster` (one is connected, to ``config.ray_address``, and
+    closed here otherwise). Raises :class:`~callbench.runs.guard.RunStopped` as the local
+    executor does when a role keeps failing with HTTP 401/403/404 on a worker."""
+    bundle = bundle or load_bundle(config.bundle_path)
+    own_store, own_cluster = store is None, cluster is None
+    store = store or RunStore(config.out)
+    try:
+        manifest, todo, done, counts = plan_run(config, clients, bundle, store, executor="ray")
+        if on_plan:
+            on_plan(manifest.planned, done)
+        saver = Saver(store, manifest, counts, grade_hook, on_episode)
+        stop: list[str] = []
+        if todo:
+            cluster = cluster or connect(config, address=config.ray_address, num_cpus=num_cpus)
+            workers = cluster.start_workers(config, bundle, client_factory, num_workers)
+            gate = asyncio.Semaphore(max(1, config.concurrency))
+            load = [0] * len(workers)
+
+            async def one(key: EpisodeKey) -> None:
+                async with gate:
+                    if stop:
+                        return
+                    i = min(range(len(workers)), key=load.__getitem__)
+                    load[i] += 1
+                    try:
+                        trace, ledger, message = await workers[i].run.remote(key)
+                    finally:
+                        load[i] -= 1
+                if message and not stop:
+                    stop.append(message)
+                if stop and trace.skipped:
+                    return  # not saved: run again when the run is resumed
+                if trace.episode_id not in saver.saved:
+                    await saver.save(trace, ledger)
+
+            await asyncio.gather(*(one(k) for k in todo))
+        return await finish_run(store, manifest, saver, stop[0] if stop else None)
+    finally:
+        if own_cluster and cluster is not None:
+            cluster.close()
+        if own_store:
+            store.close()

@@ -1,0 +1,77 @@
+"""The lean request path (issue 14 item 2): schemas cleaned and validators compiled once, the
+openai body sent without the SDK's per-request transform, answers read without building models."""
+
+from __future__ import annotations
+
+import random
+
+import openai.resources.chat.completions.completions as sdk_completions
+import pytest
+
+from callbench.models import prepared
+from callbench.models.base import ChatMessage, ModelRequest, ModelSettings, RequestContext, ToolSchema
+from callbench.models.openai_client import OpenAIClient
+from callbench.models.output import check_json_output
+from callbench.models.retry import RetryPolicy
+from callbench.models.schemas import clean_schema, clean_tool_parameters
+
+CTX = RequestContext(role="candidate", episode_id="ep1")
+PARAMS = {"type": "object", "properties": {"account": {"type": "string", "default": "0"}},
+          "required": ["account"]}
+
+
+def test_tool_parameters_are_cleaned_once_per_tool_object() -> None:
+    tool = ToolSchema(name="lookup", description="d", parameters=PARAMS)
+    first = prepared.tool_parameters(tool, "openai")
+    assert first == clean_tool_parameters(PARAMS, "openai", tool="lookup")
+    assert prepared.tool_parameters(tool, "openai") is first
+    assert prepared.tool_parameters(tool, "anthropic") == clean_tool_parameters(PARAMS, "anthropic",
+                                                                                tool="lookup")
+    other = ToolSchema(name="lookup", description="d", parameters=PARAMS)  # next episode's list
+    assert prepared.tool_parameters(other, "openai") is not first
+    key = (id(other), "openai")
+    del other
+    assert key not in prepared._tools  # dropped with its tool
+
+
+def test_schemas_and_validators_are_kept_by_content() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "examples": [1]}}, "required": ["n"]}
+    same = {"required": ["n"], "properties": {"n": {"examples": [1], "type": "integer"}}, "type": "object"}
+    assert prepared.cleaned_schema(schema, "openai") == clean_schema(schema, "openai")
+    assert prepared.cleaned_schema(same, "openai") is prepared.cleaned_schema(schema, "openai")
+    assert prepared.schema_validator(same) is prepared.schema_validator(schema)
+    assert check_json_output('{"n": 3}', schema) == {"n": 3}
+    with pytest.raises(Exception, match="at n"):
+        check_json_output('{"n": "x"}', same)
+
+
+def test_json_view_reads_like_a_model() -> None:
+    view = prepared.JsonView({"choices": [{"message": {"content": None, "tool_calls": [{"id": "a"}]}}]})
+    assert view.usage is None and view.choices[0].message.content is None
+    assert [c.id for c in view.choices[0].message.tool_calls] == ["a"]
+    assert len(view.choices) == 1 and bool(view.choices) and not prepared.JsonView([])
+
+
+async def test_openai_request_skips_the_sdk_transform(keys, mk, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    async def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("async_maybe_transform called")
+
+    monkeypatch.setattr(sdk_completions, "async_maybe_transform", refuse)
+    rec = mk.Recorder(mk.json_response(mk.openai_completion(None, [("c1", "lookup", '{"account": "1"}')])))
+    client = OpenAIClient("openai:gpt-4o", ModelSettings(top_k=5, extra_headers={"X-Title": "cb"}),
+                          http_client=rec.client(), retry_policy=RetryPolicy(max_attempts=1),
+                          rng=random.Random(0))
+    tool = ToolSchema(name="lookup", description="Look up.", parameters=PARAMS)
+    request = ModelRequest(messages=[ChatMessage(role="system", content="S"),
+                                     ChatMessage(role="user", content="hi")], tools=[tool], context=CTX)
+    response = await client.complete(request)
+    calls = [(c.id, c.name, c.arguments) for c in response.tool_calls]
+    assert calls == [("c1", "lookup", '{"account": "1"}')]
+    assert response.usage.input_tokens == 100 and response.usage.output_tokens == 20
+    body = rec.bodies[0]
+    assert body["top_k"] == 5 and "extra_body" not in body  # merged as the SDK merges extra_body
+    sent = body["tools"][0]["function"]["parameters"]
+    assert sent == clean_tool_parameters(PARAMS, "openai", tool="lookup")
+    assert rec.requests[0].headers["x-title"] == "cb"
+    assert rec.requests[0].headers["authorization"].startswith("Bearer ")
+    await client.aclose()
