@@ -24,7 +24,6 @@ from callbench.runs.demo import (
     starter_path,
 )
 from callbench.runs.executor import RoleSpec, RunConfig
-from callbench.trace import Trace
 
 
 def test_estimate_tokens_counts_scripts_differently() -> None:
@@ -220,6 +219,7 @@ def test_scenario_major_runs_every_candidate_of_a_scenario_together(tmp_path: Pa
     the scenario's prompt prefix), without changing the plan or the episode ids."""
     import asyncio
 
+    from callbench.runs import executor
     from callbench.runs.session import run_and_grade
 
     bundle = load_bundle(starter_path())
@@ -228,11 +228,16 @@ def test_scenario_major_runs_every_candidate_of_a_scenario_together(tmp_path: Pa
         config = _scripted(demo_config(out, "local:0.5b", bundle))
         config.scenario_major, config.preflight, config.grade = major, False, False
         order: list[tuple[str, str]] = []
+        # the order episodes START in (saves finish on writer threads, in any order)
+        real_run_episode = executor.run_episode
 
-        def record(t: Trace, _: object, order: list[tuple[str, str]] = order) -> None:
-            order.append((t.scenario_id, t.candidate.spec))
+        async def record(agent, scenario, *, order=order, real=real_run_episode, **kwargs):  # type: ignore[no-untyped-def]
+            order.append((scenario.id, kwargs["candidate"].spec))
+            return await real(agent, scenario, **kwargs)
 
-        asyncio.run(run_and_grade(config, bundle=bundle, on_episode=record))
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(executor, "run_episode", record)
+            asyncio.run(run_and_grade(config, bundle=bundle))
         ids = config.filters.scenarios
         if major:
             assert order == [(sid, spec) for sid in ids for spec in ("scripted:talk", REFERENCE_SPEC)]
