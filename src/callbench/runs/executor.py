@@ -13,7 +13,7 @@ import asyncio
 import datetime as dt
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -167,6 +167,13 @@ def refresh_counts(manifest: RunManifest, store: RunStore) -> None:
     RunCounts({k.episode_id for k in manifest.planned}, store.episode_rows()).apply(manifest)
 
 
+IN_FLIGHT_PER_SLOT = 2
+"""Episodes in flight per concurrency slot: at most ``IN_FLIGHT_PER_SLOT * concurrency`` episodes
+are simulating or finished and waiting for their save and grade. Saving and grading run outside
+the slot, so the next episodes simulate meanwhile, but never far ahead of grading: a judge that
+keeps failing stops the run within about ``concurrency`` episodes of its Nth failure (no budget is
+spent on episodes whose grading cannot follow), and a run holds a bounded number of traces."""
+
 CHECKPOINT_SECONDS = 30.0
 """How often a running run rewrites its manifest (counts for readers of a run in progress); the
 manifest is also written when the run starts, stops and ends."""
@@ -270,15 +277,20 @@ class Saver:
     inside an episode's concurrency slot."""
 
     def __init__(self, store: RunStore, manifest: RunManifest, counts: RunCounts,
-                 grade_hook: GradeHook | None, on_episode: ProgressHook | None) -> None:
+                 grade_hook: GradeHook | None, on_episode: ProgressHook | None,
+                 stopped: Callable[[], bool] = lambda: False) -> None:
         self.store, self.manifest, self.counts = store, manifest, counts
         self.grade_hook, self.on_episode = grade_hook, on_episode
+        self.stopped = stopped
+        """True once the run is stopping (a role keeps failing): a trace saved then is not graded
+        (its judges would be refused; the resume grades it)."""
         self.totals: dict[str, Any] = {"tokens": 0, "cost": 0.0}
         self.last_checkpoint = time.monotonic()
         self.saved: set[str] = set()
 
     async def save(self, trace: Trace, ledger: FaultLedger) -> None:
-        """Save one finished episode, then grade it and report progress."""
+        """Save one finished episode, then grade it (unless the run is stopping) and report
+        progress. A write that fails raises (the executor then stops the run)."""
         await self.store.submit_episode(trace, ledger)
         self.saved.add(trace.episode_id)
         self.counts.record(trace.episode_id, trace.end_reason.value, trace.skip_reason)
@@ -289,7 +301,7 @@ class Saver:
         if time.monotonic() - self.last_checkpoint >= CHECKPOINT_SECONDS:
             self.last_checkpoint = time.monotonic()
             await self.checkpoint()
-        if self.grade_hook is not None:
+        if self.grade_hook is not None and not self.stopped():
             await self.grade_hook(trace)
         if self.on_episode:
             self.on_episode(trace, self.totals)
@@ -299,6 +311,27 @@ class Saver:
         counts written are those of this moment while the run goes on)."""
         self.counts.apply(self.manifest)
         await self.store.submit(self.store.save_manifest, self.manifest.model_copy())
+
+
+async def run_all(jobs: Iterable[Awaitable[None]]) -> None:
+    """Run ``jobs`` concurrently until all end; the first to raise cancels the others (waiting for
+    them to unwind) and its exception is raised, so the first machine fault stops the run at once,
+    as a kill would, instead of letting the other episodes go on writing and spending budget.
+    Cancelling this call cancels every job."""
+    tasks = [asyncio.ensure_future(j) for j in jobs]
+    if not tasks:
+        return
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        failed = [t for t in tasks if t in done and not t.cancelled() and t.exception() is not None]
+        if failed:
+            exc = failed[0].exception()
+            assert exc is not None
+            raise exc
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def finish_run(
@@ -337,10 +370,12 @@ async def execute_run(
 
     ``clients`` maps ``candidate:<slug>``, ``caller`` to ModelClients (created by the caller of this
     function so tests can inject scripted ones). ``grade_hook`` grades each trace as it is saved,
-    outside the episode's concurrency slot. ``store`` is the run folder's store when the caller
-    shares it (its writer thread then serialises every write); one is opened and closed here
-    otherwise. Raises :class:`RunConflict` when ``config.out`` holds a different run,
-    ``BundleError`` for a bad bundle, ``ValueError`` for bad filters or an unreadable trace file.
+    outside the episode's concurrency slot (at most :data:`IN_FLIGHT_PER_SLOT` episodes in flight
+    per slot). The first write that fails stops the run (:func:`run_all`) and is raised.
+    ``store`` is the run folder's store when the caller shares it (its writer thread then
+    serialises every write); one is opened and closed here otherwise. Raises :class:`RunConflict`
+    when ``config.out`` holds a different run, ``BundleError`` for a bad bundle, ``ValueError``
+    for bad filters or an unreadable trace file.
     Infrastructure failures never raise: the episode is saved as skipped with its reason.
     """
     bundle = bundle or load_bundle(config.bundle_path)
@@ -353,19 +388,21 @@ async def execute_run(
         wrapped = limit_providers(clients, config)
         health = health_of(wrapped)
         gate = asyncio.Semaphore(max(1, config.concurrency))
+        window = asyncio.Semaphore(IN_FLIGHT_PER_SLOT * max(1, config.concurrency))
         version = code_version()
-        saver = Saver(store, manifest, counts, grade_hook, on_episode)
+        saver = Saver(store, manifest, counts, grade_hook, on_episode, lambda: health.stopped)
 
         async def one(key: EpisodeKey) -> None:
-            async with gate:
-                if health.stopped:
-                    return
-                trace, ledger = await simulate(key, bundle, wrapped, config, version)
-            if health.stopped and trace.skipped:
-                return  # not saved: run again when the run is resumed
-            await saver.save(trace, ledger)
+            async with window:
+                async with gate:
+                    if health.stopped:
+                        return
+                    trace, ledger = await simulate(key, bundle, wrapped, config, version)
+                if health.stopped and trace.skipped:
+                    return  # not saved: run again when the run is resumed
+                await saver.save(trace, ledger)
 
-        await asyncio.gather(*(one(k) for k in todo))
+        await run_all(one(k) for k in todo)
         return await finish_run(store, manifest, saver, health.message)
     finally:
         if own_store:

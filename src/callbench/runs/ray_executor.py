@@ -35,15 +35,17 @@ from callbench.bundle.models import Bundle
 from callbench.models.base import ModelClient
 from callbench.models.faults import FaultLedger
 from callbench.runs.executor import (
+    IN_FLIGHT_PER_SLOT,
     GradeHook,
     ProgressHook,
     RunConfig,
     Saver,
     finish_run,
     plan_run,
+    run_all,
     simulate,
 )
-from callbench.runs.guard import Limited, RunHealth
+from callbench.runs.guard import Limited, RunHealth, health_of
 from callbench.runs.manifest import EpisodeKey
 from callbench.runs.provenance import code_version
 from callbench.runs.store import RunStore
@@ -247,32 +249,42 @@ async def execute_run_ray(
         manifest, todo, done, counts = plan_run(config, clients, bundle, store, executor="ray")
         if on_plan:
             on_plan(manifest.planned, done)
-        saver = Saver(store, manifest, counts, grade_hook, on_episode)
         stop: list[str] = []
+        driver = health_of(clients)  # the driver's roles: the judges grading as episodes finish
+
+        def stopping() -> bool:
+            if driver.message is not None and not stop:
+                stop.append(driver.message)
+            return bool(stop)
+
+        saver = Saver(store, manifest, counts, grade_hook, on_episode, stopping)
         if todo:
             cluster = cluster or connect(config, address=config.ray_address, num_cpus=num_cpus)
             workers = cluster.start_workers(config, bundle, client_factory, num_workers)
             gate = asyncio.Semaphore(max(1, config.concurrency))
+            window = asyncio.Semaphore(IN_FLIGHT_PER_SLOT * max(1, config.concurrency))
             load = [0] * len(workers)
 
             async def one(key: EpisodeKey) -> None:
-                async with gate:
-                    if stop:
-                        return
-                    i = min(range(len(workers)), key=load.__getitem__)
-                    load[i] += 1
-                    try:
-                        trace, ledger, message = await workers[i].run.remote(key)
-                    finally:
-                        load[i] -= 1
-                if message and not stop:
-                    stop.append(message)
-                if stop and trace.skipped:
-                    return  # not saved: run again when the run is resumed
-                if trace.episode_id not in saver.saved:
-                    await saver.save(trace, ledger)
+                async with window:
+                    async with gate:
+                        if stopping():
+                            return
+                        i = min(range(len(workers)), key=load.__getitem__)
+                        load[i] += 1
+                        try:
+                            trace, ledger, message = await workers[i].run.remote(key)
+                        finally:
+                            load[i] -= 1
+                    if message and not stop:
+                        stop.append(message)
+                    if stopping() and trace.skipped:
+                        return  # not saved: run again when the run is resumed
+                    if trace.episode_id not in saver.saved:
+                        await saver.save(trace, ledger)
 
-            await asyncio.gather(*(one(k) for k in todo))
+            await run_all(one(k) for k in todo)
+        stopping()
         return await finish_run(store, manifest, saver, stop[0] if stop else None)
     finally:
         if own_cluster and cluster is not None:
