@@ -474,6 +474,8 @@ def grade(
             raise
         typer.echo(f"error: {line}", err=True)
         raise typer.Exit(EXIT_MACHINE_FAULT) from None
+    finally:
+        store.close()  # no file of the run folder stays open after the command
     for line in grade_set_summary(run_dir, gid):
         typer.echo(line)
 

@@ -88,8 +88,9 @@ class RunStore:
     """A run folder: manifest, traces and index. ``root`` is created on first write.
 
     Thread-safe: index access is serialised by a lock; :meth:`submit` runs a function on the
-    store's single writer thread. :meth:`close` ends the thread and the connection (a store used
-    without closing is cleaned up when collected)."""
+    store's single writer thread. :meth:`close` (or leaving a ``with RunStore(...)`` block) ends
+    the threads and the connection; every command closes its store when it ends, on error too, so
+    no file of the run folder stays open (a folder can then be unmounted or moved)."""
 
     def __init__(self, root: Path, *, episode_writers: int = EPISODE_WRITERS) -> None:
         self.root = Path(root)
@@ -118,8 +119,15 @@ class RunStore:
         return await asyncio.get_running_loop().run_in_executor(self._episodes, self.save_episode, trace,
                                                                 ledger)
 
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
-        """Wait for pending writes, then close the writer threads and the index connection."""
+        """Wait for pending writes, then close the writer threads and the index connection. The
+        store may be used again afterwards (threads and connection are opened on demand)."""
         for pool in (self._episodes, self._writer):
             if pool is not None:
                 pool.shutdown(wait=True)
@@ -135,15 +143,19 @@ class RunStore:
         if self._conn is None:
             self.root.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.root / INDEX, timeout=30, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            for table, columns in _ADDED.items():
-                have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-                for col in columns:
-                    if col not in have:
-                        db.execute(f"ALTER TABLE {table} ADD COLUMN {col} INTEGER")
-            db.commit()
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.executescript(_SCHEMA)
+                for table, columns in _ADDED.items():
+                    have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+                    for col in columns:
+                        if col not in have:
+                            db.execute(f"ALTER TABLE {table} ADD COLUMN {col} INTEGER")
+                db.commit()
+            except BaseException:
+                db.close()  # a folder that refused the index (full, read-only) keeps no file open
+                raise
             self._conn = db
         return self._conn
 
