@@ -118,3 +118,19 @@ def test_cli_update_then_check(mb: MiniBundle) -> None:
     assert res.exit_code == 0 and json.loads(res.output) == []
     bad = runner.invoke(app, ["provenance", root, "--update", "--review-status", "great"])
     assert bad.exit_code == 1 and "--review-status" in bad.output
+
+
+def test_a_scenario_that_fails_to_parse_keeps_its_entry(mb: MiniBundle) -> None:
+    """Regression (new-user trial): a YAML error in a scenario also reported its provenance entry as
+    an unknown scenario, advising --update, which then deleted the entry and its review."""
+    _record(mb)
+    path = mb.scenario_file()
+    path.write_text(path.read_text(encoding="utf-8") + "\n  : : broken: [\n", encoding="utf-8")
+    problems = mb.problems()
+    assert "provenance.unknown_scenario" not in {p.code for p in problems}
+    assert any(p.code == "parse" for p in problems)
+    loaded = {CANCEL: _files()[CANCEL]}  # the broken one does not load
+    res = update_provenance(mb.root, loaded)
+    assert res.removed == [] and res.unchanged == 2
+    entry = yaml.safe_load((mb.root / PROV).read_text(encoding="utf-8"))["scenarios"][BOOKING]
+    assert entry["review"]["status"] == "reviewed"

@@ -178,10 +178,19 @@ def audit_provenance(root: Path, scenario_files: dict[str, str]) -> list[Problem
                 file=rel, path=f"{where}.generation", code="provenance.generation",
                 message="a generated scenario needs its generation record (model, settings, seed)"
                 if entry.made == "generated" else "a hand-authored scenario has no generation record"))
+    loaded_files = set(scenario_files.values())
     for sid in sorted(set(prov.scenarios) - set(scenario_files)):
+        if _unloaded(root, prov.scenarios[sid].file, loaded_files):
+            continue  # the file is there but did not load: its own problem says why; keep the entry
         problems.append(Problem(file=rel, path=f"scenarios.{sid}", code="provenance.unknown_scenario",
                                 message=f"no scenario {sid!r} in the bundle; remove the entry ({update})"))
     return problems
+
+
+def _unloaded(root: Path, file: str, loaded_files: set[str]) -> bool:
+    """True when an entry's scenario file exists but loaded as no scenario (a parse or schema
+    problem reported on that file): its entry is neither an unknown scenario nor removed."""
+    return file not in loaded_files and (root / file).is_file()
 
 
 class UpdateResult(BaseModel):
@@ -210,7 +219,7 @@ def update_provenance(
     ``review`` (``ValueError`` when ``made`` is None, or is ``generated`` without ``generation``).
     An entry whose file changed gets the new hash, and its review becomes ``review`` (default
     ``unreviewed``: a review covers the text it read). Entries of scenarios that no longer exist
-    are dropped. ``only`` limits additions and rehashes to those scenario ids. The file is created
+    are dropped (an entry whose file is there but does not load is kept). ``only`` limits additions and rehashes to those scenario ids. The file is created
     as ``provenance.yaml`` when the bundle has none. Raises ``ValueError`` when the existing file
     cannot be read (its problems in the message) and ``OSError`` when it cannot be written.
     """
@@ -248,7 +257,13 @@ def update_provenance(
         else:
             out[sid] = entry
             result.unchanged += 1
-    result.removed = sorted(set(prov.scenarios) - set(scenario_files))
+    loaded_files = set(scenario_files.values())
+    for sid in sorted(set(prov.scenarios) - set(scenario_files)):
+        if _unloaded(root, prov.scenarios[sid].file, loaded_files):  # present, not loadable: kept
+            out[sid] = prov.scenarios[sid]
+            result.unchanged += 1
+        else:
+            result.removed.append(sid)
     save_provenance(path, Provenance(scenarios=out))
     return result
 
