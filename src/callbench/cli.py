@@ -62,7 +62,9 @@ def validate(
     path: Path = typer.Argument(..., help="A bundle folder (or its bundle.yaml)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {file, path, code, message}."),
 ) -> None:
-    """Run every static audit of a bundle and list every problem at once.
+    """Run the static audits of a bundle (schemas, references, matchers, excerpts, provenance) and
+    the reference-path replay, and list every problem at once. `callbench audit` runs these and
+    the measurement-validity audits (do-nothing floor, hidden-value leaks, channel events).
 
     Exit codes: 0 clean; 1 problems found; 2 the path cannot be read.
     """
@@ -491,7 +493,7 @@ def report(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON.")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per episode.")] = None,
     grade_set: Annotated[
-        str | None, typer.Option("--grade-set", help="Grade set id (default: the latest).")
+        str | None, typer.Option("--grade-set", help="Grade set id (default: the latest judge grade set; human label sets only when named).")
     ] = None,
     samples: Annotated[int, typer.Option("--samples", min=1, help="Bootstrap samples.")] = 2000,
     confidence: Annotated[
