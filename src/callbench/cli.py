@@ -493,7 +493,9 @@ def report(
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON.")] = None,
     csv_path: Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per episode.")] = None,
     grade_set: Annotated[
-        str | None, typer.Option("--grade-set", help="Grade set id (default: the latest judge grade set; human label sets only when named).")
+        str | None,
+        typer.Option("--grade-set", help="Grade set id (default: the latest judge grade set; a human "
+                     "label set only when named)."),
     ] = None,
     samples: Annotated[int, typer.Option("--samples", min=1, help="Bootstrap samples.")] = 2000,
     confidence: Annotated[

@@ -219,7 +219,8 @@ def update_provenance(
     ``review`` (``ValueError`` when ``made`` is None, or is ``generated`` without ``generation``).
     An entry whose file changed gets the new hash, and its review becomes ``review`` (default
     ``unreviewed``: a review covers the text it read). Entries of scenarios that no longer exist
-    are dropped (an entry whose file is there but does not load is kept). ``only`` limits additions and rehashes to those scenario ids. The file is created
+    are dropped (an entry whose file is there but does not load is kept). ``only`` limits
+    additions and rehashes to those scenario ids. The file is created
     as ``provenance.yaml`` when the bundle has none. Raises ``ValueError`` when the existing file
     cannot be read (its problems in the message) and ``OSError`` when it cannot be written.
     """
