@@ -194,7 +194,7 @@ def audit(
     if as_json:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
     else:
-        render_audit(result, Console())
+        render_audit(result, Console(emoji=False))
     if save is not None and result.judges is not None:
         try:
             written = save_judge_audit(result.judges, save)
@@ -243,7 +243,7 @@ def inspect(
     else:
         from callbench.bundle.inspect import coverage_tables
 
-        console = Console()
+        console = Console(emoji=False)
         try:
             tables = composition_tables(comp) + coverage_tables(comp, agent)
         except KeyError as e:
@@ -539,7 +539,7 @@ def report(
     if problem:
         typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
-    render_terminal(result, Console())
+    render_terminal(result, Console(emoji=False))
     try:
         if json_path is not None:
             write_json(result, json_path)
@@ -601,7 +601,7 @@ def agreement(
     if as_json:
         typer.echo(result.model_dump_json(indent=1))
     else:
-        render_agreement(result, Console())
+        render_agreement(result, Console(emoji=False))
 
 
 labels_app = typer.Typer(
@@ -737,7 +737,7 @@ def _execute(
     from callbench.runs.session import RunTotals, build_clients, check_run_folder, open_cache, run_and_grade
 
     assert isinstance(config, RunConfig)
-    console = Console(stderr=True)
+    console = Console(stderr=True, emoji=False)
     # Everything that can be wrong with the configuration is checked before the progress bar is
     # drawn: the output folder, the bundle, the filters and every role's model spec.
     try:

@@ -204,6 +204,29 @@ async def test_rating_not_applicable_by_trace_is_not_asked(make_trace, bundle, r
     assert mem.label == Label.NOT_APPLICABLE and "fewer than two turns" in mem.reason
 
 
+async def test_conversation_prompts_of_one_scenario_share_their_start(make_trace, bundle, recording):
+    """The whole rubric comes first, then the language and the scenario's criteria, and only
+    then what differs between two calls (the transcript, the ratings asked): so a local judge
+    re-reads only the rest (before, the ratings asked came first and a trace without tool calls
+    broke the shared start at the second rating)."""
+    judge = recording({"conversation_judge": [CONV_OK, CONV_OK]})
+    scenario = bundle.scenario("zero_supply")[1]
+    await run_conversation_judge(make_trace("good", "ep-1"), scenario, judge)
+    await run_conversation_judge(make_trace("hangup", "ep-2"), scenario, judge)
+    firsts = [next(r for r in judge.requests if r.context.episode_id == e) for e in ("ep-1", "ep-2")]
+    first, second = (_user_text(r) for r in firsts)
+    shared = first[: first.index("Transcript:")]
+    assert second.startswith(shared)
+    order = [shared.index(h) for h in ("Ratings:", "The caller speaks", "Conversation criteria:")]
+    assert order == sorted(order)
+    for rating in ("memory", "speech_around_tools", "closing"):
+        assert f"- id: {rating}" in shared
+    asked = firsts[1].response_schema["properties"]["ratings"]["required"]
+    assert "memory" not in asked
+    assert "These ratings do not apply to this call and are not asked for: memory" in second
+    assert "do not apply" not in first
+
+
 @pytest.mark.parametrize(
     ("spec", "label", "rating"),
     [

@@ -165,3 +165,13 @@ def test_an_unknown_executor_is_refused(tmp_path: Path) -> None:
 def test_a_ray_address_without_the_ray_executor_is_refused(tmp_path: Path) -> None:
     code, out = _run("--ray-address", "auto", "--out", str(tmp_path / "r"))
     assert code == 2 and "--ray-address needs --executor ray" in out
+
+
+def test_spec_in_an_error_line_is_printed_as_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: rich turned the ``:x:`` of ``openai:x: set OPENAI_API_KEY`` into an emoji."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = [a if a != "scripted:reference" else "openai:x" for a in BASE]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "openai:x: set OPENAI_API_KEY" in result.output
+    assert "\N{CROSS MARK}" not in result.output

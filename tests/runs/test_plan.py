@@ -39,3 +39,21 @@ def test_limit_and_bad_repeats(dairy: Bundle) -> None:
         plan_episodes(dairy, [("scripted:reference", ModelSettings())], 0, ScenarioFilters())
     with pytest.raises(ValueError, match="twice"):
         plan_episodes(dairy, [("a:b", ModelSettings()), ("a:b", ModelSettings())], 1, ScenarioFilters())
+
+
+def test_unknown_scenario_in_a_large_bundle_names_close_ids_not_all() -> None:
+    """Regression: ``--scenarios nosuch`` on the 100-scenario starter listed all 100 ids."""
+    from callbench.bundle.loader import load_bundle
+    from callbench.runs.demo import starter_path
+
+    starter = load_bundle(starter_path())
+    with pytest.raises(ValueError) as e:
+        select_scenarios(starter, ScenarioFilters(scenarios=["lpg_en_late_delivery_no_second_bookin"]))
+    msg = str(e.value)
+    assert "did you mean lpg_en_late_delivery_no_second_booking?" in msg
+    assert "100 scenarios in all" in msg and msg.count("_") < 20
+    with pytest.raises(ValueError) as e:
+        select_scenarios(starter, ScenarioFilters(scenarios=["zzzz"]))
+    assert str(e.value) == (
+        "--scenarios zzzz: not in the bundle (100 scenarios in all; callbench inspect BUNDLE lists them)"
+    )

@@ -204,7 +204,8 @@ async def run_conversation_judge(
         expected: list[ItemKey] = [("criteria", c.id) for c in criteria] + [("ratings", r.id) for r in asked]
         schema = response_schema([c.id for c in criteria], [r.id for r in asked], sorted(_indices(trace)))
         messages = conversation_judge_messages(
-            trace, scenario.language, scenario.brief.script, criteria, asked
+            trace, scenario.language, scenario.brief.script, criteria, rubric.ratings,
+            asked=[r.id for r in asked],
         )
         outcome = await ask_judge(
             client,

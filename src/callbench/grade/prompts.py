@@ -24,7 +24,7 @@ from callbench.grade.rubric import RatingSpec
 from callbench.models.base import ChatMessage
 from callbench.trace import EndReason, Trace, TraceMessage
 
-PROMPT_VERSION = "callbench-judge-prompts-1"
+PROMPT_VERSION = "callbench-judge-prompts-2"
 """Changes whenever the judge prompts change; part of the grade set id."""
 MAX_MESSAGE_CHARS = 6000
 """Longest message text shown to a judge; longer text is cut with a visible note."""
@@ -235,17 +235,37 @@ def task_judge_messages(trace: Trace, goal: str, criteria: list[Criterion]) -> l
 
 
 def conversation_judge_messages(
-    trace: Trace, language: str, script: str, criteria: list[Criterion], ratings: list[RatingSpec]
+    trace: Trace,
+    language: str,
+    script: str,
+    criteria: list[Criterion],
+    ratings: list[RatingSpec],
+    asked: list[str] | None = None,
 ) -> list[ChatMessage]:
-    """System and user messages for the conversation judge: language, conversation criteria, rubric
-    ratings, trace. Takes no goal, action check or task criterion by construction."""
-    parts = [f"The caller speaks language {language} in {script} script."]
-    if criteria:
-        parts.append(f"Conversation criteria:\n{_criteria_block(criteria)}")
+    """System and user messages for the conversation judge: the whole rating rubric, language,
+    conversation criteria, trace, and the reply shape. Takes no goal, action check or task
+    criterion by construction.
+
+    ``ratings`` is the rubric as a whole and ``asked`` the ids of the ratings that apply to this
+    trace (all of them when None): the prompt always shows every rating, first, and asks only for
+    ``asked`` (the rest are named as not applying). So the start of the prompt (instructions and
+    rubric) is the same for every call of a run, then the criteria for every call of a scenario,
+    and a local model re-reads only what follows the longest prefix shared with its previous
+    prompt (:mod:`callbench.models.local.client`) instead of the whole rubric each time."""
+    asked_ids = [r.id for r in ratings] if asked is None else list(asked)
+    parts = []
     if ratings:
         parts.append(f"Ratings:\n{_ratings_block(ratings)}")
+    parts.append(f"The caller speaks language {language} in {script} script.")
+    if criteria:
+        parts.append(f"Conversation criteria:\n{_criteria_block(criteria)}")
     parts.append(f"Transcript:\n{render_trace(trace)}")
-    parts.append(_output_block([c.id for c in criteria], [r.id for r in ratings]))
+    not_asked = [r.id for r in ratings if r.id not in asked_ids]
+    if not_asked:
+        parts.append(
+            "These ratings do not apply to this call and are not asked for: " + ", ".join(not_asked)
+        )
+    parts.append(_output_block([c.id for c in criteria], asked_ids))
     return [
         ChatMessage(role="system", content=CONVERSATION_SYSTEM),
         ChatMessage(role="user", content="\n\n".join(parts)),

@@ -7,6 +7,7 @@ scenarios of that order (before candidates and repeats multiply them).
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -41,6 +42,22 @@ def candidate_slug(spec: str, settings: ModelSettings) -> str:
     return f"{readable}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
 
 
+KNOWN_LISTED = 12
+"""Up to this many known values are listed in a filter error; beyond it, the closest ones."""
+
+
+def _known_hint(name: str, unknown: list[str], known: set[str]) -> str:
+    """``known: a, b, c`` when there are at most :data:`KNOWN_LISTED` known values, else the
+    closest known values to each unknown one (``difflib.get_close_matches``) and how to list all."""
+    if len(known) <= KNOWN_LISTED:
+        return f"known: {', '.join(sorted(known))}"
+    close = sorted({m for u in unknown for m in difflib.get_close_matches(u, sorted(known), n=3, cutoff=0.5)})
+    where = "callbench inspect BUNDLE lists them"
+    if close:
+        return f"did you mean {', '.join(close)}? {len(known)} {name} in all; {where}"
+    return f"{len(known)} {name} in all; {where}"
+
+
 def select_scenarios(bundle: Bundle, filters: ScenarioFilters) -> list[tuple[LoadedAgent, Scenario]]:
     """Active agents' scenarios matching every filter, in (agent id, scenario id) order.
 
@@ -62,9 +79,8 @@ def select_scenarios(bundle: Bundle, filters: ScenarioFilters) -> list[tuple[Loa
     ):
         unknown = sorted(set(values) - known[name])
         if unknown:
-            raise ValueError(
-                f"--{name} {', '.join(unknown)}: not in the bundle (known: {', '.join(sorted(known[name]))})"
-            )
+            hint = _known_hint(name, unknown, known[name])
+            raise ValueError(f"--{name} {', '.join(unknown)}: not in the bundle ({hint})")
     out = [
         (a, s)
         for a, s in pairs
