@@ -164,7 +164,8 @@ def generate(
     typer.echo(
         f"batch {outcome.batch_id}: {len(outcome.written)} written, {len(outcome.failed)} not; "
         f"{outcome.usage.input_tokens:,} input + {outcome.usage.output_tokens:,} output tokens, cost {cost}; "
-        f"recorded in {outcome.manifest}. Next: callbench review {bundle} --agent {agent}"
+        f"recorded in {outcome.manifest}."
+        + (f" Next: callbench review {bundle} --agent {agent}" if outcome.written else "")
     )
     if outcome.stopped:
         typer.echo(f"error: the batch stopped: {outcome.stopped}", err=True)

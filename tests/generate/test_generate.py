@@ -44,7 +44,7 @@ def test_generate_writes_only_audited_scenarios(agent_bundle: Path, script: Path
     folder = agent_bundle / "agents" / AGENT / "scenarios"
     assert sorted(p.stem for p in folder.iterdir()) == sorted([VALID, REPAIRED])
     assert "item 3/3: not written (near_duplicate, 3 attempt(s))" in out
-    assert "2 written, 1 not" in out
+    assert "2 written, 1 not" in out and f"Next: callbench review {agent_bundle} --agent {AGENT}" in out
     # what is written validates (with the reference replay), and validate only warns about review
     code, out, err = invoke("validate", str(agent_bundle))
     assert code == 0, out
@@ -193,6 +193,7 @@ def test_second_batch_sees_the_first(agent_bundle: Path, script: Path) -> None:
     _generate(agent_bundle, script)
     code, out, _ = _generate(agent_bundle, script, "--seed", "8")
     assert code == 1 and "0 written, 3 not" in out
+    assert "Next: callbench review" not in out  # regression: suggested with nothing to review
     assert "generate.duplicate_id" in out or "generate.near_duplicate" in out
     m = load_manifest(agent_bundle)
     assert len(m.batches) == 2 and sorted(m.scenarios) == sorted([VALID, REPAIRED])

@@ -148,6 +148,12 @@ def test_agent_that_does_not_validate_is_not_kept(tmp_path: Path) -> None:
     )
     assert code == 1 and "[prompt.render]" in out and "the agent was not kept" in err
     assert not (tmp_path / "b" / "agents" / AGENT).exists() and not (tmp_path / "b" / "bundle.yaml").exists()
+    # regression: the empty agents/ folder (and the bundle folder this call made) were left behind
+    assert not (tmp_path / "b").exists()
+    kept = tmp_path / "mine"
+    (kept / "agents").mkdir(parents=True)
+    code, _, _ = _new(kept, "--call-ending", "end_call", "--success", "end_call:status=ended", prompt=prompt)
+    assert code == 1 and (kept / "agents").is_dir()  # folders that were there before stay
 
 
 def test_agent_yaml_is_readable_yaml(agent_bundle: Path) -> None:

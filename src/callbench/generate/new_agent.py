@@ -13,6 +13,8 @@ matcher in YAML flow form (``{one_of: [ended, transferred]}``); several for one 
 
 from __future__ import annotations
 
+import contextlib
+
 import re
 import shutil
 from pathlib import Path
@@ -187,6 +189,7 @@ def make_agent(
     folder = bundle_dir / "agents" / aid
     if folder.exists():
         raise NewAgentError(f"{folder}: already exists; choose another --id or remove the folder")
+    made = [d for d in (bundle_dir, bundle_dir / "agents") if not d.exists()]
     bundle_dir.mkdir(parents=True, exist_ok=True)
     bundle_file = bundle_dir / "bundle.yaml"
     created = not any((bundle_dir / f"bundle{x}").exists() for x in (".yaml", ".yml", ".json"))
@@ -207,4 +210,7 @@ def make_agent(
         shutil.rmtree(folder)
         if created:
             bundle_file.unlink(missing_ok=True)
+        for d in reversed(made):  # folders this call made, innermost first, if left empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
     return NewAgentResult(agent_dir=str(folder), created_bundle_file=created, problems=mine)
