@@ -91,3 +91,12 @@ def test_ids_are_never_broken_at_80_columns(make_run: MakeRun) -> None:
     assert cand in out  # whole, on one line, wherever it appears
     lines_with_part = [line for line in out.splitlines() if "a-rather-long" in line]
     assert all(cand in line for line in lines_with_part)
+
+
+def test_ungraded_is_explained_beside_the_ledgers_not_graded(make_run: MakeRun) -> None:
+    """Regression: ``ungraded 1`` stood beside the fault ledger's ``not graded 0`` unexplained."""
+    r = make_run(candidates=("a",), agents=1, scenarios=1, repeats=2)
+    assert "ungraded: a trace" not in _render([r])
+    sorted((r / "grades").glob("*/episodes/*.json"))[0].unlink()
+    out = _render([r])
+    assert "ungraded: a trace with no grade in this grade set, or one left not graded by a judge" in out

@@ -14,7 +14,6 @@ matcher in YAML flow form (``{one_of: [ended, transferred]}``); several for one 
 from __future__ import annotations
 
 import contextlib
-
 import re
 import shutil
 from pathlib import Path

@@ -218,6 +218,12 @@ def _leaderboard(report: Report, console: Console) -> None:
             str(c.judge_errors),
         )
     console.print(e)
+    if any(c.n_ungraded for c in report.candidates):
+        console.print(
+            "ungraded: a trace with no grade in this grade set, or one left not graded by a judge "
+            "outage (the fault ledger's 'not graded' counts only those); callbench grade RUN "
+            "grades what is missing."
+        )
     p = Table(title="Pillars (mean \\[interval]; raw point totals in the HTML/JSON)", title_justify="left")
     _id_column(p, "candidate", [c.candidate for c in report.candidates])
     for col in ("task", "conversation"):
