@@ -759,19 +759,26 @@ def _execute(
         raise typer.Exit(2) from None
 
     totals = RunTotals()
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn(
-            "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} (all roles) · "
-            "cost {task.fields[cost]}"
-        ),
-        TimeElapsedColumn(),
-        TextColumn("left"),
-        TimeRemainingColumn(),
-        console=console,
+    # At 80 columns the full line (bar, counts, tokens, cost, time left) was cut off with ellipses:
+    # a narrow terminal gets a short bar, shorter labels and no time left (the token total is the
+    # same one, judges included, as in the cost table).
+    narrow = console.width < 120
+    counts = (
+        "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} · {task.fields[cost]}"
+        if narrow
+        else "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} (all roles) · "
+        "cost {task.fields[cost]}"
     )
+    columns = [
+        TextColumn("[bold]{task.description}"),
+        BarColumn(bar_width=10 if narrow else 40),
+        MofNCompleteColumn(),
+        TextColumn(counts),
+        TimeElapsedColumn(),
+    ]
+    if not narrow:
+        columns += [TextColumn("left"), TimeRemainingColumn()]
+    progress = Progress(*columns, console=console)
     task = progress.add_task(title, total=None, skipped=0, tokens=0, cost="$0.00")
 
     def show() -> None:

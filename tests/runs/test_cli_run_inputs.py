@@ -175,3 +175,14 @@ def test_spec_in_an_error_line_is_printed_as_typed(tmp_path: Path, monkeypatch: 
     assert result.exit_code == 2
     assert "openai:x: set OPENAI_API_KEY" in result.output
     assert "\N{CROSS MARK}" not in result.output
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_progress_line_fits_the_terminal(tmp_path: Path, columns: int) -> None:
+    """Regression: at 80 columns the progress line was cut off with ellipses."""
+    result = CliRunner().invoke(app, [*BASE, "--out", str(tmp_path / "r")], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 0, result.output
+    line = next(ln for ln in result.output.splitlines() if "1/1" in ln)
+    assert len(line) <= columns and "…" not in line
+    assert ("tokens 0 (all roles) · cost $0.00" in line) == (columns >= 120)
+    assert "skipped 0 · tokens 0" in line
