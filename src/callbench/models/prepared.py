@@ -4,8 +4,9 @@ A run sends about twenty candidate requests per episode with the same tools, and
 judges send the same response schema thousands of times. What does not change is computed once:
 
 - :func:`tool_parameters`: a tool's JSON Schema parameters cleaned for a provider
-  (``schemas.clean_tool_parameters``), once per ``ToolSchema`` object, i.e. once per episode (the
-  episode builds its tool list once and every request of the episode carries the same objects);
+  (``schemas.clean_tool_parameters``), once per ``ToolSchema`` object, i.e. once per agent in a
+  run (``sim.episode.episode_constants`` builds an agent's tool list once and every request of
+  every episode with that agent carries the same objects);
 - :func:`cleaned_schema`: a response schema cleaned for a provider, once per distinct schema
   (keyed by its canonical JSON text);
 - :func:`schema_validator`: a compiled JSON Schema (draft 2020-12) validator, once per schema.

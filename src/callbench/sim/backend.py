@@ -128,12 +128,15 @@ class Backend:
 
     Raises :class:`callbench.bundle.references.ReferenceError_` at construction when a fixture
     reference does not resolve (a bundle error, caught by validation before any run).
+    ``fixtures``: the scenario's fixtures already resolved (shared read-only by the episodes of a
+    run, :func:`callbench.sim.episode.episode_constants`); resolved here when not given.
     """
 
-    def __init__(self, agent: AgentConfig, scenario: Scenario, seed: int = 0) -> None:
+    def __init__(self, agent: AgentConfig, scenario: Scenario, seed: int = 0, *,
+                 fixtures: ResolvedFixtures | None = None) -> None:
         self.agent = agent
         self.seed = seed
-        self.fixtures = ResolvedFixtures(agent, scenario)
+        self.fixtures = fixtures if fixtures is not None else ResolvedFixtures(agent, scenario)
         self.tool_names = [t.name for t in agent.tools]
         self.ending = {c.tool: c for c in agent.call_ending_tools}
         self.calls: dict[str, int] = {}
