@@ -31,7 +31,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import httpx2
 import jsonschema
+import openai
 
 from callbench.models.base import ToolSchema
 from callbench.models.schemas import clean_schema, clean_tool_parameters
@@ -96,19 +98,102 @@ def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
 
 async def post_json(client: Any, path: str, body: dict[str, Any], *, headers: dict[str, str] | None,
                     timeout: float | None, response_type: type) -> Any:
-    """POST ``body`` (plain JSON values only) to ``path`` through an SDK client's ``post`` and
-    return the transport's response object (``response_type``, e.g. ``httpx2.Response``) with its
-    body read. An ``extra_body`` key is merged into the body, as the SDKs' ``create`` methods do.
+    """POST ``body`` (plain JSON values only) to ``path`` through an SDK client and return the
+    transport's response object (``response_type``, e.g. ``httpx2.Response``) with its body read.
+    An ``extra_body`` key is merged into the body, as the SDKs' ``create`` methods do.
     Non-2xx answers and transport failures raise the SDK's own errors (``APIStatusError``,
-    ``APIConnectionError``, ``APITimeoutError``), exactly as ``create`` would."""
+    ``APIConnectionError``, ``APITimeoutError``), exactly as ``create`` would.
+
+    An openai client that authenticates with a plain key (no provider runtime, workload identity,
+    key provider or custom auth) sends through :func:`_lean_post`: the request line and headers
+    the SDK builds for ``(path, headers, timeout)`` are built by the SDK once and reused. Any other
+    client goes through the SDK's ``post`` (the openai SDK's "undocumented endpoints" form)."""
     payload = dict(body)
     extra = payload.pop("extra_body", None)
     if extra:
         payload.update(extra)
+    if _lean_capable(client):
+        return await _lean_post(client, path, payload, headers, timeout)
     options: dict[str, Any] = {"timeout": timeout}
     if headers:
         options["headers"] = headers
     return await client.post(path, cast_to=response_type, body=payload, options=options)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""The openai SDK's body encoding (``openai._utils._json.openapi_dumps``) for plain JSON values."""
+_templates: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], tuple[Any, list[tuple[str, str]], Any]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _lean_capable(client: Any) -> bool:
+    """True for an ``openai.AsyncOpenAI`` over an ``httpx2.AsyncClient`` whose requests the SDK
+    changes in no per-request way (plain key auth; nothing that rewrites or signs requests)."""
+    return (isinstance(client, openai.AsyncOpenAI)
+            and isinstance(getattr(client, "_client", None), httpx2.AsyncClient)
+            and all(getattr(client, name, None) is None for name in (
+                "_provider_runtime", "_workload_identity_auth", "_api_key_provider", "custom_auth"))
+            and _SDK_PARTS is not None)
+
+
+async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: dict[str, str] | None,
+                     timeout: float | None) -> Any:
+    """The SDK's ``request`` for one attempt (the client is made with ``max_retries=0``; callbench
+    retries), with the URL and headers the SDK's ``_build_request`` made for the first request to
+    ``(path, headers, timeout)``: sent by the SDK's own ``httpx2`` client, errors raised as the SDK
+    raises them (timeout -> ``APITimeoutError``, transport error -> ``APIConnectionError``,
+    any other status than 2xx -> the SDK's ``_make_status_error_from_response``)."""
+    assert _SDK_PARTS is not None
+    final_options, get_platform, asyncify, request_errors = _SDK_PARTS
+    key = (path, tuple(sorted((headers or {}).items())), timeout)
+    per_client = _templates.setdefault(client, {})
+    template = per_client.get(key)
+    if template is None:
+        if client._platform is None:  # as the SDK's request() does, off the event loop
+            client._platform = await asyncify(get_platform)()
+        options: dict[str, Any] = {"timeout": timeout}
+        if headers:
+            options["headers"] = headers
+        built = client._build_request(
+            final_options.construct(method="post", url=path, json_data=b"", **options))
+        template = (built.url,
+                    [(k, v) for k, v in built.headers.multi_items() if k.lower() != "content-length"],
+                    built.extensions.get("timeout"))
+        per_client[key] = template
+    url, header_items, timeout_ext = template
+    http: httpx2.AsyncClient = client._client
+    request = http.build_request("POST", url, headers=header_items, content=_ENCODER.encode(payload).encode(),
+                                 extensions={"timeout": timeout_ext} if timeout_ext is not None else None)
+    try:
+        response = await http.send(request)
+    except httpx2.TimeoutException as err:
+        raise openai.APITimeoutError(request=request) from err
+    except openai.OpenAIError:
+        raise
+    except request_errors as err:
+        raise openai.APIConnectionError(request=request) from err
+    if not response.is_success:  # the SDK's raise_for_status(): any status but 2xx
+        raise client._make_status_error_from_response(response) from None
+    return response
+
+
+def _sdk_parts() -> tuple[Any, Any, Any, tuple[type[BaseException], ...]] | None:
+    """The openai SDK internals :func:`_lean_post` uses, or None when this SDK version lacks one
+    (every request then goes through ``post``)."""
+    try:
+        from openai._base_client import get_platform
+        from openai._httpx2 import request_exceptions
+        from openai._models import FinalRequestOptions
+        from openai._utils import asyncify
+    except ImportError:  # pragma: no cover - another SDK layout
+        return None
+    needed = ("_build_request", "_make_status_error_from_response", "_platform")
+    if not all(hasattr(openai.AsyncOpenAI, n) or n == "_platform" for n in needed):  # pragma: no cover
+        return None
+    return FinalRequestOptions, get_platform, asyncify, request_exceptions()
+
+
+_SDK_PARTS = _sdk_parts()
 
 
 class JsonView:
