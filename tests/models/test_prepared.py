@@ -141,3 +141,30 @@ def test_lean_path_only_for_plain_key_clients(keys) -> None:  # type: ignore[no-
     signed._provider_runtime = object()  # e.g. a cloud provider's request signing
     assert not prepared._lean_capable(signed)
     assert not prepared._lean_capable(object())
+
+
+def test_encode_body_is_the_sdk_encoding_with_pieces_reused() -> None:
+    from openai._utils._json import openapi_dumps
+
+    owners = (ToolSchema(name="a", description="d", parameters=PARAMS),)
+    tools = prepared.shared_list("test", owners, lambda: [{"type": "function", "name": "a", "é": "ü" * 3000}])
+    assert prepared.shared_list("test", owners, lambda: []) is tools  # same owners: same list
+    assert prepared.shared_list("test", (ToolSchema(name="a", description="d", parameters=PARAMS),),
+                                lambda: []) == []  # other owner objects: another list
+    doc = "Operating document \u0985\u0986 \"quoted\" \\ \n" * 200
+    rng = random.Random(3)
+
+    def value(depth: int) -> object:
+        r = rng.random()
+        if depth > 3 or r < 0.4:
+            return rng.choice([1, -0.0, 2.5, 10**30, None, True, "x", "", doc, "\u00e9" * 2500])
+        if r < 0.7:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {rng.choice(["a", "content", "\u00fc"]): value(depth + 1) for _ in range(rng.randrange(4))}
+
+    for _ in range(500):
+        body = {"model": "m", "messages": [{"role": "system", "content": doc}, value(1)], "tools": tools,
+                "x": value(0)}
+        assert prepared.encode_body(body) == openapi_dumps(body)
+    with pytest.raises(ValueError, match="JSON compliant"):
+        prepared.encode_body({"messages": [{"content": doc, "t": float("nan")}]})
