@@ -7,10 +7,12 @@ Prints, against the issue's targets (2 cores):
   episodes (one starter scenario repeated); target: at 10,000 within 1.3x of at 100;
 - ``resume``: time from ``execute_run`` to the plan being ready (the first new episode can start)
   on the 10,000-episode run with 10 traces deleted; target: at most 2 s;
-- ``scripted``: process CPU per candidate turn of the scripted run (harness only); target 1 ms;
+- ``scripted``: process CPU per candidate turn of the scripted run (harness only; the event loop's
+  and the writer threads' shares printed too); target 1 ms;
 - ``sdk``: process CPU per candidate request through the openai SDK against a loopback fake
   (``tests/fakes/fault_server.py`` in a subprocess, so its CPU is not counted; caller scripted);
-  target: at most 3 ms;
+  target: at most 3 ms; also printed: the event loop's and the writer threads' shares, and the CPU
+  of one bare ``httpx2`` POST of the same size (the transport's floor on this machine);
 - ``concurrency``: wall time vs the latency-bound ideal with 200 ms per request (candidate and
   caller both through the openai SDK to the fake) at concurrency 1, 8 and 32; ideal =
   ceil(episodes / concurrency) * requests per episode * latency; target at 32: within 1.2x;
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import shutil
@@ -160,15 +163,17 @@ def bench_resume(out: Path, bundle: Bundle, n: int) -> None:
 def bench_scripted_turn(tmp: Path, bundle: Bundle) -> None:
     out = tmp / "turns"
     config = config_for(out, bundle, 200, concurrency=4)
-    cpu0 = time.process_time()
+    cpu0, main0 = time.process_time(), time.thread_time()
     manifest = run(config, bundle)
-    cpu = time.process_time() - cpu0
+    cpu, main = time.process_time() - cpu0, time.thread_time() - main0
     store = RunStore(out)
     turns = sum(len({m.candidate_turn for m in store.load_trace(k.episode_id).messages
                      if m.candidate_turn is not None}) for k in manifest.planned)
     per = cpu / max(turns, 1) * 1000
     print(f"scripted harness CPU per candidate turn: {per:.2f} ms ({turns} turns, saves included)"
           f" (target <= 1 ms) {'OK' if per <= 1 else 'MISSED'}")
+    print(f"  of which the event loop's thread {main / max(turns, 1) * 1000:.2f} ms, the writer threads"
+          f" {(cpu - main) / max(turns, 1) * 1000:.2f} ms")
 
 
 class FakeServer:
@@ -200,15 +205,48 @@ def bench_sdk(tmp: Path, bundle: Bundle) -> None:
         config = config_for(out, bundle, 40, candidate=RoleSpec(spec="openai:fake-agent", settings=settings),
                             concurrency=4)
         clients = build_clients(config, bundle)  # SDK imports and client set-up not counted
-        cpu0 = time.process_time()
+        cpu0, main0 = time.process_time(), time.thread_time()
         run(config, bundle, clients)
-        cpu = time.process_time() - cpu0
+        cpu, main = time.process_time() - cpu0, time.thread_time() - main0
         n = _requests(out, "candidate")
+        floor = bare_post_cpu(server.url, out)
     finally:
         server.close()
     per = cpu / max(n, 1) * 1000
     print(f"CPU per candidate request through the openai SDK: {per:.2f} ms ({n} requests; whole process,"
           f" harness and saves included) (target <= 3 ms) {'OK' if per <= 3 else 'MISSED'}")
+    print(f"  of which the event loop's thread {main / max(n, 1) * 1000:.2f} ms, the writer threads"
+          f" {(cpu - main) / max(n, 1) * 1000:.2f} ms; for scale, one bare httpx2 POST of an episode's"
+          f" last candidate body to the same fake (the SDK's transport alone): {floor:.2f} ms")
+
+
+def bare_post_cpu(url: str, out: Path, n: int = 200) -> float:
+    """CPU (ms) per plain ``httpx2.AsyncClient.post`` (keep-alive) to the fake of a candidate body
+    as large as an episode's last request (one finished trace's whole conversation and tools):
+    the transport's own cost, a floor under the SDK figure on this machine."""
+    import httpx2
+
+    from callbench.models.base import ChatMessage, ModelRequest, RequestContext
+    from callbench.models.openai_client import openai_request_body
+
+    trace = RunStore(out).load_trace(next(iter(sorted(RunStore(out).finished_ids()))))
+    messages = [ChatMessage(role=m.role, content=m.content, tool_calls=list(m.tool_calls),
+                            tool_call_id=m.tool_call_id) for m in trace.messages if m.error is None]
+    request = ModelRequest(messages=messages, tools=trace.candidate_view.tools,
+                           context=RequestContext(role="candidate", episode_id=trace.episode_id))
+    body = json.dumps(openai_request_body(request, "fake-agent", ModelSettings(), official_endpoint=False),
+                      ensure_ascii=False, separators=(",", ":")).encode()
+
+    async def posts() -> float:
+        async with httpx2.AsyncClient() as client:
+            for _ in range(20):
+                await client.post(f"{url}/chat/completions", content=body)
+            cpu0 = time.process_time()
+            for _ in range(n):
+                await client.post(f"{url}/chat/completions", content=body)
+            return (time.process_time() - cpu0) / n * 1000
+
+    return asyncio.run(posts())
 
 
 def bench_concurrency(tmp: Path, bundle: Bundle, latency: float = 0.2) -> None:

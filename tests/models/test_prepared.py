@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import httpx2
+import openai
 import openai.resources.chat.completions.completions as sdk_completions
 import pytest
 
@@ -75,3 +77,94 @@ async def test_openai_request_skips_the_sdk_transform(keys, mk, monkeypatch: pyt
     assert rec.requests[0].headers["x-title"] == "cb"
     assert rec.requests[0].headers["authorization"].startswith("Bearer ")
     await client.aclose()
+
+
+async def _send_both_ways(mk, monkeypatch: pytest.MonkeyPatch, *items):  # type: ignore[no-untyped-def]
+    """The same two requests sent by the lean path and by the SDK's ``post``; returns both recorders
+    and the outcomes (response or raised exception)."""
+    out = []
+    for lean in (True, False):
+        if not lean:
+            monkeypatch.setattr(prepared, "_lean_capable", lambda client: False)
+        rec = mk.Recorder(*items)
+        sdk = OpenAIClient("openai:gpt-4o", ModelSettings(extra_headers={"X-Title": "cb"}, timeout_s=7),
+                           http_client=rec.client())._client
+        results = []
+        for n in range(2):
+            try:
+                results.append(await prepared.post_json(sdk, "/chat/completions", {"model": "m", "n": n},
+                                                        headers={"X-Title": "cb"}, timeout=7.0,
+                                                        response_type=httpx2.Response))
+            except Exception as exc:
+                results.append(exc)
+        out.append((rec, results))
+        await sdk.close()
+    return out
+
+
+async def test_lean_post_sends_what_the_sdk_sends(keys, mk, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    assert prepared._lean_capable(OpenAIClient("openai:gpt-4o", ModelSettings())._client)
+    (lean, lean_out), (sdk, sdk_out) = await _send_both_ways(mk, monkeypatch, mk.json_response({"ok": 1}))
+    for a, b in zip(lean.requests, sdk.requests, strict=True):
+        assert (a.method, str(a.url), a.content) == (b.method, str(b.url), b.content)
+        assert a.headers.multi_items() == b.headers.multi_items()  # auth, platform, retry count, timeout
+        assert a.extensions["timeout"] == b.extensions["timeout"] == httpx2.Timeout(7.0).as_dict()
+    assert lean.requests[1].content == b'{"model":"m","n":1}'
+    assert [r.json() for r in lean_out] == [r.json() for r in sdk_out] == [{"ok": 1}, {"ok": 1}]
+
+
+@pytest.mark.parametrize("item, error", [
+    (httpx2.Response(429, json={"error": {"message": "slow down"}}, headers={"retry-after": "2"}),
+     openai.RateLimitError),
+    (httpx2.Response(500, text="boom"), openai.InternalServerError),
+    (httpx2.Response(302, headers={"location": "/elsewhere"}), openai.APIStatusError),
+    (httpx2.ReadTimeout("slow"), openai.APITimeoutError),
+    (httpx2.ConnectError("refused"), openai.APIConnectionError),
+    (httpx2.RemoteProtocolError("peer closed connection"), openai.APIConnectionError),
+])
+async def test_lean_post_raises_the_sdk_errors(keys, mk, monkeypatch: pytest.MonkeyPatch, item: object,  # type: ignore[no-untyped-def]
+                                               error: type[Exception]) -> None:
+    (_, lean_out), (_, sdk_out) = await _send_both_ways(mk, monkeypatch, item)
+    for a, b in zip(lean_out, sdk_out, strict=True):
+        assert type(a) is type(b) and isinstance(a, error)
+        assert str(a) == str(b)
+        assert type(a.__cause__) is type(b.__cause__)
+        if isinstance(a, openai.APIStatusError):
+            assert (a.status_code, a.body, a.response.headers.get("retry-after")) == (
+                b.status_code, b.body, b.response.headers.get("retry-after"))
+
+
+def test_lean_path_only_for_plain_key_clients(keys) -> None:  # type: ignore[no-untyped-def]
+    plain = OpenAIClient("openai:gpt-4o", ModelSettings())._client
+    assert prepared._lean_capable(plain)
+    signed = plain.copy()
+    signed._provider_runtime = object()  # e.g. a cloud provider's request signing
+    assert not prepared._lean_capable(signed)
+    assert not prepared._lean_capable(object())
+
+
+def test_encode_body_is_the_sdk_encoding_with_pieces_reused() -> None:
+    from openai._utils._json import openapi_dumps
+
+    owners = (ToolSchema(name="a", description="d", parameters=PARAMS),)
+    tools = prepared.shared_list("test", owners, lambda: [{"type": "function", "name": "a", "é": "ü" * 3000}])
+    assert prepared.shared_list("test", owners, lambda: []) is tools  # same owners: same list
+    assert prepared.shared_list("test", (ToolSchema(name="a", description="d", parameters=PARAMS),),
+                                lambda: []) == []  # other owner objects: another list
+    doc = "Operating document \u0985\u0986 \"quoted\" \\ \n" * 200
+    rng = random.Random(3)
+
+    def value(depth: int) -> object:
+        r = rng.random()
+        if depth > 3 or r < 0.4:
+            return rng.choice([1, -0.0, 2.5, 10**30, None, True, "x", "", doc, "\u00e9" * 2500])
+        if r < 0.7:
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {rng.choice(["a", "content", "\u00fc"]): value(depth + 1) for _ in range(rng.randrange(4))}
+
+    for _ in range(500):
+        body = {"model": "m", "messages": [{"role": "system", "content": doc}, value(1)], "tools": tools,
+                "x": value(0)}
+        assert prepared.encode_body(body) == openapi_dumps(body)
+    with pytest.raises(ValueError, match="JSON compliant"):
+        prepared.encode_body({"messages": [{"content": doc, "t": float("nan")}]})

@@ -74,7 +74,7 @@ from callbench.models.negotiation import (
     schema_instruction,
     unfenced,
 )
-from callbench.models.prepared import JsonView, cleaned_schema, post_json, tool_parameters
+from callbench.models.prepared import JsonView, cleaned_schema, post_json, shared_list, tool_parameters
 from callbench.models.remote import RemoteClient
 from callbench.models.schemas import is_openai_strict_compatible
 from callbench.models.secrets import resolve_headers
@@ -137,12 +137,13 @@ def openai_request_body(request: ModelRequest, model: str, settings: ModelSettin
         request, tool_call_content=tool_call_content,
         schema_text=schema_instruction(schema) if in_prompt and schema is not None else None)}
     if request.tools:
-        body["tools"] = [
+        tools = request.tools
+        body["tools"] = shared_list("openai", tuple(tools), lambda: [
             {"type": "function", "function": {
                 "name": t.name, "description": t.description,
                 "parameters": tool_parameters(t, "openai")}}
-            for t in request.tools
-        ]
+            for t in tools
+        ])
         if settings.tool_choice != "omit":
             body["tool_choice"] = settings.tool_choice
     if schema is not None and structured == "json_schema":

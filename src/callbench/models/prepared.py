@@ -4,21 +4,27 @@ A run sends about twenty candidate requests per episode with the same tools, and
 judges send the same response schema thousands of times. What does not change is computed once:
 
 - :func:`tool_parameters`: a tool's JSON Schema parameters cleaned for a provider
-  (``schemas.clean_tool_parameters``), once per ``ToolSchema`` object, i.e. once per episode (the
-  episode builds its tool list once and every request of the episode carries the same objects);
+  (``schemas.clean_tool_parameters``), once per ``ToolSchema`` object, i.e. once per agent in a
+  run (``sim.episode.episode_constants`` builds an agent's tool list once and every request of
+  every episode with that agent carries the same objects);
 - :func:`cleaned_schema`: a response schema cleaned for a provider, once per distinct schema
   (keyed by its canonical JSON text);
 - :func:`schema_validator`: a compiled JSON Schema (draft 2020-12) validator, once per schema.
 
-:func:`post_json` sends a body that is already plain JSON through the SDK client's own
-``post`` (transport, auth headers, timeouts and its error classes), skipping the per-request
-``async_maybe_transform`` pass that typed ``create`` methods make over the whole message list (the
-openai SDK's "undocumented endpoints" form: ``client.post(path, cast_to=httpx.Response, body=...)``).
+:func:`post_json` sends a body that is already plain JSON, skipping the per-request
+``async_maybe_transform`` pass that typed ``create`` methods make over the whole message list.
+For a plain-key openai client it also skips the SDK's per-request option and header building:
+the URL and headers the SDK's ``_build_request`` makes are made once per client and the request
+goes out through the SDK's own ``httpx2`` client (its connection pool and keep-alive), with the
+SDK's error classes; the body is :func:`encode_body`, the SDK's own encoding, reusing the JSON
+text of the operating document and of the tool list (:func:`shared_list`) across requests. Other
+clients go through the SDK's ``post`` (the "undocumented endpoints" form:
+``client.post(path, cast_to=httpx.Response, body=...)``).
 
 :class:`JsonView` reads the answer's parsed JSON with attribute access, as the SDK's response
 models are read (``completion.choices[0].message.tool_calls``), without building those models.
 
-Returned schemas and validators are shared: callers must not mutate them.
+Returned schemas, validators and shared lists are shared: callers must not mutate them.
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import httpx2
 import jsonschema
+import openai
 
 from callbench.models.base import ToolSchema
 from callbench.models.schemas import clean_schema, clean_tool_parameters
@@ -70,7 +78,7 @@ def _schema_key(schema: dict[str, Any]) -> str:
     return json.dumps(schema, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _remember(cache: OrderedDict[K, V], key: K, make: Callable[[], V]) -> V:
+def _remember(cache: OrderedDict[K, V], key: K, make: Callable[[], V], limit: int = MAX_SCHEMAS) -> V:
     with _lock:
         if key in cache:
             cache.move_to_end(key)
@@ -78,7 +86,7 @@ def _remember(cache: OrderedDict[K, V], key: K, make: Callable[[], V]) -> V:
     value = make()
     with _lock:
         cache[key] = value
-        while len(cache) > MAX_SCHEMAS:
+        while len(cache) > limit:
             cache.popitem(last=False)
     return value
 
@@ -95,19 +103,170 @@ def schema_validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
 
 async def post_json(client: Any, path: str, body: dict[str, Any], *, headers: dict[str, str] | None,
                     timeout: float | None, response_type: type) -> Any:
-    """POST ``body`` (plain JSON values only) to ``path`` through an SDK client's ``post`` and
-    return the transport's response object (``response_type``, e.g. ``httpx2.Response``) with its
-    body read. An ``extra_body`` key is merged into the body, as the SDKs' ``create`` methods do.
+    """POST ``body`` (plain JSON values only) to ``path`` through an SDK client and return the
+    transport's response object (``response_type``, e.g. ``httpx2.Response``) with its body read.
+    An ``extra_body`` key is merged into the body, as the SDKs' ``create`` methods do.
     Non-2xx answers and transport failures raise the SDK's own errors (``APIStatusError``,
-    ``APIConnectionError``, ``APITimeoutError``), exactly as ``create`` would."""
+    ``APIConnectionError``, ``APITimeoutError``), exactly as ``create`` would.
+
+    An openai client that authenticates with a plain key (no provider runtime, workload identity,
+    key provider or custom auth) sends through :func:`_lean_post`: the request line and headers
+    the SDK builds for ``(path, headers, timeout)`` are built by the SDK once and reused. Any other
+    client goes through the SDK's ``post`` (the openai SDK's "undocumented endpoints" form)."""
     payload = dict(body)
     extra = payload.pop("extra_body", None)
     if extra:
         payload.update(extra)
+    if _lean_capable(client):
+        return await _lean_post(client, path, payload, headers, timeout)
     options: dict[str, Any] = {"timeout": timeout}
     if headers:
         options["headers"] = headers
     return await client.post(path, cast_to=response_type, body=payload, options=options)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""The openai SDK's body encoding (``openai._utils._json.openapi_dumps``) for plain JSON values."""
+LONG_TEXT = 2048
+"""Strings at least this long (operating documents, caller prompts) have their JSON text kept."""
+MAX_TEXTS = 64
+"""Long strings whose JSON text is kept (least recently used dropped): an episode's requests
+repeat its operating document, so a few per concurrent episode are enough."""
+_texts: OrderedDict[str, str] = OrderedDict()
+_shared: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], list[Any]]] = OrderedDict()
+_shared_text: dict[int, tuple[list[Any], str | None]] = {}  # a shared list's JSON, once encoded
+
+
+def shared_list(tag: str, owners: tuple[Any, ...], make: Callable[[], list[Any]]) -> list[Any]:
+    """One list object per ``tag`` and sequence of ``owners`` objects (e.g. a request's tool
+    entries, owned by its ``ToolSchema`` objects), so that :func:`encode_body` encodes it once.
+    The entry holds the owners (their ids are not reused while it is kept). The list is shared:
+    callers must not mutate it."""
+    key = (tag, *map(id, owners))
+    with _lock:
+        hit = _shared.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], owners, strict=True)):
+            _shared.move_to_end(key)
+            return hit[1]
+    made = make()
+    with _lock:
+        _shared[key] = (owners, made)
+        _shared_text[id(made)] = (made, None)
+        while len(_shared) > MAX_SCHEMAS:
+            _, (_, dropped) = _shared.popitem(last=False)
+            _shared_text.pop(id(dropped), None)
+    return made
+
+
+def _encoded(value: Any, depth: int = 0) -> str:
+    """``_ENCODER.encode(value)``, from kept pieces where there are some: long strings, shared
+    lists, and the objects and arrays holding them near the top (a body, its messages)."""
+    if isinstance(value, str):
+        if len(value) >= LONG_TEXT:
+            return _remember(_texts, value, lambda: _ENCODER.encode(value), MAX_TEXTS)
+    elif isinstance(value, list):
+        hit = _shared_text.get(id(value))
+        if hit is not None and hit[0] is value:
+            if hit[1] is None:
+                text = _ENCODER.encode(value)
+                with _lock:
+                    _shared_text[id(value)] = (value, text)
+                return text
+            return hit[1]
+        if depth < 2:
+            return "[" + ",".join([_encoded(v, depth + 1) for v in value]) + "]"
+    elif (isinstance(value, dict) and all(isinstance(k, str) for k in value)
+          and (depth == 0 or any(isinstance(v, str) and len(v) >= LONG_TEXT for v in value.values()))):
+        return "{" + ",".join([f"{_ENCODER.encode(k)}:{_encoded(v, depth + 1)}"
+                               for k, v in value.items()]) + "}"
+    return _ENCODER.encode(value)
+
+
+def encode_body(payload: dict[str, Any]) -> bytes:
+    """``payload`` as the openai SDK encodes a body (compact JSON, non-ASCII kept, NaN refused,
+    UTF-8), byte for byte, reusing the JSON text of long strings and of :func:`shared_list` lists
+    in its top level (the same operating document and tools go into every request of a run)."""
+    return _encoded(payload).encode()
+
+
+_templates: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], tuple[Any, list[tuple[str, str]], Any]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def _lean_capable(client: Any) -> bool:
+    """True for an ``openai.AsyncOpenAI`` over an ``httpx2.AsyncClient`` whose requests the SDK
+    changes in no per-request way (plain key auth; nothing that rewrites or signs requests)."""
+    return (isinstance(client, openai.AsyncOpenAI)
+            and isinstance(getattr(client, "_client", None), httpx2.AsyncClient)
+            and all(getattr(client, name, None) is None for name in (
+                "_provider_runtime", "_workload_identity_auth", "_api_key_provider", "custom_auth"))
+            and _SDK_PARTS is not None)
+
+
+async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: dict[str, str] | None,
+                     timeout: float | None) -> Any:
+    """The SDK's ``request`` for one attempt (the client is made with ``max_retries=0``; callbench
+    retries), with the URL and headers the SDK's ``_build_request`` made for the first request to
+    ``(path, headers, timeout)``: sent by the SDK's own ``httpx2`` client, errors raised as the SDK
+    raises them (timeout -> ``APITimeoutError``, transport error -> ``APIConnectionError``,
+    any other status than 2xx -> the SDK's ``_make_status_error_from_response``)."""
+    assert _SDK_PARTS is not None
+    final_options, get_platform, asyncify, request_errors = _SDK_PARTS
+    key = (path, tuple(sorted((headers or {}).items())), timeout)
+    per_client = _templates.setdefault(client, {})
+    template = per_client.get(key)
+    if template is None:
+        if client._platform is None:  # as the SDK's request() does, off the event loop
+            client._platform = await asyncify(get_platform)()
+        options: dict[str, Any] = {"timeout": timeout}
+        if headers:
+            options["headers"] = headers
+        built = client._build_request(
+            final_options.construct(method="post", url=path, json_data=b"", **options))
+        template = (built.url,
+                    [(k, v) for k, v in built.headers.multi_items() if k.lower() != "content-length"],
+                    built.extensions.get("timeout"))
+        per_client[key] = template
+    url, header_items, timeout_ext = template
+    http: httpx2.AsyncClient = client._client
+    content = encode_body(payload)
+    extensions = {"timeout": timeout_ext} if timeout_ext is not None else None
+    if http.cookies:  # cookies the server set: merged as the client merges them
+        request = http.build_request("POST", url, headers=header_items, content=content,
+                                     extensions=extensions)
+    else:  # build_request's result when there is nothing to merge: the template already holds the
+        # client's default headers, merged by the SDK's first build
+        request = httpx2.Request("POST", url, headers=header_items, content=content, extensions=extensions)
+    try:
+        response = await http.send(request)
+    except httpx2.TimeoutException as err:
+        raise openai.APITimeoutError(request=request) from err
+    except openai.OpenAIError:
+        raise
+    except request_errors as err:
+        raise openai.APIConnectionError(request=request) from err
+    if not response.is_success:  # the SDK's raise_for_status(): any status but 2xx
+        raise client._make_status_error_from_response(response) from None
+    return response
+
+
+def _sdk_parts() -> tuple[Any, Any, Any, tuple[type[BaseException], ...]] | None:
+    """The openai SDK internals :func:`_lean_post` uses, or None when this SDK version lacks one
+    (every request then goes through ``post``)."""
+    try:
+        from openai._base_client import get_platform
+        from openai._httpx2 import request_exceptions
+        from openai._models import FinalRequestOptions
+        from openai._utils import asyncify
+    except ImportError:  # pragma: no cover - another SDK layout
+        return None
+    needed = ("_build_request", "_make_status_error_from_response", "_platform")
+    if not all(hasattr(openai.AsyncOpenAI, n) or n == "_platform" for n in needed):  # pragma: no cover
+        return None
+    return FinalRequestOptions, get_platform, asyncify, request_exceptions()
+
+
+_SDK_PARTS = _sdk_parts()
 
 
 class JsonView:

@@ -18,7 +18,7 @@ The backend is deterministic; it has a seed only so every component is keyed the
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from callbench.bundle.fixtures import ResolvedFixtures
@@ -92,7 +92,11 @@ def parse_arguments(raw: str) -> ParsedArguments:
 
 def dump_result(result: Any) -> str:
     """The tool message text for a result: JSON (non-ASCII kept as is) in the result's own key order."""
-    return json.dumps(result, ensure_ascii=False)
+    return _ENCODER.encode(result)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(value, ensure_ascii=False)`` without building an encoder per call."""
 
 
 @dataclass(frozen=True)
@@ -115,12 +119,15 @@ class CallSite:
     def event_fields(self, parsed: Any) -> dict[str, Any]:
         """The fields every tool event records about the call itself, with the parsed arguments
         (:func:`parse_arguments`)."""
-        return {
-            **asdict(self),
+        return {  # the fields are ints, strings and None: a shallow copy is dataclasses.asdict's result
+            **{name: getattr(self, name) for name in _CALL_SITE_FIELDS},
             "arguments": parsed.arguments,
             "parse_error": parsed.error,
             "double_encoded": parsed.double_encoded,
         }
+
+
+_CALL_SITE_FIELDS = tuple(f.name for f in fields(CallSite))
 
 
 class Backend:
@@ -128,12 +135,15 @@ class Backend:
 
     Raises :class:`callbench.bundle.references.ReferenceError_` at construction when a fixture
     reference does not resolve (a bundle error, caught by validation before any run).
+    ``fixtures``: the scenario's fixtures already resolved (shared read-only by the episodes of a
+    run, :func:`callbench.sim.episode.episode_constants`); resolved here when not given.
     """
 
-    def __init__(self, agent: AgentConfig, scenario: Scenario, seed: int = 0) -> None:
+    def __init__(self, agent: AgentConfig, scenario: Scenario, seed: int = 0, *,
+                 fixtures: ResolvedFixtures | None = None) -> None:
         self.agent = agent
         self.seed = seed
-        self.fixtures = ResolvedFixtures(agent, scenario)
+        self.fixtures = fixtures if fixtures is not None else ResolvedFixtures(agent, scenario)
         self.tool_names = [t.name for t in agent.tools]
         self.ending = {c.tool: c for c in agent.call_ending_tools}
         self.calls: dict[str, int] = {}

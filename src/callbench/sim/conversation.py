@@ -11,6 +11,7 @@ from typing import Any
 
 from callbench.bundle.models import Scenario
 from callbench.models.base import (
+    ChatMessage,
     InfrastructureError,
     ModelClient,
     ModelOutputError,
@@ -82,6 +83,8 @@ class Conversation:
         self.tool_events: list[ToolEvent] = []
         self.expressed: list[str] = []
         self._ids: set[str] = set()
+        self._chat: list[ChatMessage] = []  # candidate_messages(self.messages[:self._chat_upto])
+        self._chat_upto = 0
         self._add("system", content=instructions)
 
     # ------------------------------------------------------------------ helpers
@@ -90,6 +93,13 @@ class Conversation:
         m = TraceMessage(index=len(self.messages), role=role, **kw)
         self.messages.append(m)
         return m
+
+    def _candidate_messages(self) -> list[ChatMessage]:
+        """``candidate_messages(self.messages)``, converting only the messages added since the last
+        call (trace messages are never changed once added; the view is message by message)."""
+        self._chat.extend(candidate_messages(self.messages[self._chat_upto :]))
+        self._chat_upto = len(self.messages)
+        return list(self._chat)
 
     def _charge(self, role: str, usage: Usage | None) -> None:
         if usage is not None:
@@ -134,7 +144,7 @@ class Conversation:
         refusal_rounds = 0
         while True:
             req = ModelRequest(
-                messages=candidate_messages(self.messages),
+                messages=self._candidate_messages(),
                 tools=self.tools,
                 context=self._context("candidate", turn),
                 static_system_chars=self.static_system_chars,

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import AgentConfig, LoadedAgent, Scenario
 from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage
@@ -64,6 +68,57 @@ def candidate_tools(agent: AgentConfig) -> list[ToolSchema]:
     return out
 
 
+@dataclass(frozen=True)
+class EpisodeConstants:
+    """What every episode of one (agent, scenario) pair computes before its first request, the
+    same whatever the seed or repeat: the rendered operating document and its SHA-256 (hex), the
+    count of its leading characters shared by every scenario (:func:`static_prefix_chars`), the
+    candidate's tools (:func:`candidate_tools`), the caller's system prompt and the scenario's
+    resolved fixtures. Shared by the episodes of a run: nothing here may be mutated."""
+
+    instructions: str
+    instructions_sha256: str
+    static_chars: int
+    tools: list[ToolSchema]
+    caller_prompt: str
+    fixtures: ResolvedFixtures
+
+
+MAX_CACHED_PAIRS = 4096
+"""(agent, scenario) pairs whose :class:`EpisodeConstants` are kept (least recently used dropped);
+a paper-shaped run has 490 scenarios."""
+_constants_lock = threading.Lock()
+_constants: OrderedDict[tuple[int, int], tuple[LoadedAgent, Scenario, EpisodeConstants]] = OrderedDict()
+
+
+def episode_constants(agent: LoadedAgent, scenario: Scenario) -> EpisodeConstants:
+    """The :class:`EpisodeConstants` of ``scenario`` under ``agent``, computed once per pair of
+    objects (keyed by identity: a loaded bundle is not modified while it runs; the cache holds the
+    two objects so their ids are not reused while cached). Raises ``ValueError`` as
+    :func:`render_instructions` does and :class:`callbench.bundle.references.ReferenceError_` for
+    a fixture reference that does not resolve (nothing is cached then)."""
+    key = (id(agent), id(scenario))
+    with _constants_lock:
+        hit = _constants.get(key)
+        if hit is not None and hit[0] is agent and hit[1] is scenario:
+            _constants.move_to_end(key)
+            return hit[2]
+    instructions = render_instructions(agent, scenario)
+    made = EpisodeConstants(
+        instructions=instructions,
+        instructions_sha256=hashlib.sha256(instructions.encode()).hexdigest(),
+        static_chars=static_prefix_chars(agent, instructions),
+        tools=candidate_tools(agent.config),
+        caller_prompt=build_caller_prompt(scenario.brief),
+        fixtures=ResolvedFixtures(agent.config, scenario),
+    )
+    with _constants_lock:
+        _constants[key] = (agent, scenario, made)
+        while len(_constants) > MAX_CACHED_PAIRS:
+            _constants.popitem(last=False)
+    return made
+
+
 def role_info(client: ModelClient) -> RoleInfo:
     """Which model played a role. ``embedded_smoke_test_model`` is the client's own attribute when it
     has one, else true for the bare ``local`` spec (the embedded default weights)."""
@@ -98,14 +153,10 @@ async def run_episode(
     or a fixture reference that does not resolve; validation (``callbench validate``) catches both.
     """
     limits = limits or LoopLimits()
-    instructions = render_instructions(agent, scenario)
-    static_chars = static_prefix_chars(agent, instructions)
-    tools = candidate_tools(agent.config)
-    caller_prompt = build_caller_prompt(scenario.brief)
+    # rendered instructions, tools, caller prompt and resolved fixtures (a bundle error raises here)
+    const = episode_constants(agent, scenario)
+    instructions, tools, caller_prompt = const.instructions, const.tools, const.caller_prompt
     seeds = episode_seeds(run_seed, scenario.id, repeat)
-    Backend(
-        agent.config, scenario, seeds.backend
-    )  # resolve fixture references now: a bundle error raises here
     usage: dict[str, Usage] = {"candidate": Usage(), "caller": Usage()}
 
     def new_conversation() -> Conversation:
@@ -116,7 +167,7 @@ async def run_episode(
             instructions=instructions,
             tools=tools,
             caller_prompt=caller_prompt,
-            backend=Backend(agent.config, scenario, seeds.backend),
+            backend=Backend(agent.config, scenario, seeds.backend, fixtures=const.fixtures),
             channel=Channel(scenario.channel, seeds.channel, scenario.brief.known_facts),
             candidate=candidate,
             caller=caller,
@@ -125,7 +176,7 @@ async def run_episode(
             max_tool_calls=limits.max_tool_calls_per_turn,
             empty_first_user_message=limits.empty_first_user_message,
             caller_attempts=limits.caller_turn_attempts,
-            static_system_chars=static_chars,
+            static_system_chars=const.static_chars,
         )
 
     discarded: list[str] = []  # rejections of conversations a rerun replaced
@@ -145,7 +196,7 @@ async def run_episode(
             candidate=role_info(candidate),
             caller=role_info(caller),
             candidate_view=CandidateView(
-                instructions_sha256=hashlib.sha256(instructions.encode()).hexdigest(), tools=tools
+                instructions_sha256=const.instructions_sha256, tools=tools
             ),
             caller_view=CallerView(system_prompt=caller_prompt),
             messages=conv.messages,

@@ -75,7 +75,15 @@ def fold_digits(text: str) -> str:
     into ``text``."""
     if text.isascii():
         return text
-    return "".join(str(unicodedata.decimal(c)) if _is_digit(c) else c for c in text)
+    return _ND.sub(_ascii_digit, text)
+
+
+_ND = re.compile(r"\d")
+"""A decimal digit: for str patterns ``\\d`` is exactly Unicode category Nd (``re`` docs)."""
+
+
+def _ascii_digit(m: re.Match[str]) -> str:
+    return str(unicodedata.decimal(m.group()))
 
 
 def digit_script(c: str) -> str:

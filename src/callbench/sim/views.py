@@ -44,30 +44,35 @@ def candidate_messages(messages: list[TraceMessage]) -> list[ChatMessage]:
 
 def candidate_speech(messages: list[TraceMessage], tool_events: list[ToolEvent], turn: int) -> str:
     """What the caller heard of candidate turn ``turn``: its spoken texts, in order, joined by spaces."""
-    parts: list[tuple[int, int, str]] = []
+    return candidate_speeches(messages, tool_events).get(turn, SILENCE)
+
+
+def candidate_speeches(messages: list[TraceMessage], tool_events: list[ToolEvent]) -> dict[int, str]:
+    """:func:`candidate_speech` of every candidate turn that said something, in one pass over
+    ``messages`` and ``tool_events`` (turn -> text; a turn not in it was silent)."""
+    parts: dict[int, list[tuple[int, int, str]]] = {}
     for m in messages:
-        if (
-            m.role == "assistant"
-            and m.candidate_turn == turn
-            and m.error is None
-            and m.content
-            and m.content.strip()
-        ):
-            parts.append((m.index, 0, m.content.strip()))
+        turn = m.candidate_turn
+        if turn is not None and m.role == "assistant" and m.error is None and m.content:
+            text = m.content.strip()
+            if text:
+                parts.setdefault(turn, []).append((m.index, 0, text))
     for ev in tool_events:
-        if ev.candidate_turn == turn and ev.call_ending and ev.executed and isinstance(ev.arguments, dict):
+        if ev.call_ending and ev.executed and isinstance(ev.arguments, dict):
             msg = ev.arguments.get("concluding_message")
             if isinstance(msg, str) and msg.strip():
-                parts.append((ev.message_index, 1 + ev.index, msg.strip()))
-    return " ".join(text for _, _, text in sorted(parts)) or SILENCE
+                parts.setdefault(ev.candidate_turn, []).append((ev.message_index, 1 + ev.index, msg.strip()))
+    return {turn: " ".join(text for _, _, text in sorted(p)) for turn, p in parts.items()}
 
 
 def caller_turn_json(turn: CallerTurn) -> str:
     """The caller's own accepted turn as it returned it (speech = intended text)."""
     step = turn.expressed_steps[0] if turn.expressed_steps else None
-    return json.dumps(
-        {"expressed_step": step, "speech": turn.intended, "done": turn.done}, ensure_ascii=False
-    )
+    return _ENCODER.encode({"expressed_step": step, "speech": turn.intended, "done": turn.done})
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+"""``json.dumps(value, ensure_ascii=False)`` without building an encoder per call."""
 
 
 def caller_messages(
@@ -78,11 +83,12 @@ def caller_messages(
 ) -> list[ChatMessage]:
     """The caller's request for its next turn: system prompt, then candidate turn 0, caller turn 1,
     candidate turn 1, ... up to the latest candidate turn."""
+    speech = candidate_speeches(messages, tool_events)
     out = [ChatMessage(role="system", content=system_prompt)]
-    out.append(ChatMessage(role="user", content=candidate_speech(messages, tool_events, 0)))
+    out.append(ChatMessage(role="user", content=speech.get(0, SILENCE)))
     for ct in caller_turns:
         out.append(ChatMessage(role="assistant", content=caller_turn_json(ct)))
-        out.append(ChatMessage(role="user", content=candidate_speech(messages, tool_events, ct.index)))
+        out.append(ChatMessage(role="user", content=speech.get(ct.index, SILENCE)))
     return out
 
 
