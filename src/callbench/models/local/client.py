@@ -20,8 +20,9 @@
   a time in the process (they all share the CPU cores; see ``_COMPUTE_LOCK``).
   ``usage.tokens_per_second`` is the generation speed; ``last_timings`` also has the prompt speed.
   Threads: ``CALLBENCH_LOCAL_THREADS``, default every core (:func:`local_threads`).
-  OpenMP threads wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless set): spinning threads slowed
-  generation by a factor of 5 or more when other processes shared the 2-core machine.
+  How OpenMP threads wait is chosen for the machine's load when llama.cpp first loads
+  (:mod:`.openmp`): spinning doubles generation speed on idle cores and halves it when other
+  processes share them.
 - CPU safeguard: llama.cpp's extra CPU buffer types are off on AMX CPUs (their AMX kernel crashes in
   ``decode``) and on elsewhere (repacking is faster), ``CALLBENCH_LOCAL_EXTRA_BUFTS`` overrides
   (:mod:`.safeguards`); every construction and computation leaves a note for the CLI's crash
@@ -37,6 +38,7 @@ import importlib.util
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -58,6 +60,7 @@ from callbench.models.local.format import (
     parse_candidate_output,
     tool_arguments_schema,
 )
+from callbench.models.local.openmp import configure_wait_policy
 from callbench.models.local.safeguards import extra_bufts_enabled, extra_bufts_guard, note_native
 from callbench.models.local.sampling import fast_llama_class
 from callbench.models.output import check_json_output
@@ -95,11 +98,12 @@ def llama_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-# OpenMP reads this when llama.cpp's CPU library loads, so it is set before llama_cpp is imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _llama() -> Any:
+    if "llama_cpp" not in sys.modules:
+        # libgomp reads its wait policy when llama.cpp's CPU library loads: decide it first
+        LOG.debug("llama.cpp threads: %s", configure_wait_policy(local_threads()))
     try:
         import llama_cpp
     except ImportError:
