@@ -16,8 +16,8 @@
   raises a non-retryable InfrastructureError (the episode is skipped with that reason).
 - Sampling: the grammar checks the token the sampling chain picked and constrains the whole
   vocabulary only when it rejects it (``local_sampling.py``, as llama.cpp's own sampler does).
-- llama.cpp calls block, so they run in a worker thread (``asyncio.to_thread``), one computation at
-  a time in the process (they all share the CPU cores; see ``_COMPUTE_LOCK``).
+- llama.cpp calls block, so they run in a worker thread, always the same one (:func:`_llama_thread`),
+  one computation at a time in the process (they all share the CPU cores; see ``_COMPUTE_LOCK``).
   ``usage.tokens_per_second`` is the generation speed; ``last_timings`` also has the prompt speed.
   Threads: ``CALLBENCH_LOCAL_THREADS``, default every core (:func:`local_threads`).
   How OpenMP threads wait is chosen for the machine's load when llama.cpp first loads
@@ -34,6 +34,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import json
 import logging
@@ -132,6 +133,23 @@ core (:func:`local_threads`), so two at once (a judge grading one episode while 
 candidate runs) oversubscribe the cores, and llama.cpp's per-layer thread barriers make that much
 slower than taking turns (seen: two 2-thread computations on 2 cores each ran at well under half
 speed)."""
+_LLAMA_THREAD: list[concurrent.futures.ThreadPoolExecutor] = []
+
+
+def _llama_thread() -> concurrent.futures.ThreadPoolExecutor:
+    """The one thread every llama.cpp computation of this process runs in. OpenMP gives each
+    thread that starts a parallel region a team of its own, whose workers spin for a while after
+    each region (:mod:`.openmp`); computations spread over ``asyncio.to_thread``'s pool (the two
+    judges of an episode ask at once) made several teams take turns on the same two cores, and
+    generation slowed from 42.6 to 24.7 tokens/s over four judge requests (measured, 2 cores)."""
+    with _REGISTRY_LOCK:
+        if not _LLAMA_THREAD:
+            _LLAMA_THREAD.append(
+                concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="callbench-llama")
+            )
+        return _LLAMA_THREAD[0]
+
+
 _TOKENIZERS: dict[str, Any] = {}
 _GRAMMARS: dict[str, Any] = {}
 _FORMATTERS: dict[int, Any] = {}
@@ -341,7 +359,7 @@ class LocalClient:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Generate one constrained answer. Raises InfrastructureError (llama-cpp missing, prompt
         over the context) or ModelOutputError (output cut off at the token limit)."""
-        return await asyncio.to_thread(self._complete_sync, request)
+        return await asyncio.get_running_loop().run_in_executor(_llama_thread(), self._complete_sync, request)
 
     def _complete_sync(self, request: ModelRequest) -> ModelResponse:
         llama_cpp = _llama()
