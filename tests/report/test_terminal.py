@@ -90,7 +90,7 @@ def test_ids_are_never_broken_at_80_columns(make_run: MakeRun) -> None:
     out = _render([r], width=80)
     assert cand in out  # whole, on one line, wherever it appears
     lines_with_part = [line for line in out.splitlines() if "a-rather-long" in line]
-    assert all(cand in line for line in lines_with_part)
+    assert all(cand in line for line in lines_with_part), [ln for ln in lines_with_part if cand not in ln]
 
 
 def test_ungraded_is_explained_beside_the_ledgers_not_graded(make_run: MakeRun) -> None:
@@ -100,3 +100,18 @@ def test_ungraded_is_explained_beside_the_ledgers_not_graded(make_run: MakeRun) 
     sorted((r / "grades").glob("*/episodes/*.json"))[0].unlink()
     out = _render([r])
     assert "ungraded: a trace with no grade in this grade set, or one left not graded by a judge" in out
+
+
+def test_nothing_is_cut_at_80_columns_with_long_ids(make_run: MakeRun) -> None:
+    """Regression: the demo's report in an 80-column terminal cut the calls table's language, end
+    reason and pass columns, the paired table's interval and every number of the cost table."""
+    long_a = "openai:some-provider/a-rather-long-model-name-2026-01-01"
+    long_b = "scripted_reference-b852280c"
+    r = make_run(candidates=(long_a, long_b), agents=2, scenarios=2, repeats=1)
+    out = _render([r], width=80)
+    tables = out[out.index("Calls:") : out.index("Leaderboard")]
+    tables += out[out.index("Paired comparisons") : out.index("* interval excludes zero")]
+    tables += out[out.index("Cost and tokens") :]
+    assert "…" not in tables
+    assert max(len(line) for line in tables.splitlines()) <= 80 or long_a in tables
+    assert "difference [interval]" in tables and "w/l/t" in tables

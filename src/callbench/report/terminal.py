@@ -4,9 +4,11 @@ episodes with reasons, cost and tokens. Every dynamic string is markup-escaped."
 
 from __future__ import annotations
 
-from rich import box
+from typing import Any
+
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 
@@ -132,6 +134,37 @@ def _id_column(t: Table, name: str, values: list[str]) -> None:
     t.add_column(name, no_wrap=True, overflow="ignore", min_width=max([len(name), *map(len, values)]))
 
 
+def _call_rows(cand: str, mine: list[Any], *, grouped: bool) -> Table:
+    """One candidate's calls, a row each, in a compact table (no side borders). ``grouped``: the
+    first column holds ``scenario#repeat`` under a bold heading row per agent, so that long
+    ``agent/scenario#repeat`` ids need not be cut to fit 80 columns."""
+    t = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
+    if grouped:
+        ids = [f"{c.scenario_id}#{c.repeat}" for c in mine] + [c.agent_id for c in mine]
+        _id_column(t, "agent / scenario#repeat", ids)
+    else:
+        _id_column(t, "episode", [f"{c.agent_id}/{c.scenario_id}#{c.repeat}" for c in mine])
+    t.add_column("lang", no_wrap=True)
+    t.add_column("end reason", no_wrap=True)
+    t.add_column("tools", justify="right", no_wrap=True)
+    t.add_column("overall", justify="right", no_wrap=True)
+    t.add_column("pass", no_wrap=True)
+    agent = None
+    for c in mine:
+        if grouped and c.agent_id != agent:
+            agent = c.agent_id
+            t.add_row(f"[b]{escape(agent)}[/b]", "", "", "", "", "")
+        t.add_row(
+            escape(f"{c.scenario_id}#{c.repeat}" if grouped else f"{c.agent_id}/{c.scenario_id}#{c.repeat}"),
+            escape(c.language or "?"),
+            escape(c.end_reason),
+            str(c.tool_calls),
+            fmt(c.overall),
+            "—" if c.passed is None else "pass" if c.passed else "fail",
+        )
+    return t
+
+
 def _calls(report: Report, console: Console) -> None:
     """A row per call (up to :data:`MAX_CALL_ROWS`), else counts by candidate and end reason."""
     calls = report.calls
@@ -140,25 +173,12 @@ def _calls(report: Report, console: Console) -> None:
     if len(calls) <= MAX_CALL_ROWS:
         for cand in sorted({c.candidate for c in calls}):
             mine = [c for c in calls if c.candidate == cand]
-            # a compact table (no side borders) so the ids fit whole in 80 columns
-            t = Table(
-                title=f"Calls: {escape(cand)}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
-            )
-            _id_column(t, "episode", [f"{c.agent_id}/{c.scenario_id}#{c.repeat}" for c in mine])
-            t.add_column("lang", no_wrap=True)
-            t.add_column("end reason", no_wrap=True)
-            t.add_column("tools", justify="right", no_wrap=True)
-            t.add_column("overall", justify="right", no_wrap=True)
-            t.add_column("pass", no_wrap=True)
-            for c in mine:
-                t.add_row(
-                    escape(f"{c.agent_id}/{c.scenario_id}#{c.repeat}"),
-                    escape(c.language or "?"),
-                    escape(c.end_reason),
-                    str(c.tool_calls),
-                    fmt(c.overall),
-                    "—" if c.passed is None else "pass" if c.passed else "fail",
-                )
+            t = _call_rows(cand, mine, grouped=False)
+            natural = Measurement.get(console, console.options.update_width(10_000), t).maximum
+            if natural > console.width:
+                t = _call_rows(cand, mine, grouped=True)  # ids whole, the agent as a heading row
+            # the title on a line of its own: as a table title it wrapped a long id at the table's width
+            console.print(f"[b]Calls: {escape(cand)}[/b]", soft_wrap=True)
             console.print(t)
         console.print("tools = tool calls the candidate made; pass = overall >= the cutoff.")
         return
@@ -202,7 +222,8 @@ def _leaderboard(report: Report, console: Console) -> None:
     if cut:
         console.print(f"Pass = overall >= {', '.join(f'{x:g}' for x in cut)} (provisional cutoff).")
     e = Table(
-        title="Episodes (skipped and ungraded ones are excluded from every score)", title_justify="left"
+        title="Episodes (skipped and ungraded ones are excluded from every score)", title_justify="left",
+        box=None, pad_edge=False, padding=(0, 1, 0, 0),
     )
     _id_column(e, "candidate", [c.candidate for c in report.candidates])
     for col in ("scored", "skipped", "ungraded", "not run", "no score", "judge err"):
@@ -271,26 +292,19 @@ def _repeats(report: Report, console: Console) -> None:
 def _paired(report: Report, console: Console) -> None:
     if not report.paired:
         return
-    t = Table(title="Paired comparisons (a - b on scenarios both completed)", title_justify="left")
-    _id_column(t, "a", [p.candidate_a for p in report.paired])
-    _id_column(t, "b", [p.candidate_b for p in report.paired])
-    for col in ("scenarios", "difference [interval]", "wins", "losses", "ties"):
-        t.add_column(col, no_wrap=True)
+    # lines, not a table: two ids and an interval never fit whole in 80 columns side by side
+    console.print("[b]Paired comparisons[/b] (a - b on the scenarios both completed)")
     for p in report.paired:
         diff = "—" if p.mean_difference is None else f"{p.mean_difference:+.1f} [{fmt(p.low)}, {fmt(p.high)}]"
         if p.excludes_zero:
             diff += " *"
-        t.add_row(
-            escape(p.candidate_a),
-            escape(p.candidate_b),
-            str(p.n_scenarios),
-            diff,
-            str(p.wins),
-            str(p.losses),
-            str(p.ties),
+        console.print(f"  a {escape(p.candidate_a)}", soft_wrap=True)
+        console.print(f"  b {escape(p.candidate_b)}", soft_wrap=True)
+        w_l_t = f"{p.wins}/{p.losses}/{p.ties}"
+        console.print(
+            f"    scenarios {p.n_scenarios}   difference \\[interval] {diff}   w/l/t {w_l_t}", soft_wrap=True
         )
-    console.print(t)
-    console.print("* interval excludes zero")
+    console.print("* interval excludes zero; w/l/t = scenarios where a scored above, below, the same as b")
 
 
 def _language_difficulty(report: Report, console: Console) -> None:
@@ -377,16 +391,20 @@ def total_tokens(report: Report) -> int:
 
 
 def _cost(report: Report, console: Console) -> None:
-    t = Table(title="Cost and tokens (from traces and grades; judges included)", title_justify="left")
-    _id_column(t, "candidate", [c.candidate for c in report.candidates])
-    for col in ("role", "calls", "input tokens", "output tokens", "cached input", "cost"):
-        t.add_column(col, justify="left" if col == "role" else "right", no_wrap=col == "role")
+    # a small table per candidate under its id: a long id in a column squeezed the numbers
+    console.print(
+        "[b]Cost and tokens[/b] (input, output, cached input; from traces and grades; judges included)"
+    )
     for c in report.candidates:
+        console.print(f"  [b]{escape(c.candidate)}[/b]", soft_wrap=True)
+        t = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
+        t.add_column("  role", no_wrap=True, min_width=len("  conversation_judge"))
+        for col in ("calls", "input", "output", "cached in", "cost"):
+            t.add_column(col, justify="right", no_wrap=True)
         roles = sorted(c.usage.items())
-        for i, (role, u) in enumerate(roles):
+        for role, u in roles:
             t.add_row(
-                escape(c.candidate) if i == 0 else "",
-                escape(role),
+                f"  {escape(role)}",
                 f"{u.calls:,}",
                 f"{u.input_tokens:,}",
                 f"{u.output_tokens:,}",
@@ -395,14 +413,12 @@ def _cost(report: Report, console: Console) -> None:
             )
         usages = [u for _, u in roles]
         t.add_row(
-            "" if roles else escape(c.candidate),
-            "[b]total[/b]",
+            "  [b]total[/b]",
             f"{sum(u.calls for u in usages):,}",
             f"{sum(u.input_tokens for u in usages):,}",
             f"{sum(u.output_tokens for u in usages):,}",
             f"{sum(u.cached_input_tokens for u in usages):,}",
             fmt_cost(c.cost_usd),
-            end_section=True,
         )
-    console.print(t)
+        console.print(t)
     console.print(f"Tokens in total (input + output, every role, judges included): {total_tokens(report):,}")
