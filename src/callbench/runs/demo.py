@@ -253,12 +253,19 @@ def demo_root() -> Path:
 
 def default_demo_out(config: RunConfig, bundle: Bundle) -> Path:
     """The default run folder of ``config``: :func:`demo_root` / ``<model>-<n>-scenarios-<hash>``,
-    where ``<hash>`` is 10 hex digits of SHA-256 over the bundle's content hash and everything that
-    defines the run (roles with their settings, seed, repeats, scenarios, loop limits). The same
-    demo command maps to the same folder (so it is reused or resumed); any other slice, model,
-    setting or bundle version gets a folder of its own instead of a conflict with a finished run."""
+    where ``<hash>`` is 10 hex digits of SHA-256 over the bundle's content hash, everything that
+    defines the run (roles with their settings, seed, repeats, scenarios, loop limits), callbench's
+    version and the judge prompts' version (:data:`~callbench.grade.prompts.PROMPT_VERSION`). The
+    same demo command maps to the same folder (so it is reused or resumed); any other slice, model,
+    setting, bundle version or judge prompt gets a folder of its own instead of a conflict with a
+    finished run or the reuse of one graded by other prompts."""
+    from callbench import __version__
+    from callbench.grade.prompts import PROMPT_VERSION
+
     identity = config.model_dump(mode="json", exclude={"out", "bundle_path"})
-    payload = json.dumps([bundle.content_hash, identity], sort_keys=True, ensure_ascii=False)
+    payload = json.dumps(
+        [bundle.content_hash, identity, __version__, PROMPT_VERSION], sort_keys=True, ensure_ascii=False
+    )
     digest = hashlib.sha256(payload.encode()).hexdigest()[:10]
     model = re.sub(r"[^A-Za-z0-9._-]+", "_", config.candidates[0].spec).strip("_")[:40] or "model"
     n = len(config.filters.scenarios)
