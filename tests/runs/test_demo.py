@@ -362,9 +362,9 @@ def test_demo_command_reports_the_reference_and_says_when_it_reuses_a_run(
 
 def test_demo_folder_changes_with_the_judge_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Regression: a demo run graded with earlier judge prompts was reused after they changed."""
-    import callbench.grade.prompts as prompts
+    import callbench.runs.demo as demo
 
     bundle = load_bundle(starter_path())
     now = demo_config(None, "local:0.5b", bundle).out
-    monkeypatch.setattr(prompts, "PROMPT_VERSION", "callbench-judge-prompts-older")
+    monkeypatch.setattr(demo, "PROMPT_VERSION", "callbench-judge-prompts-older")
     assert demo_config(None, "local:0.5b", bundle).out != now

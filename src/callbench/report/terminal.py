@@ -4,8 +4,6 @@ episodes with reasons, cost and tokens. Every dynamic string is markup-escaped."
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
@@ -13,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
-from callbench.report.build import Report
+from callbench.report.build import CallRow, Report
 from callbench.report.faults import render_faults_terminal
 from callbench.report.judge_accuracy import render_judge_accuracy_terminal
 from callbench.report.ledger import render_ledger_terminal
@@ -134,7 +132,7 @@ def _id_column(t: Table, name: str, values: list[str]) -> None:
     t.add_column(name, no_wrap=True, overflow="ignore", min_width=max([len(name), *map(len, values)]))
 
 
-def _call_rows(cand: str, mine: list[Any], *, grouped: bool) -> Table:
+def _call_rows(cand: str, mine: list[CallRow], *, grouped: bool) -> Table:
     """One candidate's calls, a row each, in a compact table (no side borders). ``grouped``: the
     first column holds ``scenario#repeat`` under a bold heading row per agent, so that long
     ``agent/scenario#repeat`` ids need not be cut to fit 80 columns."""

@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from callbench import __version__
 from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.grade.prompts import PROMPT_VERSION
 from callbench.models.base import ModelSettings
 from callbench.models.local.format import tools_block_position
 from callbench.models.specs import parse_spec
@@ -259,9 +261,6 @@ def default_demo_out(config: RunConfig, bundle: Bundle) -> Path:
     same demo command maps to the same folder (so it is reused or resumed); any other slice, model,
     setting, bundle version or judge prompt gets a folder of its own instead of a conflict with a
     finished run or the reuse of one graded by other prompts."""
-    from callbench import __version__
-    from callbench.grade.prompts import PROMPT_VERSION
-
     identity = config.model_dump(mode="json", exclude={"out", "bundle_path"})
     payload = json.dumps(
         [bundle.content_hash, identity, __version__, PROMPT_VERSION], sort_keys=True, ensure_ascii=False

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.matchers import match_fields
 from callbench.bundle.models import AgentConfig, Scenario
+from callbench.sim.text import json_text
 from callbench.trace import MatcherOutcome, ToolEvent
 
 
@@ -92,11 +93,7 @@ def parse_arguments(raw: str) -> ParsedArguments:
 
 def dump_result(result: Any) -> str:
     """The tool message text for a result: JSON (non-ASCII kept as is) in the result's own key order."""
-    return _ENCODER.encode(result)
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
-"""``json.dumps(value, ensure_ascii=False)`` without building an encoder per call."""
+    return json_text(result)
 
 
 @dataclass(frozen=True)

@@ -106,25 +106,17 @@ def _names_screen(names: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"(?<![\w])(?:" + "|".join(re.escape(n) for n in names) + r")(?![\w])", re.IGNORECASE)
 
 
-def _leak_candidates(brief: Brief) -> tuple[str, ...]:
-    """The names :func:`leaked_names` looks for in speech (besides the harness terms)."""
-    return (*(s.id for s in brief.plan if is_internal_id(s.id)), *(k for k in brief.known_facts if "_" in k))
-
-
 def leaked_names(speech: str, brief: Brief) -> list[str]:
     """Internal names found in ``speech``: step ids, underscored fact keys, harness vocabulary.
 
     The names are looked for one by one only when one search for all of them at once finds one
     (most turns leak nothing)."""
     found: list[str] = []
-    names = _leak_candidates(brief)
-    if names and _names_screen(names).search(speech):
-        found += [
-            f"plan step id {s.id!r}"
-            for s in brief.plan
-            if is_internal_id(s.id) and _token(s.id).search(speech)
-        ]
-        found += [f"fact name {k!r}" for k in brief.known_facts if "_" in k and _token(k).search(speech)]
+    steps = [s.id for s in brief.plan if is_internal_id(s.id)]
+    facts = [k for k in brief.known_facts if "_" in k]
+    if (steps or facts) and _names_screen((*steps, *facts)).search(speech):
+        found += [f"plan step id {i!r}" for i in steps if _token(i).search(speech)]
+        found += [f"fact name {k!r}" for k in facts if _token(k).search(speech)]
     found += [f"{label!r}" for label, pat in HARNESS_TERMS if pat.search(speech)]
     return found
 

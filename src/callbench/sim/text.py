@@ -15,6 +15,7 @@ caller's own digits and separators are what a drop removes, a double repeats and
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -35,6 +36,11 @@ _RUN = re.compile(rf"[0-9](?:{_GAP}?[0-9])*")
 # A letter next to a digit may be split from it by one space, hyphen or dot: "NB4471" finds
 # "NB 44 71" (the matcher's behaviour before digit runs; unchanged).
 _LETTER_DIGIT_GAP = r"[\s\-.]?"
+
+
+json_text = json.JSONEncoder(ensure_ascii=False).encode
+"""``json.dumps(value, ensure_ascii=False)`` with one shared encoder (``dumps`` with any argument
+builds a new encoder per call): the JSON text of tool results and caller turns in messages."""
 
 
 def nfc(text: str) -> str:

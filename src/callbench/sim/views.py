@@ -17,9 +17,8 @@ reader of a saved trace rebuilds exactly the messages each model was sent:
 
 from __future__ import annotations
 
-import json
-
 from callbench.models.base import ChatMessage
+from callbench.sim.text import json_text
 from callbench.trace import CallerTurn, ToolEvent, TraceMessage
 
 SILENCE = "(silence)"
@@ -68,11 +67,7 @@ def candidate_speeches(messages: list[TraceMessage], tool_events: list[ToolEvent
 def caller_turn_json(turn: CallerTurn) -> str:
     """The caller's own accepted turn as it returned it (speech = intended text)."""
     step = turn.expressed_steps[0] if turn.expressed_steps else None
-    return _ENCODER.encode({"expressed_step": step, "speech": turn.intended, "done": turn.done})
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
-"""``json.dumps(value, ensure_ascii=False)`` without building an encoder per call."""
+    return json_text({"expressed_step": step, "speech": turn.intended, "done": turn.done})
 
 
 def caller_messages(

@@ -39,7 +39,6 @@ import importlib.util
 import json
 import logging
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -61,7 +60,7 @@ from callbench.models.local.format import (
     parse_candidate_output,
     tool_arguments_schema,
 )
-from callbench.models.local.openmp import configure_wait_policy
+from callbench.models.local.openmp import import_llama_cpp
 from callbench.models.local.safeguards import extra_bufts_enabled, extra_bufts_guard, note_native
 from callbench.models.local.sampling import fast_llama_class
 from callbench.models.output import check_json_output
@@ -102,11 +101,8 @@ def llama_available() -> bool:
 
 
 def _llama() -> Any:
-    if "llama_cpp" not in sys.modules:
-        # libgomp reads its wait policy when llama.cpp's CPU library loads: decide it first
-        LOG.debug("llama.cpp threads: %s", configure_wait_policy(local_threads()))
     try:
-        import llama_cpp
+        llama_cpp = import_llama_cpp(local_threads())
     except ImportError:
         raise InfrastructureError(
             "the local provider needs llama-cpp-python: pip install 'callbench[local]'", retryable=False

@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 LOG = logging.getLogger(__name__)
 WAIT_POLICY_ENV = "OMP_WAIT_POLICY"
@@ -94,4 +95,15 @@ def configure_wait_policy(threads: int) -> str:
     return f"{WAIT_POLICY_ENV}={policy}: other processes used {seen} of {cores}"
 
 
-__all__ = ["choose_wait_policy", "configure_wait_policy", "other_cpu_load"]
+def import_llama_cpp(threads: int | None = None) -> Any:
+    """``import llama_cpp``, the first time in a process after :func:`configure_wait_policy`
+    (``threads`` default: every core). Every place in callbench that loads llama.cpp goes through
+    here, so the policy is decided whichever loads it first. Raises ImportError as the import does."""
+    if "llama_cpp" not in sys.modules:
+        LOG.debug("llama.cpp threads: %s", configure_wait_policy(threads or os.cpu_count() or 1))
+    import llama_cpp
+
+    return llama_cpp
+
+
+__all__ = ["choose_wait_policy", "configure_wait_policy", "import_llama_cpp", "other_cpu_load"]

@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from callbench.models.local.openmp import import_llama_cpp
 from callbench.models.local.weights import VARIANTS, WeightsError, check_gguf, ensure_weights, file_sha256
 
 QUANT_TYPES = {"q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0", "q8_0": "LLAMA_FTYPE_MOSTLY_Q8_0"}
@@ -33,7 +34,7 @@ def llama_quantize(source: Path, destination: Path, quant: str) -> None:
 
     Raises WeightsError when llama-cpp-python is missing or the quantizer returns non-zero."""
     try:
-        import llama_cpp
+        llama_cpp = import_llama_cpp()
         from llama_cpp._utils import suppress_stdout_stderr
     except ImportError:
         raise WeightsError("requantising needs llama-cpp-python: pip install 'callbench[local]'") from None
@@ -49,7 +50,7 @@ def llama_quantize(source: Path, destination: Path, quant: str) -> None:
 
 def _llama_version() -> str:
     try:
-        import llama_cpp
+        llama_cpp = import_llama_cpp()
     except ImportError:
         return "unknown"
     return str(getattr(llama_cpp, "__version__", "unknown"))

@@ -90,8 +90,10 @@ def extra_bufts_enabled(
     if flags & AMX_FLAGS:
         return False
     if features is None:
+        from callbench.models.local.openmp import import_llama_cpp
+
         try:
-            import llama_cpp
+            llama_cpp = import_llama_cpp()
         except ImportError:
             return True
         features = build_features(llama_cpp)

@@ -28,7 +28,6 @@ process, on loopback only (the server has no key), with:
 from __future__ import annotations
 
 import ipaddress
-import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from callbench.models.local.openmp import configure_wait_policy
+from callbench.models.local.openmp import import_llama_cpp
 from callbench.models.local.safeguards import extra_bufts_enabled, install_server_safeguard, note_native
 from callbench.models.local.weights import VARIANTS, check_gguf, default_variant, ensure_weights
 
@@ -49,8 +48,6 @@ CLIENT_TIMEOUT_S = 1800.0
 2 cores (issue 18), well over the adapter's default of 120 s."""
 CHAT_FORMATS = ("template", "chatml-function-calling")
 ROLES = ("candidate", "caller", "task_judge", "conversation_judge")
-
-LOG = logging.getLogger(__name__)
 
 
 class ServeError(ValueError):
@@ -185,9 +182,9 @@ def serve(options: ServeOptions, *, settings_path: Path | None = None, echo: Any
 
     Raises ServeError for bad options, missing weights or a missing ``[server]`` extra."""
     check_options(options)
-    # before llama.cpp loads: how its threads wait, for the load seen at start (models/local/openmp.py)
-    LOG.debug("llama.cpp threads: %s", configure_wait_policy(threads_for(options)))
     try:
+        # before llama.cpp loads: how its threads wait, for the load seen at start (models/local/openmp.py)
+        import_llama_cpp(threads_for(options))
         import uvicorn
         from llama_cpp.server.app import create_app
         from llama_cpp.server.settings import ModelSettings, ServerSettings
