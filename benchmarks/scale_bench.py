@@ -227,7 +227,7 @@ def bare_post_cpu(url: str, out: Path, n: int = 200) -> float:
     import httpx2
 
     from callbench.models.base import ChatMessage, ModelRequest, RequestContext
-    from callbench.models.openai_client import openai_request_body
+    from callbench.models.remote.openai_client import openai_request_body
 
     trace = RunStore(out).load_trace(next(iter(sorted(RunStore(out).finished_ids()))))
     messages = [ChatMessage(role=m.role, content=m.content, tool_calls=list(m.tool_calls),

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
+from callbench.audit import leaks as audit_leaks
+from callbench.audit.core import FLOOR_MAX, FLOOR_MEAN, audit_bundle
+from callbench.audit.leaks import identifying
 from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.bundle.provenance import audit_provenance
-from callbench.runs import audit_leaks
-from callbench.runs.audit import FLOOR_MAX, FLOOR_MEAN, audit_bundle
-from callbench.runs.audit_leaks import identifying
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 
@@ -35,7 +35,7 @@ def bundle() -> Bundle:
 
 def leaks(agent: LoadedAgent, scen: Scenario) -> list[str]:
     """``path: value`` of each hidden value of ``scen`` the audit finds in the agent-level text
-    (:func:`callbench.runs.audit_leaks.leaks`)."""
+    (:func:`callbench.audit.leaks.leaks`)."""
     return [f"{lk.value.path}: {lk.value.text}" for lk in audit_leaks.leaks(agent, scen)]
 
 

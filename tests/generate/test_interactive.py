@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import callbench.cli_generate
+import callbench.cli.generate
 from callbench.bundle.loader import load_bundle
 from callbench.cli import app
 from callbench.generate.manifest import load_manifest
@@ -17,7 +17,7 @@ from .conftest import AGENT, DATA, REPAIRED, VALID, invoke
 
 @pytest.fixture
 def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(callbench.cli_generate, "_terminal", lambda: True)
+    monkeypatch.setattr(callbench.cli.generate, "_terminal", lambda: True)
 
 
 def test_new_agent_asks_for_call_ending_tools(tmp_path: Path, terminal: None) -> None:

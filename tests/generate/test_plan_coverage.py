@@ -134,7 +134,7 @@ def test_request_schema_spells_out_any_value_and_accepts_the_same_scenarios() ->
     from callbench.bundle.models import Scenario as S
     from callbench.bundle.schema import file_schema
     from callbench.generate.request import ANY_JSON, scenario_schema
-    from callbench.models.schemas import subschemas
+    from callbench.models.remote.schemas import subschemas
 
     schema = scenario_schema()
     seen: list[dict[str, object]] = []

@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from callbench.models.anthropic_client import AnthropicClient
 from callbench.models.base import (
     ChatMessage,
     InfrastructureError,
@@ -18,7 +17,8 @@ from callbench.models.base import (
     ToolCall,
     ToolSchema,
 )
-from callbench.models.retry import RetryPolicy
+from callbench.models.remote.anthropic_client import AnthropicClient
+from callbench.models.remote.retry import RetryPolicy
 
 CTX = RequestContext(role="candidate", episode_id="ep1")
 TOOLS = [
@@ -296,7 +296,7 @@ async def test_static_part_of_the_system_prompt_is_its_own_cache_breakpoint(keys
 
 @pytest.mark.parametrize("static_chars", [0, 3, 10_000])
 def test_system_prompt_stays_one_block_without_a_usable_split(static_chars: int) -> None:
-    from callbench.models.anthropic_client import system_blocks
+    from callbench.models.remote.anthropic_client import system_blocks
 
     doc = "Rules.\nToday is Monday."
     # 0: unknown; 3: no line break before it; past the end: no call-specific part

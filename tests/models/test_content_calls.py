@@ -1,11 +1,11 @@
-"""Tool calls returned as JSON text in ``content`` (models/content_calls.py): the forms chat
+"""Tool calls returned as JSON text in ``content`` (models/remote/content_calls.py): the forms chat
 templates teach are recognised for offered tools only; other text is left alone."""
 
 from __future__ import annotations
 
 import json
 
-from callbench.models.content_calls import content_tool_calls
+from callbench.models.remote.content_calls import content_tool_calls
 
 TOOLS = ["lookup_order", "end_call"]
 

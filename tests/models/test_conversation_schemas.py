@@ -8,7 +8,7 @@ import pytest
 
 from callbench.models.base import ChatMessage, ToolCall
 from callbench.models.conversation import normalize_messages
-from callbench.models.schemas import clean_schema, clean_tool_parameters, is_openai_strict_compatible
+from callbench.models.remote.schemas import clean_schema, clean_tool_parameters, is_openai_strict_compatible
 
 
 def call(i: str, name: str = "t") -> ToolCall:
@@ -135,7 +135,7 @@ def test_openai_strict_compatibility():
 
 
 def test_map_subschemas_visits_keyword_positions_only() -> None:
-    from callbench.models.schemas import map_subschemas, subschemas
+    from callbench.models.remote.schemas import map_subschemas, subschemas
 
     schema = {
         "type": "object",

@@ -19,8 +19,8 @@ from callbench.models.base import (
     ToolSchema,
     request_seed,
 )
-from callbench.models.openai_client import OpenAIClient
-from callbench.models.retry import RetryPolicy
+from callbench.models.remote.openai_client import OpenAIClient
+from callbench.models.remote.retry import RetryPolicy
 
 CTX = RequestContext(role="candidate", episode_id="ep1")
 LOOKUP = ToolSchema(

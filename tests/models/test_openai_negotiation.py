@@ -20,9 +20,9 @@ from callbench.models.base import (
     ToolSchema,
 )
 from callbench.models.faults import collect_faults
-from callbench.models.negotiation import request_problem
-from callbench.models.openai_client import OpenAIClient
-from callbench.models.retry import RetryPolicy
+from callbench.models.remote.negotiation import request_problem
+from callbench.models.remote.openai_client import OpenAIClient
+from callbench.models.remote.retry import RetryPolicy
 from fakes.llama_like_server import LlamaLikeServer
 
 SCHEMA = {

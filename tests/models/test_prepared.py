@@ -10,12 +10,12 @@ import openai
 import openai.resources.chat.completions.completions as sdk_completions
 import pytest
 
-from callbench.models import prepared
 from callbench.models.base import ChatMessage, ModelRequest, ModelSettings, RequestContext, ToolSchema
-from callbench.models.openai_client import OpenAIClient
 from callbench.models.output import check_json_output
-from callbench.models.retry import RetryPolicy
-from callbench.models.schemas import clean_schema, clean_tool_parameters
+from callbench.models.remote import prepared
+from callbench.models.remote.openai_client import OpenAIClient
+from callbench.models.remote.retry import RetryPolicy
+from callbench.models.remote.schemas import clean_schema, clean_tool_parameters
 
 CTX = RequestContext(role="candidate", episode_id="ep1")
 PARAMS = {"type": "object", "properties": {"account": {"type": "string", "default": "0"}},

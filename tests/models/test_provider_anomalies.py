@@ -11,7 +11,6 @@ from typing import Any
 import httpx2
 import pytest
 
-from callbench.models.anthropic_client import AnthropicClient
 from callbench.models.base import (
     ChatMessage,
     InfrastructureError,
@@ -23,7 +22,8 @@ from callbench.models.base import (
     ToolSchema,
 )
 from callbench.models.faults import collect_faults
-from callbench.models.remote import RemoteClient
+from callbench.models.remote.anthropic_client import AnthropicClient
+from callbench.models.remote.client import RemoteClient
 from fakes.fault_server import ANTHROPIC_KINDS, COMMON_KINDS, LEDGER_KIND, OPENAI_KINDS, FaultServer
 
 TOOL = ToolSchema(
@@ -103,7 +103,7 @@ def _client(server: FaultServer, dialect: str, attempts: int = 4, **kwargs: Any)
     common = dict(timeout_s=1.0, max_attempts=attempts, retry_base_delay_s=0.0)
     if dialect == "anthropic":
         return AnthropicClient("anthropic:fake", ModelSettings(base_url=server.root, **common), **kwargs)
-    from callbench.models.openai_client import OpenAIClient
+    from callbench.models.remote.openai_client import OpenAIClient
 
     return OpenAIClient("openai:fake", ModelSettings(base_url=server.url, **common), **kwargs)
 
@@ -243,7 +243,7 @@ def _mocked(dialect: str, responses: list[httpx2.Response]) -> tuple[RemoteClien
     settings = ModelSettings(max_attempts=3, retry_base_delay_s=0.0)
     if dialect == "anthropic":
         return AnthropicClient("anthropic:claude-x", settings, http_client=http), seen
-    from callbench.models.openai_client import OpenAIClient
+    from callbench.models.remote.openai_client import OpenAIClient
 
     return OpenAIClient(
         "openai:m", settings.model_copy(update={"base_url": "http://fake/v1"}), http_client=http
@@ -346,7 +346,7 @@ async def test_a_reset_raised_by_the_transport_is_a_reset_fault(dialect: str) ->
     if dialect == "anthropic":
         client: RemoteClient = AnthropicClient("anthropic:m", settings, http_client=http)
     else:
-        from callbench.models.openai_client import OpenAIClient
+        from callbench.models.remote.openai_client import OpenAIClient
 
         client = OpenAIClient("openai:m", settings, http_client=http)
     with pytest.raises(InfrastructureError) as info:

@@ -10,8 +10,8 @@ from pydantic import ValidationError
 from callbench.models.base import ModelClient, ModelSettings
 from callbench.models.cache import CachedClient, ResponseCache
 from callbench.models.local import client as local_module
-from callbench.models.openai_client import OpenAIClient
 from callbench.models.registry import create_client, load_settings_file
+from callbench.models.remote.openai_client import OpenAIClient
 from callbench.models.specs import parse_spec
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from callbench.models.base import InfrastructureError, ModelOutputError, Usage
 from callbench.models.pricing import call_cost, default_price_table, load_price_table
-from callbench.models.retry import RetryPolicy, backoff_delay, call_with_retries, parse_retry_after
+from callbench.models.remote.retry import RetryPolicy, backoff_delay, call_with_retries, parse_retry_after
 
 
 def test_parse_retry_after_forms():

@@ -19,7 +19,7 @@ from callbench.bundle.schema import file_schema
 from callbench.generate.plan import BatchPlan, PlanItem
 from callbench.generate.rules import GENERATOR_RULES
 from callbench.models.base import ChatMessage
-from callbench.models.schemas import map_subschemas
+from callbench.models.remote.schemas import map_subschemas
 
 SCHEMA_NAME = "scenario"
 

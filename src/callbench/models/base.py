@@ -86,7 +86,7 @@ class ModelSettings(BaseModel):
     Sent explicitly because llama-cpp-python's function-calling format leaves the tools out of the
     prompt without it (issue 18)."""
     structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
-    """openai: how JSON output is asked for (``models/negotiation.py``); ``auto`` negotiates."""
+    """openai: how JSON output is asked for (``models/remote/negotiation.py``); ``auto`` negotiates."""
     parse_content_tool_calls: bool = False
     """openai: execute tool calls a server returns as JSON text in ``content`` (``content_calls.py``);
     when False such a reply is a candidate output error of kind ``tool_call_in_content``."""

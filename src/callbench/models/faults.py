@@ -1,6 +1,6 @@
 """Per-episode fault accounting: requests, retries and provider faults by role and kind.
 
-Every :class:`~callbench.models.remote.RemoteClient` request is noted in the :class:`FaultLedger`
+Every :class:`~callbench.models.remote.client.RemoteClient` request is noted in the :class:`FaultLedger`
 of the task it runs in (a ``contextvars.ContextVar``: the episode runner and the grader each set a
 fresh ledger per episode, and asyncio tasks inherit it), so the counts land in the episode's trace
 (candidate and caller) and episode grade (judges) without threading a ledger through every call.

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from callbench.models.base import ModelOutputError, Usage
-from callbench.models.prepared import schema_validator
+from callbench.models.remote.prepared import schema_validator
 
 
 def check_json_output(text: str | None, schema: dict[str, Any], *, usage: Usage | None = None) -> Any:

@@ -82,11 +82,11 @@ def create_client(
 
         return create_scripted(spec, settings, bundle)
     if provider == "openai":
-        from callbench.models.openai_client import OpenAIClient
+        from callbench.models.remote.openai_client import OpenAIClient
 
         client = OpenAIClient(spec, settings, http_client=http_client)
     elif provider == "anthropic":
-        from callbench.models.anthropic_client import AnthropicClient
+        from callbench.models.remote.anthropic_client import AnthropicClient
 
         client = AnthropicClient(spec, settings, http_client=http_client)
     else:

@@ -1,4 +1,4 @@
-"""Terminal tables of ``callbench audit`` (:class:`callbench.runs.audit.AuditReport`): the reference
+"""Terminal tables of ``callbench audit`` (:class:`callbench.audit.core.AuditReport`): the reference
 replay per scenario and check, the null floor per scenario and for the bundle, the judges'
 accuracy on known answers, and the problems. Every dynamic string is markup-escaped."""
 
@@ -8,8 +8,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from callbench.runs.audit import AuditReport, EpisodeAudit
-from callbench.runs.audit_store import JudgeAccuracy
+from callbench.audit.core import AuditReport, EpisodeAudit
+from callbench.audit.store import JudgeAccuracy
 
 MARKS = {"met": "✓", "not_met": "✗", "not_applicable": "–"}
 """Check marks: met, not met, not applicable (a guarded check whose guards are unmet)."""

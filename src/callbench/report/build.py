@@ -13,6 +13,7 @@ from itertools import combinations
 from pydantic import BaseModel, Field
 
 from callbench import __version__
+from callbench.audit.store import JudgeAccuracy, JudgeAudit, JudgeRole
 from callbench.report.breakdowns import ScenarioCell, by_agent, scenario_cells
 from callbench.report.fairness import (
     FairnessFlag,
@@ -25,7 +26,6 @@ from callbench.report.faults import RunFaults, run_faults
 from callbench.report.judge_accuracy import run_judge_accuracy
 from callbench.report.ledger import RunLedger, run_ledger
 from callbench.report.load import RunData
-from callbench.runs.audit_store import JudgeAccuracy, JudgeAudit, JudgeRole
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
 from callbench.stats.summary import (
@@ -192,7 +192,7 @@ def build_report(
     judge_audits: list[JudgeAudit] | None = None,
 ) -> Report:
     """Summarise ``runs`` (at least one). ``judge_audits``: saved judges-on-known-answers audits
-    (:mod:`callbench.runs.audit_store`); a run shows the accuracy of its judges from the one that
+    (:mod:`callbench.audit.store`); a run shows the accuracy of its judges from the one that
     matches them. Raises
     :class:`~callbench.report.fairness.UnfairComparisonError` for different bundle hashes and
     ``ValueError`` for no runs or bad bootstrap settings."""

@@ -13,7 +13,7 @@ reported grade set's episode grades, and:
 - candidate ``empty_reply`` output errors: completions with no content and no tool calls twice in a
   row, recorded in the trace and graded as the candidate's;
 - candidate ``tool_call_in_content`` output errors: tool calls a server returned as JSON text in
-  ``content`` (``models/content_calls.py``), recorded and graded the same way.
+  ``content`` (``models/remote/content_calls.py``), recorded and graded the same way.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Judge accuracy on known answers in a run's report (issue 12 item 3c).
 
 ``callbench audit BUNDLE --judges ... --save`` measures each judge on traces whose right labels are
-known (:mod:`callbench.runs.audit_judges`); a run's report shows that accuracy beside the judge when
+known (:mod:`callbench.audit.judges`); a run's report shows that accuracy beside the judge when
 an audit file was made on the run's bundle hash with the same judge (spec and settings:
-:func:`callbench.runs.audit_store.matching_accuracy`). Where none matches, the report says the
+:func:`callbench.audit.store.matching_accuracy`). Where none matches, the report says the
 judges' accuracy is not measured.
 """
 
@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from callbench.audit.store import JudgeAccuracy, JudgeAudit, JudgeRole, matching_accuracy
 from callbench.report.load import RunData
-from callbench.runs.audit_store import JudgeAccuracy, JudgeAudit, JudgeRole, matching_accuracy
 
 JUDGE_ACCURACY_COLUMNS = ["role", "judge", "audit traces (scenarios)", "reference: met",
                           "null floor: expected label", "all"]

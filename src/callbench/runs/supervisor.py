@@ -2,7 +2,7 @@
 
 A segmentation fault in llama.cpp (the embedded model's engine) kills the Python process that hosts
 it before any Python handler runs: ``callbench demo`` used to die with nothing but the shell's
-``Segmentation fault`` (exit 139, issue 18). The ``callbench`` entry point (:func:`callbench.cli.main`)
+``Segmentation fault`` (exit 139, issue 18). The ``callbench`` entry point (:func:`callbench.__main__.main`)
 therefore runs the command itself in a child process (``python -m callbench ...``, the same
 arguments, standard streams inherited) and waits:
 

@@ -64,7 +64,7 @@ from callbench.models.local.openmp import import_llama_cpp
 from callbench.models.local.safeguards import extra_bufts_enabled, extra_bufts_guard, note_native
 from callbench.models.local.sampling import fast_llama_class
 from callbench.models.output import check_json_output
-from callbench.models.schemas import map_subschemas
+from callbench.models.remote.schemas import map_subschemas
 
 LOG = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = 1024

@@ -33,7 +33,7 @@ from typing import Any
 
 from callbench.models.base import ModelOutputError, ModelRequest, ToolCall, ToolSchema, Usage
 from callbench.models.conversation import normalize_messages
-from callbench.models.schemas import clean_schema, map_subschemas
+from callbench.models.remote.schemas import clean_schema, map_subschemas
 
 MAX_TOOL_CALLS = 10
 

@@ -37,12 +37,12 @@ from typing import Any
 
 import anthropic
 
-from callbench.models.anomalies import anthropic_content, checked_body
 from callbench.models.base import ChatMessage, ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage
 from callbench.models.conversation import normalize_messages
-from callbench.models.prepared import cleaned_schema, tool_parameters
-from callbench.models.remote import RemoteClient
-from callbench.models.secrets import resolve_headers
+from callbench.models.remote.anomalies import anthropic_content, checked_body
+from callbench.models.remote.client import RemoteClient
+from callbench.models.remote.prepared import cleaned_schema, tool_parameters
+from callbench.models.remote.secrets import resolve_headers
 from callbench.models.specs import parse_spec
 
 DEFAULT_MAX_TOKENS = 4096

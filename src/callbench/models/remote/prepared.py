@@ -41,7 +41,7 @@ import jsonschema
 import openai
 
 from callbench.models.base import ToolSchema
-from callbench.models.schemas import clean_schema, clean_tool_parameters
+from callbench.models.remote.schemas import clean_schema, clean_tool_parameters
 
 K = TypeVar("K")
 V = TypeVar("V")

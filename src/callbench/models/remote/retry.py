@@ -31,7 +31,7 @@ import openai
 from pydantic import BaseModel
 
 from callbench.models.base import InfrastructureError
-from callbench.models.secrets import Redactor
+from callbench.models.remote.secrets import Redactor
 
 T = TypeVar("T")
 

@@ -18,8 +18,8 @@ models (:mod:`callbench.models.scripted`), no network:
   are unmet is not applicable: it enters neither sum). A scenario over :data:`FLOOR_MAX`
   (``audit.floor_high``) or a bundle mean over :data:`FLOOR_MEAN` (``audit.floor_mean_high``, on
   ``bundle.yaml``) is a problem: its negative checks reward doing nothing.
-- *leaks*: :func:`callbench.runs.audit_leaks.find_leaks` (``audit.leak``).
-- *judges on known answers* (optional): :mod:`callbench.runs.audit_judges`.
+- *leaks*: :func:`callbench.audit.leaks.find_leaks` (``audit.leak``).
+- *judges on known answers* (optional): :mod:`callbench.audit.judges`.
 
 Every problem is a :class:`~callbench.bundle.loader.Problem` located at a file and field path.
 """
@@ -32,14 +32,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from callbench.audit.judges import AuditJudges, JudgeAudit, audit_judges
+from callbench.audit.leaks import find_leaks
 from callbench.bundle.loader import Problem
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.bundle.validate import bundle_files, validate_loaded
 from callbench.grade.action_checks import grade_action_checks
 from callbench.grade.models import GradedItem, Label
 from callbench.models.scripted.models import create_scripted
-from callbench.runs.audit_judges import AuditJudges, JudgeAudit, audit_judges
-from callbench.runs.audit_leaks import find_leaks
 from callbench.sim.episode import run_episode
 from callbench.trace import EndReason, Trace
 
@@ -293,7 +293,7 @@ async def audit_bundle(
     the files of the audited scenarios and their agents when ``scenario_ids`` is given) and the
     audit's own (codes in the module docstring). With ``judges``, the reference-replay and
     null-floor traces are also graded by them and ``report.judges`` holds each judge's accuracy on
-    these known answers (:func:`callbench.runs.audit_judges.audit_judges`). Raises ``KeyError`` for
+    these known answers (:func:`callbench.audit.judges.audit_judges`). Raises ``KeyError`` for
     a scenario id not in the bundle. ``static_problems``: validate's problems when the caller has
     them already (``callbench audit`` validates the folder first), so they are not computed twice.
     Never raises for bad bundle content: an episode that cannot be

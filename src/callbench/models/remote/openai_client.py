@@ -52,7 +52,6 @@ from typing import Any
 import httpx2
 import openai
 
-from callbench.models.anomalies import checked_body, openai_choices
 from callbench.models.base import (
     InfrastructureError,
     ModelOutputError,
@@ -63,10 +62,12 @@ from callbench.models.base import (
     Usage,
     request_seed,
 )
-from callbench.models.content_calls import content_tool_calls
 from callbench.models.conversation import normalize_messages
 from callbench.models.faults import note_fault, note_request
-from callbench.models.negotiation import (
+from callbench.models.remote.anomalies import checked_body, openai_choices
+from callbench.models.remote.client import RemoteClient
+from callbench.models.remote.content_calls import content_tool_calls
+from callbench.models.remote.negotiation import (
     Capabilities,
     ContentForm,
     StructuredMode,
@@ -74,10 +75,9 @@ from callbench.models.negotiation import (
     schema_instruction,
     unfenced,
 )
-from callbench.models.prepared import JsonView, cleaned_schema, post_json, shared_list, tool_parameters
-from callbench.models.remote import RemoteClient
-from callbench.models.schemas import is_openai_strict_compatible
-from callbench.models.secrets import resolve_headers
+from callbench.models.remote.prepared import JsonView, cleaned_schema, post_json, shared_list, tool_parameters
+from callbench.models.remote.schemas import is_openai_strict_compatible
+from callbench.models.remote.secrets import resolve_headers
 from callbench.models.specs import parse_spec
 
 PLACEHOLDER_KEY = "not-needed"
@@ -259,7 +259,7 @@ class OpenAIClient(RemoteClient):
             start = time.perf_counter()
             try:
                 # the body is plain JSON already: sent as is, without the SDK's per-request
-                # transform (models/prepared.py); errors are the SDK's own
+                # transform (models/remote/prepared.py); errors are the SDK's own
                 http = await post_json(self._client, "/chat/completions", body,
                                        headers=self._headers or None, timeout=self.settings.timeout_s,
                                        response_type=httpx2.Response)

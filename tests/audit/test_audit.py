@@ -14,14 +14,14 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from callbench.audit.core import FLOOR_MAX, FLOOR_MEAN, NULL_CANDIDATES, AuditReport, audit_bundle
+from callbench.audit.judges import AuditJudges
+from callbench.audit.store import load_judge_audits, matching_accuracy, save_judge_audit
 from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
 from callbench.cli import app
 from callbench.models.scripted.judge import create_scripted_judge
-from callbench.runs.audit import FLOOR_MAX, FLOOR_MEAN, NULL_CANDIDATES, AuditReport, audit_bundle
-from callbench.runs.audit_judges import AuditJudges
-from callbench.runs.audit_store import load_judge_audits, matching_accuracy, save_judge_audit
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 BANK = "bank_duplicate_charge_dispute"

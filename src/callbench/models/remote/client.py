@@ -34,8 +34,8 @@ from callbench.models.base import (
 from callbench.models.faults import note_fault, note_request, note_retry
 from callbench.models.output import check_json_output
 from callbench.models.pricing import PriceTable, call_cost
-from callbench.models.retry import RetryPolicy, Sleep, call_with_retries, classify_exception
-from callbench.models.secrets import Redactor
+from callbench.models.remote.retry import RetryPolicy, Sleep, call_with_retries, classify_exception
+from callbench.models.remote.secrets import Redactor
 
 EMPTY_REPLY_ATTEMPTS = 2
 """An empty completion is retried once (issue 16 item 1)."""

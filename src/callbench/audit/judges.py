@@ -19,16 +19,16 @@ import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from callbench.bundle.models import Bundle, Criterion, Pillar
-from callbench.grade.grader import grade_trace
-from callbench.grade.models import EpisodeGrade, Label
-from callbench.models.base import ModelClient
-from callbench.runs.audit_store import (
+from callbench.audit.store import (
     ExpectationTally,
     JudgeAccuracy,
     JudgeAudit,
     JudgeRole,
 )
+from callbench.bundle.models import Bundle, Criterion, Pillar
+from callbench.grade.grader import grade_trace
+from callbench.grade.models import EpisodeGrade, Label
+from callbench.models.base import ModelClient
 from callbench.sim.episode import role_info
 from callbench.trace import Trace
 

@@ -1,0 +1,45 @@
+"""Helpers shared by the command modules: option splitting, role settings, output checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def _split(values: list[str]) -> list[str]:
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def _role_settings(path: Path | None) -> dict[str, tuple[str, object]]:
+    if path is None:
+        return {}
+    from callbench.models.registry import load_settings_file
+
+    try:
+        return dict(load_settings_file(path))
+    except (OSError, ValueError) as e:
+        typer.echo(f"error: {path}: {e}", err=True)
+        raise typer.Exit(2) from None
+
+
+
+def _output_problem(run_dirs: list[Path], outputs: dict[str, Path | None]) -> str | None:
+    """Why the report's output paths cannot be written, or None: two outputs on one path, or a
+    path holding a run's own saved data (:func:`callbench.runs.manifest.run_owned_path`)."""
+    from callbench.runs.manifest import run_owned_path
+
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        key = path.resolve()
+        if key in seen:
+            return f"{option} and {seen[key]} both write {path}"
+        seen[key] = option
+        owner = run_owned_path(run_dirs, path)
+        if owner is not None:
+            return f"{option} {path}: would overwrite the saved data of run {owner}; choose another path"
+    return None
+
+

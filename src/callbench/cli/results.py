@@ -1,0 +1,297 @@
+"""Result commands: ``grade``, ``report``, ``agreement`` and ``labels export|import``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from callbench.cli.app import app
+from callbench.cli.common import _output_problem, _role_settings
+
+
+@app.command()
+def grade(
+    run_dir: Path = typer.Argument(..., help="A run folder (holds manifest.json and traces/)."),
+    task_judge: str | None = typer.Option(None, "--task-judge", help="Task judge spec (default: the run's)."),
+    conversation_judge: str | None = typer.Option(
+        None, "--conversation-judge", help="Conversation judge spec (default: the run's)."
+    ),
+    cutoff: float = typer.Option(70.0, "--cutoff", min=0, max=100, help="Pass mark for the overall score."),
+    rubric: Path | None = typer.Option(None, "--rubric", help="Rating rubric file (YAML/JSON)."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes graded at once."),
+    new_set: bool = typer.Option(
+        False, "--new-set", help="Always grade every trace into a new grade set."
+    ),
+    settings: Path | None = typer.Option(
+        None, "--settings",
+        help="YAML of judge settings (task_judge, conversation_judge entries as for callbench run); "
+        "needed for judges whose extra_headers values are never saved with the run.",
+    ),
+) -> None:
+    """Grade (or regrade) every trace of a run into a new grade set; earlier grade sets stay.
+
+    When the run's latest grade set was made with the same judges, cutoff and rubric and still
+    lacks episodes or holds episodes left *not graded* (a judge outage), only those are graded,
+    into that set (--new-set to regrade everything). A run records its judges' header names only,
+    never their values: give them again with --settings.
+
+    Exit codes: 0 ok; 2 bad input (not a run folder, bundle hash mismatch, unreadable rubric);
+    4 disk full, permission denied or a read-only folder.
+    """
+    import asyncio
+    import sqlite3
+
+    from callbench.grade.grader import GradeError, grade_run, grade_set_summary
+    from callbench.grade.models import EpisodeGrade
+    from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
+    from callbench.models.base import ModelSettings
+    from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
+    from callbench.runs.store import RunStore
+
+    store = RunStore(run_dir)
+
+    def index(g: EpisodeGrade) -> None:
+        store.index_grade(
+            g.grade_set_id,
+            g.episode_id,
+            g.task_score,
+            g.conversation_score,
+            g.overall,
+            g.passed,
+            g.judge_errors,
+        )
+
+    per_role = _role_settings(settings)
+    chosen: dict[str, tuple[str | None, ModelSettings | None]] = {}
+    for name, given in (("task_judge", task_judge), ("conversation_judge", conversation_judge)):
+        entry = per_role.get(name)
+        if entry is None:
+            chosen[name] = (given, None)
+            continue
+        spec, role_settings = entry
+        if given is not None and given != spec:
+            flag = "--" + name.replace("_", "-")
+            typer.echo(f"error: {settings}: {name}.spec is {spec!r} but {flag} gives {given!r}; make them "
+                       "the same", err=True)
+            raise typer.Exit(2)
+        assert isinstance(role_settings, ModelSettings)
+        chosen[name] = (spec, role_settings)
+
+    try:
+        rub = load_rubric(rubric) if rubric is not None else DEFAULT_RUBRIC
+        gid = asyncio.run(
+            grade_run(
+                run_dir,
+                task_judge=chosen["task_judge"][0],
+                conversation_judge=chosen["conversation_judge"][0],
+                task_judge_settings=chosen["task_judge"][1],
+                conversation_judge_settings=chosen["conversation_judge"][1],
+                cutoff=cutoff,
+                rubric=rub,
+                concurrency=concurrency,
+                on_episode=index,
+                continue_latest=not new_set,
+            )
+        )
+    except (GradeError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except (OSError, sqlite3.OperationalError) as e:
+        line = machine_fault_message(e, run_dir, option="run")
+        if line is None:
+            raise
+        typer.echo(f"error: {line}", err=True)
+        raise typer.Exit(EXIT_MACHINE_FAULT) from None
+    finally:
+        store.close()  # no file of the run folder stays open after the command
+    for line in grade_set_summary(run_dir, gid):
+        typer.echo(line)
+
+
+@app.command()
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="One or more run folders (same bundle hash).")],
+    html: Annotated[
+        Path | None, typer.Option("--html", help="HTML report path (default: RUN_DIR/report.html).")
+    ] = None,
+    no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the HTML report.")] = False,
+    no_traces: Annotated[bool, typer.Option("--no-traces", help="HTML without the trace viewer.")] = False,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON.")] = None,
+    csv_path: Annotated[Path | None, typer.Option("--csv", help="Write one CSV row per episode.")] = None,
+    grade_set: Annotated[
+        str | None,
+        typer.Option("--grade-set", help="Grade set id (default: the latest judge grade set; a human "
+                     "label set only when named)."),
+    ] = None,
+    samples: Annotated[int, typer.Option("--samples", min=1, help="Bootstrap samples.")] = 2000,
+    confidence: Annotated[
+        float, typer.Option("--confidence", min=0.5, max=0.999, help="Interval confidence level.")
+    ] = 0.95,
+    seed: Annotated[
+        int | None, typer.Option("--seed", min=0, help="Bootstrap seed (default: the runs' seed).")
+    ] = None,
+    judge_audit: Annotated[
+        list[Path] | None,
+        typer.Option("--judge-audit", help="A judge-audit file from callbench audit --judges --save "
+                     "(repeatable; RUN_DIR/judge_audits/ is always read)."),
+    ] = None,
+) -> None:
+    """Report runs: terminal tables, one offline HTML file, optional JSON/CSV exports.
+
+    Exit codes: 0 ok; 2 unreadable input or runs that cannot be compared fairly; 4 a report file
+    cannot be written (disk full, permission denied, read-only folder).
+    """
+    from rich.console import Console
+
+    from callbench.report.build import build_report
+    from callbench.report.export import write_csv, write_json
+    from callbench.report.fairness import UnfairComparisonError
+    from callbench.report.html import write_html
+    from callbench.report.load import ReportInputError, load_runs
+    from callbench.report.terminal import render_terminal
+    from callbench.audit.store import load_judge_audits
+
+    audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [])
+    for w in audit_warnings:
+        typer.echo(f"warning: {w}", err=True)
+    try:
+        runs = load_runs(run_dirs, grade_set)
+        result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence, judge_audits=audits)
+    except (ReportInputError, UnfairComparisonError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    html_out = None if no_html else (html if html is not None else run_dirs[0] / "report.html")
+    problem = _output_problem(run_dirs, {"--json": json_path, "--csv": csv_path, "--html": html_out})
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
+    render_terminal(result, Console(emoji=False))
+    try:
+        if json_path is not None:
+            write_json(result, json_path)
+            typer.echo(f"JSON report: {json_path}")
+        if csv_path is not None:
+            write_csv([r for run in runs for r in run.records], csv_path)
+            typer.echo(f"CSV (one row per episode): {csv_path}")
+        if html_out is not None:
+            write_html(result, runs, html_out, include_traces=not no_traces)
+            typer.echo(f"HTML report: {html_out.resolve().as_uri()}")
+    except OSError as e:
+        from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
+
+        line = machine_fault_message(e, e.filename or run_dirs[0], option="--html/--json/--csv")
+        if line is not None:
+            typer.echo(f"error: {line}", err=True)
+            raise typer.Exit(EXIT_MACHINE_FAULT) from None
+        typer.echo(f"error: cannot write report: {e}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def agreement(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder with at least two grade sets.")],
+    grade_set: Annotated[
+        list[str], typer.Option("--grade-set", help="A grade set id; give exactly two (A, then B).")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    samples: Annotated[int, typer.Option("--samples", min=1, help="Bootstrap samples.")] = 2000,
+    confidence: Annotated[
+        float, typer.Option("--confidence", min=0.5, max=0.999, help="Interval confidence level.")
+    ] = 0.95,
+    seed: Annotated[
+        int | None, typer.Option("--seed", min=0, help="Bootstrap seed (default: the run's seed).")
+    ] = None,
+) -> None:
+    """Agreement between two grade sets of a run (two judges, one judge twice, or a judge and
+    human labels): percent agreement and Cohen's kappa on criterion labels, quadratic-weighted
+    kappa on ratings, overall, per pillar and per diagnostic, each with an interval from
+    resampling episodes.
+
+    Exit codes: 0 ok; 2 bad input (not a run, unknown grade set, not exactly two grade sets).
+    """
+    from rich.console import Console
+
+    from callbench.grade.action_checks import GradeError
+    from callbench.report.agreement import render_agreement, run_agreement
+
+    if len(grade_set) != 2:
+        typer.echo(f"error: give --grade-set exactly twice (got {len(grade_set)})", err=True)
+        raise typer.Exit(2)
+    try:
+        result = run_agreement(
+            run_dir, grade_set[0], grade_set[1], seed=seed, n_samples=samples, confidence=confidence
+        )
+    except (GradeError, ValueError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(result.model_dump_json(indent=1))
+    else:
+        render_agreement(result, Console(emoji=False))
+
+
+labels_app = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Human labels: export a labelling sheet, import it as a grade set of kind human.",
+)
+app.add_typer(labels_app, name="labels")
+
+
+@labels_app.command("export")
+def labels_export(
+    run_dir: Annotated[Path, typer.Argument(help="A graded run folder.")],
+    out: Annotated[Path, typer.Option("--out", help="CSV file to write.")],
+    grade_set: Annotated[
+        str | None,
+        typer.Option("--grade-set", help="Grade set whose items to list (default: the latest)."),
+    ] = None,
+) -> None:
+    """Write a CSV labelling sheet: one row per judged criterion or rating of every graded
+    episode, with its statement, anchors, cited messages and transcript, and an empty label
+    column (met / partial / not_met for criteria, 1-5 for ratings). The judges' labels are not
+    included. Exit codes: 0 ok; 2 bad input."""
+    from callbench.grade.action_checks import GradeError
+    from callbench.grade.labels import export_labels
+
+    problem = _output_problem([run_dir], {"--out": out})
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
+    try:
+        n = export_labels(run_dir, out, grade_set)
+    except GradeError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except OSError as e:
+        typer.echo(f"error: cannot write {out}: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"{n} row(s) written to {out}; fill the label column, then run:")
+    typer.echo(f"callbench labels import {run_dir} {out}")
+
+
+@labels_app.command("import")
+def labels_import(
+    run_dir: Annotated[Path, typer.Argument(help="The run folder the sheet was exported from.")],
+    file: Annotated[Path, typer.Argument(help="The filled CSV sheet.")],
+) -> None:
+    """Store a filled labelling sheet as a new grade set of kind human and print its id (on
+    stdout; a summary goes to stderr). Compare it with a judge's grade set with callbench
+    agreement. Every bad row is reported as FILE: row N, column C. Exit codes: 0 ok; 2 bad input
+    (nothing stored)."""
+    from callbench.grade.action_checks import GradeError
+    from callbench.grade.labels import import_labels, summary_lines
+
+    try:
+        result = import_labels(run_dir, file)
+    except GradeError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    gid, *rest = summary_lines(result)
+    typer.echo(gid)
+    for line in rest:
+        typer.echo(line, err=True)
+
+

