@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,10 @@ from callbench.models.scripted.judge import create_scripted_judge
 from callbench.models.scripted.models import create_scripted
 from callbench.runs.executor import RoleSpec, RunConfig
 from callbench.runs.plan import candidate_slug
+
+# Ray in these tests stays on loopback (callbench.runs.ray_executor._keep_on_loopback): set before
+# any test module imports Ray, inherited by `ray start` and `callbench run` subprocesses
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 DAIRY = Path(__file__).parents[1] / "sim" / "data" / "dairy_bundle"
 

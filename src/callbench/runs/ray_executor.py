@@ -26,6 +26,9 @@ Ray is an optional dependency (extra ``[distributed]``): importing this module d
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import sys
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -52,8 +55,16 @@ from callbench.runs.store import RunStore
 from callbench.trace import Trace
 
 ClientFactory = Callable[[RunConfig, Bundle], dict[str, ModelClient]]
+IN_PROCESS_PROVIDERS = frozenset({"scripted"})
+"""Providers whose calls run inside the worker (no network, no shared quota): no cluster permit
+unless ``provider_limits`` names them."""
 WORKER_RESTARTS = 4
 """How many times a worker actor is restarted (and its unfinished episodes retried) after dying."""
+
+
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Ray's switch (``ray._private.ray_constants.ENABLE_RAY_CLUSTER``): when ``0``, Ray takes
+127.0.0.1 as this node's address instead of the address of the interface that routes outwards."""
 
 
 def _ray() -> Any:
@@ -62,6 +73,31 @@ def _ray() -> Any:
     except ImportError:
         raise ValueError("--executor ray needs Ray: pip install 'callbench[distributed]'") from None
     return ray
+
+
+def _is_loopback(address: str | None) -> bool:
+    """Whether ``address`` (``HOST:PORT``, ``ray://HOST:PORT``, ``auto`` or None) names this
+    machine's loopback interface; None (a new local instance) counts as loopback."""
+    if address is None:
+        return True
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _keep_on_loopback(address: str | None) -> None:
+    """A local Ray instance, or a cluster reached on loopback, stays on loopback.
+
+    Ray rewrites ``127.0.0.1`` to the address of the interface that routes outwards
+    (``ray._private.services.resolve_ip_for_localhost``) and a new local instance listens there,
+    reachable from the network. Setting Ray's ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` before Ray is
+    imported (and its constant when it already is) makes Ray use 127.0.0.1, as it does on macOS
+    (ray-project/ray#18730). A value already in the environment is kept."""
+    if not _is_loopback(address) or os.environ.get(LOOPBACK_ENV):
+        return
+    os.environ[LOOPBACK_ENV] = "0"
+    constants: Any = sys.modules.get("ray._private.ray_constants")
+    if constants is not None and hasattr(constants, "ENABLE_RAY_CLUSTER"):
+        constants.ENABLE_RAY_CLUSTER = False
 
 
 def default_clients(config: RunConfig, bundle: Bundle) -> dict[str, ModelClient]:
@@ -126,14 +162,17 @@ class _WorkerImpl:
         self.name, self.version = name, version
         self.config = RunConfig.model_validate_json(config_json)
         self.bundle = bundle
-        ray = _ray()
-        ray.get([lim.release_holder.remote(name) for lim in limiters.values()])  # a restart
+        # a restart: return the permits the previous life held. Not awaited: Ray runs one caller's
+        # calls to an actor in order, so this worker's later acquires come after the release.
+        for lim in limiters.values():
+            if lim is not None:
+                lim.release_holder.remote(name)
         self.health = RunHealth(self.config.max_consecutive_fatal)
         self.clients: dict[str, ModelClient] = {}
         for role, client in factory(self.config, bundle).items():
             provider = client.spec.split(":", 1)[0]
-            permit = _Permit(limiters[provider], name) if provider in limiters else _Permit(
-                limiters["*"], name)
+            lim = limiters.get(provider, limiters["*"])
+            permit = _Permit(lim, name) if lim is not None else contextlib.nullcontext()
             self.clients[role] = Limited(client, permit, role, self.health)
 
     async def run(self, key: EpisodeKey) -> tuple[Trace, FaultLedger, str | None]:
@@ -154,6 +193,7 @@ class RayCluster:
     started it)."""
 
     def __init__(self, config: RunConfig, *, address: str | None, num_cpus: int | None) -> None:
+        _keep_on_loopback(address)
         ray = _ray()
         self.ray = ray
         self.started = not ray.is_initialized()
@@ -167,8 +207,12 @@ class RayCluster:
         limiter_cls = ray.remote(num_cpus=0, max_concurrency=100_000)(_LimiterImpl)
         providers = {r.spec.split(":", 1)[0] for r in
                      [*config.candidates, config.caller, config.task_judge, config.conversation_judge]}
+        # in-process providers (scripted) get a cluster-wide limiter only when a limit is set for
+        # them: their calls are bounded by the episodes in flight, and each permit costs two actor
+        # calls per request (most of Ray's overhead per scripted episode, issue 27 item 4)
         self.limiters: dict[str, Any] = {
-            p: limiter_cls.remote(config.provider_limits.get(p, config.concurrency))
+            p: (limiter_cls.remote(config.provider_limits.get(p, config.concurrency))
+                if p not in IN_PROCESS_PROVIDERS or p in config.provider_limits else None)
             for p in sorted(providers)
         }
         self.limiters["*"] = limiter_cls.remote(config.concurrency)
@@ -181,7 +225,8 @@ class RayCluster:
             if isinstance(c, Limited):
                 c = c.inner
             lim = self.limiters.get(c.spec.split(":", 1)[0], self.limiters["*"])
-            out[role] = Limited(c, _Permit(lim, f"driver-{self.run_tag}"), role, health)
+            permit = _Permit(lim, f"driver-{self.run_tag}") if lim is not None else contextlib.nullcontext()
+            out[role] = Limited(c, permit, role, health)
         return out
 
     def start_workers(self, config: RunConfig, bundle: Bundle, factory: ClientFactory,
@@ -204,11 +249,11 @@ class RayCluster:
 
     def limiter_stats(self) -> dict[str, dict[str, int]]:
         """Each provider limiter's :meth:`_LimiterImpl.stats` (tests and diagnostics)."""
-        return {p: self.ray.get(lim.stats.remote()) for p, lim in self.limiters.items()}
+        return {p: self.ray.get(lim.stats.remote()) for p, lim in self.limiters.items() if lim is not None}
 
     def close(self) -> None:
         """Kill the workers and limiters; shut Ray down when this connection started it."""
-        for actor in [*self.workers, *self.limiters.values()]:
+        for actor in [*self.workers, *(lim for lim in self.limiters.values() if lim is not None)]:
             self.ray.kill(actor, no_restart=True)
         self.workers = []
         if self.started:

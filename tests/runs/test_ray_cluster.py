@@ -1,0 +1,156 @@
+"""The Ray executor against a separately started Ray cluster (issue 27 item 4): a head node started
+with ``ray start --head --block`` on loopback as its own process group, a scripted run sent to it by
+address (the driver here and through ``callbench run --executor ray --ray-address``), a worker
+killed mid-run, and traces byte-identical to a local run with nothing lost or doubled. Skipped when
+Ray is not installed (extra ``[distributed]``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from callbench.bundle.models import Bundle  # noqa: E402
+from callbench.models.base import ModelClient  # noqa: E402
+from callbench.runs.executor import RunConfig, execute_run  # noqa: E402
+from callbench.runs.ray_executor import default_clients, execute_run_ray  # noqa: E402
+from callbench.runs.store import RunStore  # noqa: E402
+
+from .conftest import DAIRY, scripted_clients, scripted_config  # noqa: E402
+from .test_ray_executor import DieOnce, _traces  # noqa: E402
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import tests
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def ray_head() -> Iterator[str]:
+    """A Ray head node on 127.0.0.1 in its own process group; yields its ``HOST:PORT`` address.
+    Ended with SIGTERM to the group (``ray start --block`` then stops every process it started),
+    SIGKILL after 20 s."""
+    exe = shutil.which("ray") or str(Path(sys.executable).with_name("ray"))
+    if not Path(exe).exists():
+        pytest.skip("the `ray` command is not installed")
+    if ray.is_initialized():
+        ray.shutdown()
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="cbray-", dir="/tmp")  # short: Ray's socket paths have a limit
+    # authentication off, explicitly: the cluster listens on loopback only, and Ray reads its auth
+    # mode once per process, before this fixture could give the in-process driver a token
+    auth = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    saved = {k: os.environ.get(k) for k in auth}
+    os.environ.update(auth)
+    env = dict(os.environ)
+    proc = subprocess.Popen(
+        [exe, "start", "--head", "--block", f"--port={port}", "--node-ip-address=127.0.0.1",
+         "--num-cpus=2", "--include-dashboard=false", f"--temp-dir={temp}", "--disable-usage-stats"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env,
+    )
+    address = f"127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"ray start --head exited with {proc.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail("the Ray head did not listen within 90 s")
+                time.sleep(0.5)
+        time.sleep(2)  # the GCS listens before the raylet has registered the node
+        yield address
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        shutil.rmtree(temp, ignore_errors=True)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _config(out: Path, address: str) -> RunConfig:
+    config = scripted_config(out, repeats=4)
+    config.grade = False
+    config.concurrency = 4
+    config.ray_address = address
+    return config
+
+
+async def test_a_run_on_a_started_cluster_survives_a_killed_worker(
+    tmp_path: Path, dairy: Bundle, ray_head: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    local = _config(tmp_path / "local", ray_head)
+    planned = await execute_run(local, scripted_clients(local, dairy), bundle=dairy)
+    victim = sorted(k.episode_id for k in planned.planned)[2]
+    marker = tmp_path / "killed"
+
+    def factory(cfg: RunConfig, bundle: Bundle) -> dict[str, ModelClient]:
+        clients = default_clients(cfg, bundle)
+        return {k: DieOnce(c, marker, victim) if k.startswith("candidate:") else c
+                for k, c in clients.items()}
+
+    saves: Counter[str] = Counter()
+    real = RunStore.save_episode
+
+    def counted(self: RunStore, trace, ledger):  # type: ignore[no-untyped-def]
+        saves[trace.episode_id] += 1
+        return real(self, trace, ledger)
+
+    monkeypatch.setattr(RunStore, "save_episode", counted)
+    config = _config(tmp_path / "ray", ray_head)
+    try:
+        manifest = await execute_run_ray(config, scripted_clients(config, dairy), bundle=dairy,
+                                         client_factory=factory)
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()  # the CLI test below connects from its own process
+    assert marker.exists()  # a worker of the cluster died in the middle of the victim episode
+    assert manifest.executors == ["ray"]
+    assert manifest.completed == len(manifest.planned) == 4 and manifest.skipped == 0
+    assert set(saves.values()) == {1} and len(saves) == 4  # nothing lost, nothing doubled
+    assert _traces(tmp_path / "ray") == _traces(tmp_path / "local")
+
+
+def test_callbench_run_by_address_equals_a_local_run(tmp_path: Path, ray_head: str) -> None:
+    base = [sys.executable, "-m", "callbench", "run", str(DAIRY), "--candidate", "scripted:reference",
+            "--caller", "scripted:plan", "--task-judge", "scripted:met",
+            "--conversation-judge", "scripted:met", "--repeats", "2", "--no-grade"]
+    env = dict(os.environ)  # with the fixture's auth and loopback settings
+    runs = {}
+    for name, extra in (("local", []), ("ray", ["--executor", "ray", "--ray-address", ray_head])):
+        out = tmp_path / name
+        res = subprocess.run([*base, *extra, "--out", str(out)], capture_output=True, text=True,
+                             env=env, timeout=300, stdin=subprocess.DEVNULL)
+        assert res.returncode == 0, res.stderr[-2000:]
+        runs[name] = _traces(out)
+    assert len(runs["local"]) == 2 * len(list(DAIRY.glob("agents/*/scenarios/*.yaml")))
+    assert runs["ray"] == runs["local"]
