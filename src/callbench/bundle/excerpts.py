@@ -21,6 +21,8 @@ comma is how half-rules are made.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 import unicodedata
 
@@ -41,27 +43,43 @@ _NEXT_BLOCK = re.compile(r"[ \t]*(?:\n[ \t]*(?:\n|[-*+][ \t]|\d{1,3}[.)][ \t]|#{
 item, a heading, a quotation or a table row, or the end of the text."""
 
 
+@functools.lru_cache(maxsize=256)
 def _nfc(s: str) -> str:
-    return unicodedata.normalize("NFC", s)
+    # cached: one agent's rendered document is searched for every excerpt of every scenario
+    return s if unicodedata.is_normalized("NFC", s) else unicodedata.normalize("NFC", s)
 
 
-def _squash(text: str) -> tuple[str, list[int]]:
-    """``text`` with every whitespace run read as one space, and for each character of the result
-    the index of the character it came from (a run maps to its first character)."""
-    out: list[str] = []
-    where: list[int] = []
-    in_space = False
-    for i, c in enumerate(text):
-        if c.isspace():
-            if not in_space:
-                out.append(" ")
-                where.append(i)
-            in_space = True
-        else:
-            out.append(c)
-            where.append(i)
-            in_space = False
-    return "".join(out), where
+_SPACE_RUN = re.compile(r"\s+")
+"""A whitespace run: ``\\s`` of a str pattern is Unicode whitespace, as ``str.isspace``."""
+
+
+@functools.lru_cache(maxsize=64)
+def _squash(text: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    """``text`` with every whitespace run read as one space, with what :func:`_source_index` needs
+    to map a character of the result to the one it came from (a run maps to its first character):
+    for each run, the index in the result just after its space and the characters dropped up to
+    it. Cached: the same rendered document is squashed for each of its excerpts."""
+    parts: list[str] = []
+    after: list[int] = []
+    dropped: list[int] = []
+    pos = length = gone = 0
+    for m in _SPACE_RUN.finditer(text):
+        s, e = m.span()
+        parts.append(text[pos:s])
+        parts.append(" ")
+        length += s - pos + 1
+        gone += e - s - 1
+        after.append(length)
+        dropped.append(gone)
+        pos = e
+    parts.append(text[pos:])
+    return "".join(parts), tuple(after), tuple(dropped)
+
+
+def _source_index(k: int, after: tuple[int, ...], dropped: tuple[int, ...]) -> int:
+    """The index in the original text of character ``k`` of :func:`_squash`'s result."""
+    i = bisect.bisect_right(after, k) - 1
+    return k + (dropped[i] if i >= 0 else 0)
 
 
 def locate_excerpt(rendered: str, excerpt: str) -> tuple[int, int] | None:
@@ -74,13 +92,13 @@ def locate_excerpt(rendered: str, excerpt: str) -> tuple[int, int] | None:
     i = text.find(ex)
     if i >= 0:
         return i, i + len(ex)
-    squashed, where = _squash(text)
+    squashed, after, dropped = _squash(text)
     sq_ex = " ".join(ex.split())
     j = squashed.find(sq_ex)
     if j < 0:
         return None
-    last = where[j + len(sq_ex) - 1]
-    return where[j], last + 1
+    last = _source_index(j + len(sq_ex) - 1, after, dropped)
+    return _source_index(j, after, dropped), last + 1
 
 
 def _ends_clause(before: str) -> bool:
