@@ -15,18 +15,37 @@ from callbench.cli.common import _role_settings, _split
 def validate(
     path: Path = typer.Argument(..., help="A bundle folder (or its bundle.yaml)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON list of {file, path, code, message}."),
+    providers: str = typer.Option(
+        "openai,anthropic", "--providers",
+        help="Provider targets whose request rules every tool schema must pass, comma-separated: "
+             "openai, openai-strict, anthropic, gemini (warnings only), or all; 'none' skips."),
 ) -> None:
     """Run the static audits of a bundle (schemas, references, matchers, excerpts, provenance) and
-    the reference-path replay, and list every problem at once. `callbench audit` runs these and
+    the reference-path replay, check every tool schema against the chosen providers' request rules
+    (a schema OpenAI or Anthropic would reject is a problem, code provider.<target>; Gemini's
+    subset gives warnings), and list every problem at once. `callbench audit` runs these and
     the measurement-validity audits (do-nothing floor, hidden-value leaks, channel events).
 
-    Exit codes: 0 clean; 1 problems found; 2 the path cannot be read.
+    Exit codes: 0 clean; 1 problems found; 2 the path cannot be read or --providers is unknown.
     """
     import json
 
     from callbench.bundle.validate import validate_safely
+    from callbench.models.remote.rules import parse_targets
 
+    try:
+        targets = [] if providers.strip().lower() == "none" else parse_targets(providers)
+    except ValueError as e:
+        typer.echo(f"error: --providers: {e}", err=True)
+        raise typer.Exit(2) from None
     outcome = validate_safely(path)
+    if outcome.bundle is not None and targets:
+        from callbench.runs.provider_check import bundle_provider_problems
+
+        errors, warnings = bundle_provider_problems(outcome.bundle, targets)
+        outcome.problems.extend(errors)
+        for w in warnings:
+            typer.echo(f"warning: {w}", err=as_json)
     if as_json:
         typer.echo(json.dumps([p.model_dump() for p in outcome.problems], ensure_ascii=False, indent=2))
     elif not outcome.readable:
