@@ -102,12 +102,9 @@ def openai_request_problems(body: dict[str, Any], rules: TargetRules) -> list[tu
             out.append(("response_format.json_schema.name", f"name must match {rules.tool_name}"))
         schema = spec.get("schema")
         where = "response_format.json_schema.schema"
-        if spec.get("strict") is True:
-            found = parameters_problems(schema, OPENAI_STRICT)
-        elif rules.keywords is not None or not rules.null_type:
-            found = schema_problems(schema, rules)
-        else:
-            found = []
+        found = parameters_problems(schema, OPENAI_STRICT) if spec.get("strict") is True else []
+        if rules.keywords is not None and not rules.strict:  # a target with its own schema subset
+            found += schema_problems(schema, rules)
         out += [(f"{where}.{p}" if p else where, msg) for p, msg in found]
     return out
 
