@@ -10,11 +10,11 @@ reference path (:mod:`fakes.conformance_server`); the caller and the judges are 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import httpx2
-import openai
 import pytest
 
 from callbench.bundle.loader import load_bundle
@@ -74,13 +74,15 @@ def test_whole_starter_through_the_conformance_fake(tmp_path: Path, provider: st
     assert len({g.scenario_id for g in grades}) == 100
     assert [g.episode_id for g in grades if g.skipped or g.not_graded or g.overall is None] == []
     # the reference path meets every action check, through the wire as in the reference replay
-    unmet = [(g.scenario_id, i.id) for g in grades for i in g.items if i.source == "action_check" and i.r != 1.0]
+    unmet = [(g.scenario_id, i.id) for g in grades for i in g.items
+             if i.source == "action_check" and i.r != 1.0]
     assert unmet == []
 
 
 def _request(tools: list[ToolSchema] | None = None, schema: dict[str, Any] | None = None) -> ModelRequest:
-    return ModelRequest(messages=[ChatMessage(role="system", content="s"), ChatMessage(role="user", content="hi")],
-                        tools=tools or [], response_schema=schema, response_schema_name="out",
+    messages = [ChatMessage(role="system", content="s"), ChatMessage(role="user", content="hi")]
+    return ModelRequest(messages=messages, tools=tools or [], response_schema=schema,
+                        response_schema_name="out",
                         context=RequestContext(role="candidate" if tools else "caller", episode_id="e"))
 
 
@@ -105,13 +107,10 @@ def test_a_top_level_any_of_gets_each_providers_own_400(monkeypatch: pytest.Monk
 
     with ConformanceServer() as server:
         openai_text, anthropic_said = asyncio.run(go(server))
-    assert openai.__name__  # the SDK the adapter uses reads this body shape
-    import json
-
     assert json.loads(openai_text) == {"error": {
-        "message": "Invalid schema for function 'verify': OpenAI rejects 'anyOf' at the top level of a tool's "
-                   "parameters", "type": "invalid_request_error", "param": "tools[0].function.parameters",
-        "code": "invalid_function_parameters"}}
+        "message": "Invalid schema for function 'verify': OpenAI rejects 'anyOf' at the top level of a "
+                   "tool's parameters", "type": "invalid_request_error",
+        "param": "tools[0].function.parameters", "code": "invalid_function_parameters"}}
     assert "tools.0.input_schema.anyOf: Anthropic rejects 'anyOf' at the top level" in anthropic_said
     assert [e.status for e in server.log] == [400, 400]
 
@@ -135,8 +134,9 @@ def test_gemini_mode_rejects_its_unsupported_keywords_in_gemini_words() -> None:
     assert refused.status_code == 400
     error = refused.json()[0]["error"]
     assert error["status"] == "INVALID_ARGUMENT"
-    assert error["message"] == ("Invalid JSON payload received. Unknown name \"additionalProperties\" at "
-                                "'generation_config.response_schema.additionalProperties': Cannot find field.")
+    assert error["message"] == (
+        "Invalid JSON payload received. Unknown name \"additionalProperties\" at "
+        "'generation_config.response_schema.additionalProperties': Cannot find field.")
     for word in ("response_format", "json_schema", "json_object"):
         assert word not in error["message"]
     assert accepted.status_code == 200 and accepted.json()["choices"][0]["message"]["content"] == '{"a": ""}'

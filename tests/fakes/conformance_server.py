@@ -143,7 +143,8 @@ class ConformanceServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True).start()
         timer = threading.Timer(self.lifetime_s, self.close)
         timer.daemon = True
         timer.start()
@@ -229,7 +230,8 @@ class ConformanceServer:
             if calls:
                 message["tool_calls"] = [
                     {"id": f"call_{n}_{i}", "type": "function",
-                     "function": {"name": c["name"], "arguments": json.dumps(c["arguments"], ensure_ascii=False)}}
+                     "function": {"name": c["name"],
+                                  "arguments": json.dumps(c["arguments"], ensure_ascii=False)}}
                     for i, c in enumerate(calls)]
         else:
             fmt = body.get("response_format") or {}
@@ -257,13 +259,14 @@ class ConformanceServer:
                 [{"name": body["tools"][0]["name"], "arguments": {}}] if body.get("tools") else [], None)
             if text:
                 blocks.append({"type": "text", "text": text})
-            blocks += [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": c["name"], "input": c["arguments"]}
-                       for i, c in enumerate(calls)]
+            blocks += [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": c["name"],
+                        "input": c["arguments"]} for i, c in enumerate(calls)]
             if not blocks:
                 blocks.append({"type": "text", "text": ""})
         stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-        return role, {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model", ""),
-                      "content": blocks, "stop_reason": stop, "stop_sequence": None,
+        return role, {"id": f"msg_{n}", "type": "message", "role": "assistant",
+                      "model": body.get("model", ""), "content": blocks, "stop_reason": stop,
+                      "stop_sequence": None,
                       "usage": {"input_tokens": 10, "output_tokens": 5}}
 
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
