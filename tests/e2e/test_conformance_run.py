@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+import yaml
 
 from callbench.bundle.loader import load_bundle
+from callbench.bundle.models import Bundle
 from callbench.grade.store import load_episode_grades
 from callbench.models.base import ChatMessage, ModelRequest, ModelSettings, RequestContext, ToolSchema
 from callbench.models.registry import create_client
 from callbench.models.remote.anthropic_client import AnthropicClient
 from callbench.models.remote.openai_client import OpenAIClient
 from callbench.runs.executor import RoleSpec, RunConfig
-from callbench.runs.plan import candidate_slug
+from callbench.runs.plan import ScenarioFilters, candidate_slug
+from callbench.runs.preflight import PreflightError
 from callbench.runs.session import run_and_grade
 from fakes.conformance_server import ConformanceServer, HintedClient, HintTransport
 
@@ -34,23 +38,28 @@ EITHER = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type"
           "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}
 
 
-async def _run(out: Path, provider: str, server: ConformanceServer) -> tuple[Any, str | None]:
+async def _run(out: Path, provider: str, server: ConformanceServer, *, bundle: Bundle = BUNDLE,
+               agents: list[str] | None = None, preflight: bool = True) -> tuple[Any, str | None]:
+    """Run and grade ``bundle`` (every scenario, or ``agents``') with the candidate on
+    ``provider``'s adapter through ``server``; scripted caller and judges."""
+    root = Path(bundle.root)
     spec = f"{provider}:conformance-agent"
     settings = ModelSettings(base_url=server.url if provider == "openai" else server.root, timeout_s=60.0,
                              max_attempts=1)
     http = httpx2.AsyncClient(transport=HintTransport())
     adapter = (OpenAIClient if provider == "openai" else AnthropicClient)(spec, settings, http_client=http)
-    config = RunConfig(bundle_path=STARTER, out=out, candidates=[RoleSpec(spec=spec, settings=settings)],
+    config = RunConfig(bundle_path=root, out=out, candidates=[RoleSpec(spec=spec, settings=settings)],
                        caller=RoleSpec(spec="scripted:plan"), task_judge=RoleSpec(spec="scripted:met"),
-                       conversation_judge=RoleSpec(spec="scripted:met"), concurrency=8, seed=24)
+                       conversation_judge=RoleSpec(spec="scripted:met"), concurrency=8, seed=24,
+                       filters=ScenarioFilters(agents=agents or []), preflight=preflight)
     clients: dict[str, Any] = {
         f"candidate:{candidate_slug(spec, settings)}": HintedClient(adapter),
-        **{role: create_client(r.spec, r.settings, bundle=BUNDLE, role=role)  # type: ignore[arg-type]
+        **{role: create_client(r.spec, r.settings, bundle=bundle, role=role)  # type: ignore[arg-type]
            for role, r in (("caller", config.caller), ("task_judge", config.task_judge),
                            ("conversation_judge", config.conversation_judge))},
     }
     try:
-        return await run_and_grade(config, clients=clients, bundle=BUNDLE)
+        return await run_and_grade(config, clients=clients, bundle=bundle)
     finally:
         for c in clients.values():
             await c.aclose()
@@ -141,3 +150,45 @@ def test_gemini_mode_rejects_its_unsupported_keywords_in_gemini_words() -> None:
         assert word not in error["message"]
     assert accepted.status_code == 200 and accepted.json()["choices"][0]["message"]["content"] == '{"a": ""}'
     assert fine.status_code == 200
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> Bundle:
+    """The starter as it was before issue 24: a top-level anyOf in lpg_gas_helpline's verify_consumer."""
+    root = tmp_path / "starter"
+    shutil.copytree(STARTER, root)
+    agent = root / "agents" / "lpg_gas_helpline" / "agent.yaml"
+    data = yaml.safe_load(agent.read_text(encoding="utf-8"))
+    data["tools"][0]["parameters"]["anyOf"] = [{"required": ["registered_mobile"]},
+                                               {"required": ["consumer_number"]}]
+    agent.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return load_bundle(root)
+
+
+def test_the_old_starter_schema_is_rejected_by_the_fake(tmp_path: Path, planted: Bundle,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the issue measured: without the rule check every candidate request of the agent is
+    refused, and each episode is skipped as infrastructure."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-conformance-test")
+    with ConformanceServer(planted) as server:
+        _, grade_set = asyncio.run(_run(tmp_path / "out", "openai", server, bundle=planted,
+                                        agents=["lpg_gas_helpline"], preflight=False))
+    rejected = server.rejected()
+    assert rejected and {e.problems[0][0] for e in rejected} == {"tools[0].function.parameters.anyOf"}
+    assert grade_set is not None
+    grades = load_episode_grades(tmp_path / "out", grade_set)
+    assert len(grades) == 10 and all(g.skipped for g in grades)
+
+
+def test_the_preflight_refuses_a_tool_schema_anthropic_rejects(tmp_path: Path, planted: Bundle,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-conformance-test")
+    with ConformanceServer(planted) as server, pytest.raises(PreflightError) as caught:
+        asyncio.run(_run(tmp_path / "out", "anthropic", server, bundle=planted, agents=["lpg_gas_helpline"]))
+    assert server.log == []  # refused before any request
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("preflight: candidate:")
+    assert ("Anthropic would reject 1 part(s) of the run's requests: agent lpg_gas_helpline: "
+            "tools[0].input_schema.anyOf (tool 'verify_consumer'): Anthropic rejects 'anyOf' at the top "
+            "level of a tool's parameters") in message

@@ -37,8 +37,9 @@ from callbench.runs.executor import (
 )
 from callbench.runs.guard import RunHealth
 from callbench.runs.manifest import MANIFEST, EpisodeKey, RunManifest
-from callbench.runs.plan import candidate_slug
+from callbench.runs.plan import candidate_slug, select_scenarios
 from callbench.runs.preflight import preflight
+from callbench.runs.provider_check import check_request_rules
 from callbench.runs.store import RunStore
 from callbench.trace import Trace
 
@@ -152,6 +153,7 @@ async def run_and_grade(
                     on_graded(g)
 
         if config.preflight and (cache is None or cache.mode is not CacheMode.REPLAY_ONLY):
+            check_request_rules(clients, select_scenarios(bundle, config.filters))
             await preflight(clients)
         if cluster is not None:
             from callbench.runs.ray_executor import execute_run_ray
