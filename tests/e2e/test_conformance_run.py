@@ -192,3 +192,19 @@ def test_the_preflight_refuses_a_tool_schema_anthropic_rejects(tmp_path: Path, p
     assert ("Anthropic would reject 1 part(s) of the run's requests: agent lpg_gas_helpline: "
             "tools[0].input_schema.anyOf (tool 'verify_consumer'): Anthropic rejects 'anyOf' at the top "
             "level of a tool's parameters") in message
+
+
+def test_gemini_mode_can_leave_tools_to_openai_rules() -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": False}}}
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [tool]}
+
+    async def post(url: str) -> int:
+        async with httpx2.AsyncClient() as http:
+            return (await http.post(f"{url}/chat/completions", json=body)).status_code
+
+    with ConformanceServer(gemini=True) as strict, \
+            ConformanceServer(gemini=True, gemini_tools=False) as lenient:
+        assert (asyncio.run(post(strict.url)), asyncio.run(post(lenient.url))) == (400, 200)
+        body["tools"] = [{**tool, "function": {**tool["function"], "parameters": EITHER}}]
+        assert asyncio.run(post(lenient.url)) == 400  # OpenAI's top-level rule still holds

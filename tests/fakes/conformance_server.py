@@ -12,8 +12,9 @@ A request a provider would reject gets that provider's 400 body:
 - Anthropic: ``{"type": "error", "error": {"type": "invalid_request_error", "message":
   "<param>: <message>"}}``;
 - with ``gemini=True`` the OpenAI route impersonates a strict Gemini-style OpenAI-compatible
-  endpoint: the Gemini schema subset is enforced on tools and on ``response_format`` schemas
-  (strict or not), and a rejection is Gemini's body, a list holding
+  endpoint: the Gemini schema subset is enforced on tools (unless ``gemini_tools=False``: then
+  tools get OpenAI's rules) and on ``response_format`` schemas (strict or not), and a rejection
+  is Gemini's body, a list holding
   ``{"error": {"code": 400, "message": "Invalid JSON payload received. Unknown name ...",
   "status": "INVALID_ARGUMENT"}}``, whose wording names neither ``response_format`` nor
   ``json_schema``.
@@ -119,9 +120,9 @@ def _gemini_where(param: str) -> str:
 class ConformanceServer:
     """The server (see the module docstring). Use as a context manager."""
 
-    def __init__(self, bundle: Bundle | None = None, *, gemini: bool = False, max_requests: int = 20000,
-                 lifetime_s: float = 600.0) -> None:
-        self.gemini = gemini
+    def __init__(self, bundle: Bundle | None = None, *, gemini: bool = False, gemini_tools: bool = True,
+                 max_requests: int = 20000, lifetime_s: float = 600.0) -> None:
+        self.gemini, self.gemini_tools = gemini, gemini_tools
         self.max_requests, self.lifetime_s = max_requests, lifetime_s
         self.log: list[Exchange] = []
         self._scenarios: dict[str, Scenario] = (
@@ -182,7 +183,12 @@ class ConformanceServer:
             return anthropic_request_problems(body, ANTHROPIC)
         if not self.gemini:
             return openai_request_problems(body, OPENAI)
-        return openai_request_problems(body, GEMINI)
+        found = openai_request_problems(body, GEMINI)
+        if not self.gemini_tools:  # only the structured-output schemas in Gemini's subset
+            keep = openai_request_problems(body, OPENAI)
+            found = [p for p in found if not p[0].startswith("tools")] + [
+                p for p in keep if p[0].startswith("tools")]
+        return found
 
     def error_body(self, body: dict[str, Any], dialect: str, problems: list[tuple[str, str]]) -> Any:
         """The provider's 400 body for the first of ``problems``."""

@@ -214,3 +214,9 @@ def test_validate_unknown_provider_is_one_line() -> None:
     assert result.output.strip().splitlines() == [
         "error: --providers: unknown provider target(s) bedrock; choose from openai, openai-strict, "
         "anthropic, gemini or all"]
+
+
+def test_anthropic_request_size_limit() -> None:
+    big = [{"role": "user", "content": "x" * (32 * 1024 * 1024)}]
+    assert anthropic_request_problems(_anthropic(big), ANTHROPIC)[0][1].startswith("request_too_large: ")
+    assert anthropic_request_problems(_anthropic([{"role": "user", "content": "x" * 1000}]), ANTHROPIC) == []

@@ -21,11 +21,12 @@ Message rules and sources:
   blocks); the first message is a user message; each ``tool_result`` answers a ``tool_use`` of
   the assistant message just before and comes before any other block of its message; every
   ``tool_use`` is answered in the next message; text blocks are non-empty; a forced
-  ``tool_choice`` names a declared tool; at most 4 ``cache_control`` blocks.
+  ``tool_choice`` names a declared tool; at most 4 ``cache_control`` blocks; at most 32 MB.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from callbench.models.remote.rules import (
@@ -162,6 +163,11 @@ def anthropic_request_problems(body: dict[str, Any], rules: TargetRules) -> list
         names = {n for n, _ in _tool_list(body, "anthropic")}
         if choice.get("name") not in names:
             out.append(("tool_choice.name", f"tool {choice.get('name')!r} is not among the tools"))
+    if rules.max_request_bytes is not None:
+        size = len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > rules.max_request_bytes:
+            out.append(("", f"request_too_large: {size} bytes, over the {rules.max_request_bytes} "
+                        "byte limit"))
     if rules.max_cache_breakpoints is not None and breakpoints > rules.max_cache_breakpoints:
         out.append(("cache_control", f"A maximum of {rules.max_cache_breakpoints} blocks with cache_control "
                     f"may be provided. Found {breakpoints}."))

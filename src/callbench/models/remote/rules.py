@@ -27,7 +27,8 @@ One :class:`TargetRules` per target, :data:`TARGETS` by name:
     top-level parameter, not a message role; "the first message must always use the user role";
     ``max_tokens`` is required; each ``tool_result`` must answer a ``tool_use`` of the previous
     assistant message and come first in its user message; text blocks must be non-empty; prompt
-    caching guide: at most 4 blocks with ``cache_control``.
+    caching guide: at most 4 blocks with ``cache_control``; API overview, "Request size limits":
+    32 MB for a Messages request.
 ``gemini``
     Gemini's OpenAI-compatible endpoint, whose function declarations and response schemas use
     the Gemini ``Schema`` object, "a select subset of an OpenAPI 3.0 schema object". Sources:
@@ -94,6 +95,7 @@ class TargetRules:
     first_message_user: bool = False
     requires_max_tokens: bool = False
     max_cache_breakpoints: int | None = None
+    max_request_bytes: int | None = None
     severity: str = "error"
     sources: tuple[str, ...] = field(default=())
 
@@ -119,7 +121,9 @@ ANTHROPIC = TargetRules(
     name="anthropic", title="Anthropic", tool_name=r"[a-zA-Z0-9_-]{1,64}", max_tools=None,
     top_level_forbidden=frozenset({"oneOf", "anyOf", "allOf"}), system="parameter",
     first_message_user=True, requires_max_tokens=True, max_cache_breakpoints=4,
+    max_request_bytes=32 * 1024 * 1024,
     sources=("docs.claude.com/en/docs/agents-and-tools/tool-use (tools, input_schema)",
+             "docs.claude.com/en/api/overview (request size limits: 32 MB for the Messages API)",
              "docs.claude.com/en/api/messages (system, messages, max_tokens)",
              "docs.claude.com/en/docs/build-with-claude/prompt-caching (4 breakpoints)"),
 )
