@@ -2,9 +2,11 @@
 item 3): 100 scenarios on the OpenAI adapter and 100 on the Anthropic adapter, every episode
 scored, no request rejected; and what the same fake answers to a request a provider would reject.
 
-The candidate goes through the real adapters over loopback HTTP and replays each scenario's
-reference path (:mod:`fakes.conformance_server`); the caller and the judges are scripted
-(``scripted:plan``, ``scripted:met``), so the run measures what the adapters send, not a model.
+Every role goes through the real adapters over loopback HTTP: the candidate replays each
+scenario's reference path, the caller expresses its plan steps in order and the judges label
+everything met (:mod:`fakes.conformance_server`), so the run measures what the adapters send,
+not a model. Smaller runs keep the caller and judges scripted (``scripted:plan``,
+``scripted:met``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -39,22 +42,29 @@ EITHER = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type"
 
 
 async def _run(out: Path, provider: str, server: ConformanceServer, *, bundle: Bundle = BUNDLE,
-               agents: list[str] | None = None, preflight: bool = True) -> tuple[Any, str | None]:
+               agents: list[str] | None = None, preflight: bool = True,
+               all_roles: bool = False) -> tuple[Any, str | None]:
     """Run and grade ``bundle`` (every scenario, or ``agents``') with the candidate on
-    ``provider``'s adapter through ``server``; scripted caller and judges."""
+    ``provider``'s adapter through ``server``; the caller and judges scripted, or with
+    ``all_roles`` on the same adapter through ``server`` too."""
     root = Path(bundle.root)
     spec = f"{provider}:conformance-agent"
     settings = ModelSettings(base_url=server.url if provider == "openai" else server.root, timeout_s=60.0,
                              max_attempts=1)
     http = httpx2.AsyncClient(transport=HintTransport())
     adapter = (OpenAIClient if provider == "openai" else AnthropicClient)(spec, settings, http_client=http)
+
+    def role(name: str, scripted: str) -> RoleSpec:
+        return RoleSpec(spec=f"{provider}:conformance-{name}", settings=settings) if all_roles else RoleSpec(
+            spec=scripted)
+
     config = RunConfig(bundle_path=root, out=out, candidates=[RoleSpec(spec=spec, settings=settings)],
-                       caller=RoleSpec(spec="scripted:plan"), task_judge=RoleSpec(spec="scripted:met"),
-                       conversation_judge=RoleSpec(spec="scripted:met"), concurrency=8, seed=24,
+                       caller=role("caller", "scripted:plan"), task_judge=role("judge", "scripted:met"),
+                       conversation_judge=role("judge", "scripted:met"), concurrency=8, seed=24,
                        filters=ScenarioFilters(agents=agents or []), preflight=preflight)
     clients: dict[str, Any] = {
         f"candidate:{candidate_slug(spec, settings)}": HintedClient(adapter),
-        **{role: create_client(r.spec, r.settings, bundle=bundle, role=role)  # type: ignore[arg-type]
+        **{role: HintedClient(create_client(r.spec, r.settings, bundle=bundle, role=role))  # type: ignore[arg-type]
            for role, r in (("caller", config.caller), ("task_judge", config.task_judge),
                            ("conversation_judge", config.conversation_judge))},
     }
@@ -72,12 +82,13 @@ def test_whole_starter_through_the_conformance_fake(tmp_path: Path, provider: st
     monkeypatch.setenv("OPENAI_API_KEY", "sk-conformance-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-conformance-test")
     with ConformanceServer(BUNDLE, lifetime_s=300) as server:
-        manifest, grade_set = asyncio.run(_run(tmp_path / provider, provider, server))
+        manifest, grade_set = asyncio.run(_run(tmp_path / provider, provider, server, all_roles=True))
     assert grade_set is not None
     assert server.rejected() == []
-    candidate = [e for e in server.log if e.role == "candidate"]
     assert {e.dialect for e in server.log} == {provider}
-    assert len(candidate) > 300  # every episode's requests went through the fake (100 greetings at least)
+    roles = Counter(e.role for e in server.log)
+    assert roles["candidate"] > 300  # every episode's requests went through the fake (100 greetings at least)
+    assert roles["caller"] > 300 and roles["task_judge"] == 100 and roles["conversation_judge"] == 100
     grades = load_episode_grades(tmp_path / provider, grade_set)
     assert len(grades) == 100 == len(manifest.planned)
     assert len({g.scenario_id for g in grades}) == 100

@@ -28,8 +28,10 @@ A valid request is answered as the role it plays:
   ``x-callbench-after-tools``, which the test's transport sets from the request being sent
   (:class:`HintedClient`, :class:`HintTransport`): the oracle a real model does not need. A
   request without them (the preflight) calls its first tool with no arguments;
-- any other request (structured output: ``response_format`` or a forced tool) gets the smallest
-  instance of its schema.
+- any other request (structured output: ``response_format`` or a forced tool) is answered as
+  :mod:`fakes.fault_server` answers it: the caller (schema ``caller_turn``) expresses the next open
+  plan step and says goodbye once the schema allows only null, the judges label every criterion
+  met and rate 5, and any other schema gets its smallest instance.
 
 Bounded: at most ``max_requests`` requests are answered (later ones get 503) and the server shuts
 itself down after ``lifetime_s`` seconds. :attr:`ConformanceServer.log` has one
@@ -51,7 +53,7 @@ from callbench.bundle.models import Bundle, Scenario
 from callbench.models.base import ModelRequest, ModelResponse
 from callbench.models.remote.request_rules import anthropic_request_problems, openai_request_problems
 from callbench.models.remote.rules import ANTHROPIC, GEMINI, OPENAI
-from fakes.fault_server import smallest_instance
+from fakes.fault_server import role_of, structured_answer
 
 HINT: contextvars.ContextVar[tuple[str, int, bool] | None] = contextvars.ContextVar("hint", default=None)
 
@@ -98,8 +100,9 @@ class HintTransport(httpx2.AsyncBaseTransport):
 
 @dataclass
 class Exchange:
-    """One request: the API it spoke, its role (candidate or structured), the HTTP status and, for
-    a rejection, the problems found."""
+    """One request: the API it spoke, its role (``fault_server.role_of``: candidate, caller,
+    task_judge, conversation_judge or probe; ``?`` when rejected), the HTTP status and, for a
+    rejection, the problems found."""
 
     dialect: str
     role: str
@@ -227,8 +230,8 @@ class ConformanceServer:
         return [{"name": c.name, "arguments": c.arguments} for c in turn.tool_calls], turn.before_tools
 
     def _openai_reply(self, body: dict[str, Any], headers: Any, n: int) -> tuple[str, dict[str, Any]]:
-        role = "candidate" if body.get("tools") and "response_format" not in body else "structured"
-        if role == "candidate":
+        role = role_of(body, "openai")
+        if body.get("tools") and "response_format" not in body:
             turn = self._turn(headers)
             calls, text = turn if turn is not None else (
                 [{"name": body["tools"][0]["function"]["name"], "arguments": {}}], None)
@@ -242,7 +245,8 @@ class ConformanceServer:
         else:
             fmt = body.get("response_format") or {}
             schema = (fmt.get("json_schema") or {}).get("schema") if fmt.get("type") == "json_schema" else {}
-            message = {"role": "assistant", "content": json.dumps(smallest_instance(schema or {}))}
+            answer = structured_answer(role, schema or {})
+            message = {"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)}
         return role, {
             "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
             "choices": [{"index": 0, "message": message,
@@ -253,13 +257,12 @@ class ConformanceServer:
     def _anthropic_reply(self, body: dict[str, Any], headers: Any, n: int) -> tuple[str, dict[str, Any]]:
         choice = body.get("tool_choice")
         blocks: list[dict[str, Any]] = []
+        role = role_of(body, "anthropic")
         if isinstance(choice, dict) and choice.get("type") == "tool":
-            role = "structured"
             tool = next(t for t in body["tools"] if t.get("name") == choice.get("name"))
             blocks.append({"type": "tool_use", "id": f"toolu_{n}", "name": tool["name"],
-                           "input": smallest_instance(tool.get("input_schema", {}))})
+                           "input": structured_answer(role, tool.get("input_schema", {}))})
         else:
-            role = "candidate"
             turn = self._turn(headers)
             calls, text = turn if turn is not None else (
                 [{"name": body["tools"][0]["name"], "arguments": {}}] if body.get("tools") else [], None)
