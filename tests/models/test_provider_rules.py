@@ -220,3 +220,10 @@ def test_anthropic_request_size_limit() -> None:
     big = [{"role": "user", "content": "x" * (32 * 1024 * 1024)}]
     assert anthropic_request_problems(_anthropic(big), ANTHROPIC)[0][1].startswith("request_too_large: ")
     assert anthropic_request_problems(_anthropic([{"role": "user", "content": "x" * 1000}]), ANTHROPIC) == []
+
+
+def test_audit_reports_the_planted_any_of_too(planted: Path) -> None:
+    scenario = "lpg_en_late_delivery_no_second_booking"
+    result = runner.invoke(app, ["audit", str(planted), "--scenarios", scenario, "--json"])
+    assert result.exit_code == 1, result.output
+    assert '"code": "provider.openai"' in result.stdout and '"code": "provider.anthropic"' in result.stdout

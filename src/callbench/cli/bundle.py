@@ -101,7 +101,8 @@ def audit(
     """Audit what a bundle's scores measure, beyond validate: replay every scenario's reference
     path through the episode loop and grading (every action check must be met, every authored
     channel event must apply), play do-nothing candidates (scripted:hangup, scripted:talk) for the
-    null floor, and look for hidden values written in the instructions or tool schemas. With
+    null floor, and look for hidden values written in the instructions or tool schemas (and, as
+    validate does by default, tool schemas OpenAI or Anthropic would reject). With
     --judges, grade those traces with the judges and report each judge's accuracy on them.
 
     Exit codes: 0 no problem; 1 problems found; 2 unusable input (unreadable path, a bundle that
@@ -129,6 +130,12 @@ def audit(
             typer.echo(str(p), err=True)
         typer.echo(f"error: {path}: the bundle cannot be loaded; nothing was audited", err=True)
         raise typer.Exit(2)
+    from callbench.models.remote.rules import DEFAULT_TARGETS, TARGETS
+    from callbench.runs.provider_check import bundle_provider_problems
+
+    # tool schemas OpenAI or Anthropic would reject, as validate reports them by default
+    defaults = [TARGETS[t] for t in DEFAULT_TARGETS]
+    outcome.problems.extend(bundle_provider_problems(outcome.bundle, defaults)[0])
     clients = None
     if judges:
         from callbench.grade.grader import GradeError, make_judge_client
