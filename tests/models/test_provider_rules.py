@@ -12,6 +12,9 @@ from typer.testing import CliRunner
 
 from callbench.bundle.loader import load_bundle
 from callbench.cli import app
+from callbench.models.base import ModelSettings
+from callbench.models.remote.anthropic_client import AnthropicClient
+from callbench.models.remote.openai_client import OpenAIClient
 from callbench.models.remote.request_rules import anthropic_request_problems, openai_request_problems
 from callbench.models.remote.rules import (
     ANTHROPIC,
@@ -22,7 +25,7 @@ from callbench.models.remote.rules import (
     parse_targets,
     tools_problems,
 )
-from callbench.runs.provider_check import bundle_provider_problems
+from callbench.runs.provider_check import bundle_provider_problems, client_target, request_rule_problems
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 runner = CliRunner()
@@ -227,3 +230,24 @@ def test_audit_reports_the_planted_any_of_too(planted: Path) -> None:
     result = runner.invoke(app, ["audit", str(planted), "--scenarios", scenario, "--json"])
     assert result.exit_code == 1, result.output
     assert '"code": "provider.openai"' in result.stdout and '"code": "provider.anthropic"' in result.stdout
+
+
+def test_which_rules_bind_the_preflight(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-rules-test")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-rules-test")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    official = OpenAIClient("openai:gpt-x", ModelSettings())
+    local = OpenAIClient("openai:m", ModelSettings(base_url="http://127.0.0.1:8080/v1"))
+    gemini = OpenAIClient("openai:gemini-x", ModelSettings(
+        base_url="https://generativelanguage.googleapis.com/v1beta/openai/"))
+    gateway = AnthropicClient("anthropic:c", ModelSettings(base_url="http://127.0.0.1:4000"))
+    assert client_target(official) == (OPENAI, True)
+    assert client_target(local) == (OPENAI, False)
+    assert client_target(gemini) == (GEMINI, False)
+    assert client_target(gateway) == (ANTHROPIC, True)
+    pairs = load_bundle(STARTER).scenarios()
+    errors, warnings = request_rule_problems(
+        {"candidate:a": official, "candidate:b": gateway, "caller": gemini, "task_judge": gateway}, pairs)
+    assert errors == []  # the starter's tools and every role's schemas pass OpenAI and Anthropic
+    assert len(warnings) == 1 and warnings[0].startswith("preflight: caller openai:gemini-x: Gemini")
+    assert "response_format.json_schema.schema.additionalProperties" in warnings[0]
