@@ -62,7 +62,7 @@ def bundle_provider_problems(bundle: Bundle,
     errors: list[Problem] = []
     warnings: list[Problem] = []
     for agent in bundle.agents.values():
-        tools = agent.config.tools
+        tools = candidate_tools(agent.config)  # as offered: concluding_message added where declared
         for rules in targets:
             for i, path, message in tools_problems(sent_tools(tools, rules), rules):
                 where = "tools" if i < 0 else f"tools.{i}.{path}"
