@@ -86,7 +86,6 @@ class TargetRules:
     keywords: frozenset[str] | None = None
     strict: bool = False
     null_type: bool = True
-    strict_root_anyof: bool = False
     max_depth: int | None = None
     max_properties: int | None = None
     max_enum_values: int | None = None
@@ -113,7 +112,7 @@ OPENAI = TargetRules(
 OPENAI_STRICT = TargetRules(
     name="openai-strict", title="OpenAI (strict)", tool_name=r"[a-zA-Z0-9_-]{1,64}", max_tools=128,
     top_level_forbidden=frozenset({"oneOf", "anyOf", "allOf", "enum", "not"}),
-    keywords=_STRICT_KEYWORDS, strict=True, strict_root_anyof=True, max_depth=10, max_properties=5000,
+    keywords=_STRICT_KEYWORDS, strict=True, max_depth=10, max_properties=5000,
     max_enum_values=1000, max_schema_chars=120_000,
     sources=("platform.openai.com/docs/guides/structured-outputs (Supported schemas)",),
 )
