@@ -205,9 +205,11 @@ def convert_task(
     checks: list[dict[str, Any]] = []
     writes_ok: list[str] = []
     writes_failed: list[str] = []
+    failed_any = False
     for i, a in enumerate(actions):
         ans = store.call(a["name"], a["arguments"])
         results.append(ans.result)
+        failed_any = failed_any or ans.error
         if a["name"] in WRITE_TOOLS:
             if ans.error:
                 writes_failed.append(f"{a['name']} ({ans.result['message']})")
@@ -361,6 +363,7 @@ def convert_task(
                 *(f"split_{s}" for s in splits),
                 *(["tau2_quirk_item_price"] if tid in QUIRK_TASKS else []),
                 *(["gold_write_fails"] if writes_failed else []),
+                *(["gold_action_fails"] if failed_any else []),
             }
         ),
         "brief": brief,
