@@ -281,3 +281,50 @@ def test_state_data_is_part_of_the_content_hash(tmp_path: Path) -> None:
     root = write_bundle(tmp_path / "b")
     (root / "agents/shop/state/orders.json").write_text(json.dumps({**ORDERS, "#W3": {"status": "pending"}}))
     assert load_bundle(root).content_hash != a.content_hash
+
+
+def test_backend_answers_state_tools_and_records_parse_errors(shop: Bundle) -> None:
+    from callbench.sim.backend import Backend, CallSite
+    from callbench.sim.episode import new_state_store
+
+    agent, scen = shop.scenario("cancel_w1")
+    backend = Backend(agent.config, scen, state=new_state_store(agent))
+
+    def site(i: int, name: str, raw: str) -> CallSite:
+        return CallSite(
+            index=i,
+            candidate_turn=1,
+            message_index=2,
+            result_message_index=3,
+            tool_call_id=f"c{i}",
+            original_tool_call_id=None,
+            name=name,
+            raw_arguments=raw,
+        )
+
+    bad = backend.dispatch(site(0, "cancel_order", '{"order_id": '))
+    assert bad.outcome == "parse_error" and bad.result["error"] == "invalid_arguments"
+    assert bad.state_changes == [] and bad.queue_position == 0
+    ok = backend.dispatch(site(1, "cancel_order", '{"order_id": "#W1"}'))
+    assert ok.outcome == "state" and ok.queue_position == 1 and ok.state_changes[0].after == "cancelled"
+    unknown = backend.dispatch(site(2, "refund", "{}"))
+    assert unknown.outcome == "unknown_tool" and unknown.state_changes == []
+
+
+def test_validator_replays_state_answered_call_ending_tools(tmp_path: Path) -> None:
+    agent = json.loads(json.dumps(AGENT))
+    agent["tools"].append(
+        {
+            "name": "transfer",
+            "description": "Transfer to a person.",
+            "parameters": {"type": "object", "properties": {}},
+        }
+    )
+    agent["state"]["tools"]["transfer"] = {"op": "constant", "result": {"status": "transferred"}}
+    agent["call_ending_tools"] = [{"tool": "transfer", "success": {"status": "transferred"}}]
+    s = scenario()
+    s["reference_path"][1]["tool_calls"].insert(0, {"name": "transfer", "arguments": {}})
+    _, problems = validate_path(write_bundle(tmp_path / "b", agent, s))
+    assert any(
+        p.code == "reference.after_end" and p.path == "reference_path.1.tool_calls.1" for p in problems
+    )

@@ -120,6 +120,7 @@ class StateStore:
     # ------------------------------------------------------------ calls
 
     def handles(self, tool: str) -> bool:
+        """Whether ``tool`` is answered by this state (it has an operation in the spec)."""
         return tool in self.spec.tools
 
     def call(self, tool: str, args: dict[str, Any] | None) -> StateAnswer:
