@@ -100,7 +100,7 @@ def test_gold_actions_that_fail_on_purpose(bundle: Bundle) -> None:
         agent, s = bundle.scenario(sid)
         assert "which fails; nothing changes" in s.goal
         assert not [c for c in s.action_checks if c.tool == "exchange_delivered_order_items"]
-    agent, s105 = scen(bundle, 105)  # its one gold write is an exchange that fails
+    agent, s105 = scen(bundle, 105)  # its one gold write: an exchange the gift card cannot pay for
     assert replay_reference(agent, s105).touched == {}
     assert [c.id for c in s105.action_checks] == ["authenticates"]
     assert s105.state_checks[0].applies_after == ["authenticates"]

@@ -196,10 +196,12 @@ def convert_task(
             raise TaskError(f"{where}: evaluation_criteria.actions.{i}: unknown tool {a['name']!r}")
     if TRANSFER in [a["name"] for a in actions[:-1]]:
         raise TaskError(f"{where}: a gold {TRANSFER} before the last action is not supported")
+    offset = 0  # gold action i of the source is actions[i + offset]
     if not any(a["name"].startswith("find_user_id") for a in actions):
         found = _identify(store, str(ins.get("known_info") or ""))
         if found is not None:  # the reference path authenticates as the policy requires (a read)
             actions.insert(0, found)
+            offset = 1
     ends = bool(actions) and actions[-1]["name"] == TRANSFER
     results: list[Any] = []
     checks: list[dict[str, Any]] = []
@@ -217,8 +219,9 @@ def convert_task(
             writes_ok.append(_words(a["name"], a["arguments"]))
             checks.append(
                 {
-                    "id": f"gold_{i}_{a['name']}",
-                    "description": f"Gold write action {i} of tau2 task {tid}: the agent {writes_ok[-1]}.",
+                    "id": f"gold_{i - offset}_{a['name']}",
+                    "description": f"Gold write action {i - offset} of tau2 task {tid}: "
+                    f"the agent {writes_ok[-1]}.",
                     "tool": a["name"],
                     "args": _arg_matchers(a["name"], a["arguments"]),
                     **({"after": [checks[-1]["id"]]} if checks else {}),
