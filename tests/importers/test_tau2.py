@@ -183,7 +183,10 @@ def test_cli_import_then_run_and_report(tmp_path: Path) -> None:
         ],
     )
     assert run.exit_code == 0, run.output
-    rep = runner.invoke(app, ["report", str(tmp_path / "run")])
+    html = tmp_path / "report.html"
+    rep = runner.invoke(app, ["report", str(tmp_path / "run"), "--html", str(html)])
     assert rep.exit_code == 0 and "100.0" in rep.output
+    page = html.read_text()  # the trace viewer lists each call's state changes
+    assert "orders[#W2378156].status: &#34;delivered&#34; -&gt; &#34;exchange requested&#34;" in page
     trace = json.loads(next((tmp_path / "run" / "traces").glob("*tau2_retail_000*")).read_text())
     assert trace["state"]["final"]["orders"]["#W2378156"]["status"] == "exchange requested"
