@@ -52,6 +52,13 @@ def test_bundle_shape(bundle: Bundle) -> None:
     assert s.state_checks[0].id == "final_state" and s.hidden_state["user"]["user_id"] == "yusuf_rossi_9620"
     assert s.brief.known_facts["what_you_know"] == "You are Yusuf Rossi in zip code 19122."
     assert s.channel.seeded_noise and s.language == "en-US"
+    # known facts: what tau2's user is told about itself, plus the record values its request names
+    # (so the isolation audit passes and the seeded noise keeps the rest of the request to garble)
+    _, s111 = scen(bundle, 111)
+    assert s111.brief.known_facts == {
+        "what_you_know": "You name is Yara Silva and your zip code is 77159.",
+        "details_in_your_instructions": ["Laptop", "black", "grey", "leather"],
+    }
     prov = (Path(bundle.root) / "provenance.yaml").read_text()
     assert "made: imported" in prov and "commit: a2c0247" in prov and "task_id: '113'" in prov
     assert (Path(bundle.root) / "LICENSE-tau2-bench").is_file()

@@ -329,22 +329,11 @@ def convert_task(
                 },
             }
         )
-    brief = {
+    brief: dict[str, Any] = {
         "context": "You are a customer calling an online store's customer service line by phone. "
         + str(ins.get("task_instructions") or "").strip(),
         "reason": str(ins.get("reason_for_call") or "").strip() or "(none given)",
-        # everything tau2's user is told is a fact it knows (so values of its orders named in the
-        # request are known facts, not leaks of the hidden state)
-        "known_facts": {
-            k: v
-            for k, v in (
-                ("what_you_know", str(ins.get("known_info") or "").strip() or "(nothing)"),
-                ("your_request", str(ins.get("reason_for_call") or "").strip()),
-                ("your_manner", str(ins.get("task_instructions") or "").strip()),
-                ("what_you_are_told_you_do_not_know", str(ins.get("unknown_info") or "").strip()),
-            )
-            if v
-        },
+        "known_facts": {"what_you_know": str(ins.get("known_info") or "").strip() or "(nothing)"},
         "unknown_facts": [str(ins["unknown_info"]).strip()] if ins.get("unknown_info") else [],
         "plan": steps,
         "language": "en-US",
@@ -352,7 +341,7 @@ def convert_task(
         "datetime": CALL_DATETIME,
         "persona": str(ins.get("task_instructions") or "").strip(),
     }
-    return {
+    scenario = {
         "id": f"tau2_retail_{int(tid):03d}" if tid.isdigit() else f"tau2_retail_{tid}",
         "agent": agent_id,
         "title": f"tau2-bench retail task {tid}",
@@ -386,3 +375,32 @@ def convert_task(
         "criteria": criteria,
         "reference_path": path,
     }
+    named = _named_in_brief(scenario)
+    if named:  # values of the caller's own records that its instructions name: facts it knows
+        brief["known_facts"]["details_in_your_instructions"] = named
+    return scenario
+
+
+def _named_in_brief(scenario: dict[str, Any]) -> list[Any]:
+    """Hidden-state values that the brief names (an order id, an item, a city), found by the
+    validator's own isolation audit; tau2's user is told them, so they are known facts. Only those
+    values are protected from the channel's seeded noise, not every word of the request."""
+    from callbench.bundle.models import Scenario
+    from callbench.bundle.validate_content import audit_isolation
+
+    paths: list[str] = []
+    audit_isolation(Scenario.model_validate(scenario), lambda path, code, message: paths.append(path))
+    values: list[Any] = []
+    for path in paths:
+        node: Any = scenario
+        for part in path.split("."):
+            node = (
+                node[int(part)]
+                if isinstance(node, list)
+                else node.get(part)
+                if isinstance(node, dict)
+                else None
+            )
+        if node is not None and node not in values:
+            values.append(node)
+    return values
