@@ -124,8 +124,10 @@ def main() -> None:
             cb_db = not state_differences(agent.state_tables or {}, expected, actual)
             t2 = None
             if tau2 is not None:
-                calls = [
-                    (e.name, e.arguments or {}) for e in trace.tool_events if e.executed and e.known_tool
+                calls = [  # callbench's own concluding_message argument is not a tau2 parameter
+                    (e.name, {k: v for k, v in (e.arguments or {}).items() if k != "concluding_message"})
+                    for e in trace.tool_events
+                    if e.executed and e.known_tool
                 ]
                 gold = [(c.name, c.arguments) for t in scen.reference_path or [] for c in t.tool_calls]
                 t2 = tau2_db_pass(tau2, gold, calls)
