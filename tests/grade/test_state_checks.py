@@ -270,6 +270,8 @@ def test_validate_reports_a_state_check_without_state_and_a_bad_table_file(tmp_p
     agent = {k: v for k, v in AGENT.items() if k != "state"}
     _, problems = validate_path(write_bundle(tmp_path / "a", agent))
     assert any(p.code == "state.no_state" and p.path == "state_checks.0" for p in problems)
+    _, problems = validate_path(write_bundle(tmp_path / "d", None, scenario(reference_path=None)))
+    assert any(p.code == "state.no_reference" and p.path == "state_checks.0" for p in problems)
     root = write_bundle(tmp_path / "c")
     (root / "agents/shop/state/orders.json").write_text('["not", "records"]')
     _, problems = validate_path(root)
