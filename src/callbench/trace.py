@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from callbench.bundle.state_models import StateChange, StateRecord
 from callbench.models.base import ModelSettings, ToolCall, ToolSchema, Usage
 
 TRACE_SCHEMA_VERSION = 1
@@ -106,14 +107,16 @@ class ToolEvent(BaseModel):
     known_tool: bool = True
     queue_position: int | None = None  # j: prior calls to this tool (0-based)
     outcome: Literal[
-        "authored", "mismatch", "default", "unknown_tool", "parse_error", "limit_reached", "after_call_ended"
-    ]
+        "authored", "mismatch", "default", "unknown_tool", "parse_error", "limit_reached", "after_call_ended",
+        "state", "state_error",
+    ]  # state / state_error: answered by the agent's stateful backend (ok / refused with an error)
     executed: bool = True  # False: not sent to the backend (tool-call limit reached, or the call had ended)
     matcher_results: list[MatcherOutcome] = Field(default_factory=list)
     result: Any = None
     call_ending: bool = False
     success_condition_met: bool | None = None
     ended_call: bool = False
+    state_changes: list[StateChange] = Field(default_factory=list)  # fields this call changed, in order
 
 
 class RoleInfo(BaseModel):
@@ -177,6 +180,7 @@ class Trace(BaseModel):
     usage: dict[str, Usage] = Field(default_factory=dict)  # by role
     code_version: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)  # loop limits etc.
+    state: StateRecord | None = None  # stateful backend: initial hash + final version of changed records
 
     @property
     def skipped(self) -> bool:

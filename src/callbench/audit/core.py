@@ -172,7 +172,7 @@ async def _episode(
         run_seed=AUDIT_SEED,
         repeat=0,
     )
-    items = [] if trace.skipped else grade_action_checks(trace, scen)
+    items = [] if trace.skipped else grade_action_checks(trace, scen, agent)
     met, total, share = floor_share(items)
     authored = [e for ct in trace.caller_turns for e in ct.channel_events if e.source == "authored"]
     tally = ChannelTally(

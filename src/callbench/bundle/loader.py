@@ -482,6 +482,32 @@ def _read_prompt(root: Path, agent_file: Path, prompt_path: Path, name: str, bud
         return ""
 
 
+def _read_state(root: Path, agent_file: Path, cfg: AgentConfig, budget: _Budget,
+                problems: list[Problem]) -> tuple[dict[str, Any] | None, str | None]:
+    """The agent's state tables (``state.tables``: table -> data file relative to the agent folder),
+    each a JSON/YAML object of records by key, and their SHA-256 (part of the content hash).
+    Code ``state.table`` for a table file that is not an object of objects; the reader's codes
+    otherwise. (None, None) when the agent has no state or a table did not load."""
+    if cfg.state is None:
+        return None, None
+    from callbench.bundle.state_engine import tables_sha256
+
+    tables: dict[str, Any] = {}
+    ok = True
+    for name, rel in cfg.state.tables.items():
+        data = read_data_file(root, agent_file.parent / rel, problems, budget)
+        if data is None:
+            ok = False
+        elif not isinstance(data, dict) or not all(isinstance(r, dict) for r in data.values()):
+            problems.append(Problem(
+                file=_rel(root, agent_file), path=f"state.tables.{name}", code="state.table",
+                message=f"{rel} must be an object mapping each record key to a record object"))
+            ok = False
+        else:
+            tables[name] = data
+    return (tables, tables_sha256(tables)) if ok else (None, None)
+
+
 def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]:
     """Load a bundle, returning (bundle or None, problems). Never raises on bad content.
 
@@ -578,8 +604,12 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
         if cfg is None:
             continue
         scenarios.sort(key=lambda s: s.id)
-        agents[cfg.id] = LoadedAgent(config=cfg, instructions_template=template, scenarios=scenarios)
+        tables, tables_hash = _read_state(root, agent_file, cfg, budget, problems)
+        agents[cfg.id] = LoadedAgent(config=cfg, instructions_template=template, scenarios=scenarios,
+                                     state_tables=tables, state_sha256=tables_hash)
         hashed["agents"][cfg.id] = {"agent": raw, "instructions": template, "scenarios": raw_scens}
+        if tables_hash is not None:
+            hashed["agents"][cfg.id]["state_sha256"] = tables_hash
     if meta is None:
         return None, problems
     content_hash = sha256_text(canonical(hashed))

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from callbench.bundle.matchers import Matcher
+from callbench.bundle.state_models import StateSpec
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 """Ids of agents, scenarios, tools, steps, checks and criteria: safe as file names and in messages."""
@@ -119,6 +120,11 @@ class AgentConfig(Strict):
     tools: list[ToolSpec] = Field(default_factory=list, max_length=64)
     call_ending_tools: list[CallEndingTool] = Field(default_factory=list)
     variables: dict[str, str] = Field(default_factory=dict)
+    state: StateSpec | None = Field(
+        default=None,
+        description="A stateful backend: tables loaded from data files and the operation answering "
+        "each stateful tool (callbench.bundle.state_models; docs/authoring.md).",
+    )
 
 
 # ---------------------------------------------------------------- scenario: caller brief
@@ -236,6 +242,25 @@ class ActionCheck(Strict):
     diagnostic: Diagnostic = Diagnostic.TOOL_CHOICE
 
 
+class StateCheck(Strict):
+    """A state check (issue 29 item 2; needs an agent with ``state``): the call's final state equals
+    the state produced by replaying the scenario's reference path on the initial state, optionally
+    restricted to ``tables`` and to ``fields`` (``table.dotted.path`` prefixes, e.g.
+    ``orders.status``). Graded like an action check (met / not met, with a readable difference)."""
+
+    id: str = Field(pattern=ID_PATTERN)
+    description: str = Field(default="", max_length=2000)
+    tables: list[str] = Field(default_factory=list, max_length=50)
+    fields: list[str] = Field(default_factory=list, max_length=100)
+    applies_after: list[str] = Field(
+        default_factory=list, max_length=20,
+        description="Guard: ids of action checks that must all be met for this check to apply (a "
+        "reference path that changes nothing makes the check one a do-nothing call would meet).",
+    )
+    importance: Importance = 3
+    diagnostic: Diagnostic = Diagnostic.OUTCOME_REACHED
+
+
 class Anchors(Strict):
     met: str = Field(min_length=1, max_length=2000)
     partial: str = Field(min_length=1, max_length=2000)
@@ -303,6 +328,7 @@ class Scenario(Strict):
     channel: ChannelProgram = Field(default_factory=ChannelProgram)
     fixtures: dict[str, ToolFixtures] = Field(default_factory=dict)
     action_checks: list[ActionCheck] = Field(default_factory=list, max_length=50)
+    state_checks: list[StateCheck] = Field(default_factory=list, max_length=10)
     criteria: list[Criterion] = Field(default_factory=list, max_length=50)
     reference_path: list[ReferenceTurn] | None = None
 
@@ -318,6 +344,10 @@ class LoadedAgent(BaseModel):
     config: AgentConfig
     instructions_template: str
     scenarios: list[Scenario] = Field(default_factory=list)
+    state_tables: dict[str, Any] | None = Field(
+        default=None, description="The initial state tables (table -> key -> record), read-only."
+    )
+    state_sha256: str | None = None
 
 
 class Bundle(BaseModel):

@@ -21,7 +21,8 @@ Problem codes: ``provenance.missing_entry`` (a scenario has no entry), ``provena
 (the scenario file changed after its entry was written), ``provenance.unknown_scenario`` (an entry
 names no scenario of the bundle), ``provenance.file`` (the entry's ``file`` is not where the
 scenario is), ``provenance.generation`` (a generated scenario without its ``generation`` record,
-or a hand-authored one with one; an assisted one may name its model or not), plus the loader's
+or a hand-authored one with one; an assisted one may name its model or not), ``provenance.source``
+(an imported scenario without its ``source`` record, or a ``source`` on one not imported), plus the loader's
 ``parse`` / ``schema`` / ``empty`` codes for the file itself.
 """
 
@@ -43,12 +44,14 @@ from callbench.bundle.loader import DATA_SUFFIXES, Problem, read_data_file
 PROVENANCE_STEM = "provenance"
 """The provenance file is ``provenance.yaml`` (or ``.yml``/``.json``) at the bundle root."""
 
-Made = Literal["hand_authored", "assisted", "generated"]
+Made = Literal["hand_authored", "assisted", "generated", "imported"]
 MADE_MEANING: dict[str, str] = {
     "hand_authored": "written by people, file by file",
     "assisted": "written file by file with an AI assistant in an editor or chat (its model in generation "
                 "when known), not by a generation pipeline",
     "generated": "produced by a generation pipeline; generation records the model, settings and seed",
+    "imported": "converted from another benchmark's task by callbench import; source records the benchmark, "
+                "its commit and the task id",
 }
 ReviewStatus = Literal["unreviewed", "machine_checked", "reviewed"]
 REVIEW_MEANING: dict[str, str] = {
@@ -75,6 +78,17 @@ class Generation(_Strict):
     notes: str = Field(default="", max_length=4000)
 
 
+class ImportSource(_Strict):
+    """Where an imported scenario came from (``callbench import``): the benchmark (repository),
+    its commit, the task id and the licence of its data."""
+
+    benchmark: str = Field(min_length=1, max_length=200, description="e.g. sierra-research/tau2-bench")
+    commit: str = Field(min_length=1, max_length=64)
+    domain: str = Field(default="", max_length=100)
+    task_id: str = Field(min_length=1, max_length=200)
+    licence: str = Field(default="", max_length=100)
+
+
 class Review(_Strict):
     """Review status of the scenario file at the recorded hash (meanings in ``REVIEW_MEANING``)."""
 
@@ -93,6 +107,7 @@ class ProvenanceEntry(_Strict):
     made: Made
     authors: list[str] = Field(default_factory=list)
     generation: Generation | None = None
+    source: ImportSource | None = Field(default=None, description="For made: imported, the source task.")
     review: Review = Field(default_factory=Review)
 
 
@@ -178,6 +193,11 @@ def audit_provenance(root: Path, scenario_files: dict[str, str]) -> list[Problem
                 file=rel, path=f"{where}.generation", code="provenance.generation",
                 message="a generated scenario needs its generation record (model, settings, seed)"
                 if entry.made == "generated" else "a hand-authored scenario has no generation record"))
+        if (entry.made == "imported") != (entry.source is not None):
+            problems.append(Problem(
+                file=rel, path=f"{where}.source", code="provenance.source",
+                message="an imported scenario needs its source record (benchmark, commit, task id)"
+                if entry.made == "imported" else "only an imported scenario has a source record"))
     loaded_files = set(scenario_files.values())
     for sid in sorted(set(prov.scenarios) - set(scenario_files)):
         if _unloaded(root, prov.scenarios[sid].file, loaded_files):

@@ -76,6 +76,7 @@ from callbench.bundle.validate_content import (
 )
 from callbench.bundle.validate_refs import audit_references, audit_scenario_matchers, audit_structure
 from callbench.bundle.validate_replay import audit_reference_path, audit_reference_refs
+from callbench.bundle.validate_state import audit_state_checks, audit_state_spec
 from callbench.bundle.validate_tools import Report, audit_tool_schemas
 
 MAX_AGENTS = 1_000
@@ -345,6 +346,7 @@ def validate_loaded(bundle: Bundle) -> list[Problem]:
 def _agent_audits(agent: LoadedAgent, rep: Report, rep_prompt: Report) -> bool:
     """Agent-level audits; returns whether the instructions render (scenario audits need it)."""
     audit_tool_schemas(agent.config, rep)
+    audit_state_spec(agent, rep)
     for i, lang in enumerate(agent.config.languages):
         if not bcp47_ok(lang):
             rep(f"languages.{i}", "language.tag", f"{lang!r} is not a well-formed BCP 47 tag (e.g. gu-IN)")
@@ -363,4 +365,5 @@ def _scenario_audits(agent: LoadedAgent, s: Scenario, sfile: str, pfile: str, pr
     audit_isolation(s, rep)
     audit_reference_refs(s, rep)
     audit_reference_path(agent, s, rep)
+    audit_state_checks(agent, s, rep)
     return found

@@ -17,6 +17,7 @@ from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.matchers import match_fields
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.references import ReferenceError_, find_references
+from callbench.bundle.state_engine import StateStore
 from callbench.bundle.validate_tools import Report, audit_arguments
 
 
@@ -30,8 +31,9 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
     ``reference.after_end`` (a tool call, a later turn, or speech after the tool results, following
     a call-ending tool call whose result meets its success condition: the episode ends there, so
     none of it would happen), ``reference.check_unmet`` (an action check the replayed calls do not
-    meet, with the checker's reason). The replay is skipped when the fixtures hold an unresolved
-    reference or the checks have an ``after`` cycle (both reported by other audits).
+    meet, with the checker's reason). Tools the agent's state answers are answered from a fresh
+    state (issue 29), the others from the fixtures. The replay is skipped when the fixtures hold an
+    unresolved reference or the checks have an ``after`` cycle (both reported by other audits).
     """
     path = scen.reference_path
     if path is None:
@@ -55,6 +57,8 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
         fixtures = ResolvedFixtures(cfg, scen)
     except (ReferenceError_, ValidationError, ValueError):
         return
+    state = (StateStore(agent.state_tables, cfg.state, agent.state_sha256 or "")
+             if cfg.state is not None and agent.state_tables is not None else None)
     ending = {e.tool: e for e in cfg.call_ending_tools}
     calls: list[CallRecord] = []
     counts: dict[str, int] = {}
@@ -72,11 +76,12 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
                 break
             j = counts.get(tc.name, 0)
             counts[tc.name] = j + 1
-            ans = fixtures.answer(tc.name, tc.arguments, j)
+            result = (state.call(tc.name, tc.arguments).result if state is not None and state.handles(tc.name)
+                      else fixtures.answer(tc.name, tc.arguments, j).result)
             calls.append(CallRecord(index=len(calls), name=tc.name, arguments=tc.arguments))
             cond = ending.get(tc.name)
-            succeeded = isinstance(ans.result, dict) and cond is not None and match_fields(
-                cond.success, ans.result).ok
+            succeeded = isinstance(result, dict) and cond is not None and match_fields(
+                cond.success, result).ok
             if succeeded:
                 ended = where
         if ended is not None and turn.speech:

@@ -6,13 +6,14 @@
 - :mod:`~callbench.cli.run`: ``run``, ``demo``
 - :mod:`~callbench.cli.serve`: ``serve-local``
 - :mod:`~callbench.cli.generate`: ``new-agent``, ``generate``, ``review``
+- :mod:`~callbench.cli.importers`: ``import tau2``
 
 Importing this package registers every command on :data:`app` in the order ``--help`` lists them.
 """
 
 from __future__ import annotations
 
-from callbench.cli import bundle, results, run, serve  # noqa: F401  (registers the commands)
+from callbench.cli import bundle, importers, results, run, serve  # noqa: F401  (registers the commands)
 from callbench.cli.app import app
 from callbench.cli.generate import register as _register_generate
 from callbench.cli.results import report

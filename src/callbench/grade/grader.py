@@ -97,7 +97,7 @@ async def grade_trace(
     scenario = _scenario(bundle, trace)
     if trace.skipped:
         return episode_grade(trace, [], grade_set_id=grade_set_id, cutoff=cutoff)
-    checks = grade_action_checks(trace, scenario)
+    checks = grade_action_checks(trace, scenario, bundle.scenario(scenario.id)[0])
     with collect_faults() as ledger:
         (task_items, task_out), (conv_items, conv_out) = await asyncio.gather(
             run_task_judge(trace, scenario, task_judge),

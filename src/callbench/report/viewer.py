@@ -152,6 +152,11 @@ def _messages(trace: Trace, prefix: str, instructions: SharedTexts) -> list[dict
     return out
 
 
+def _short_json(v: Any) -> str:
+    text = json.dumps(v, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _tool_events(trace: Trace, prefix: str) -> list[dict[str, Any]]:
     return [
         {
@@ -172,6 +177,10 @@ def _tool_events(trace: Trace, prefix: str) -> list[dict[str, Any]]:
             "outcome": e.outcome,
             "executed": e.executed,
             "matchers": [{"field": r.field, "ok": r.ok, "reason": r.reason} for r in e.matcher_results],
+            "state_changes": [
+                f"{c.table}[{c.key}].{c.path}: {_short_json(c.before)} -> {_short_json(c.after)}"
+                for c in e.state_changes
+            ],
             "result": pretty(e.result),
             "call_ending": e.call_ending,
             "success_condition_met": e.success_condition_met,

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.matchers import match_fields
 from callbench.bundle.models import AgentConfig, Scenario
+from callbench.bundle.state_engine import StateStore
 from callbench.sim.text import json_text
 from callbench.trace import MatcherOutcome, ToolEvent
 
@@ -137,8 +138,9 @@ class Backend:
     """
 
     def __init__(self, agent: AgentConfig, scenario: Scenario, seed: int = 0, *,
-                 fixtures: ResolvedFixtures | None = None) -> None:
+                 fixtures: ResolvedFixtures | None = None, state: StateStore | None = None) -> None:
         self.agent = agent
+        self.state = state
         self.seed = seed
         self.fixtures = fixtures if fixtures is not None else ResolvedFixtures(agent, scenario)
         self.tool_names = [t.name for t in agent.tools]
@@ -162,6 +164,8 @@ class Backend:
             return ToolEvent(**base, known_tool=False, outcome="unknown_tool", result=result)
         j = self.calls.get(name, 0)
         self.calls[name] = j + 1
+        if self.state is not None and self.state.handles(name):
+            return self._stateful(site, base, parsed, j)
         ans = self.fixtures.answer(name, parsed.arguments, j)
         matchers = (
             [MatcherOutcome(field=k, ok=r.ok, reason=r.reason) for k, r in ans.fields.fields.items()]
@@ -171,6 +175,22 @@ class Backend:
         outcome = "parse_error" if parsed.error is not None else ans.outcome
         ev = ToolEvent(**base, queue_position=j, outcome=outcome, matcher_results=matchers, result=ans.result)
         cond = self.ending.get(name)
+        if cond is not None:
+            met = isinstance(ans.result, dict) and match_fields(cond.success, ans.result).ok
+            ev.call_ending = True
+            ev.success_condition_met = met
+            ev.ended_call = met
+        return ev
+
+    def _stateful(self, site: CallSite, base: dict[str, Any], parsed: ParsedArguments, j: int) -> ToolEvent:
+        """Answer from the agent's state (issue 29): the operation's result or typed error, with
+        every field it changed recorded on the event."""
+        assert self.state is not None
+        ans = self.state.call(site.name, parsed.arguments)
+        outcome = "parse_error" if parsed.error is not None else "state_error" if ans.error else "state"
+        ev = ToolEvent(**base, queue_position=j, outcome=outcome, result=ans.result,
+                       state_changes=ans.changes)
+        cond = self.ending.get(site.name)
         if cond is not None:
             met = isinstance(ans.result, dict) and match_fields(cond.success, ans.result).ok
             ev.call_ending = True

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import AgentConfig, LoadedAgent, Scenario
+from callbench.bundle.state_engine import StateStore
 from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage
 from callbench.models.faults import note_skip
 from callbench.sim.backend import Backend
@@ -119,6 +120,17 @@ def episode_constants(agent: LoadedAgent, scenario: Scenario) -> EpisodeConstant
     return made
 
 
+def new_state_store(agent: LoadedAgent) -> StateStore | None:
+    """A fresh state for one conversation of ``agent`` (None when the agent declares no state):
+    the loaded tables are shared read-only, each call's changes are its own. Raises ``ValueError``
+    when the agent declares a state whose tables did not load (a bundle error)."""
+    if agent.config.state is None:
+        return None
+    if agent.state_tables is None:
+        raise ValueError(f"agent {agent.config.id!r}: its state tables are not loaded")
+    return StateStore(agent.state_tables, agent.config.state, agent.state_sha256 or "")
+
+
 def role_info(client: ModelClient) -> RoleInfo:
     """Which model played a role. ``embedded_smoke_test_model`` is the client's own attribute when it
     has one, else true for the bare ``local`` spec (the embedded default weights)."""
@@ -167,7 +179,8 @@ async def run_episode(
             instructions=instructions,
             tools=tools,
             caller_prompt=caller_prompt,
-            backend=Backend(agent.config, scenario, seeds.backend, fixtures=const.fixtures),
+            backend=Backend(agent.config, scenario, seeds.backend, fixtures=const.fixtures,
+                            state=new_state_store(agent)),
             channel=Channel(scenario.channel, seeds.channel, scenario.brief.known_facts),
             candidate=candidate,
             caller=caller,
@@ -210,6 +223,7 @@ async def run_episode(
             usage=dict(sorted(usage.items())),
             code_version=code_version,
             settings=limits.model_dump(mode="json"),
+            state=conv.backend.state.record() if conv.backend.state is not None else None,
         )
 
     failure: tuple[Conversation, CallerFailed] | None = None
