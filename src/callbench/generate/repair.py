@@ -1,8 +1,9 @@
 """The request / audit / repair loop of one plan item (issue 13 item 3).
 
-The answer to each request is checked against the scenario JSON Schema, its id against the
-bundle's ids, its intent and facts against the agent's scenarios (:mod:`.duplicates`) and the
-whole file by the audit (:mod:`.audit`). Located problems go back to the model with its answer in
+The answer to each request is checked against the scenario JSON Schema, its language, difficulty
+and channel against its plan item (:mod:`.contract`), its id against the bundle's ids, its intent
+and facts against the agent's scenarios (:mod:`.duplicates`) and the whole file by the audit
+(:mod:`.audit`). Located problems go back to the model with its answer in
 a repair request (:func:`.request.repair_messages`), at most ``max_attempts`` requests in all.
 Every request carries ``RequestContext(role="generator", episode_id="generate:<batch>:<item>",
 turn=item, attempt=n)``, so the response cache gives each item and attempt its own slot.
@@ -19,8 +20,10 @@ from pydantic import ValidationError
 from callbench.bundle.loader import Problem
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.generate.audit import audit_candidate
+from callbench.generate.contract import plan_problems
 from callbench.generate.duplicates import near_duplicate
 from callbench.generate.manifest import AttemptRecord, UsageRecord
+from callbench.generate.plan import PlanItem
 from callbench.generate.request import SCHEMA_NAME, repair_messages, scenario_schema
 from callbench.models.base import (
     ChatMessage,
@@ -70,17 +73,19 @@ async def request_and_repair(
     agent: LoadedAgent,
     messages: list[ChatMessage],
     bid: str,
-    item: int,
+    plan_item: PlanItem,
     max_attempts: int,
     others: list[Scenario],
     taken: set[str],
 ) -> tuple[dict[str, Any] | None, list[AttemptRecord], list[str], str]:
     """Run the loop of one item (module docstring). Returns (the accepted scenario data or None,
     one record per request, the last problems as text, the failure reason: ``output``, ``audit``
-    or ``near_duplicate``; empty when accepted). Raises InfrastructureError from the client (a
+    or ``near_duplicate``; empty when accepted). The scenario must be what ``plan_item`` asked for
+    (:func:`callbench.generate.contract.plan_problems`). Raises InfrastructureError from the client (a
     provider failure after its retries, or a replay-only cache miss)."""
     schema = scenario_schema()
     aid = agent.config.id
+    item = plan_item.index
     records: list[AttemptRecord] = []
     last: list[str] = []
     reason = "audit"
@@ -135,6 +140,7 @@ async def request_and_repair(
                         sfile,
                     )
                 )
+            problems += plan_problems(plan_item, data, sfile)
             problems += await audit_candidate(bundle_dir, aid, data)
             codes = {p.code for p in problems}
             reason = "near_duplicate" if codes == {"generate.near_duplicate"} else "audit"
