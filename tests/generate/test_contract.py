@@ -98,3 +98,17 @@ def test_manifest_records_written_beside_planned(agent_bundle: Path, script: Pat
     assert sum(batch.written_difficulty.values()) == len(outcome.written)
     assert [m.scenarios[s].planned.channel for s in outcome.written] == [  # type: ignore[union-attr]
         ["seeded_noise"], ["vad_split"]]
+
+
+def test_repair_loop_refuses_known_facts_that_copy_hidden_values(agent_bundle: Path, script: Path) -> None:
+    # issue 26 item 3 in the loop: the same scenario without its caller_known declarations
+    script_data = yaml.safe_load(script.read_text(encoding="utf-8"))
+    answers = script.parent / "undeclared.yaml"
+    answers.write_text(yaml.safe_dump({"follow_plan": script_data["follow_plan"], "items": [[
+        {"file": f"{VALID}.yaml", "delete": ["caller_known"]}]]}), encoding="utf-8")
+    outcome = asyncio.run(generate_batch(
+        agent_bundle, create_client(f"scripted:generator:{answers}"), GenerateOptions(agent=AGENT, n=1)))
+    assert outcome.written == []
+    [failed] = outcome.failed
+    assert any("[isolation.known_fact]" in p and "caller_known.consumer_number" in p
+               for p in failed.last_problems)
