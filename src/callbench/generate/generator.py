@@ -31,6 +31,7 @@ from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.provenance import Generation, machine_written, provenance_path
 from callbench.bundle.validate import scenario_files, validate_path
 from callbench.generate.audit import scenario_text
+from callbench.generate.budget import output_budget
 from callbench.generate.contract import planned_facts, written_facts
 from callbench.generate.manifest import (
     BATCH_RESULT_FIELDS,
@@ -209,6 +210,7 @@ async def generate_batch(
     outcome = GenerationOutcome(batch_id=bid, resumed=len(mine) + len(done_failed), rolled_back=rolled_back)
     outcome.usage = batch.usage
     existing = sorted((s.id, s.title) for s in others)
+    budgets = {lang: output_budget(others, lang) for lang in sorted({i.language for i in plan.items})}
     generation = _generation(batch, model)
     for item in plan.items:
         if item.index in mine:
@@ -222,7 +224,8 @@ async def generate_batch(
         messages = first_messages(agent, rendered, plan, item, existing)
         try:
             data, records, last, reason = await request_and_repair(
-                client, bundle_dir, agent, messages, bid, item, options.max_attempts, others, taken
+                client, bundle_dir, agent, messages, bid, item, options.max_attempts, others, taken,
+                budgets[item.language],
             )
         except InfrastructureError as err:
             outcome.stopped = f"item {item.index + 1}: {err}"

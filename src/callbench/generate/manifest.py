@@ -61,6 +61,10 @@ class AttemptRecord(_Strict):
     request_sha256: str
     output_sha256: str | None = None
     problems: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    """What was repaired without a request (``output.fenced``: a code fence unwrapped)."""
+    output_budget: int | None = None
+    """The request's output budget in tokens (``generate/budget.py``)."""
     usage: UsageRecord = Field(default_factory=UsageRecord)
 
 
