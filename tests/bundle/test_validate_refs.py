@@ -215,7 +215,7 @@ def test_every_problem_reported_at_once(mb: MiniBundle) -> None:
 def test_internal_failure_becomes_a_problem(mb: MiniBundle, monkeypatch: Any) -> None:
     from callbench.bundle import validate
 
-    def boom(*a: Any) -> None:
+    def boom(*a: Any, **kw: Any) -> None:
         raise RuntimeError("bug")
 
     monkeypatch.setattr(validate, "audit_isolation", boom)

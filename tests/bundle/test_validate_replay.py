@@ -49,7 +49,10 @@ def test_unmet_check_is_reported_with_its_reason(mb: MiniBundle) -> None:
         _path(d)[3]["tool_calls"][0]["arguments"]["quantity_kg"] = 50
 
     mb.edit_scenario(brk)
-    book, ended = mb.only("reference.check_unmet")
+    [mismatch] = [p for p in mb.problems() if p.code == "reference.fixture_mismatch"]
+    assert mismatch.path == "reference_path.3.tool_calls.0"
+    assert "quantity_kg: 50 outside [25.0, 35.0]" in mismatch.message
+    book, ended = [p for p in mb.problems() if p.code == "reference.check_unmet"]
     assert book.path == "action_checks.1"
     assert book.message == ("the reference path does not meet check 'book': 0 matching call(s) of "
                             "schedule_pickup, need at least 1; 1 call(s) with other arguments")
@@ -138,3 +141,77 @@ def test_refusal_scenario_replays_clean_and_detects_cancellation(mb: MiniBundle)
     mb.edit_scenario(brk, sid=CANCEL)
     [p] = mb.only("reference.check_unmet")
     assert "'no_cancel'" in p.message
+
+
+# ---------------------------------------------------------------- issue 26 item 1: the path must succeed
+
+
+def test_call_answered_by_the_mismatch_response_is_refused(mb: MiniBundle) -> None:
+    # the vet case: the booking's arguments fail the entry's matchers, the fixture answers
+    # "slot not held", yet every check is met (the check does not test the slot)
+    def brk(d: dict[str, Any]) -> None:
+        d["fixtures"]["schedule_pickup"]["queue"][0]["args"]["slot"] = {"one_of": ["morning"]}
+
+    mb.edit_scenario(brk)
+    [p] = mb.only("reference.fixture_mismatch")
+    assert p.path == "reference_path.3.tool_calls.0"
+    assert "mismatch response" in p.message and "slot:" in p.message
+
+
+def test_call_beyond_the_queue_getting_no_record_is_refused(mb: MiniBundle) -> None:
+    def brk(d: dict[str, Any]) -> None:
+        again = dict(_path(d)[2]["tool_calls"][0])
+        _path(d)[2]["tool_calls"].append(again)
+
+    mb.edit_scenario(brk)
+    [p] = mb.only("reference.fixture_default")
+    assert p.path == "reference_path.2.tool_calls.1"
+    assert "after the 1 entry of fixtures.lookup_account.queue" in p.message
+    assert '"error": "no_data"' in p.message
+
+
+def test_call_ending_tool_that_never_succeeds_is_refused(mb: MiniBundle) -> None:
+    def brk(d: dict[str, Any]) -> None:
+        d["fixtures"]["end_call"] = {"queue": [{"args": {}, "response": {"status": "queued"},
+                                                "mismatch_response": {"status": "queued"}}]}
+
+    mb.edit_scenario(brk)
+    [p] = mb.only("reference.end_unmet")
+    assert p.path == "reference_path.4.tool_calls.0"
+    assert "'end_call'" in p.message and '{"status": "queued"}' in p.message
+
+
+def test_success_claimed_after_an_authored_failure_is_refused(mb: MiniBundle) -> None:
+    # the authored answer to the booking is a failure, the reference still says "booked"
+    def brk(d: dict[str, Any]) -> None:
+        failed = {"success": False, "error": "slot not held"}
+        d["fixtures"]["schedule_pickup"]["queue"][0]["response"] = failed
+
+    mb.edit_scenario(brk)
+    [p] = mb.only("reference.success_after_failure")
+    assert p.path == "reference_path.3.speech"
+    assert "after 'schedule_pickup' failed at reference_path.3.tool_calls.0 (success: false)" in p.message
+
+
+def test_failure_reported_truthfully_is_fine(mb: MiniBundle) -> None:
+    def brk(d: dict[str, Any]) -> None:
+        d["fixtures"]["schedule_pickup"]["queue"][0]["response"] = {"status": "rejected"}
+        _path(d)[3]["speech"] = "Sorry, the evening slot could not be booked; it is full."
+
+    mb.edit_scenario(brk)
+    assert [p.code for p in mb.problems()] == []
+
+
+def test_rejected_wrong_digit_then_corrected_is_a_recovery(mb: MiniBundle) -> None:
+    # the failure mode "one digit wrong, the tool rejects it, the caller corrects it": the first
+    # lookup gets the mismatch response, the second (queue entry 1) its authored response
+    def brk(d: dict[str, Any]) -> None:
+        q = d["fixtures"]["lookup_account"]["queue"]
+        q.append(dict(q[0]))
+        wrong = {"name": "lookup_account",
+                 "arguments": {**_path(d)[2]["tool_calls"][0]["arguments"], "account_number": "40127789"}}
+        _path(d)[2]["tool_calls"].insert(0, wrong)
+        d["action_checks"][0]["count"] = {"min": 1, "max": 2}
+
+    mb.edit_scenario(brk)
+    assert [str(p) for p in mb.problems()] == []

@@ -228,7 +228,10 @@ def test_bad_inputs_are_refused_before_any_request(tmp_path: Path, agent_bundle:
 def test_invalid_json_output_is_repaired(agent_bundle: Path, tmp_path: Path, script: Path) -> None:
     answers = tmp_path / "script" / "broken.yaml"
     answers.write_text(
-        yaml.safe_dump({"items": [[{"raw": '{"id": "water_x", '}, "water_no_supply_tanker.yaml"]]}),
+        yaml.safe_dump({
+            "follow_plan": yaml.safe_load(script.read_text(encoding="utf-8"))["follow_plan"],
+            "items": [[{"raw": '{"id": "water_x", '}, "water_no_supply_tanker.yaml"]],
+        }),
         encoding="utf-8",
     )
     outcome = asyncio.run(

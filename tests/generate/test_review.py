@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from callbench.bundle.provenance import load_provenance, unreviewed_generated
 from callbench.generate.manifest import load_manifest
 
@@ -107,8 +109,11 @@ def test_validate_warning_never_changes_the_exit_code(agent_bundle: Path, script
 
 
 def test_a_run_records_how_many_of_its_scenarios_were_reviewed(
-    tmp_path: Path, agent_bundle: Path, script: Path
+    tmp_path: Path, agent_bundle: Path, script: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # a clean checkout of one code version: only the review can make the run unofficial
+    monkeypatch.setattr("callbench.runs.executor.git_state", lambda: ("abc", False))
+    monkeypatch.setattr("callbench.runs.executor.code_version", lambda: "0.1.0+gabc")
     _generated(agent_bundle, script)
     invoke("review", str(agent_bundle), "--accept", VALID, "--reviewer", "R. Iyer")
     out_dir = tmp_path / "run"
@@ -132,3 +137,16 @@ def test_a_run_records_how_many_of_its_scenarios_were_reviewed(
     assert manifest["completed"] == 2
     assert manifest["scenarios_reviewed"] == 1
     assert manifest["scenario_review"] == {"reviewed": 1, "unreviewed": 1}
+    # issue 26 item 7: unreviewed means unofficial, and the report says how many
+    assert manifest["awaiting_review"] == 1 and manifest["official"] is False
+    code, out, err = invoke("report", str(out_dir), "--no-html", "--samples", "50")
+    assert code == 0, out + err
+    assert "official no (clean tree; 1 generated scenario(s) awaiting review)" in " ".join(out.split())
+    # once every scenario is reviewed, the same run is official
+    invoke("review", str(agent_bundle), "--accept", REPAIRED, "--reviewer", "R. Iyer")
+    code, out, err = invoke("run", str(agent_bundle), "--candidate", "scripted:reference", "--caller",
+                            "scripted:plan", "--task-judge", "scripted:met", "--conversation-judge",
+                            "scripted:met", "--out", str(tmp_path / "run2"), "--no-preflight")
+    assert code == 0, out + err
+    second = json.loads((tmp_path / "run2" / "manifest.json").read_text(encoding="utf-8"))
+    assert second["awaiting_review"] == 0 and second["official"] is True

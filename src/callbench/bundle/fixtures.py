@@ -69,6 +69,10 @@ class ResolvedFixtures:
             if fx.default is not None:
                 self._defaults[name] = resolve(fx.default, facts, state, f"{where}.default")
 
+    def queue_length(self, tool: str) -> int:
+        """How many authored queue entries ``tool`` has in this scenario (0 without fixtures)."""
+        return len(self._queues.get(tool, []))
+
     def answer(self, tool: str, args: dict[str, Any] | None, j: int) -> FixtureAnswer:
         queue = self._queues.get(tool, [])
         if j >= len(queue):

@@ -325,6 +325,12 @@ class Scenario(Strict):
         "whatever their form (callbench audit's leak check; identifying hidden values are found "
         "without being listed). Seen by no model.",
     )
+    caller_known: dict[str, Annotated[str, Field(min_length=1, max_length=400)]] = Field(
+        default_factory=dict,
+        description="Known facts (key of brief.known_facts -> the reason) that the caller really knows "
+        "although the backend holds the same value (their own name or account number); without it a "
+        "known fact equal to a hidden or fixture value is an isolation problem. Seen by no model.",
+    )
     channel: ChannelProgram = Field(default_factory=ChannelProgram)
     fixtures: dict[str, ToolFixtures] = Field(default_factory=dict)
     action_checks: list[ActionCheck] = Field(default_factory=list, max_length=50)

@@ -43,9 +43,11 @@ Scenario (``agents/<id>/scenarios/<scenario>.yaml``; :mod:`callbench.bundle.vali
     ``matcher.type`` / ``matcher.enum`` / ``matcher.param_unknown`` matchers that disagree with the
     tool's JSON Schema · ``brief.datetime`` · ``prompt.render`` · ``excerpt.not_verbatim`` ·
     ``excerpt.partial`` ·
-    ``language.tag`` / ``language.agent`` / ``language.brief_mismatch`` · ``isolation.leak`` ·
+    ``language.tag`` / ``language.agent`` / ``language.brief_mismatch`` · ``isolation.leak`` /
+    ``isolation.known_fact`` / ``isolation.caller_known`` (:mod:`callbench.bundle.isolation`) ·
     ``reference.unknown_tool`` / ``reference.args_invalid`` / ``reference.length`` /
-    ``reference.after_end`` / ``reference.check_unmet`` (see
+    ``reference.after_end`` / ``reference.check_unmet`` / ``reference.fixture_mismatch`` /
+    ``reference.fixture_default`` / ``reference.end_unmet`` / ``reference.success_after_failure`` (see
     :mod:`callbench.bundle.validate_replay`).
 Provenance (``provenance.yaml`` at the root, when present; :mod:`callbench.bundle.provenance`)
     ``provenance.missing_entry`` · ``provenance.hash_mismatch`` · ``provenance.unknown_scenario`` ·
@@ -66,7 +68,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.loader import DATA_SUFFIXES, MAX_FILES, Problem, load_bundle_collect, read_data_file
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
-from callbench.bundle.provenance import audit_provenance
+from callbench.bundle.provenance import audit_provenance, machine_written
 from callbench.bundle.validate_content import (
     audit_isolation,
     audit_languages,
@@ -101,8 +103,10 @@ PROBLEM_CODES: frozenset[str] = frozenset({
     "ref.misplaced", "check.count_bounds", "id.duplicate", "plan.duplicate_step", "channel.turn_or_step",
     "channel.step", "channel.replacement", "channel.anchor", "matcher.type", "matcher.enum",
     "matcher.param_unknown", "brief.datetime", "excerpt.not_verbatim", "excerpt.partial", "language.agent",
-    "language.brief_mismatch", "isolation.leak", "reference.unknown_tool", "reference.args_invalid",
-    "reference.length", "reference.after_end", "reference.check_unmet",
+    "language.brief_mismatch", "isolation.leak", "isolation.known_fact", "isolation.caller_known",
+    "reference.unknown_tool", "reference.args_invalid",
+    "reference.length", "reference.after_end", "reference.check_unmet", "reference.fixture_mismatch",
+    "reference.fixture_default", "reference.end_unmet", "reference.success_after_failure",
     # provenance file (callbench.bundle.provenance)
     "provenance.missing_entry", "provenance.hash_mismatch", "provenance.unknown_scenario",
     "provenance.file", "provenance.generation",
@@ -338,8 +342,9 @@ def validate_loaded(bundle: Bundle) -> list[Problem]:
         sizes: set[str] = set()
         for s in agent.scenarios:
             sfile = files.scenario(agent, s)
+            machine = bool(machine_written(files.root, {s.id: sfile}))
             out += _guard(f"scenario {s.id}", sfile, functools.partial(
-                _scenario_audits, agent, s, sfile, pfile, prompt_ok, sizes))
+                _scenario_audits, agent, s, sfile, pfile, prompt_ok, sizes, machine))
     return out
 
 
@@ -354,7 +359,9 @@ def _agent_audits(agent: LoadedAgent, rep: Report, rep_prompt: Report) -> bool:
 
 
 def _scenario_audits(agent: LoadedAgent, s: Scenario, sfile: str, pfile: str, prompt_ok: bool,
-                     sizes: set[str]) -> list[Problem]:
+                     sizes: set[str], machine: bool = False) -> list[Problem]:
+    """Scenario-level audits; ``machine``: the file was written by callbench generate, whose known
+    facts must not copy hidden or fixture values undeclared (:mod:`callbench.bundle.isolation`)."""
     found: list[Problem] = []
     rep = _reporter(found, sfile)
     audit_structure(agent, s, rep)
@@ -362,7 +369,7 @@ def _scenario_audits(agent: LoadedAgent, s: Scenario, sfile: str, pfile: str, pr
     audit_scenario_matchers(agent, s, rep)
     audit_rendered(agent, s, rep, _reporter(found, pfile), prompt_ok, sizes)
     audit_languages(agent, s, rep)
-    audit_isolation(s, rep)
+    audit_isolation(s, rep, strict_known_facts=machine)
     audit_reference_refs(s, rep)
     audit_reference_path(agent, s, rep)
     audit_state_checks(agent, s, rep)

@@ -8,11 +8,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime
-from typing import Any
 
 from callbench.bundle.excerpts import excerpt_cut, locate_excerpt
+from callbench.bundle.isolation import audit_caller_isolation
 from callbench.bundle.loader import MAX_PROMPT_CHARS, render_instructions, sha256_text
 from callbench.bundle.models import LoadedAgent, Scenario
+from callbench.bundle.normalize import norm_text as norm_text  # re-exported
 from callbench.bundle.validate_tools import Report
 
 # ---------------------------------------------------------------- instructions
@@ -146,116 +147,11 @@ def audit_languages(agent: LoadedAgent, scen: Scenario, report: Report) -> None:
 
 # ---------------------------------------------------------------- caller isolation
 
-_NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")
-_DIGIT_SEP = re.compile(r"(?<=[0-9])[ ,_\u00a0\u202f\u2009.-](?=[0-9])")
+def audit_isolation(scen: Scenario, report: Report, *, strict_known_facts: bool = False) -> None:
+    """Caller isolation (paper, Table 1: the caller never sees the backend state): hidden-state and
+    fixture values in anything the caller reads, in normalised forms, and (``strict_known_facts``,
+    for machine-written scenarios) known facts that copy them (codes ``isolation.leak``,
+    ``isolation.known_fact``, ``isolation.caller_known``; rules in :mod:`callbench.bundle.isolation`)."""
+    audit_caller_isolation(scen, report, strict_known_facts=strict_known_facts)
 
 
-def norm_text(s: str) -> str:
-    """NFC, casefold, every Unicode decimal digit (e.g. Gujarati ૧૨૩) as ASCII."""
-    s = unicodedata.normalize("NFC", s).casefold()
-    return _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(), 0)), s)
-
-
-def _collapse(s: str) -> str:
-    """Digits grouped for reading (``98765 43210``, ``1,20,000``) joined up."""
-    return _DIGIT_SEP.sub("", s)
-
-
-def _leaves(v: Any, where: str) -> list[tuple[str, Any]]:
-    out: list[tuple[str, Any]] = []
-    stack: list[tuple[Any, str]] = [(v, where)]
-    while stack:
-        x, w = stack.pop()
-        if isinstance(x, dict):
-            stack.extend((y, f"{w}.{k}") for k, y in x.items())
-        elif isinstance(x, list):
-            stack.extend((y, f"{w}.{i}") for i, y in enumerate(x))
-        else:
-            out.append((w, x))
-    return sorted(out, key=lambda t: t[0])
-
-
-def _number_text(v: int | float) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v) if isinstance(v, int) else repr(v)
-
-
-def _word_in(needle: str, hay: str) -> bool:
-    """``needle`` occurs in ``hay`` with no letter, digit or combining mark glued to either side."""
-    start = hay.find(needle)
-    while start >= 0:
-        end = start + len(needle)
-        before = hay[start - 1] if start else " "
-        after = hay[end] if end < len(hay) else " "
-        if not _glued(before) and not _glued(after):
-            return True
-        start = hay.find(needle, start + 1)
-    return False
-
-
-def _glued(c: str) -> bool:
-    return c.isalnum() or unicodedata.category(c).startswith("M")
-
-
-def _number_in(num: str, hay: str) -> bool:
-    return re.search(rf"(?<![0-9]){re.escape(num)}(?![0-9])", hay) is not None
-
-
-def brief_texts(scen: Scenario) -> list[tuple[str, str]]:
-    """(path, text) of every free-text field of the brief the caller reads (known facts excluded)."""
-    b = scen.brief
-    out = [("brief.context", b.context), ("brief.reason", b.reason), ("brief.persona", b.persona)]
-    out += [(f"brief.unknown_facts.{i}", t) for i, t in enumerate(b.unknown_facts)]
-    for i, st in enumerate(b.plan):
-        out += [(f"brief.plan.{i}.trigger", st.trigger), (f"brief.plan.{i}.meaning", st.meaning)]
-    return out
-
-
-def audit_isolation(scen: Scenario, report: Report) -> None:
-    """Caller isolation (paper, Table 1: the caller never sees the backend state).
-
-    Code ``isolation.leak``: a hidden-state leaf value appears in the brief's text (context, reason,
-    persona, unknown facts, plan triggers and meanings) and is not equal to or contained in one of
-    the caller's known-fact values. Considered leaves: strings of at least 4 characters after NFC
-    and casefolding (matched as whole words; digit strings also with reading separators removed)
-    and numbers with at least 3 digits (matched with no digit on either side, also against digit
-    groups such as ``1,20,000``). Booleans, nulls and short values are too common to judge.
-    """
-    leaves = [(p, v) for p, v in _leaves(scen.hidden_state, "hidden_state")
-              if isinstance(v, str) or (_is_num(v) and sum(c.isdigit() for c in _number_text(v)) >= 3)]
-    if not leaves:
-        return
-    texts = [(p, norm_text(t)) for p, t in brief_texts(scen)]
-    texts += [(p, _collapse(t)) for p, t in texts]
-    sep = "\n\x00\n"  # cannot occur inside a value searched for, so a match never spans two texts
-    brief_all = sep.join(t for _, t in texts)
-    known_vals = [norm_text(_number_text(v) if _is_num(v) else str(v))
-                  for _, v in _leaves(scen.brief.known_facts, "")
-                  if v is not None and not isinstance(v, bool)]
-    known_all = sep.join(known_vals + [_collapse(k) for k in known_vals])
-    for path, v in leaves:
-        if _is_num(v):
-            num = _number_text(v)
-            if _number_in(num, brief_all) and not _number_in(num, known_all):
-                hit = next(p for p, t in texts if _number_in(num, t))
-                report(path, "isolation.leak", f"hidden-state value {num} appears in {hit} "
-                                               "but is not one of the caller's known facts")
-            continue
-        s = norm_text(v).strip()
-        if len(s) < 4 or "\x00" in s:
-            continue
-        digits_only = _collapse(s) if re.fullmatch(r"[0-9 ,_.\-\u00a0\u202f\u2009]+", s) else None
-
-        def found(t: str, s: str = s, digits_only: str | None = digits_only) -> bool:
-            return _word_in(s, t) or bool(digits_only and _number_in(digits_only, t))
-
-        if found(brief_all) and s not in known_all and not (digits_only and digits_only in known_all):
-            hit = next(p for p, t in texts if found(t))
-            short = v if len(v) <= 60 else v[:57] + "..."
-            report(path, "isolation.leak", f"hidden-state value {short!r} appears in {hit} "
-                                           "but is not one of the caller's known facts")
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)

@@ -10,12 +10,16 @@ the j-th call of a tool meets the j-th queue entry) and the grader
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from pydantic import ValidationError
 
 from callbench.bundle.checks import CallRecord, evaluate_checks
-from callbench.bundle.fixtures import ResolvedFixtures
+from callbench.bundle.fixtures import NO_DATA, FixtureAnswer, ResolvedFixtures
 from callbench.bundle.matchers import match_fields
 from callbench.bundle.models import LoadedAgent, Scenario
+from callbench.bundle.outcomes import claims_success, failed_result
 from callbench.bundle.references import ReferenceError_, find_references
 from callbench.bundle.state_engine import StateStore
 from callbench.bundle.validate_tools import Report, audit_arguments
@@ -31,9 +35,21 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
     ``reference.after_end`` (a tool call, a later turn, or speech after the tool results, following
     a call-ending tool call whose result meets its success condition: the episode ends there, so
     none of it would happen), ``reference.check_unmet`` (an action check the replayed calls do not
-    meet, with the checker's reason). Tools the agent's state answers are answered from a fresh
-    state (issue 29), the others from the fixtures. The replay is skipped when the fixtures hold an
-    unresolved reference or the checks have an ``after`` cycle (both reported by other audits).
+    meet, with the checker's reason). A reference path must also *succeed* (issue 26 item 1):
+    ``reference.fixture_mismatch`` (a call answered by its queue entry's mismatch response: the
+    arguments do not meet the entry's matchers, with the matcher's reason, and no later call of the
+    same tool gets its authored response; a rejected wrong digit that the caller then corrects is
+    a recovery, not a problem), ``reference.fixture_default`` (a call beyond a non-empty queue,
+    answered by the generic no-record answer or by a default that reports a failure instead of an
+    authored entry; an authored successful default, e.g. ``end_call``'s ``{status: ended}``, is
+    intended), ``reference.end_unmet`` (a call-ending tool is called but no call of it returns a
+    result meeting its success condition, so the episode would not end there: paper, section 4),
+    ``reference.success_after_failure`` (speech after an authored failed tool result,
+    :func:`callbench.bundle.outcomes.failed_result`, with no successful result in between, claims
+    the action succeeded, :func:`callbench.bundle.outcomes.claims_success`). The replay is skipped
+    when the fixtures hold an unresolved reference or the checks have an ``after`` cycle (both
+    reported by other audits). Tools the agent's state answers are answered from a fresh state
+    (issue 29), the others from the fixtures.
     """
     path = scen.reference_path
     if path is None:
@@ -63,11 +79,16 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
     calls: list[CallRecord] = []
     counts: dict[str, int] = {}
     ended: str | None = None
+    ending_calls: list[tuple[str, str, Any]] = []  # (where, tool, result) of failed call-ending calls
+    failure: tuple[str, str, str] | None = None  # (where, tool, why) of the last failed tool result
+    mismatches: dict[str, list[tuple[str, int, FixtureAnswer]]] = {}  # not recovered, by tool
     for t, turn in enumerate(path):
         if ended is not None and (turn.before_tools or turn.speech or turn.tool_calls):
             report(f"reference_path.{t}", "reference.after_end",
                    f"turn {t} comes after the call already ended at {ended}")
             break
+        if failure is not None:
+            _claim(turn.before_tools, f"reference_path.{t}.before_tools", failure, report)
         for k, tc in enumerate(turn.tool_calls):
             where = f"reference_path.{t}.tool_calls.{k}"
             if ended is not None:
@@ -76,18 +97,55 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
                 break
             j = counts.get(tc.name, 0)
             counts[tc.name] = j + 1
-            result = (state.call(tc.name, tc.arguments).result if state is not None and state.handles(tc.name)
-                      else fixtures.answer(tc.name, tc.arguments, j).result)
+            if state is not None and state.handles(tc.name):
+                # a stateful tool (issue 29): its typed errors are the scenario's business, not a
+                # fixture mismatch; success-after-failure still applies to its result
+                result, outcome = state.call(tc.name, tc.arguments).result, "authored"
+            else:
+                ans = fixtures.answer(tc.name, tc.arguments, j)
+                result, outcome = ans.result, ans.outcome
+                if ans.outcome == "mismatch":
+                    mismatches.setdefault(tc.name, []).append((where, j, ans))
+                elif ans.outcome == "authored":
+                    mismatches.pop(tc.name, None)  # recovered: a later call got its authored response
+                else:
+                    _unintended_default(ans, tc.name, j, fixtures.queue_length(tc.name), where, report)
             calls.append(CallRecord(index=len(calls), name=tc.name, arguments=tc.arguments))
             cond = ending.get(tc.name)
             succeeded = isinstance(result, dict) and cond is not None and match_fields(
                 cond.success, result).ok
             if succeeded:
                 ended = where
+            elif cond is not None:
+                ending_calls.append((where, tc.name, result))
+            why = failed_result(result)
+            if why is None:
+                failure = None  # a later successful result: speech may report that success
+            elif outcome == "authored" and cond is None:
+                failure = (where, tc.name, why)  # mismatches and defaults are reported above
         if ended is not None and turn.speech:
             report(f"reference_path.{t}.speech", "reference.after_end",
                    f"speech after the successful call-ending call at {ended} is never heard; "
                    "say goodbye in before_tools")
+        elif failure is not None and turn.speech:
+            _claim(turn.speech, f"reference_path.{t}.speech", failure, report)
+    for name, missed in sorted(mismatches.items()):
+        for where, j, ans in missed:
+            reason = ans.fields.reason if ans.fields is not None else "the arguments do not parse"
+            report(where, "reference.fixture_mismatch",
+                   f"call {j + 1} of {name!r} gets the mismatch response {_short(ans.result)} of "
+                   f"fixtures.{name}.queue.{j} ({reason}) and no later call of {name!r} gets its authored "
+                   "response; the reference path must be the call the fixture was written for: fix its "
+                   "arguments or the entry's matchers")
+    if ended is None and ending_calls:
+        where, name, result = ending_calls[-1]
+        cond = ending[name]
+        reason = match_fields(cond.success, result).reason if isinstance(result, dict) else (
+            "the result is not an object")
+        report(where, "reference.end_unmet",
+               f"no call of call-ending tool {name!r} in the reference path returns a result meeting its "
+               f"success condition (the last one returns {_short(result)}: {reason}); the episode would "
+               "not end there: author a successful response or drop the call")
     try:
         results = evaluate_checks(scen, calls)
     except (ReferenceError_, ValidationError, ValueError):
@@ -112,3 +170,30 @@ def audit_reference_refs(scen: Scenario, report: Report) -> None:
             rest = c.model_dump(by_alias=True, exclude={"args"})
             for where, ref in find_references(rest, f"action_checks.{i}"):
                 report(where, "ref.misplaced", f"{ref} {msg}")
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _unintended_default(ans: FixtureAnswer, name: str, j: int, queued: int, where: str,
+                        report: Report) -> None:
+    """Report a reference call beyond a non-empty queue answered by no record or a failure."""
+    if queued > 0 and (ans.result == NO_DATA or failed_result(ans.result)):
+        report(where, "reference.fixture_default",
+               f"call {j + 1} of {name!r} comes after the {queued} entr{'y' if queued == 1 else 'ies'} "
+               f"of fixtures.{name}.queue and gets the default {_short(ans.result)}; add a queue entry "
+               "for it or drop the call")
+
+
+def _claim(text: str | None, where: str, failure: tuple[str, str, str], report: Report) -> None:
+    """Report ``text`` when it claims success after the failed result ``failure``."""
+    if not text:
+        return
+    claim = claims_success(text)
+    if claim is not None:
+        fwhere, name, why = failure
+        report(where, "reference.success_after_failure",
+               f"says {claim!r} (success) after {name!r} failed at {fwhere} ({why}); a correct call "
+               "reports the failure truthfully, or the fixture must answer with success")

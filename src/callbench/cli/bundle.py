@@ -298,6 +298,7 @@ def provenance(
         Generation,
         Review,
         audit_provenance,
+        machine_written,
         provenance_path,
         today,
         update_provenance,
@@ -319,8 +320,15 @@ def provenance(
     files = scenario_files(bundle)
     if not update:
         if provenance_path(path) is None:
-            typer.echo(f"{path} has no provenance file; create one with: callbench provenance {path} "
-                       "--update --made hand_authored --author NAME (or --made generated --model M ...)")
+            machine = machine_written(path, files)
+            if machine:
+                typer.echo(f"{path} has no provenance file, and {len(machine)} scenario file(s) were written "
+                           f"by callbench generate without their records ({', '.join(machine[:5])}): rerun "
+                           "that generate command, delete them, or record them with --update --made "
+                           "generated --model M")
+            else:
+                typer.echo(f"{path} has no provenance file; create one with: callbench provenance {path} "
+                           "--update --made hand_authored --author NAME (or --made generated --model M ...)")
             raise typer.Exit(1)
         found = audit_provenance(path, files)
         for p in found:

@@ -87,6 +87,29 @@ def new_agent(
     )
 
 
+def _interrupted(bundle: Path) -> None:
+    """Ctrl-C: say what is kept and how to resume, then exit 130 at once. Every scenario written
+    so far was committed with its records (``callbench.generate.records``), and the request in
+    progress is abandoned: a local model's computation runs in a worker thread that cannot be
+    cancelled, and waiting for it (the interpreter joins worker threads at exit) could take many
+    minutes, so the process exits without waiting when such a thread is still busy."""
+    import os
+    import threading
+
+    typer.echo(
+        f"interrupted: the request in progress was abandoned; every scenario written so far is recorded "
+        f"in {bundle / 'generation.yaml'} and provenance.yaml. Run the same command to resume.",
+        err=True,
+    )
+    main = threading.main_thread()
+    busy = [t for t in threading.enumerate() if t is not main and t.is_alive() and not t.daemon]
+    if busy:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    raise typer.Exit(130)
+
+
 def generate(
     bundle: Path = typer.Argument(..., help="Bundle folder."),
     agent: str = typer.Option(..., "--agent", help="Agent id."),
@@ -110,8 +133,10 @@ def generate(
     ids, near-duplicates, callbench validate with the reference replay) and sent back with its
     located problems for repair; only scenarios that pass are written. The batch is recorded in
     generation.yaml and provenance.yaml (review: unreviewed; see callbench review).
+    Ctrl-C stops the batch at once (the request in progress is abandoned); every scenario written
+    before it keeps its records, and running the same command resumes the batch.
     Exit codes: 0 every scenario written; 1 some were not (listed); 2 bad input; 3 the provider
-    failed (the batch stopped; what was written is recorded).
+    failed (the batch stopped; what was written is recorded); 130 interrupted.
     """
     import asyncio
 
@@ -154,12 +179,23 @@ def generate(
     except GenerateError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        if response_cache is not None:
+            response_cache.close()
+            response_cache = None
+        _interrupted(bundle)
     finally:
         if response_cache is not None:
             response_cache.close()
     from callbench.generate.generator import GenerationOutcome
 
     assert isinstance(outcome, GenerationOutcome)
+    if outcome.resumed:
+        typer.echo(f"resumed batch {outcome.batch_id}: {outcome.resumed} item(s) were done by an earlier, "
+                   "interrupted run")
+    if outcome.rolled_back:
+        typer.echo(f"removed the records of {len(outcome.rolled_back)} scenario(s) an interrupted batch "
+                   f"left without their file ({', '.join(outcome.rolled_back)}); generated again below")
     cost = "unknown" if outcome.usage.cost_usd is None else f"${outcome.usage.cost_usd:.4f}"
     typer.echo(
         f"batch {outcome.batch_id}: {len(outcome.written)} written, {len(outcome.failed)} not; "

@@ -4,10 +4,11 @@ For each plan item the generator model gets the first request (:mod:`.request`);
 is checked against the scenario JSON Schema, its id against the bundle's ids, its intent and facts
 against the agent's scenarios (:mod:`.duplicates`) and the whole file by the audit
 (:mod:`.audit`; the loop is :mod:`.repair`). Located problems go back in a repair request, at most
-``max_attempts`` requests per item in all. A scenario that passes is written into the agent's
-``scenarios/`` folder at once; the others are listed with their last problems. At the end the
-generation manifest (:mod:`.manifest`) and ``provenance.yaml`` (made ``generated``, review
-``unreviewed``) are written.
+``max_attempts`` requests per item in all. The scenario must also be what its plan item asked for
+(language, difficulty, channel event kinds: :mod:`.contract`). A scenario that passes is committed
+at once with its generation-manifest (:mod:`.manifest`) and ``provenance.yaml`` entries (made
+``generated``, review ``unreviewed``; :mod:`.records`); the others are listed with their last
+problems. An interrupted batch resumes with the same command.
 
 Determinism: every request carries ``RequestContext(role="generator", episode_id="generate:<batch
 id>:<item>", turn=item, attempt=n)``, so the response cache (``models/cache.py``) gives each item
@@ -25,20 +26,25 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from callbench.bundle.loader import load_bundle_collect, render_instructions
+from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import LoadedAgent, Scenario
-from callbench.bundle.provenance import Generation, provenance_path, update_provenance
+from callbench.bundle.provenance import Generation, machine_written, provenance_path
 from callbench.bundle.validate import scenario_files, validate_path
 from callbench.generate.audit import scenario_text
+from callbench.generate.budget import output_budget
+from callbench.generate.contract import planned_facts, written_facts
 from callbench.generate.manifest import (
+    BATCH_RESULT_FIELDS,
     BatchRecord,
     FailedItem,
+    GenerationManifest,
     ScenarioRecord,
     UsageRecord,
     load_manifest,
     save_manifest,
 )
 from callbench.generate.plan import make_plan, parse_mix
+from callbench.generate.records import commit_scenario, roll_back_orphans
 from callbench.generate.repair import add_usage, key_settings, request_and_repair, sha256_json
 from callbench.generate.request import (
     first_messages,
@@ -50,7 +56,6 @@ from callbench.models.base import (
     ModelClient,
 )
 from callbench.models.specs import parse_spec
-from callbench.trace import atomic_write_text
 
 
 class GenerateError(ValueError):
@@ -90,6 +95,10 @@ class GenerationOutcome(BaseModel):
     usage: UsageRecord = Field(default_factory=UsageRecord)
     manifest: str = ""
     stopped: str | None = None
+    resumed: int = 0
+    """Items of this batch already done (written or failed) by an earlier, interrupted invocation."""
+    rolled_back: list[str] = Field(default_factory=list)
+    """Scenario ids whose records a crash left without their file (removed; regenerated)."""
 
 
 def _prepare(bundle_dir: Path, agent_id: str) -> tuple[LoadedAgent, list[Scenario], set[str]]:
@@ -109,6 +118,15 @@ def _prepare(bundle_dir: Path, agent_id: str) -> tuple[LoadedAgent, list[Scenari
             f"agent {agent_id!r} has problems; fix them first (callbench validate):\n{listed}"
         )
     if provenance_path(bundle_dir) is None and bundle.scenarios():
+        files = scenario_files(bundle)
+        machine = machine_written(bundle_dir, files)
+        if machine:
+            raise GenerateError(
+                f"{bundle_dir} has no provenance.yaml and {len(machine)} scenario file(s) written by "
+                f"callbench generate without their records ({', '.join(machine[:5])}); they are not "
+                "hand-authored: delete them (or record them with callbench provenance --update --made "
+                "generated --model M), then generate again"
+            )
         raise GenerateError(
             f"{bundle_dir} has scenarios but no provenance.yaml; record how they were made "
             f"first: callbench provenance {bundle_dir} --update --made hand_authored"
@@ -133,11 +151,23 @@ async def generate_batch(
     """Generate ``options.n`` scenarios of ``options.agent`` into the bundle at ``bundle_dir``
     with ``client`` (the loop in the module docstring). ``on_item`` is called after each item.
 
+    Crash safety (issue 26 item 4): each accepted scenario is committed by
+    :func:`callbench.generate.records.commit_scenario` (manifest entry, then provenance entry, then
+    the file, each atomic), and the batch record is saved after every item, so an interrupted
+    batch leaves every scenario file with its records. The same command resumes it: the batch id is
+    a function of the parameters, items already written or failed are skipped (their scenarios
+    re-enter the requests as they did the first time, so the remaining requests are the ones an
+    uninterrupted batch sends), and records left by a crash before their file are rolled back
+    (:func:`callbench.generate.records.roll_back_orphans`).
+
     Raises :class:`GenerateError` before any request when the batch cannot start. A provider
     failure (:class:`InfrastructureError` after the client's retries, or a replay-only cache miss)
     stops the batch: what was written so far is recorded and ``stopped`` gives the reason.
+    Cancellation (Ctrl-C) propagates after the item in progress is abandoned; everything
+    committed before it stays recorded.
     """
     aid = options.agent
+    rolled_back = roll_back_orphans(bundle_dir)
     agent, others, taken = _prepare(bundle_dir, aid)
     try:
         rendered = render_instructions(agent)
@@ -166,15 +196,36 @@ async def generate_batch(
         "plan": [i.model_dump(mode="json") for i in plan.items],
     }
     bid = batch_id(params)
-    batch = BatchRecord.model_validate(params)
     manifest = load_manifest(bundle_dir)
-    outcome = GenerationOutcome(batch_id=bid)
+    batch = manifest.batches.get(bid) or BatchRecord.model_validate(params)
+    batch.failed = [f for f in batch.failed if f.reason != "infrastructure"]  # retried on resume
+    mine = {
+        r.item: sid for sid, r in manifest.scenarios.items()
+        if r.batch == bid and (sid in taken or r.review.status == "rejected")
+    }
+    batch.written = [mine[i] for i in sorted(mine)]
+    done_failed = {f.item for f in batch.failed}
+    by_id = {s.id: s for s in others}
+    others = [s for s in others if s.id not in set(mine.values())]  # re-added in item order below
+    outcome = GenerationOutcome(batch_id=bid, resumed=len(mine) + len(done_failed), rolled_back=rolled_back)
+    outcome.usage = batch.usage
     existing = sorted((s.id, s.title) for s in others)
+    budgets = {lang: output_budget(others, lang) for lang in sorted({i.language for i in plan.items})}
+    generation = _generation(batch, model)
     for item in plan.items:
+        if item.index in mine:
+            done = by_id.get(mine[item.index])
+            if done is not None:  # None: rejected in review since
+                others.append(done)
+                existing = sorted([*existing, (done.id, done.title)])
+            continue
+        if item.index in done_failed:
+            continue
         messages = first_messages(agent, rendered, plan, item, existing)
         try:
             data, records, last, reason = await request_and_repair(
-                client, bundle_dir, agent, messages, bid, item.index, options.max_attempts, others, taken
+                client, bundle_dir, agent, messages, bid, item, options.max_attempts, others, taken,
+                budgets[item.language],
             )
         except InfrastructureError as err:
             outcome.stopped = f"item {item.index + 1}: {err}"
@@ -184,25 +235,33 @@ async def generate_batch(
             break
         for r in records:
             outcome.usage = add_usage(outcome.usage, r.usage)
+        batch.usage = outcome.usage
         if data is None:
             failed = FailedItem(item=item.index, reason=reason, attempts=len(records), last_problems=last)
             batch.failed.append(failed)
+            _note_written_mix(batch, manifest)
+            manifest.batches[bid] = batch
+            save_manifest(bundle_dir, manifest)
             result = ItemResult(item=item.index, attempts=len(records), failed=failed)
         else:
             sid = str(data["id"])
             rel = f"agents/{aid}/scenarios/{sid}.yaml"
             text = scenario_text(data)
-            atomic_write_text(bundle_dir / rel, text)
             manifest.scenarios[sid] = ScenarioRecord(
                 batch=bid,
                 item=item.index,
                 file=rel,
+                planned=planned_facts(item),
+                written=written_facts(data),
                 attempts=len(records),
                 audit=records,
                 prompt_sha256=records[0].request_sha256,
                 output_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
             )
             batch.written.append(sid)
+            _note_written_mix(batch, manifest)
+            manifest.batches[bid] = batch
+            commit_scenario(bundle_dir, manifest, sid, rel, text, generation, batch.model)
             others.append(Scenario.model_validate(data))
             taken.add(sid)
             existing = sorted([*existing, (sid, str(data.get("title", "")))])
@@ -210,12 +269,23 @@ async def generate_batch(
         if on_item is not None:
             on_item(result)
     batch.usage = outcome.usage
+    _note_written_mix(batch, manifest)
     manifest.batches[bid] = batch
     outcome.written, outcome.failed = list(batch.written), list(batch.failed)
     outcome.manifest = str(save_manifest(bundle_dir, manifest))
-    if batch.written:
-        _record_provenance(bundle_dir, batch, model)
     return outcome
+
+
+def _note_written_mix(batch: BatchRecord, manifest: GenerationManifest) -> None:
+    langs: dict[str, int] = {}
+    diffs: dict[str, int] = {}
+    for sid in batch.written:
+        w = manifest.scenarios[sid].written if sid in manifest.scenarios else None
+        if w is not None:
+            langs[w.language] = langs.get(w.language, 0) + 1
+            diffs[w.difficulty] = diffs.get(w.difficulty, 0) + 1
+    batch.written_languages = dict(sorted(langs.items()))
+    batch.written_difficulty = dict(sorted(diffs.items()))
 
 
 def _counts(plan: Any, field: str) -> dict[str, int]:
@@ -225,28 +295,18 @@ def _counts(plan: Any, field: str) -> dict[str, int]:
     return out
 
 
-def _record_provenance(bundle_dir: Path, batch: BatchRecord, model: str) -> None:
-    bundle, problems = load_bundle_collect(bundle_dir)
-    if bundle is None:  # pragma: no cover - the files written were validated
-        raise GenerateError("; ".join(str(p) for p in problems[:5]))
-    generation = Generation(
+def _generation(batch: BatchRecord, model: str) -> Generation:
+    """The provenance ``generation`` record of the scenarios of ``batch``."""
+    return Generation(
         model=model or batch.model,
         provider=batch.provider,
         settings=batch.settings,
         seed=batch.seed,
         notes=f"callbench generate, {batch.model}; generation.yaml batch {batch_id_of(batch)}",
     )
-    update_provenance(
-        bundle_dir,
-        scenario_files(bundle),
-        made="generated",
-        authors=[f"callbench generate ({batch.model})"],
-        generation=generation,
-        only=batch.written,
-    )
 
 
 def batch_id_of(batch: BatchRecord) -> str:
     """The id of ``batch`` (recomputed from its parameters, as :func:`generate_batch` made it)."""
-    params = batch.model_dump(mode="json", exclude={"written", "failed", "usage"})
+    params = batch.model_dump(mode="json", exclude=set(BATCH_RESULT_FIELDS))
     return batch_id(params)

@@ -11,10 +11,14 @@ manifest keeps what only generation knows::
         tools_sha256,                 # tool schemas and call-ending success conditions sent
         rules_sha256,                 # the generator's system prompt (generate/rules.py)
         plan: [...], written: [ids], failed: [{item, reason, attempts, last_problems}],
-        usage: {input_tokens, output_tokens, cost_usd}
+        usage: {input_tokens, output_tokens, cost_usd},
+        written_languages, written_difficulty   # the mix actually written (above: as planned)
     scenarios:
       water_no_supply_tanker:
-        batch, item, file, prompt_sha256 (the first request's messages), output_sha256 (the file
+        batch, item, file,
+        planned: {language, difficulty, channel: [kinds]},   # what the plan item asked
+        written: {language, difficulty, channel: [kinds]},   # what the file is (equal: enforced)
+        prompt_sha256 (the first request's messages), output_sha256 (the file
         as written), attempts, audit: [{attempt, request_sha256, output_sha256, problems, usage}],
         review: {status: unreviewed | accepted | rejected, by, at}
 
@@ -57,6 +61,10 @@ class AttemptRecord(_Strict):
     request_sha256: str
     output_sha256: str | None = None
     problems: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    """What was repaired without a request (``output.fenced``: a code fence unwrapped)."""
+    output_budget: int | None = None
+    """The request's output budget in tokens (``generate/budget.py``)."""
     usage: UsageRecord = Field(default_factory=UsageRecord)
 
 
@@ -69,12 +77,24 @@ class ReviewRecord(_Strict):
     notes: str = ""
 
 
+class PlanFacts(_Strict):
+    """What a plan item asked for, or what a scenario is: language, difficulty, and channel event
+    kinds (``asr_substitute``, ``asr_drop``, ``asr_double``, ``vad_split``, ``seeded_noise``)."""
+
+    language: str
+    difficulty: str
+    channel: list[str] = Field(default_factory=list)
+
+
 class ScenarioRecord(_Strict):
-    """What generation recorded for one written scenario."""
+    """What generation recorded for one written scenario; ``planned`` and ``written`` (issue 26
+    item 2) are None in manifests written before they were recorded."""
 
     batch: str
     item: int
     file: str
+    planned: PlanFacts | None = None
+    written: PlanFacts | None = None
     prompt_sha256: str
     output_sha256: str
     attempts: int
@@ -111,6 +131,14 @@ class BatchRecord(_Strict):
     written: list[str] = Field(default_factory=list)
     failed: list[FailedItem] = Field(default_factory=list)
     usage: UsageRecord = Field(default_factory=UsageRecord)
+    written_languages: dict[str, int] = Field(default_factory=dict)
+    """The language mix actually written (``languages`` is the planned one)."""
+    written_difficulty: dict[str, int] = Field(default_factory=dict)
+    """The difficulty mix actually written (``difficulty`` is the planned one)."""
+
+
+BATCH_RESULT_FIELDS = frozenset({"written", "failed", "usage", "written_languages", "written_difficulty"})
+"""Fields of a :class:`BatchRecord` filled while the batch runs: not part of its id."""
 
 
 class GenerationManifest(_Strict):

@@ -33,14 +33,22 @@ FAILURE_MODES: tuple[str, ...] = (
 )
 """Generic failure modes of phone calls; each plan item draws one (in a seeded order)."""
 
-CHANNEL_PROGRAMS: tuple[str, ...] = (
-    "an ASR substitution of a word or number the caller says (asr_events kind substitute)",
-    "a VAD split inside a long number or between two halves of a thought (vad_splits)",
-    "an ASR drop of a short word in a caller turn (asr_events kind drop)",
-    "seeded noise on the first caller turn (seeded_noise: true)",
-    "a clean channel (no channel events)",
-    "an ASR double of a word (asr_events kind double) and a VAD split in another turn",
+CHANNEL_PROGRAMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("an ASR substitution of a word or number the caller says (asr_events kind substitute)",
+     ("asr_substitute",)),
+    ("a VAD split inside a long number or between two halves of a thought (vad_splits)", ("vad_split",)),
+    ("an ASR drop of a short word in a caller turn (asr_events kind drop)", ("asr_drop",)),
+    ("seeded noise on the first caller turn (seeded_noise: true)", ("seeded_noise",)),
+    ("a clean channel (no channel events)", ()),
+    ("an ASR double of a word (asr_events kind double) and a VAD split in another turn",
+     ("asr_double", "vad_split")),
 )
+"""The channel programs a plan item may ask for: the text sent, and the channel event kinds the
+scenario must then carry (:data:`CHANNEL_KINDS`; none at all for the clean channel)."""
+
+CHANNEL_KINDS: tuple[str, ...] = ("asr_substitute", "asr_drop", "asr_double", "vad_split", "seeded_noise")
+"""The kinds of channel events a plan item asks for and a scenario is checked against
+(:func:`callbench.generate.contract.channel_kinds`)."""
 
 
 class PlanItem(BaseModel):
@@ -54,6 +62,9 @@ class PlanItem(BaseModel):
     tools: list[str]
     failure_mode: str
     channel: str
+    channel_kinds: list[str] = Field(default_factory=list)
+    """The channel event kinds the scenario must carry (:data:`CHANNEL_KINDS`); empty with a
+    clean channel, which then must carry none."""
 
     def line(self) -> str:
         """One readable line (the plan as sent to the model)."""
@@ -179,7 +190,8 @@ def make_plan(
                 sections=titles,
                 tools=named,
                 failure_mode=modes[i % len(modes)],
-                channel=channels[i % len(channels)],
+                channel=channels[i % len(channels)][0],
+                channel_kinds=list(channels[i % len(channels)][1]),
             )
         )
     return BatchPlan(agent=aid, seed=seed, items=items)

@@ -1,11 +1,14 @@
 """The request / audit / repair loop of one plan item (issue 13 item 3).
 
-The answer to each request is checked against the scenario JSON Schema, its id against the
-bundle's ids, its intent and facts against the agent's scenarios (:mod:`.duplicates`) and the
-whole file by the audit (:mod:`.audit`). Located problems go back to the model with its answer in
+The answer to each request is checked against the scenario JSON Schema, its language, difficulty
+and channel against its plan item (:mod:`.contract`), its id against the bundle's ids, its intent
+and facts against the agent's scenarios (:mod:`.duplicates`) and the whole file by the audit
+(:mod:`.audit`). Located problems go back to the model with its answer in
 a repair request (:func:`.request.repair_messages`), at most ``max_attempts`` requests in all.
 Every request carries ``RequestContext(role="generator", episode_id="generate:<batch>:<item>",
-turn=item, attempt=n)``, so the response cache gives each item and attempt its own slot.
+turn=item, attempt=n)``, so the response cache gives each item and attempt its own slot, and an
+output budget sized from the expected scenario (:mod:`.budget`); a fenced answer is unwrapped and a
+cut-off one gets its own problem and a larger budget (:mod:`.answer`).
 """
 
 from __future__ import annotations
@@ -18,9 +21,13 @@ from pydantic import ValidationError
 
 from callbench.bundle.loader import Problem
 from callbench.bundle.models import LoadedAgent, Scenario
+from callbench.generate.answer import read_answer
 from callbench.generate.audit import audit_candidate
+from callbench.generate.budget import repair_budget
+from callbench.generate.contract import plan_problems
 from callbench.generate.duplicates import near_duplicate
 from callbench.generate.manifest import AttemptRecord, UsageRecord
+from callbench.generate.plan import PlanItem
 from callbench.generate.request import SCHEMA_NAME, repair_messages, scenario_schema
 from callbench.models.base import (
     ChatMessage,
@@ -31,7 +38,6 @@ from callbench.models.base import (
     Usage,
 )
 from callbench.models.cache import NON_KEY_SETTINGS, canonical_json
-from callbench.models.output import check_json_output
 
 
 def sha256_json(value: Any) -> str:
@@ -70,41 +76,61 @@ async def request_and_repair(
     agent: LoadedAgent,
     messages: list[ChatMessage],
     bid: str,
-    item: int,
+    plan_item: PlanItem,
     max_attempts: int,
     others: list[Scenario],
     taken: set[str],
+    budget: int,
 ) -> tuple[dict[str, Any] | None, list[AttemptRecord], list[str], str]:
     """Run the loop of one item (module docstring). Returns (the accepted scenario data or None,
     one record per request, the last problems as text, the failure reason: ``output``, ``audit``
-    or ``near_duplicate``; empty when accepted). Raises InfrastructureError from the client (a
-    provider failure after its retries, or a replay-only cache miss)."""
+    or ``near_duplicate``; empty when accepted). The scenario must be what ``plan_item`` asked for
+    (:func:`callbench.generate.contract.plan_problems`). ``budget``: the first request's output
+    budget (:func:`callbench.generate.budget.output_budget`; the client's ``max_tokens`` wins).
+    Raises InfrastructureError from the client (a provider failure after its retries, or a
+    replay-only cache miss)."""
     schema = scenario_schema()
     aid = agent.config.id
+    item = plan_item.index
     records: list[AttemptRecord] = []
     last: list[str] = []
     reason = "audit"
+    given = client.settings.max_tokens
+    budget = given or budget
     for attempt in range(max_attempts):
         ctx = RequestContext(
             role="generator", episode_id=f"generate:{bid}:{item}", agent_id=aid, turn=item, attempt=attempt
         )
         request = ModelRequest(
-            messages=messages, response_schema=schema, response_schema_name=SCHEMA_NAME, context=ctx
+            messages=messages, response_schema=schema, response_schema_name=SCHEMA_NAME, context=ctx,
+            max_output_tokens=budget,
         )
         req_hash = sha256_json([m.model_dump(mode="json") for m in messages])
         answer: str | None = None
         usage: Usage | None = None
+        finish: str | None = None
+        client_error: str | None = None
         problems: list[Problem] = []
-        data: Any = None
         try:
             response = await client.complete(request)
-            answer, usage = response.content, response.usage
-            data = check_json_output(answer, schema, usage=usage)
+            answer, usage, finish = response.content, response.usage, response.finish_reason
         except ModelOutputError as err:
-            answer = err.raw if answer is None else answer
-            usage = err.usage or usage
-            problems = [_problem("output.invalid", str(err), "(model output)")]
+            answer, usage, client_error = err.raw, err.usage, str(err)
+        sent = budget
+        read = read_answer(answer, schema, usage=usage, finish_reason=finish, budget=sent,
+                           client_error=client_error)
+        data: Any = read.data
+        for code, message in read.problems:
+            problems.append(_problem(code, message, "(model output)"))
             reason = "output"
+        if read.truncated:
+            if given is None:
+                budget = repair_budget(budget)
+            else:
+                problems.append(_problem(
+                    "output.truncated", f"max_tokens {given:,} in the generator's settings is below this "
+                    "scenario's size; raise it (or remove it: the budget then follows the expected "
+                    "scenario size)", "(model output)"))
         if data is not None and not isinstance(data, dict):
             problems = [_problem("output.invalid", "the answer is not a JSON object", "(model output)")]
         if not problems:
@@ -135,6 +161,7 @@ async def request_and_repair(
                         sfile,
                     )
                 )
+            problems += plan_problems(plan_item, data, sfile)
             problems += await audit_candidate(bundle_dir, aid, data)
             codes = {p.code for p in problems}
             reason = "near_duplicate" if codes == {"generate.near_duplicate"} else "audit"
@@ -146,6 +173,8 @@ async def request_and_repair(
                 request_sha256=req_hash,
                 output_sha256=out_hash,
                 problems=last,
+                notes=read.notes,
+                output_budget=sent,
                 usage=_usage(usage),
             )
         )

@@ -22,6 +22,15 @@ from callbench.models.base import ChatMessage
 from callbench.models.remote.schemas import map_subschemas
 
 SCHEMA_NAME = "scenario"
+PLAN_ITEM_MARK = "The plan item is a contract; the scenario must match it exactly: "
+"""Starts the line of the user message that gives the plan item's contract as JSON
+(:func:`plan_item_contract`); the scripted generator reads it from there."""
+
+
+def plan_item_contract(item: PlanItem) -> dict[str, Any]:
+    """What the scenario of ``item`` is checked against (:mod:`callbench.generate.contract`):
+    ``{"language", "difficulty", "channel_kinds"}`` (an empty list: a clean channel)."""
+    return {"language": item.language, "difficulty": item.difficulty, "channel_kinds": item.channel_kinds}
 
 
 ANY_JSON: dict[str, Any] = {"type": ["string", "number", "integer", "boolean", "null", "array", "object"]}
@@ -105,7 +114,8 @@ def user_message(
         f"Write the scenario for item {item.index + 1}: language {item.language}, difficulty "
         f"{item.difficulty}. Test the document's sections: {'; '.join(item.sections)}. Use the tools: "
         f"{', '.join(item.tools) or 'as the call needs'}. Failure mode: {item.failure_mode}. Channel: "
-        f"{item.channel}.\n\n"
+        f"{item.channel}.\n"
+        f"{PLAN_ITEM_MARK}{json.dumps(plan_item_contract(item), ensure_ascii=False, sort_keys=True)}\n\n"
         f"# Existing scenarios of this agent (do not repeat their intent and facts)\n{taken}\n"
     )
 

@@ -27,9 +27,12 @@ joined by "or"; never two actions joined by "and" in one agent's order. The simu
 most one step per turn, in order, and never skips one. language, script, datetime (ISO 8601 with a
 UTC offset). Write brief, plan meanings and reference speech in the scenario's language and script.
 
-Caller isolation. The caller never sees hidden_state, tools, checks or criteria. A hidden-state
-value (a string of 4+ characters or a number of 3+ digits) in the brief's text is a leak unless it
-is also a known fact.
+Caller isolation. The caller never sees hidden_state, fixtures, tools, checks or criteria. A
+hidden-state value (a string of 4+ characters or a number of 3+ digits) or a fixture response value
+holding digits (a confirmation number, an amount) anywhere in the brief, in any spelling (case,
+spaces, dashes, digits of another script), is a leak. A known fact equal to such a value is a leak
+too, unless the caller really knows it (their own name, account number, the date they ask for):
+then declare it in caller_known, {known fact key: the reason the caller knows it}.
 
 Hidden state and channel. hidden_state is the backend's private truth (records, right answers,
 flags). channel: asr_events ({step or turn, kind drop|double|substitute, span, replacement for

@@ -142,6 +142,9 @@ class ModelRequest(BaseModel):
     response_schema: dict[str, Any] | None = None
     response_schema_name: str = "output"
     context: RequestContext
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    """This request's output budget in tokens, used when the client's ``settings.max_tokens`` is
+    not set (the generator sizes it from the expected scenario: ``generate/budget.py``)."""
     static_system_chars: int = 0
     """How many leading characters of the system prompt are the same for every call of this agent
     (the operating document before its first template variable); 0 when unknown. Providers may

@@ -71,7 +71,7 @@ def canonical_json(value: Any) -> str:
 
 def request_fingerprint(spec: str, settings: ModelSettings, request: ModelRequest) -> str:
     """SHA-256 (hex) of the canonical request without its sample slot."""
-    material = {
+    material: dict[str, Any] = {
         "spec": spec,
         "settings": identity_settings(settings, NON_KEY_SETTINGS),
         "messages": [m.model_dump(mode="json") for m in request.messages],
@@ -79,6 +79,8 @@ def request_fingerprint(spec: str, settings: ModelSettings, request: ModelReques
         "response_schema": request.response_schema,
         "response_schema_name": request.response_schema_name,
     }
+    if request.max_output_tokens is not None:  # only when set: older fingerprints stay valid
+        material["max_output_tokens"] = request.max_output_tokens
     return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
 
 

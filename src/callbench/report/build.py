@@ -49,6 +49,8 @@ class RunInfo(BaseModel):
     git_commit: str | None = None
     git_dirty: bool | None = None
     official: bool = False
+    awaiting_review: int = 0
+    """Generated scenarios of the run still awaiting review (the run is then not official)."""
     started: str
     ended: str | None = None
     seed: int
@@ -159,6 +161,7 @@ def run_info(run: RunData, judge_audits: list[JudgeAudit] | None = None) -> RunI
         git_commit=m.git_commit,
         git_dirty=m.git_dirty,
         official=m.official,
+        awaiting_review=m.awaiting_review,
         started=m.started,
         ended=m.ended,
         seed=m.seed,

@@ -35,7 +35,8 @@ REFERENCE_TEXT = (
 )
 OFFICIAL_TEXT = (
     "official = every planned call finished, none skipped, one callbench version, from a clean git "
-    "checkout (git state unknown: not run from a git checkout, so it cannot be official)."
+    "checkout (git state unknown: not run from a git checkout, so it cannot be official), no "
+    "generated scenario awaiting review."
 )
 
 
@@ -115,11 +116,13 @@ def _runs(report: Report, console: Console) -> None:
     console.print("[b]Runs[/b]")
     for r in report.runs:
         dirty = "dirty tree" if r.git_dirty else "clean tree" if r.git_dirty is False else "git state unknown"
+        pending = f"; {r.awaiting_review} generated scenario(s) awaiting review" if r.awaiting_review else ""
         # soft_wrap: ids and paths are never broken by inserted line breaks
         console.print(
             escape(
                 f"  {r.run_id}: bundle {r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]}), "
-                f"official {'yes' if r.official else 'no'} ({dirty}), grade set {r.grade_set_id}\n"
+                f"official {'yes' if r.official else 'no'} ({dirty}"
+                + f"{pending}), grade set {r.grade_set_id}\n"
                 f"    caller {r.caller}; task judge {r.task_judge}; conversation judge {r.conversation_judge}"
             ),
             soft_wrap=True,

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
-from callbench.bundle.provenance import review_counts
+from callbench.bundle.provenance import review_counts, unreviewed_generated
 from callbench.models.base import ModelClient, ModelSettings
 from callbench.models.faults import FaultLedger, collect_faults
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
@@ -208,8 +208,7 @@ def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle,
         planned=planned,
         started=now(),
     )
-    manifest.scenario_review = review_counts(Path(bundle.root), [k.scenario_id for k in manifest.planned])
-    manifest.scenarios_reviewed = manifest.scenario_review.get("reviewed", 0)
+    _note_review(manifest, Path(bundle.root))
     old = store.load_manifest()
     if old is not None:
         diffs = _compare(old, manifest)
@@ -223,8 +222,7 @@ def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle,
         manifest.code_versions = list(old.code_versions or [old.callbench_version])
         manifest.git_dirty = None if old.git_dirty is None or dirty is None else old.git_dirty or dirty
         manifest.repeats = max(old.repeats, config.repeats)
-        manifest.scenario_review = review_counts(Path(bundle.root), [k.scenario_id for k in manifest.planned])
-        manifest.scenarios_reviewed = manifest.scenario_review.get("reviewed", 0)
+        _note_review(manifest, Path(bundle.root))
         manifest.executors = list(old.executors)
     if manifest.callbench_version not in manifest.code_versions:
         manifest.code_versions.append(manifest.callbench_version)
@@ -334,6 +332,14 @@ async def run_all(jobs: Iterable[Awaitable[None]]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def _note_review(manifest: RunManifest, root: Path) -> None:
+    """Record the review status of the run's scenarios (provenance.yaml) in ``manifest``."""
+    ids = [k.scenario_id for k in manifest.planned]
+    manifest.scenario_review = review_counts(root, ids)
+    manifest.scenarios_reviewed = manifest.scenario_review.get("reviewed", 0)
+    manifest.awaiting_review = len(set(unreviewed_generated(root)) & set(ids))
+
+
 async def finish_run(
     store: RunStore, manifest: RunManifest, saver: Saver, health_message: str | None
 ) -> RunManifest:
@@ -346,7 +352,8 @@ async def finish_run(
                          f"({manifest.completed} episode(s) finished are kept)")
     manifest.ended = now()
     manifest.official = (
-        manifest.completed == len(manifest.planned)
+        manifest.awaiting_review == 0
+        and manifest.completed == len(manifest.planned)
         and manifest.skipped == 0
         and manifest.git_dirty is False
         and len(manifest.code_versions) == 1

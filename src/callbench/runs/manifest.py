@@ -37,7 +37,8 @@ class RunManifest(BaseModel):
     """What produced a run: bundle hash, code version and git state, every role's model spec and
     settings, seeds, times, counts and skips by reason. ``official`` is true only when every
     invocation ran one code version (``code_versions``) from a clean working tree (``git_dirty``
-    is true when any invocation's tree was dirty) and every planned episode completed."""
+    is true when any invocation's tree was dirty), every planned episode completed, and no
+    scenario of the run awaits review (``awaiting_review``)."""
 
     run_id: str
     bundle_name: str
@@ -72,6 +73,10 @@ class RunManifest(BaseModel):
     planned (``reviewed``, ``machine_checked``, ``unreviewed``, ``no_record``; issue 13 item 5)."""
     scenarios_reviewed: int = 0
     """How many of the run's scenarios a person reviewed (``scenario_review["reviewed"]``)."""
+    awaiting_review: int = 0
+    """How many of the run's scenarios were made by ``callbench generate`` and still await review
+    (provenance ``made: generated``, ``review.status: unreviewed``); a run with any is not
+    official (issue 26 item 7)."""
     executors: list[str] = Field(default_factory=list)
     """Every executor (``local`` asyncio, ``ray``) an invocation of this run used, in order."""
 

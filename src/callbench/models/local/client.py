@@ -363,7 +363,8 @@ class LocalClient:
         prompt = render_prompt(tok, chat_messages(request))
         tokens = tok.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         json_out = request.response_schema is not None
-        max_new = self.settings.max_tokens or (DEFAULT_MAX_TOKENS_JSON if json_out else DEFAULT_MAX_TOKENS)
+        max_new = self.settings.max_tokens or request.max_output_tokens or (
+            DEFAULT_MAX_TOKENS_JSON if json_out else DEFAULT_MAX_TOKENS)
         limit = self.settings.n_ctx or context_limit(tok)
         needed = len(tokens) + max_new
         if needed > limit:

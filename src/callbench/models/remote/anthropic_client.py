@@ -129,7 +129,8 @@ def system_blocks(system: str, static_chars: int) -> list[dict[str, Any]]:
 def anthropic_request_body(request: ModelRequest, model: str, settings: ModelSettings) -> dict[str, Any]:
     """Keyword arguments for ``messages.create`` (without headers and timeout)."""
     system, messages = anthropic_messages(request)
-    body: dict[str, Any] = {"model": model, "max_tokens": settings.max_tokens or DEFAULT_MAX_TOKENS,
+    body: dict[str, Any] = {"model": model, "max_tokens": settings.max_tokens or request.max_output_tokens
+                            or DEFAULT_MAX_TOKENS,
                             "messages": messages}
     if system is not None:
         body["system"] = system_blocks(system, request.static_system_chars)

@@ -161,8 +161,9 @@ def openai_request_body(request: ModelRequest, model: str, settings: ModelSettin
         body["top_p"] = settings.top_p
     if settings.seed is not None:
         body["seed"] = request_seed(settings, request)
-    if settings.max_tokens is not None:
-        body["max_completion_tokens" if official_endpoint else "max_tokens"] = settings.max_tokens
+    if (settings.max_tokens or request.max_output_tokens) is not None:
+        body["max_completion_tokens" if official_endpoint else "max_tokens"] = (
+            settings.max_tokens or request.max_output_tokens)
     if settings.reasoning_effort is not None:
         body["reasoning_effort"] = settings.reasoning_effort
     if settings.top_k is not None:

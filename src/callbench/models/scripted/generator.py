@@ -15,6 +15,13 @@ values or deleted; list indices are numbers), ``{raw: "text"}`` (sent verbatim, 
 or any other mapping (sent as JSON). Item k of the batch is ``request.context.turn``; attempt n is
 ``request.context.attempt``; past the end of a list the last entry repeats (items and attempts).
 Usage counts one call and no tokens.
+
+With a top-level ``follow_plan`` mapping, every JSON-object answer is made to fit the request's plan
+item (the contract line the request carries, ``callbench.generate.request.PLAN_ITEM_MARK``):
+``language``, ``brief.language`` and ``difficulty`` are set from it, and ``channel`` is built from
+``follow_plan.channel``, one fragment per asked kind (``asr_substitute``, ``asr_drop``,
+``asr_double``: an ASR event; ``vad_split``: a VAD split; ``seeded_noise``: ``true``), or emptied
+for a clean channel. That is the offline generator that writes a valid scenario for any plan.
 """
 
 from __future__ import annotations
@@ -64,6 +71,8 @@ class ScriptedGenerator:
             raise ValueError(
                 f"{spec}: {path}: expected 'items', a non-empty list (one list of answers per item)"
             )
+        follow = raw.get("follow_plan")
+        self.follow_plan: dict[str, Any] | None = follow if isinstance(follow, dict) else None
         self.items: list[list[Any]] = []
         for i, entry in enumerate(items):
             answers = entry if isinstance(entry, list) else [entry]
@@ -103,7 +112,41 @@ class ScriptedGenerator:
             raise ModelOutputError(f"{self.spec}: expected a scenario request (with a response schema)")
         answers = self.items[min(request.context.turn, len(self.items) - 1)]
         text = answers[min(request.context.attempt, len(answers) - 1)]
+        if self.follow_plan is not None:
+            text = self._fit_plan(text, request)
         return ModelResponse(content=text, usage=Usage(calls=1), model=self.spec, finish_reason="stop")
+
+    def _fit_plan(self, text: str, request: ModelRequest) -> str:
+        """``text`` made to fit the request's plan item (module docstring); unchanged when it is
+        not a JSON object or the request carries no plan item."""
+        mark = "The plan item is a contract; the scenario must match it exactly: "
+        item: Any = None
+        for m in request.messages:
+            for line in (m.content or "").splitlines():
+                if m.role == "user" and line.startswith(mark):
+                    item = json.loads(line[len(mark):])
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text
+        if not isinstance(item, dict) or not isinstance(data, dict):
+            return text
+        assert self.follow_plan is not None
+        data["language"] = item["language"]
+        data["difficulty"] = item["difficulty"]
+        if isinstance(data.get("brief"), dict):
+            data["brief"]["language"] = item["language"]
+        fragments = self.follow_plan.get("channel") or {}
+        channel: dict[str, Any] = {}
+        for kind in item.get("channel_kinds") or []:
+            if kind == "seeded_noise":
+                channel["seeded_noise"] = True
+            elif kind == "vad_split":
+                channel.setdefault("vad_splits", []).append(copy.deepcopy(fragments[kind]))
+            else:
+                channel.setdefault("asr_events", []).append(copy.deepcopy(fragments[kind]))
+        data["channel"] = channel
+        return json.dumps(data, ensure_ascii=False)
 
     async def aclose(self) -> None:
         return None

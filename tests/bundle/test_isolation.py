@@ -1,0 +1,101 @@
+"""Caller isolation as a kind (issue 26 item 3): hidden-state and fixture values in anything the
+caller reads, in normalised forms, and known facts that launder them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from callbench.bundle.isolation import audit_caller_isolation
+from callbench.bundle.models import Scenario
+from callbench.bundle.normalize import compact, find_value
+from callbench.bundle.provenance import GENERATED_HEADER
+
+from .conftest import BOOKING, MiniBundle
+
+
+def _problems(mb: MiniBundle, edit: Any, strict: bool = True) -> list[tuple[str, str, str]]:
+    import yaml
+
+    data = yaml.safe_load((mb.agent_dir / "scenarios" / f"{BOOKING}.yaml").read_text(encoding="utf-8"))
+    edit(data)
+    found: list[tuple[str, str, str]] = []
+    audit_caller_isolation(Scenario.model_validate(data), lambda p, c, m: found.append((p, c, m)),
+                           strict_known_facts=strict)
+    return found
+
+
+def test_fixture_response_value_in_the_brief_is_a_leak(mb: MiniBundle) -> None:
+    # the confirmation number the backend will give, already in the caller's brief
+    def edit(d: dict[str, Any]) -> None:
+        d["fixtures"]["schedule_pickup"]["queue"][0]["response"]["confirmation"] = "PK-88231"
+        d["brief"]["plan"][3]["meaning"] = "thank the agent for confirmation pk 88231 and say goodbye"
+
+    [(path, code, msg)] = _problems(mb, edit)
+    assert path == "fixtures.schedule_pickup.queue.0.response.confirmation" and code == "isolation.leak"
+    assert "fixture value 'PK-88231' appears in brief.plan.3.meaning" in msg
+
+
+def test_hidden_value_copied_into_known_facts_is_refused_unless_declared(mb: MiniBundle) -> None:
+    def copied(d: dict[str, Any]) -> None:
+        d["brief"]["known_facts"]["internal_id"] = "ACC-5521"
+
+    [(path, code, msg)] = _problems(mb, copied)
+    assert (path, code) == ("hidden_state.account.id", "isolation.known_fact")
+    assert "brief.known_facts.internal_id" in msg and "caller_known.internal_id" in msg
+
+    def declared(d: dict[str, Any]) -> None:
+        copied(d)
+        d["caller_known"] = {"internal_id": "printed on the caller's welcome letter"}
+        d["brief"]["context"] += " Your internal id is ACC 5521."
+
+    assert _problems(mb, declared) == []  # declared: it may appear in the brief too
+
+
+def test_hand_authored_known_facts_are_trusted(mb: MiniBundle) -> None:
+    def copied(d: dict[str, Any]) -> None:
+        d["brief"]["known_facts"]["internal_id"] = "ACC-5521"
+
+    assert _problems(mb, copied, strict=False) == []
+
+
+@pytest.mark.parametrize("spelled", ["A C C 5 5 2 1", "acc5521", "ACC–55 21", "ACC-５５２１", "ACC-૫૫૨૧"])
+def test_hidden_id_in_any_spelling_is_a_leak(mb: MiniBundle, spelled: str) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["brief"]["reason"] = f"You want the pickup for account {spelled}."
+
+    [(path, code, _)] = _problems(mb, edit)
+    assert (path, code) == ("hidden_state.account.id", "isolation.leak")
+
+
+def test_identifier_inside_a_longer_number_is_not_a_hit(mb: MiniBundle) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["brief"]["reason"] = "Your order is ACC55210 and your phone 98765 52100."
+
+    assert _problems(mb, edit) == []
+
+
+def test_unknown_caller_known_key(mb: MiniBundle) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["caller_known"] = {"nope": "x"}
+
+    assert [(p, c) for p, c, _ in _problems(mb, edit)] == [("caller_known.nope", "isolation.caller_known")]
+
+
+def test_validate_is_strict_for_machine_written_files_only(mb: MiniBundle) -> None:
+    def copied(d: dict[str, Any]) -> None:
+        d["brief"]["known_facts"]["internal_id"] = "ACC-5521"
+
+    mb.edit_scenario(copied)
+    assert [p.code for p in mb.problems()] == []
+    path = mb.agent_dir / "scenarios" / f"{BOOKING}.yaml"
+    path.write_text(GENERATED_HEADER + path.read_text(encoding="utf-8"), encoding="utf-8")
+    assert [p.code for p in mb.problems()] == ["isolation.known_fact"]
+
+
+def test_normal_forms() -> None:
+    assert compact("PK-10 01/a") == "pk1001a"
+    assert find_value("Asha Rao", "I am ASHA\u00a0 Rao.") and not find_value("Asha Rao", "asharao")
+    assert not find_value("cash_on_delivery", "I pay cash on delivery")
+    assert not find_value("PK", "PK") and find_value("1275", "you owe 1,275", min_chars=3)
