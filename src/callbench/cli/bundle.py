@@ -93,11 +93,11 @@ def audit(
 
     from rich.console import Console
 
-    from callbench.bundle.validate import validate_safely
-    from callbench.report.audit import render_audit
     from callbench.audit.core import AuditReport, audit_bundle
     from callbench.audit.judges import AuditJudges
     from callbench.audit.store import save_judge_audit
+    from callbench.bundle.validate import validate_safely
+    from callbench.report.audit import render_audit
 
     if judges != (task_judge is not None and conversation_judge is not None) or (
             not judges and (task_judge or conversation_judge or save)):

@@ -145,13 +145,13 @@ def report(
     """
     from rich.console import Console
 
+    from callbench.audit.store import load_judge_audits
     from callbench.report.build import build_report
     from callbench.report.export import write_csv, write_json
     from callbench.report.fairness import UnfairComparisonError
     from callbench.report.html import write_html
     from callbench.report.load import ReportInputError, load_runs
     from callbench.report.terminal import render_terminal
-    from callbench.audit.store import load_judge_audits
 
     audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [])
     for w in audit_warnings:

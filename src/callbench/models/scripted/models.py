@@ -30,6 +30,8 @@ Specs (:func:`create_scripted`):
     noncommittal sentence (:data:`TalkCandidate.LINE`) on every turn, so the call ends when the
     caller gives up or the turn limit is reached. With ``scripted:hangup`` it is the audit's
     do-nothing candidate (the *null floor*); grading must score it low.
+``scripted:junk-lookups``, ``scripted:junk-all``, ``scripted:claim-done``
+    The gaming candidates of the audit's floor (:mod:`callbench.models.scripted.gaming`).
 ``scripted:file:<path>``
     Replies from a script file (:mod:`callbench.models.scripted.script`).
 ``scripted:generator:<path>``
@@ -77,9 +79,12 @@ CLOSINGS: dict[str, str] = {
 }
 
 SCRIPTED_SPECS = (
-    "scripted:reference", "scripted:plan", "scripted:hangup", "scripted:talk", "scripted:file:<path>",
-    "scripted:generator:<path>",
+    "scripted:reference", "scripted:plan", "scripted:hangup", "scripted:talk", "scripted:junk-lookups",
+    "scripted:junk-all", "scripted:claim-done", "scripted:file:<path>", "scripted:generator:<path>",
 )
+
+GAMING_SPECS = ("scripted:junk-lookups", "scripted:junk-all", "scripted:claim-done")
+"""Candidates that try to collect action-check weight without doing the task (issue 23 item 4)."""
 
 
 def closing_line(language: str) -> str:
@@ -273,6 +278,10 @@ def create_scripted(
         return HangupCandidate(spec, settings, bundle)
     if spec == "scripted:talk":
         return TalkCandidate(spec, settings, bundle)
+    if spec in GAMING_SPECS:
+        from callbench.models.scripted.gaming import GamingCandidate
+
+        return GamingCandidate(spec, settings, bundle)
     if spec.startswith("scripted:generator:"):
         from pathlib import Path
 
