@@ -18,6 +18,10 @@ models (:mod:`callbench.models.scripted`), no network:
   are unmet is not applicable: it enters neither sum). A scenario over :data:`FLOOR_MAX`
   (``audit.floor_high``) or a bundle mean over :data:`FLOOR_MEAN` (``audit.floor_mean_high``, on
   ``bundle.yaml``) is a problem: its negative checks reward doing nothing.
+- *causal reference paths*: every reference argument value is known before its call
+  (:func:`callbench.audit.causal.find_noncausal`, ``audit.reference_noncausal``).
+- *gaming floor*: the gaming candidates :data:`GAMING_CANDIDATES` play the scenario too and are held
+  to the same bounds (``audit.floor_high`` names the scenario, the candidate and the checks met).
 - *leaks*: :func:`callbench.audit.leaks.find_leaks` (``audit.leak``).
 - *judges on known answers* (optional): :mod:`callbench.audit.judges`.
 
@@ -32,6 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from callbench.audit.causal import find_noncausal
 from callbench.audit.judges import AuditJudges, JudgeAudit, audit_judges
 from callbench.audit.leaks import find_leaks
 from callbench.bundle.loader import Problem
@@ -355,6 +360,8 @@ async def audit_bundle(
             if spec == REFERENCE_CANDIDATE:
                 sa.reference = ep
                 report.problems += _reference_problems(scen, trace, ep, sfile)
+                if not trace.skipped:
+                    report.problems += find_noncausal(agent, scen, trace, sfile)
             else:
                 sa.floor[spec] = ep
                 if ep.share > FLOOR_MAX:

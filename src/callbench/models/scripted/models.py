@@ -7,9 +7,10 @@ Specs (:func:`create_scripted`):
 ``scripted:reference``
     A candidate replaying the scenario's ``reference_path`` (found through
     ``request.context.scenario_id`` in the bundle given at construction). Candidate turn k (0 = the
-    greeting, k = the answer to caller turn k, from ``request.context.turn``) is sent as at most two
-    messages: ``before_tools`` with every ``tool_calls`` entry in one message, then, once the last
-    request message is a tool result, ``speech``. A turn without tool calls is the single message
+    greeting, k = the answer to caller turn k, from ``request.context.turn``) is sent as messages:
+    ``before_tools`` with the ``tool_calls`` entries up to the first one marked ``after_results``,
+    one more message per call so marked (with the calls after it, up to the next one marked) once
+    the previous results are in, then ``speech``. A turn without tool calls is the single message
     ``speech``. A turn beyond the path raises :class:`ModelOutputError` (recorded in the trace).
 ``scripted:plan``
     A caller that expresses plan step k, in order, at caller turn k, speaking the step's ``meaning``
@@ -140,14 +141,20 @@ class ReferenceCandidate(_Scripted):
         if k >= len(path):
             raise ModelOutputError(f"{self.spec}: the reference path of {scen.id!r} has no turn {k}")
         turn = path[k]
-        after_tools = bool(request.messages) and request.messages[-1].role == "tool"
-        if after_tools or not turn.tool_calls:
+        returned: set[str] = set()  # results of this turn so far: the trailing run of tool messages
+        for m in reversed(request.messages):
+            if m.role not in ("assistant", "tool"):
+                break
+            returned.add(m.tool_call_id or "")
+        rounds = turn.tool_rounds()
+        sent = sum(any(f"ref_{k}_{i}" in returned for i, _ in r) for r in rounds)
+        if sent >= len(rounds):
             return self._reply(turn.speech)
         calls = [
             ToolCall(id=f"ref_{k}_{i}", name=c.name, arguments=json.dumps(c.arguments, ensure_ascii=False))
-            for i, c in enumerate(turn.tool_calls)
+            for i, c in rounds[sent]
         ]
-        return self._reply(turn.before_tools, calls)
+        return self._reply(turn.before_tools if sent == 0 else None, calls)
 
 
 _ASIDE = re.compile(r"\s*[\(\[][^\)\]]*[\)\]]")
