@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-_NUMBER = re.compile(r"(?<![0-9.])[0-9]{1,3}(?:,[0-9]{2,3})+(?:\.[0-9]+)?|(?<![0-9.])[0-9]+(?:\.[0-9]+)?")
+_EDGE = r"(?<![0-9A-Za-z])(?<![0-9]\.)"
+_NUMBER = re.compile(
+    _EDGE + r"(?:[0-9]{1,3}(?:,[0-9]{2,3})+|[0-9]+)(?:\.[0-9]+)?(?![0-9])"
+)
+"""A number standing alone (not part of a code such as ``TXN48213``): grouped or plain digits and
+an optional decimal part."""
 _WHOLE_AMOUNT = re.compile(r"^(?:₹|rs\.?|inr|\$|€|£)?\s*([0-9][0-9,]*(?:\.[0-9]+)?)\s*(?:/-)?$")
 
 
