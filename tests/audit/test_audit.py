@@ -14,7 +14,14 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from callbench.audit.core import FLOOR_MAX, FLOOR_MEAN, NULL_CANDIDATES, AuditReport, audit_bundle
+from callbench.audit.core import (
+    FLOOR_CANDIDATES,
+    FLOOR_MAX,
+    FLOOR_MEAN,
+    NULL_CANDIDATES,
+    AuditReport,
+    audit_bundle,
+)
 from callbench.audit.judges import AuditJudges
 from callbench.audit.store import load_judge_audits, matching_accuracy, save_judge_audit
 from callbench.bundle.checks import CallRecord, evaluate_checks
@@ -117,7 +124,7 @@ async def test_scoped_audit_replays_only_the_named_scenarios(starter: Bundle) ->
     rep = await audit_bundle(starter, scenario_ids=[BANK])
     assert [s.scenario_id for s in rep.scenarios] == [BANK]
     assert {t.scenario_id for t in rep.traces} == {BANK}
-    assert sorted(t.candidate.spec for t in rep.traces) == sorted(["scripted:reference", *NULL_CANDIDATES])
+    assert sorted(t.candidate.spec for t in rep.traces) == sorted(["scripted:reference", *FLOOR_CANDIDATES])
     with pytest.raises(KeyError, match="no_such_scenario"):
         await audit_bundle(starter, scenario_ids=["no_such_scenario"])
 
@@ -210,8 +217,8 @@ def test_json_shape_and_exit_codes(tmp_path: Path) -> None:
     s = out["scenarios"][0]
     assert set(s) == {"agent_id", "scenario_id", "file", "reference", "floor"}
     assert {c["label"] for c in s["reference"]["checks"]} == {"met"}
-    assert set(s["floor"]) == set(NULL_CANDIDATES)
-    assert set(out["null_floor"]["candidates"]) == set(NULL_CANDIDATES)
+    assert set(s["floor"]) == set(FLOOR_CANDIDATES)
+    assert set(out["null_floor"]["candidates"]) == set(FLOOR_CANDIDATES)
     assert out["null_floor"]["mean_bound"] == FLOOR_MEAN
     assert runner.invoke(app, ["audit", str(tmp_path / "nope")]).exit_code == 2
     assert runner.invoke(app, ["audit", str(STARTER), "--scenarios", "no_such"]).exit_code == 2
@@ -347,4 +354,4 @@ async def test_reference_replay_that_misses_a_check_is_located(starter: Bundle) 
     scen.reference_path = None
     rep = await audit_bundle(bundle, scenario_ids=[BANK], static_problems=[])
     assert [p.code for p in rep.problems] == ["audit.reference_missing"]
-    assert rep.scenarios[0].reference is None and set(rep.scenarios[0].floor) == set(NULL_CANDIDATES)
+    assert rep.scenarios[0].reference is None and set(rep.scenarios[0].floor) == set(FLOOR_CANDIDATES)

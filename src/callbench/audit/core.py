@@ -18,6 +18,10 @@ models (:mod:`callbench.models.scripted`), no network:
   are unmet is not applicable: it enters neither sum). A scenario over :data:`FLOOR_MAX`
   (``audit.floor_high``) or a bundle mean over :data:`FLOOR_MEAN` (``audit.floor_mean_high``, on
   ``bundle.yaml``) is a problem: its negative checks reward doing nothing.
+- *causal reference paths*: every reference argument value is known before its call
+  (:func:`callbench.audit.causal.find_noncausal`, ``audit.reference_noncausal``).
+- *gaming floor*: the gaming candidates :data:`GAMING_CANDIDATES` play the scenario too and are held
+  to the same bounds (``audit.floor_high`` names the scenario, the candidate and the checks met).
 - *leaks*: :func:`callbench.audit.leaks.find_leaks` (``audit.leak``).
 - *judges on known answers* (optional): :mod:`callbench.audit.judges`.
 
@@ -32,6 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from callbench.audit.causal import find_noncausal
 from callbench.audit.judges import AuditJudges, JudgeAudit, audit_judges
 from callbench.audit.leaks import find_leaks
 from callbench.bundle.loader import Problem
@@ -39,7 +44,8 @@ from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.bundle.validate import bundle_files, validate_loaded
 from callbench.grade.action_checks import grade_action_checks
 from callbench.grade.models import GradedItem, Label
-from callbench.models.scripted.models import create_scripted
+from callbench.models.base import ModelSettings
+from callbench.models.scripted.models import GAMING_SPECS, create_scripted
 from callbench.sim.episode import run_episode
 from callbench.trace import EndReason, Trace
 
@@ -47,6 +53,12 @@ REFERENCE_CANDIDATE = "scripted:reference"
 CALLER = "scripted:plan"
 NULL_CANDIDATES = ("scripted:hangup", "scripted:talk")
 """The do-nothing candidates of the null floor: one hangs up at once, one only talks."""
+GAMING_CANDIDATES = GAMING_SPECS
+"""The gaming candidates of the floor (issue 23 item 4, :mod:`callbench.models.scripted.gaming`):
+junk arguments for every lookup tool, junk for every tool that does not end the call then hang-up,
+and "it is done" without any call."""
+FLOOR_CANDIDATES = NULL_CANDIDATES + GAMING_CANDIDATES
+"""Every candidate of the floor, in report order."""
 FLOOR_MEAN = 0.10
 FLOOR_MAX = 0.25
 """Null-floor bounds (issue 17): a do-nothing candidate meets at most 10% of the applicable
@@ -163,7 +175,7 @@ async def _episode(
     trace = await run_episode(
         agent,
         scen,
-        candidate=create_scripted(spec, None, bundle),
+        candidate=create_scripted(spec, ModelSettings(seed=AUDIT_SEED), bundle),
         caller=create_scripted(CALLER, None, bundle),
         bundle_name=bundle.meta.name,
         bundle_version=bundle.meta.version,
@@ -265,7 +277,7 @@ def _reference_problems(scen: Scenario, trace: Trace, ep: EpisodeAudit, file: st
 
 def _summaries(scenarios: list[ScenarioAudit]) -> NullFloor:
     floor = NullFloor()
-    for spec in NULL_CANDIDATES:
+    for spec in FLOOR_CANDIDATES:
         shares = {s.scenario_id: s.floor[spec].share for s in scenarios if spec in s.floor}
         if not shares:
             continue
@@ -321,7 +333,7 @@ async def audit_bundle(
         names = {"agent": files.agent(agent), "prompt": files.prompt(agent), "scenario": sfile}
         sa = ScenarioAudit(agent_id=agent.config.id, scenario_id=scen.id, file=sfile)
         report.problems += find_leaks(agent, scen, names)
-        specs = ([REFERENCE_CANDIDATE] if scen.reference_path else []) + list(NULL_CANDIDATES)
+        specs = ([REFERENCE_CANDIDATE] if scen.reference_path else []) + list(FLOOR_CANDIDATES)
         if not scen.reference_path:
             report.problems.append(
                 Problem(
@@ -348,17 +360,21 @@ async def audit_bundle(
             if spec == REFERENCE_CANDIDATE:
                 sa.reference = ep
                 report.problems += _reference_problems(scen, trace, ep, sfile)
+                if not trace.skipped:
+                    report.problems += find_noncausal(agent, scen, trace, sfile)
             else:
                 sa.floor[spec] = ep
                 if ep.share > FLOOR_MAX:
+                    met = ", ".join(f"{c.id} ({c.weight})" for c in ep.checks if c.label == "met")
                     report.problems.append(
                         Problem(
                             file=sfile,
                             path="action_checks",
                             code="audit.floor_high",
-                            message=f"{spec} meets {ep.share:.0%} of the applicable action-check weight "
-                            f"(over {FLOOR_MAX:.0%}): guard the negative checks with applies_after so "
-                            "they apply only once the call reaches the point where the action is tempting",
+                            message=f"{scen.id}: {spec} meets {ep.share:.0%} of the applicable "
+                            f"action-check weight (over {FLOOR_MAX:.0%}) with {met}: guard the negative "
+                            "checks with applies_after on a check that only reaching the scenario's "
+                            "record meets",
                         )
                     )
         report.scenarios.append(sa)
@@ -374,5 +390,7 @@ async def audit_bundle(
                 )
             )
     if judges is not None:
-        report.judges = await audit_judges(bundle, report.traces, judges)
+        known = {REFERENCE_CANDIDATE, *NULL_CANDIDATES}  # traces whose right labels are known
+        graded = [t for t in report.traces if t.candidate.spec in known]
+        report.judges = await audit_judges(bundle, graded, judges)
     return report

@@ -60,6 +60,29 @@ def _order(checks: list[ActionCheck]) -> list[ActionCheck]:
     return [by_id[i] for i in done]
 
 
+def record_matchers(scenario: Scenario) -> dict[str, list[dict[str, Any]]]:
+    """Per tool, the resolved argument matchers of each fixture entry of ``scenario`` that pins at
+    least one argument: the records the scenario authored. Raises ``ValueError`` (a
+    ``ReferenceError_``) when a reference does not resolve."""
+    facts, state = scenario.brief.known_facts, scenario.hidden_state
+    return {
+        tool: [
+            resolve_matchers(e.args, facts, state, f"fixtures.{tool}.queue.{i}.args")
+            for i, e in enumerate(fx.queue)
+            if e.args
+        ]
+        for tool, fx in scenario.fixtures.items()
+    }
+
+
+def reaches_record(call: CallRecord, records: dict[str, list[dict[str, Any]]]) -> bool:
+    """True when ``call``'s arguments satisfy every matcher of one of its tool's authored fixture
+    entries (:func:`record_matchers`), whatever the entry's queue position."""
+    if call.arguments is None:
+        return False
+    return any(match_fields(m, call.arguments).ok for m in records.get(call.name, []))
+
+
 def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckResult]:
     """Evaluate every action check of ``scenario`` over ``calls`` (in call order).
 
@@ -70,10 +93,16 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
     A check with ``applies_after`` guards is evaluated the same way, then marked not applicable
     (``applicable=False``, ``met=False``) unless every guard is applicable and met. A check that is
     not applicable counts as never met for the checks that come ``after`` it or are guarded by it.
-    Results come in the scenario's check order. Raises ``ValueError`` on a cycle through ``after``
-    and ``applies_after``.
+    A *guard* (a check named in another check's ``applies_after``) that pins no argument counts
+    only calls that reach a record the scenario authored (:func:`reaches_record`: the arguments match
+    one of the tool's fixture entries that pins arguments); a guard that pins arguments names its
+    record itself. Either way a junk call unlocks no guarded check (issue 23 item 4;
+    docs/authoring.md "Guards"). Results come in the scenario's check order. Raises ``ValueError``
+    on a cycle through ``after`` and ``applies_after``, or a fixture reference that does not resolve.
     """
     facts, state = scenario.brief.known_facts, scenario.hidden_state
+    guards = {g for c in scenario.action_checks for g in c.applies_after}
+    records = record_matchers(scenario) if guards else {}
     first: dict[str, int | None] = {}
     results: dict[str, CheckResult] = {}
     for c in _order(scenario.action_checks):
@@ -82,11 +111,15 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
         start = None if any(d is None for d in deps) else max((d for d in deps if d is not None), default=-1)
         counted: list[int] = []
         near: list[int] = []
+        unrecorded: list[int] = []  # a guard's calls that reach no authored record
         if start is not None:
             for call in calls:
                 if call.name != c.tool or call.index <= start:
                     continue
                 ok = not matchers if call.arguments is None else match_fields(matchers, call.arguments).ok
+                if ok and c.id in guards and not matchers and not reaches_record(call, records):
+                    unrecorded.append(call.index)
+                    ok = False
                 (counted if ok else near).append(call.index)
         n = len(counted)
         hi = c.count.max
@@ -98,8 +131,12 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
         elif met:
             reason = f"{n} matching call(s) of {c.tool}"
         elif n < c.count.min:
+            other = len(near) - len(unrecorded)
             reason = f"{n} matching call(s) of {c.tool}, need at least {c.count.min}" + (
-                f"; {len(near)} call(s) with other arguments" if near else ""
+                f"; {other} call(s) with other arguments" if other else ""
+            ) + (
+                f"; {len(unrecorded)} call(s) reach no record the scenario's fixtures pin (a guard "
+                "without arguments counts only those)" if unrecorded else ""
             )
         else:
             reason = f"{n} matching call(s) of {c.tool}, at most {hi} allowed"

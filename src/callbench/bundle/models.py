@@ -287,17 +287,34 @@ class Criterion(Strict):
 
 
 class ReferenceToolCall(Strict):
+    """One tool call of a reference turn. ``after_results``: send it (and the calls after it, up to
+    the next one marked so) in a new assistant message, after the results of the calls before it
+    have come back; a call that uses a value another call returns must wait for that result
+    (issue 23 item 5, the audit's ``audit.reference_noncausal``)."""
+
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    after_results: bool = False
 
 
 class ReferenceTurn(Strict):
     """One candidate turn of a correct call. Turn 0 is the greeting; turn k answers caller turn k.
 
-    Replayed as at most two assistant messages: first ``before_tools`` (speech said while calling,
-    e.g. "let me check that") together with ``tool_calls`` (all in one message); then, after the tool
-    results, ``speech``. With no tool calls the turn is the single message ``speech``.
+    Replayed as assistant messages: first ``before_tools`` (speech said while calling, e.g. "let me
+    check that") together with ``tool_calls`` up to the first one marked ``after_results``; each
+    call marked so opens a further message (no speech) sent after the previous message's results;
+    then, after the last results, ``speech``. With no tool calls the turn is the single message
+    ``speech``.
     """
+
+    def tool_rounds(self) -> list[list[tuple[int, ReferenceToolCall]]]:
+        """The turn's tool calls grouped by message, each with its index in ``tool_calls``."""
+        rounds: list[list[tuple[int, ReferenceToolCall]]] = []
+        for i, c in enumerate(self.tool_calls):
+            if not rounds or c.after_results:
+                rounds.append([])
+            rounds[-1].append((i, c))
+        return rounds
 
     before_tools: str | None = Field(default=None, max_length=4000)
     tool_calls: list[ReferenceToolCall] = Field(default_factory=list, max_length=10)

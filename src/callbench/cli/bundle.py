@@ -100,9 +100,12 @@ def audit(
 ) -> None:
     """Audit what a bundle's scores measure, beyond validate: replay every scenario's reference
     path through the episode loop and grading (every action check must be met, every authored
-    channel event must apply), play do-nothing candidates (scripted:hangup, scripted:talk) for the
-    null floor, and look for hidden values written in the instructions or tool schemas (and, as
-    validate does by default, tool schemas OpenAI or Anthropic would reject). With
+    channel event must apply, every reference argument must be known before its call), play
+    do-nothing candidates (scripted:hangup, scripted:talk) and gaming candidates
+    (scripted:junk-lookups, scripted:junk-all, scripted:claim-done) for the floor, and look for
+    hidden values written, in any normalised form, in the instructions, the tool schemas or the
+    scenario's variables (and, as validate does by default, tool schemas OpenAI or Anthropic would
+    reject). With
     --judges, grade those traces with the judges and report each judge's accuracy on them.
 
     Exit codes: 0 no problem; 1 problems found; 2 unusable input (unreadable path, a bundle that

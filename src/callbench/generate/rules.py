@@ -69,7 +69,10 @@ Reference path. The agent's side of one correct call: turn 0 is the greeting, tu
 turn k (which expresses plan step k): len(plan)+1 turns when the agent ends the call. A turn has
 before_tools (speech with the tool calls), tool_calls [{name, arguments}] fitting the tool schemas,
 and speech (after the results). Nothing is heard after a call-ending tool succeeds, so put the
-goodbye in before_tools. Replayed against your fixtures, the path must meet every action check.
+goodbye in before_tools. A call that uses a value another call of the same turn returns gets
+after_results: true (it is sent after those results); every argument must be known before its call
+(the document, the caller's words, earlier results). Replayed against your fixtures, the path must
+meet every action check.
 
 Make the call realistic and the test sharp: one clear intent, a policy of the document that the call
 tests, concrete facts, and a failure mode the plan item asks for.

@@ -86,7 +86,8 @@ def render_audit(report: AuditReport, console: Console) -> None:
     specs = list(report.null_floor.candidates)
     floor = Table(
         title=escape(
-            "Null floor: share of the applicable action-check weight a do-nothing candidate meets "
+            "Null and gaming floor: share of the applicable action-check weight a do-nothing or "
+            "gaming candidate meets "
             f"(bounds: mean {pct(report.null_floor.mean_bound)}, "
             f"any scenario {pct(report.null_floor.max_bound)})"
         ),
@@ -94,7 +95,7 @@ def render_audit(report: AuditReport, console: Console) -> None:
     )
     floor.add_column("scenario", overflow="fold")
     for spec in specs:
-        floor.add_column(escape(spec), justify="right")
+        floor.add_column(escape(spec.removeprefix("scripted:")), justify="right")
     for s in report.scenarios:
         cells = [pct(s.floor[spec].share) if spec in s.floor else "—" for spec in specs]
         high = any(spec in s.floor and s.floor[spec].share > report.null_floor.max_bound for spec in specs)

@@ -7,9 +7,10 @@ Specs (:func:`create_scripted`):
 ``scripted:reference``
     A candidate replaying the scenario's ``reference_path`` (found through
     ``request.context.scenario_id`` in the bundle given at construction). Candidate turn k (0 = the
-    greeting, k = the answer to caller turn k, from ``request.context.turn``) is sent as at most two
-    messages: ``before_tools`` with every ``tool_calls`` entry in one message, then, once the last
-    request message is a tool result, ``speech``. A turn without tool calls is the single message
+    greeting, k = the answer to caller turn k, from ``request.context.turn``) is sent as messages:
+    ``before_tools`` with the ``tool_calls`` entries up to the first one marked ``after_results``,
+    one more message per call so marked (with the calls after it, up to the next one marked) once
+    the previous results are in, then ``speech``. A turn without tool calls is the single message
     ``speech``. A turn beyond the path raises :class:`ModelOutputError` (recorded in the trace).
 ``scripted:plan``
     A caller that expresses plan step k, in order, at caller turn k, speaking the step's ``meaning``
@@ -30,6 +31,8 @@ Specs (:func:`create_scripted`):
     noncommittal sentence (:data:`TalkCandidate.LINE`) on every turn, so the call ends when the
     caller gives up or the turn limit is reached. With ``scripted:hangup`` it is the audit's
     do-nothing candidate (the *null floor*); grading must score it low.
+``scripted:junk-lookups``, ``scripted:junk-all``, ``scripted:claim-done``
+    The gaming candidates of the audit's floor (:mod:`callbench.models.scripted.gaming`).
 ``scripted:file:<path>``
     Replies from a script file (:mod:`callbench.models.scripted.script`).
 ``scripted:generator:<path>``
@@ -77,9 +80,12 @@ CLOSINGS: dict[str, str] = {
 }
 
 SCRIPTED_SPECS = (
-    "scripted:reference", "scripted:plan", "scripted:hangup", "scripted:talk", "scripted:file:<path>",
-    "scripted:generator:<path>",
+    "scripted:reference", "scripted:plan", "scripted:hangup", "scripted:talk", "scripted:junk-lookups",
+    "scripted:junk-all", "scripted:claim-done", "scripted:file:<path>", "scripted:generator:<path>",
 )
+
+GAMING_SPECS = ("scripted:junk-lookups", "scripted:junk-all", "scripted:claim-done")
+"""Candidates that try to collect action-check weight without doing the task (issue 23 item 4)."""
 
 
 def closing_line(language: str) -> str:
@@ -135,14 +141,20 @@ class ReferenceCandidate(_Scripted):
         if k >= len(path):
             raise ModelOutputError(f"{self.spec}: the reference path of {scen.id!r} has no turn {k}")
         turn = path[k]
-        after_tools = bool(request.messages) and request.messages[-1].role == "tool"
-        if after_tools or not turn.tool_calls:
+        returned: set[str] = set()  # results of this turn so far: the trailing run of tool messages
+        for m in reversed(request.messages):
+            if m.role not in ("assistant", "tool"):
+                break
+            returned.add(m.tool_call_id or "")
+        rounds = turn.tool_rounds()
+        sent = sum(any(f"ref_{k}_{i}" in returned for i, _ in r) for r in rounds)
+        if sent >= len(rounds):
             return self._reply(turn.speech)
         calls = [
             ToolCall(id=f"ref_{k}_{i}", name=c.name, arguments=json.dumps(c.arguments, ensure_ascii=False))
-            for i, c in enumerate(turn.tool_calls)
+            for i, c in rounds[sent]
         ]
-        return self._reply(turn.before_tools, calls)
+        return self._reply(turn.before_tools if sent == 0 else None, calls)
 
 
 _ASIDE = re.compile(r"\s*[\(\[][^\)\]]*[\)\]]")
@@ -273,6 +285,10 @@ def create_scripted(
         return HangupCandidate(spec, settings, bundle)
     if spec == "scripted:talk":
         return TalkCandidate(spec, settings, bundle)
+    if spec in GAMING_SPECS:
+        from callbench.models.scripted.gaming import GamingCandidate
+
+        return GamingCandidate(spec, settings, bundle)
     if spec.startswith("scripted:generator:"):
         from pathlib import Path
 
