@@ -224,6 +224,14 @@ def _portable_node(node: Any, root: dict[str, Any], depth: int) -> Any:
     if isinstance(out.get("enum"), list) and None in out["enum"]:
         out["enum"] = [v for v in out["enum"] if v is not None]
         out = _nullable(out)
+    values = out.get("enum")
+    if isinstance(values, list) and values and not all(isinstance(v, str) for v in values):
+        del out["enum"]  # Gemini takes enums of strings only
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            out.update(type="integer", minimum=min(values), maximum=max(values))
+        else:
+            listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+            _append_description(out, f"One of: {listed}.")
     return out
 
 
@@ -232,7 +240,8 @@ def portable_schema(schema: dict[str, Any]) -> dict[str, Any]:
     for a client whose server refused the full schema (``negotiation.py``): local ``$ref`` s
     inlined and ``$defs``/``definitions`` dropped, ``additionalProperties`` dropped, and the null
     type written as OpenAPI's ``nullable: true`` (``type: [X, "null"]``, an ``anyOf`` branch
-    ``{"type": "null"}`` and ``null`` in an ``enum``). Replies are still validated against the
+    ``{"type": "null"}`` and ``null`` in an ``enum``), and an ``enum`` of other values than strings
+    written as integer bounds (integers) or listed in the description. Replies are still validated against the
     original schema (``output.py``), so what the subset cannot say is still enforced there.
 
     Source: ai.google.dev/gemini-api/docs/structured-output ("JSON Schema support": the supported
