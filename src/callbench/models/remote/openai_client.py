@@ -67,7 +67,7 @@ from callbench.models.conversation import normalize_messages
 from callbench.models.faults import note_fault, note_request
 from callbench.models.remote.anomalies import checked_body, openai_choices
 from callbench.models.remote.client import RemoteClient
-from callbench.models.remote.content_calls import content_tool_calls
+from callbench.models.remote.content_calls import content_tool_calls, truncated_call
 from callbench.models.remote.negotiation import (
     Capabilities,
     ContentForm,
@@ -304,11 +304,23 @@ class OpenAIClient(RemoteClient):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _check_reply(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
-        """Tool calls returned as JSON text in ``content`` (``content_calls.py``): executed when
-        ``parse_content_tool_calls`` is set, else a ModelOutputError ``tool_call_in_content``."""
+        """Tool calls returned as JSON text in ``content`` (``content_calls.py``): every one, in
+        order, executed when ``parse_content_tool_calls`` is set, else a ModelOutputError
+        ``tool_call_in_content``. A call cut off in the middle (``finish_reason`` ``length`` or
+        unterminated JSON) is a ModelOutputError ``truncated_call``, never speech."""
         if not request.tools or response.tool_calls:
             return response
-        speech, calls = content_tool_calls(response.content, [t.name for t in request.tools])
+        names = [t.name for t in request.tools]
+        cut = truncated_call(response.content, names)
+        if cut is not None:
+            note_fault(request.context.role, "truncated_call")
+            why = ("the reply hit the token limit (finish_reason length)"
+                   if response.finish_reason == "length" else "its JSON is unterminated")
+            raise ModelOutputError(
+                f"truncated_call: {self.spec} wrote a tool call as text ({cut or '?'}...) that was cut off "
+                f"before it ended: {why}; nothing of it was executed or spoken",
+                raw=response.content, usage=response.usage, kind="truncated_call")
+        speech, calls = content_tool_calls(response.content, names)
         if not calls:
             return response
         if self.settings.parse_content_tool_calls:
