@@ -326,9 +326,9 @@ class OpenAIClient(RemoteClient):
         if self.settings.parse_content_tool_calls:
             return response.model_copy(update={"content": speech, "tool_calls": calls})
         note_fault(request.context.role, "tool_call_in_content")
-        names = ", ".join(c.name for c in calls)
+        called = ", ".join(c.name for c in calls)
         raise ModelOutputError(
-            f"tool_call_in_content: {self.spec} returned its tool call(s) ({names}) as JSON text in "
+            f"tool_call_in_content: {self.spec} returned its tool call(s) ({called}) as JSON text in "
             "content instead of tool_calls, so nothing was executed; set parse_content_tool_calls: "
             "true for this role to execute them, or use a server chat format that returns tool_calls",
             raw=response.content, usage=response.usage, kind="tool_call_in_content")
