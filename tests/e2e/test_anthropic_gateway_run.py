@@ -6,6 +6,7 @@ per client instead of retrying the 500 as an outage until the preflight gives up
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,10 @@ def test_an_episode_scores_through_the_gateway(tmp_path: Path, monkeypatch: pyte
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
     assert [(r["status"], r["skip_reason"]) for r in rows] == [("scored", "")], rows
     assert rows[0]["overall"] != ""
+    # the Messages API needs a user turn first: first_user_message auto, recorded in the trace
+    (trace_path,) = (out / "traces").glob("*.json")
+    first = json.loads(trace_path.read_text())["messages"][1]
+    assert (first["role"], first["content"], first.get("caller_turn")) == ("user", "[call connected]", None)
     # each client sends blocks until the second 500 in a row, then plain strings only
     lists = [status for kind, status in log if kind == "list"]
     assert lists and set(lists) == {500}

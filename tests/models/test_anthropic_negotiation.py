@@ -106,3 +106,22 @@ async def test_an_outage_is_still_retried_as_one(keys, mk, sleeps) -> None:
         await client.complete(request)  # nothing ever succeeded: maybe an outage, so retried
     assert info.value.kind == "server_error" and "failed after 4 attempts" in str(info.value)
     assert len(gateway.bodies) == 4
+
+
+def test_first_user_message_auto_is_the_recorded_call_connected_turn(keys) -> None:
+    from callbench.models.base import first_user_message
+
+    assert first_user_message(AnthropicClient("anthropic:m", ModelSettings())) == "[call connected]"
+    off = ModelSettings(first_user_message="none")
+    assert first_user_message(AnthropicClient("anthropic:m", off)) is None
+    text = ModelSettings(first_user_message="text", first_user_message_text="Namaste")
+    assert first_user_message(AnthropicClient("anthropic:m", text)) == "Namaste"
+
+
+def test_first_user_message_text_is_checked() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="first_user_message: text needs first_user_message_text"):
+        ModelSettings(first_user_message="text")
+    with pytest.raises(ValidationError, match="only used with first_user_message: text"):
+        ModelSettings(first_user_message="empty", first_user_message_text="hi")

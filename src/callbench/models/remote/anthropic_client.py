@@ -238,6 +238,8 @@ class AnthropicClient(RemoteClient):
     module docstring); ``learnt`` one line per step taken. Thread- and task-safe."""
 
     provider = "anthropic"
+    default_first_user_message = CONNECTED
+    """``first_user_message: auto`` sends this recorded user turn before the greeting."""
 
     def __init__(self, spec: str, settings: ModelSettings, *, http_client: Any = None, **kwargs: Any) -> None:
         super().__init__(spec, settings, **kwargs)
