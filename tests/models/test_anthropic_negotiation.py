@@ -112,8 +112,8 @@ def test_first_user_message_auto_is_the_recorded_call_connected_turn(keys) -> No
     from callbench.models.base import first_user_message
 
     assert first_user_message(AnthropicClient("anthropic:m", ModelSettings())) == "[call connected]"
-    off = ModelSettings(first_user_message="none")
-    assert first_user_message(AnthropicClient("anthropic:m", off)) is None
+    with pytest.raises(ValueError, match="first_user_message: none is not possible here"):
+        AnthropicClient("anthropic:m", ModelSettings(first_user_message="none"))
     text = ModelSettings(first_user_message="text", first_user_message_text="Namaste")
     assert first_user_message(AnthropicClient("anthropic:m", text)) == "Namaste"
 

@@ -94,10 +94,10 @@ class ModelSettings(BaseModel):
     first_user_message: Literal["auto", "none", "empty", "text"] = "auto"
     """candidate: the user turn put before the agent's greeting, for chat templates that need a user
     turn first (paper, section 3: "Models whose templates require a user message before the first
-    assistant turn get an empty one"): ``none``, ``empty`` (an empty user message), ``text`` (``first_user_message_text``),
-    or ``auto``: what the provider needs (``anthropic:`` the text ``[call connected]``, as the
-    Messages API requires a user message first; others none). The message is a trace message, so
-    the trace records it (:func:`first_user_message`)."""
+    assistant turn get an empty one"): ``none``, ``empty`` (an empty user message), ``text``
+    (``first_user_message_text``), or ``auto``: what the provider needs (``anthropic:`` the text
+    ``[call connected]``, as the Messages API requires a user message first; others none). The
+    message is a trace message, so the trace records it (:func:`first_user_message`)."""
     first_user_message_text: str | None = None
     """The text of ``first_user_message: text``."""
 

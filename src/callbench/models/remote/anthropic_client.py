@@ -247,6 +247,10 @@ class AnthropicClient(RemoteClient):
         key = os.environ.get("ANTHROPIC_API_KEY") or None
         if key is None:
             raise ValueError(f"{spec}: set ANTHROPIC_API_KEY in the environment")
+        if settings.first_user_message == "none":
+            raise ValueError(f"{spec}: first_user_message: none is not possible here: the Messages API "
+                             "needs a user message before the first assistant turn; use auto ([call "
+                             "connected]), empty or text")
         self.redactor.add(key)
         self._headers = resolve_headers(settings.extra_headers, self.redactor)
         base_url = settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
