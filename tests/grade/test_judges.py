@@ -91,7 +91,8 @@ async def test_schema_enumerates_items_and_indices(make_trace, bundle, recording
     by_role = {r.context.role: r for r in judge.requests}
     ts = by_role["task_judge"].response_schema
     assert ts["properties"]["criteria"]["required"] == ["records_zero", "no_pressure", "grounded"]
-    assert ts["$defs"]["message_index"]["enum"] == list(range(11))
+    # the trace's indices 0..10 are consecutive: bounds, not an 11-value enum (issue 24 item 6)
+    assert ts["$defs"]["message_index"] == {"type": "integer", "minimum": 0, "maximum": 10}
     cs = by_role["conversation_judge"].response_schema
     assert cs["properties"]["criteria"]["required"] == ["polite"]
     assert cs["properties"]["ratings"]["required"] == [
@@ -271,3 +272,16 @@ async def test_scripted_file_judge(tmp_path, make_trace, bundle):
     bad.write_text("judge: ['x']\n")
     with pytest.raises(ValueError, match="unknown role"):
         create_scripted_judge(f"scripted:file:{bad}")
+
+
+def test_message_index_schema_stays_under_enum_limits_on_long_transcripts() -> None:
+    from callbench.grade.prompts import MAX_INDEX_ENUM, message_index_schema, response_schema
+
+    # a 600-message transcript: no 600-value enum (targets cap enums; Gemini's are strings only)
+    long = response_schema(["c"], [], list(range(600)))
+    assert long["$defs"]["message_index"] == {"type": "integer", "minimum": 0, "maximum": 599}
+    gappy = list(range(0, 2 * (MAX_INDEX_ENUM + 5), 2))
+    assert message_index_schema(gappy) == {"type": "integer", "minimum": 0, "maximum": gappy[-1]}
+    # a few indices with gaps are still listed exactly
+    assert message_index_schema([7, 1, 4]) == {"type": "integer", "enum": [1, 4, 7]}
+    assert message_index_schema([]) == {"type": "integer", "minimum": 0, "maximum": 0}

@@ -51,3 +51,44 @@ def test_speech_and_unknown_names_are_left_alone() -> None:
     ):
         assert content_tool_calls(text, TOOLS) == (text, [])
     assert content_tool_calls('{"name": "lookup_order"}', []) == ('{"name": "lookup_order"}', [])
+
+
+def test_several_objects_one_per_line_are_all_calls_in_order() -> None:
+    # issue 24: only the last was executed and the others were read to the caller as speech
+    text = ('I will check both orders.\n{"name": "lookup_order", "arguments": {"order_id": "1"}}\n'
+            '{"name": "lookup_order", "arguments": {"order_id": "2"}}\n{"name": "end_call", "arguments": {}}')
+    assert calls(text) == ("I will check both orders.", [
+        ("lookup_order", {"order_id": "1"}), ("lookup_order", {"order_id": "2"}), ("end_call", {})])
+    # objects back to back, or separated by commas, in a fence too
+    glued = '{"name": "end_call", "arguments": {}}{"name": "lookup_order", "arguments": {"order_id": "3"}}'
+    assert calls(glued) == (None, [("end_call", {}), ("lookup_order", {"order_id": "3"})])
+    fenced = ('```json\n{"name": "lookup_order", "arguments": {"order_id": "4"}},\n'
+              '{"name": "end_call", "arguments": {}}\n```')
+    assert calls(fenced) == (None, [("lookup_order", {"order_id": "4"}), ("end_call", {})])
+
+
+def test_more_calls_than_the_limit_are_all_returned_for_the_loop_to_refuse() -> None:
+    # the episode loop executes ten and answers the rest limit_reached (paper: up to ten calls)
+    text = "\n".join(json.dumps({"name": "lookup_order", "arguments": {"order_id": str(i)}})
+                     for i in range(12))
+    speech, found = calls(text)
+    assert speech is None and [a for _, a in found] == [{"order_id": str(i)} for i in range(12)]
+
+
+def test_a_line_that_is_not_a_call_keeps_the_text_as_speech() -> None:
+    text = '{"name": "lookup_order", "arguments": {}}\n{"note": "not a call"}'
+    assert calls(text) == (text, [])
+
+
+def test_a_call_cut_off_is_detected_never_speech() -> None:
+    from callbench.models.remote.content_calls import truncated_call
+
+    cut = 'Checking now.\n{"name": "lookup_order", "arguments": {"order_id": "A1'
+    assert calls(cut) == (cut, [])  # no complete call...
+    assert truncated_call(cut, TOOLS) == "lookup_order"  # ...but the start of one
+    after_one = '{"name": "end_call", "arguments": {}}\n{"name": "lookup_or'
+    assert truncated_call(after_one, TOOLS) == "lookup_or"
+    assert truncated_call('<tool_call>\n{"name": "end_call", "argum', TOOLS) == "end_call"
+    assert truncated_call("I can help {with that", TOOLS) is None
+    assert truncated_call('Say {"name": "Ann"} please.', TOOLS) is None
+    assert truncated_call('{"name": "end_call", "arguments": {}}', TOOLS) is None

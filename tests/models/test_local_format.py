@@ -143,6 +143,14 @@ def test_parse_candidate_output():
     with pytest.raises(ModelOutputError, match=r"not valid JSON.*token limit") as info:
         parse_candidate_output('{"speech": "Let me', turn_key=1)
     assert info.value.raw == '{"speech": "Let me'
+    # several calls kept in order; a cut inside the calls is a truncated_call (issue 24 item 5)
+    _, two = parse_candidate_output('{"speech": null, "tool_calls": [{"name": "a", "arguments": {}}, '
+                                    '{"name": "b", "arguments": {"x": 1}}]}', turn_key=2)
+    assert [(c.id, c.name) for c in two] == [("call_2_0", "a"), ("call_2_1", "b")]
+    cut = '{"speech": null, "tool_calls": [{"name": "a", "arguments": {}}, {"name": "b", "argu'
+    with pytest.raises(ModelOutputError, match=r"^truncated_call: .*cut off inside its tool_calls") as info:
+        parse_candidate_output(cut, turn_key=1)
+    assert info.value.kind == "truncated_call" and info.value.raw == cut
     with pytest.raises(ModelOutputError, match=r"tool_calls\[0\] has no name"):
         parse_candidate_output('{"speech": null, "tool_calls": [{"arguments": {}}]}', turn_key=1)
     with pytest.raises(ModelOutputError, match="'speech' is not a string"):

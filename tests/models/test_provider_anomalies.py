@@ -142,7 +142,11 @@ async def test_a_persistent_anomaly_names_provider_role_and_kind(
         with collect_faults() as ledger, pytest.raises(InfrastructureError) as info:
             await client.complete(_request(role))
         await client.aclose()
-        assert len(server.log) == 3
+        log = list(server.log)
+    # a 500 that answers the same shape twice makes an Anthropic gateway client resend once with
+    # system as a plain string (issue 24 item 4): one more request, noted as invalid_request
+    stepped = dialect == "anthropic" and log[0].status == 500
+    assert len(log) == 3 + stepped
     err = info.value
     kind = LEDGER_KIND[fault]
     assert err.kind == kind and err.role == role and not err.retryable
@@ -150,7 +154,8 @@ async def test_a_persistent_anomaly_names_provider_role_and_kind(
     assert str(err).startswith(prefix), str(err)
     if fault == "truncated_json":
         assert "the response body is truncated JSON" in str(err)
-    assert ledger.roles[role].faults == {kind: 3} and ledger.roles[role].retries == 2
+    expected = {kind: 3, "invalid_request": 1} if stepped else {kind: 3}
+    assert ledger.roles[role].faults == expected and ledger.roles[role].retries == 2
 
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from callbench.bundle.models import ReferenceTurn
 from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import LoopLimits, candidate_tools
@@ -167,3 +169,28 @@ async def test_candidate_requests_carry_the_static_part_of_the_document(run, rec
     await run(candidate=cand, agent=moved)
     static = len("Rules first.\n\n## Call context\nToday is ")
     assert {r.static_system_chars for r in cand.requests} == {static}
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [({"first_user_message": "text", "first_user_message_text": "Hello?"}, "Hello?"),
+     ({"first_user_message": "empty"}, ""),
+     ({"first_user_message": "none"}, None),
+     ({}, None)],  # auto: a scripted model needs none
+)
+async def test_first_user_message_setting_is_sent_and_recorded(
+    run, recorder, bundle, setting, expected
+) -> None:
+    from callbench.models.base import ModelSettings
+
+    cand = recorder(create_scripted("scripted:reference", ModelSettings(**setting), bundle))
+    t = await run(candidate=cand)
+    first = t.messages[1]
+    if expected is None:
+        assert first.role == "assistant"
+        assert [m.role for m in cand.requests[0].messages] == ["system"]
+    else:
+        assert (first.role, first.content, first.caller_turn) == ("user", expected, None)
+        assert [(m.role, m.content) for m in cand.requests[0].messages][1:] == [("user", expected)]
+    assert t.candidate.settings.first_user_message == setting.get("first_user_message", "auto")
+    assert t.end_reason == EndReason.CALL_ENDED

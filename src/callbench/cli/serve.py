@@ -24,7 +24,8 @@ def serve_local(
         "printed settings parse) or chatml-function-calling (llama-cpp-python's grammar format).",
     ),
     cache_mb: int = typer.Option(
-        2048, "--cache-mb", min=0, help="RAM prompt cache in MB (0: off)."
+        1024, "--cache-mb", min=0,
+        help="RAM prompt cache in MB (0: off); every byte of a cached state counts toward it.",
     ),
     write_settings: Path | None = typer.Option(
         None, "--write-settings", help="Also write the run settings (every role on this server) here."

@@ -272,11 +272,32 @@ def conversation_judge_messages(
     ]
 
 
+MAX_INDEX_ENUM = 100
+"""Most message indices a judge schema lists as an ``enum``; more become integer bounds."""
+
+
+def message_index_schema(message_indices: list[int]) -> dict[str, Any]:
+    """The schema of one cited message index: ``minimum``/``maximum`` bounds when the indices are
+    consecutive or more than :data:`MAX_INDEX_ENUM`, else an ``enum`` of them. A long enum is
+    what targets reject (a transcript of ~490 messages gave a 500-value enum; OpenAI structured
+    outputs allow 1,000 enum values in a whole schema, and Gemini enums of strings only), while the
+    bounds are accepted by all of them; a cited index inside the bounds that is not the trace's
+    is still refused when the reply is read (``grade/parse.py``)."""
+    indices = sorted(set(message_indices))
+    if not indices:
+        return {"type": "integer", "minimum": 0, "maximum": 0}
+    consecutive = indices[-1] - indices[0] + 1 == len(indices)
+    if consecutive or len(indices) > MAX_INDEX_ENUM:
+        return {"type": "integer", "minimum": indices[0], "maximum": indices[-1]}
+    return {"type": "integer", "enum": indices}
+
+
 def response_schema(
     criteria_ids: list[str], rating_ids: list[str], message_indices: list[int]
 ) -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of a judge reply: every expected id is a required key; cited
-    indices are restricted to the trace's message indices (``$defs.message_index``)."""
+    indices are restricted to the trace's message indices (``$defs.message_index``,
+    :func:`message_index_schema`)."""
     cite = {"type": "array", "items": {"$ref": "#/$defs/message_index"}}
     props: dict[str, Any] = {}
     required: list[str] = []
@@ -316,7 +337,7 @@ def response_schema(
             "properties": {i: {"$ref": "#/$defs/rating"} for i in rating_ids},
         }
         required.append("ratings")
-    defs: dict[str, Any] = {"message_index": {"type": "integer", "enum": sorted(message_indices)}}
+    defs: dict[str, Any] = {"message_index": message_index_schema(message_indices)}
     if criteria_ids:
         defs["criterion"] = item
     if rating_ids:

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 Role = Literal["candidate", "caller", "task_judge", "conversation_judge", "generator"]
 """Who sends a request; ``generator`` is scenario generation (``callbench generate``)."""
@@ -31,7 +31,8 @@ HEADER_VALUE_MARKER = "[not saved]"
 """What every saved header value is replaced by (manifests, traces, grade sets, reports)."""
 OPERATIONAL_SETTINGS = frozenset({"extra_headers", "max_attempts", "retry_base_delay_s"})
 """Settings that never change what a model says (left out of candidate ids)."""
-OMITTED_AT_DEFAULT = frozenset({"tool_choice", "structured_output", "parse_content_tool_calls"})
+OMITTED_AT_DEFAULT = frozenset({"tool_choice", "structured_output", "parse_content_tool_calls",
+                                "first_user_message", "first_user_message_text"})
 """Settings added after runs were saved: left out of candidate ids and cache keys while at their
 default, so ids and cache keys of earlier runs stay the same (``identity_settings``)."""
 
@@ -90,6 +91,27 @@ class ModelSettings(BaseModel):
     parse_content_tool_calls: bool = False
     """openai: execute tool calls a server returns as JSON text in ``content`` (``content_calls.py``);
     when False such a reply is a candidate output error of kind ``tool_call_in_content``."""
+    first_user_message: Literal["auto", "none", "empty", "text"] = "auto"
+    """candidate: the user turn put before the agent's greeting, for chat templates that need a user
+    turn first (paper, section 3: "Models whose templates require a user message before the first
+    assistant turn get an empty one"): ``none``, ``empty`` (an empty user message), ``text``
+    (``first_user_message_text``), or ``auto``: what the provider needs (``anthropic:`` the text
+    ``[call connected]``, as the Messages API requires a user message first; others none). The
+    message is a trace message, so the trace records it (:func:`first_user_message`)."""
+    first_user_message_text: str | None = None
+    """The text of ``first_user_message: text``."""
+
+    @model_validator(mode="after")
+    def _first_user_text(self) -> ModelSettings:
+        """``first_user_message: text`` needs a non-empty ``first_user_message_text``; the text is
+        refused with any other value (it would be silently ignored)."""
+        has_text = bool(self.first_user_message_text and self.first_user_message_text.strip())
+        if self.first_user_message == "text" and not has_text:
+            raise ValueError("first_user_message: text needs first_user_message_text (the text to send)")
+        if self.first_user_message != "text" and self.first_user_message_text is not None:
+            raise ValueError(f"first_user_message_text is only used with first_user_message: text "
+                             f"(got first_user_message: {self.first_user_message})")
+        return self
 
     @field_validator("extra_headers")
     @classmethod
@@ -244,6 +266,22 @@ class ModelClient(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
 
     async def aclose(self) -> None: ...
+
+
+def first_user_message(client: Any) -> str | None:
+    """The user message a conversation with ``client`` as the candidate starts with (before the
+    greeting), or None for none: ``settings.first_user_message`` resolved (``auto`` takes the
+    client's ``default_first_user_message`` attribute when it has one, else None)."""
+    settings: ModelSettings = client.settings
+    mode = settings.first_user_message
+    if mode == "auto":
+        default = getattr(client, "default_first_user_message", None)
+        return default if isinstance(default, str) else None
+    if mode == "none":
+        return None
+    if mode == "empty":
+        return ""
+    return settings.first_user_message_text
 
 
 def identity_settings(settings: ModelSettings, exclude: set[str] | frozenset[str]) -> dict[str, Any]:

@@ -14,8 +14,11 @@ e.g. truncated), ``not_utf8``, ``html_body`` (200 with a non-JSON content type s
 ``missing_choices``, ``empty_choices`` (OpenAI), ``missing_content`` (Anthropic), ``empty_reply`` (a
 completion with no content and no tool calls), ``invalid_request`` (a 4xx/5xx whose body is a
 request-validation error: never retried, it drives the OpenAI adapter's negotiation,
-``negotiation.py``), ``tool_call_in_content`` (tool calls returned as JSON text in ``content``; a
-candidate output error unless ``parse_content_tool_calls`` is set).
+``negotiation.py``), ``rejected_shape`` (server errors that always answer requests of one shape while others
+succeed: not retried as an outage, ``anthropic_client.py``), ``tool_call_in_content`` (tool calls
+returned as JSON text in ``content``; a candidate output error unless ``parse_content_tool_calls``
+is set), ``truncated_call`` (a reply cut off in the middle of a tool call written as text: a
+candidate output error, ``content_calls.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pydantic import BaseModel, Field
 FAULT_KINDS: tuple[str, ...] = (
     "rate_limit", "server_error", "timeout", "connection", "reset", "auth", "not_found", "client_error",
     "malformed_body", "not_utf8", "html_body", "error_body", "missing_choices", "empty_choices",
-    "missing_content", "empty_reply",
+    "missing_content", "empty_reply", "rejected_shape", "truncated_call",
 )
 """Every fault kind an adapter reports (see the module docstring)."""
 

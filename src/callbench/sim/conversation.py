@@ -59,7 +59,7 @@ class Conversation:
         usage: dict[str, Usage],
         max_caller_turns: int,
         max_tool_calls: int,
-        empty_first_user_message: bool,
+        first_user_message: str | None,
         caller_attempts: int,
         static_system_chars: int = 0,
     ) -> None:
@@ -75,7 +75,7 @@ class Conversation:
         self.usage = usage
         self.max_caller_turns = max_caller_turns
         self.max_tool_calls = max_tool_calls
-        self.empty_first = empty_first_user_message
+        self.first_user_message = first_user_message
         self.caller_attempts = caller_attempts
         self.static_system_chars = static_system_chars
         self.messages: list[TraceMessage] = []
@@ -282,8 +282,8 @@ class Conversation:
 
         Raises :class:`CallerFailed` or :class:`~callbench.models.base.InfrastructureError`.
         """
-        if self.empty_first:
-            self._add("user", content="")
+        if self.first_user_message is not None:  # recorded: a user message no caller spoke
+            self._add("user", content=self.first_user_message)
         if await self.candidate_turn(0):
             return EndReason.CALL_ENDED
         for t in range(1, self.max_caller_turns + 1):

@@ -21,7 +21,7 @@ from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import AgentConfig, LoadedAgent, Scenario
 from callbench.bundle.state_engine import StateStore
-from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage
+from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage, first_user_message
 from callbench.models.faults import note_skip
 from callbench.sim.backend import Backend
 from callbench.sim.caller import build_caller_prompt
@@ -47,7 +47,8 @@ class LoopLimits(BaseModel):
     max_tool_calls_per_turn: int = Field(default=10, ge=0, le=200)
     empty_first_user_message: bool = Field(
         default=False,
-        description="Send an empty user message before the greeting (chat templates that need one).",
+        description="Send an empty user message before the greeting (chat templates that need one); "
+        "overrides the candidate's first_user_message setting.",
     )
     caller_turn_attempts: int = Field(default=2, ge=1, le=10)
     conversation_reruns: int = Field(default=3, ge=0, le=10)
@@ -187,7 +188,7 @@ async def run_episode(
             usage=usage,
             max_caller_turns=limits.max_caller_turns,
             max_tool_calls=limits.max_tool_calls_per_turn,
-            empty_first_user_message=limits.empty_first_user_message,
+            first_user_message="" if limits.empty_first_user_message else first_user_message(candidate),
             caller_attempts=limits.caller_turn_attempts,
             static_system_chars=const.static_chars,
         )

@@ -224,13 +224,21 @@ def parse_candidate_output(text: str, *, turn_key: int, usage: Usage | None = No
     """``(speech, tool calls)`` from a constrained candidate answer.
 
     Call ids are ``call_<turn_key>_<i>`` (``turn_key`` is the number of messages in the request,
-    so ids are unique within a conversation and the same on every replay). Arguments are kept as
-    JSON text. Raises ModelOutputError with the raw text when ``text`` is not such an object (for
-    example when generation stopped at the token limit).
+    so ids are unique within a conversation and the same on every replay). Every call is kept, in
+    order (the grammar allows :data:`MAX_TOOL_CALLS`). Arguments are kept as JSON text. Raises
+    ModelOutputError with the raw text when ``text`` is not such an object; of kind
+    ``truncated_call`` when it was cut off inside its ``tool_calls`` list (generation stopped at
+    the token limit in the middle of a call: nothing of it is executed or spoken).
     """
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
+        calls_part = text.partition('"tool_calls"')[2]
+        if calls_part and "{" in calls_part:
+            raise ModelOutputError(
+                "truncated_call: the local model's answer was cut off inside its tool_calls list (it hit "
+                "the token limit in the middle of a call); nothing of it was executed or spoken",
+                raw=text, usage=usage, kind="truncated_call") from None
         raise ModelOutputError(f"local model output is not valid JSON ({exc.msg} at column {exc.colno}); "
                                "it may have hit the token limit", raw=text, usage=usage) from None
     if not isinstance(value, dict):

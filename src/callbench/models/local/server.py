@@ -13,7 +13,11 @@ process, on loopback only (the server has no key), with:
   the 151,936-token vocabulary per token, which grew the server to 19.5 GB), every core for
   prompt reading and generation, a context of :data:`DEFAULT_N_CTX` tokens and a RAM prompt cache
   of :data:`DEFAULT_CACHE_BYTES` (four roles take turns on one model, so without it every switch
-  re-reads the role's whole prompt at 55-90 tokens/s on 2 cores);
+  re-reads the role's whole prompt at 55-90 tokens/s on 2 cores). The cache is
+  :class:`~callbench.models.local.server_cache.BoundedRAMCache`: the server's own
+  ``LlamaRAMCache`` counts only the KV state of each entry and not the 311 MB of scores each holds,
+  so it grew the server to 7.6 GiB (issue 24); resident memory now stays within the model, its
+  context and the cache bound;
 - the GGUF's own chat template by default (``--chat-format template``): it puts the tools in the
   prompt and renders tool results, and the model's calls come back as JSON text in ``content``
   (``{"name": ..., "arguments": {...}}``), which the ``openai:`` adapter parses when
@@ -37,12 +41,12 @@ from pydantic import BaseModel, Field
 
 from callbench.models.local.openmp import import_llama_cpp
 from callbench.models.local.safeguards import extra_bufts_enabled, install_server_safeguard, note_native
+from callbench.models.local.server_cache import DEFAULT_CACHE_BYTES, install_bounded_cache
 from callbench.models.local.weights import VARIANTS, check_gguf, default_variant, ensure_weights
 
 DEFAULT_PORT = 8000
 DEFAULT_N_CTX = 16384
 """Tokens of context: the starter bundle's longest judge prompts fit (the model's own limit is 32,768)."""
-DEFAULT_CACHE_BYTES = 2 << 30
 CLIENT_TIMEOUT_S = 1800.0
 """The request timeout :func:`role_settings` gives: one 9,000-token prompt read took 175-533 s on
 2 cores (issue 18), well over the adapter's default of 120 s."""
@@ -197,6 +201,9 @@ def serve(options: ServeOptions, *, settings_path: Path | None = None, echo: Any
     except ValueError as e:
         raise ServeError(str(e)) from None
     install_server_safeguard(extra)
+    import llama_cpp
+
+    install_bounded_cache(llama_cpp)
     model_settings = ModelSettings(**llama_model_settings(options, path, alias))
     server_settings = ServerSettings(host=options.host, port=options.port)
     note_native(f"llama.cpp serving {alias} on {base_url(options)} (extra buffer types "

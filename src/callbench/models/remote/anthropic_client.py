@@ -9,7 +9,13 @@ Message translation (Messages API reference, "messages", "tool use"):
   two when the request says how much of it is the same for every call of the agent
   (:func:`system_blocks`); the last tool and the last message block are marked too, so tools,
   system prompt and the conversation so far form cached prefixes (prompt caching guide: the cache
-  prefix is tools, then system, then messages; at most four breakpoints);
+  prefix is tools, then system, then messages; at most four breakpoints). The API also accepts
+  ``system`` as a plain string (Messages API reference, ``system``: "string or array of text
+  blocks"), which is all some gateways pass on: a LiteLLM ``/v1/messages`` proxy forwarded the
+  list to an OpenAI-style backend, which answered HTTP 500 to every request (issue 24). The form is
+  negotiated per client (:class:`AnthropicClient`): blocks first, then the plain string (without
+  the system cache breakpoints) after a 400 that names ``system``/``cache_control`` or
+  :data:`SHAPE_5XX_LIMIT` server errors in a row to requests of the same shape;
 - an assistant message that only calls tools has only ``tool_use`` blocks (no empty text block:
   the API rejects empty text); tool inputs are the parsed argument objects (a string that is not a
   JSON object, which only another model could have produced, is sent as ``{"_raw_arguments": s}``);
@@ -18,7 +24,8 @@ Message translation (Messages API reference, "messages", "tool use"):
   (the API requires results first);
 - consecutive messages of one role are merged (the API expects alternation); the first message
   must be a user message, so a conversation that starts with the agent (the candidate greets
-  first) gets a ``[call connected]`` user turn, and empty texts become ``[silence]``; a
+  first) gets a user turn: the role's ``first_user_message`` when the conversation carries one
+  (recorded in the trace), else ``[call connected]``; empty texts become ``[silence]``; a
   conversation that ends with an assistant message gets a ``[silence]`` user turn (a trailing
   assistant message would be read as a prefill);
 - ``response_schema`` becomes a forced tool (``tool_choice: {"type": "tool"}``) whose input is the
@@ -31,16 +38,28 @@ reasoning_effort as ``output_config.effort``, extra_headers as headers. The API 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
-from typing import Any
+import threading
+from typing import Any, Literal
 
 import anthropic
 
-from callbench.models.base import ChatMessage, ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage
+from callbench.models.base import (
+    ChatMessage,
+    InfrastructureError,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    ToolCall,
+    Usage,
+)
 from callbench.models.conversation import normalize_messages
+from callbench.models.faults import note_fault, note_request
 from callbench.models.remote.anomalies import anthropic_content, checked_body
 from callbench.models.remote.client import RemoteClient
+from callbench.models.remote.negotiation import request_problem
 from callbench.models.remote.prepared import cleaned_schema, tool_parameters
 from callbench.models.remote.secrets import resolve_headers
 from callbench.models.specs import parse_spec
@@ -51,6 +70,17 @@ SILENCE = "[silence]"
 EPHEMERAL = {"type": "ephemeral"}
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_-]")
 WRAP_KEY = "value"
+LOG = logging.getLogger(__name__)
+SystemForm = Literal["blocks", "string"]
+SHAPE_5XX_LIMIT = 2
+"""Server errors in a row, with no success in between, to requests of one shape (system form,
+tools or not, response schema or not) after which the shape is taken to be what the server
+cannot take: the system form steps down, or (nothing left to change, while other shapes succeed)
+the request fails at once as ``rejected_shape`` instead of being retried as an outage. Only on an
+endpoint other than Anthropic's own (a gateway), and only for :data:`SHAPE_STATUSES`: 503 and 529
+("overloaded") say the server is busy, and Anthropic's API documents both system forms."""
+SHAPE_STATUSES = frozenset({500, 502})
+ANTHROPIC_HOST = "api.anthropic.com"
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
@@ -126,14 +156,17 @@ def system_blocks(system: str, static_chars: int) -> list[dict[str, Any]]:
     return [{"type": "text", "text": part, "cache_control": EPHEMERAL} for part in parts]
 
 
-def anthropic_request_body(request: ModelRequest, model: str, settings: ModelSettings) -> dict[str, Any]:
-    """Keyword arguments for ``messages.create`` (without headers and timeout)."""
+def anthropic_request_body(request: ModelRequest, model: str, settings: ModelSettings, *,
+                           system_form: SystemForm = "blocks") -> dict[str, Any]:
+    """Keyword arguments for ``messages.create`` (without headers and timeout); ``system`` as
+    cached text blocks (:func:`system_blocks`) or, with ``system_form="string"``, a plain string."""
     system, messages = anthropic_messages(request)
     body: dict[str, Any] = {"model": model, "max_tokens": settings.max_tokens or request.max_output_tokens
                             or DEFAULT_MAX_TOKENS,
                             "messages": messages}
     if system is not None:
-        body["system"] = system_blocks(system, request.static_system_chars)
+        body["system"] = (system_blocks(system, request.static_system_chars) if system_form == "blocks"
+                          else system)
     # the conversation so far is the next request's prefix (prompt caching guide: a breakpoint on
     # the last block caches the conversation incrementally); a "[silence]" turn added after a
     # trailing assistant message will not be in the next request, so the mark goes before it
@@ -195,10 +228,19 @@ def parse_anthropic_message(message: Any, request: ModelRequest) -> ModelRespons
                          model=message.model or "")
 
 
+def _shape(request: ModelRequest, system_form: SystemForm) -> tuple[str, bool, bool]:
+    return (system_form, bool(request.tools), request.response_schema is not None)
+
+
 class AnthropicClient(RemoteClient):
-    """The ``anthropic:`` provider. ``http_client`` (an ``httpx2.AsyncClient``) may be injected."""
+    """The ``anthropic:`` provider. ``http_client`` (an ``httpx2.AsyncClient``) may be injected.
+
+    ``system_form`` is the form of ``system`` this client's server takes, learnt per client (see the
+    module docstring); ``learnt`` one line per step taken. Thread- and task-safe."""
 
     provider = "anthropic"
+    default_first_user_message = CONNECTED
+    """``first_user_message: auto`` sends this recorded user turn before the greeting."""
 
     def __init__(self, spec: str, settings: ModelSettings, *, http_client: Any = None, **kwargs: Any) -> None:
         super().__init__(spec, settings, **kwargs)
@@ -206,19 +248,93 @@ class AnthropicClient(RemoteClient):
         key = os.environ.get("ANTHROPIC_API_KEY") or None
         if key is None:
             raise ValueError(f"{spec}: set ANTHROPIC_API_KEY in the environment")
+        if settings.first_user_message == "none":
+            raise ValueError(f"{spec}: first_user_message: none is not possible here: the Messages API "
+                             "needs a user message before the first assistant turn; use auto ([call "
+                             "connected]), empty or text")
         self.redactor.add(key)
         self._headers = resolve_headers(settings.extra_headers, self.redactor)
         base_url = settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
         self.custom_endpoint = False
+        self.gateway = base_url is not None and ANTHROPIC_HOST not in base_url
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0,
                                                 timeout=settings.timeout_s, http_client=http_client)
+        self.system_form: SystemForm = "blocks"
+        self.learnt: list[str] = []
+        self._lock = threading.Lock()
+        self._failures: dict[tuple[str, bool, bool], int] = {}
+        self._succeeded: set[tuple[str, bool, bool]] = set()
+
+    def _step_down(self, sent: SystemForm, why: str) -> bool:
+        """Use the plain-string ``system`` from now on; True when the request is worth resending
+        (stepped now, or a concurrent request stepped since ``sent``)."""
+        with self._lock:
+            if self.system_form != sent:
+                return True
+            if sent == "string":
+                return False
+            self.system_form = "string"
+            self.learnt.append(f"system as text blocks rejected ({why}); sending system as a plain string")
+            return True
+
+    def _server_error(self, request: ModelRequest, form: SystemForm, status: int) -> str:
+        """What a 5xx to a request of this shape means: ``step`` (resend with a plain-string
+        system), ``rejected`` (the server answers every request of this shape with an error while
+        others succeed) or ``retry`` (possibly an outage: retried by ``retry.py``)."""
+        if not self.gateway or status not in SHAPE_STATUSES:
+            return "retry"
+        shape = _shape(request, form)
+        with self._lock:
+            count = self._failures[shape] = self._failures.get(shape, 0) + 1
+            others_ok = bool(self._succeeded - {shape})
+        if count < SHAPE_5XX_LIMIT:
+            return "retry"
+        has_system = any(m.role == "system" and m.content for m in request.messages)
+        if has_system and self._step_down(form, f"HTTP {status} {count} times in a row"):
+            return "step"
+        return "rejected" if others_ok else "retry"
 
     async def _send(self, request: ModelRequest) -> ModelResponse:
-        """One request; the raw body is checked first (``anomalies.py``), as for OpenAI."""
-        body = anthropic_request_body(request, self.model, self.settings)
-        raw = await self._client.messages.with_raw_response.create(
-            **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
-        who = f"{self.provider} {request.context.role}"
+        """One request, with the ``system`` form negotiated (see the class docstring); the raw
+        body is checked first (``anomalies.py``), as for OpenAI."""
+        role = request.context.role
+        who = f"{self.provider} {role}"
+        for _ in range(2):
+            form = self.system_form
+            body = anthropic_request_body(request, self.model, self.settings, system_form=form)
+            try:
+                raw = await self._client.messages.with_raw_response.create(
+                    **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
+            except anthropic.APIStatusError as exc:
+                status = exc.status_code
+                if status >= 500:
+                    verdict = self._server_error(request, form, status)
+                    if verdict == "rejected":
+                        raise InfrastructureError(
+                            self.redactor.clean(
+                                f"{who}: rejected_shape: HTTP {status} {SHAPE_5XX_LIMIT} times in a row to "
+                                "this request while other requests succeed: the server cannot take its "
+                                f"shape (system {form}, tools {bool(request.tools)}, response schema "
+                                f"{request.response_schema is not None}), so it is not retried as an outage"
+                                + (f"; learnt so far: {' | '.join(self.learnt)}" if self.learnt else "")),
+                            retryable=False, status=status, kind="rejected_shape") from None
+                else:
+                    problem = request_problem(status, exc.response.text)
+                    verdict = ("step" if problem is not None and problem.mentions("system", "cache_control")
+                               and self._step_down(form, problem.summary()) else "raise")
+                if verdict != "step":
+                    raise
+                note_fault(role, "invalid_request")
+                note_request(role)
+                LOG.info("%s (%s): %s", self.spec, role, self.learnt[-1] if self.learnt else "resent")
+                continue
+            with self._lock:
+                shape = _shape(request, form)
+                self._failures.pop(shape, None)
+                self._succeeded.add(shape)
+            break
+        else:  # pragma: no cover - the form steps down at most once
+            raise AssertionError("unreachable")
         content = await raw.read()
         data = checked_body(content, raw.headers.get("content-type", ""), who)
         anthropic_content(data, who)

@@ -13,12 +13,23 @@ Forms recognised (the ones chat templates teach; the text around them is the spe
 - ``<tool_call>{...}</tool_call>`` blocks (Qwen2.5, Hermes templates), anywhere in the text;
 - ``functions.<name>:`` lines, each optionally followed by a JSON object of arguments
   (llama-cpp-python's ``chatml-function-calling``);
-- a JSON object or list of objects ending the text, optionally in a code fence or after
-  ``[TOOL_CALLS]`` / ``<|python_tag|>``, each ``{"name", "arguments"|"parameters"}``,
+- JSON objects or lists of objects ending the text, one or several (one per line, back to back
+  or separated by commas), optionally in a code fence or after ``[TOOL_CALLS]`` /
+  ``<|python_tag|>``, each ``{"name", "arguments"|"parameters"}``,
   ``{"function": {"name", "arguments"}}`` or ``{"tool_calls": [...]}``.
 
+Every call found is returned, in order (issue 24: with several objects one per line only the last
+was executed and the others read to the caller as speech). The episode loop executes up to the
+paper's limit of ten per turn and answers later ones ``limit_reached`` (``sim/conversation.py``),
+so none is dropped silently.
+
 A JSON object counts as a call only when ``name`` is a string naming one of the offered tools, so
-ordinary speech that happens to contain JSON is left alone.
+ordinary speech that happens to contain JSON is left alone; if any value in the trailing run is not
+a call, the text is left alone too.
+
+:func:`truncated_call` finds a call cut off in the middle (a reply that ran into ``max_tokens``:
+an unterminated JSON object that starts like a call of an offered tool); the adapter records it
+as a candidate output error of kind ``truncated_call``, never as speech.
 """
 
 from __future__ import annotations
@@ -59,19 +70,62 @@ def _calls_of(value: Any, names: frozenset[str]) -> list[ToolCall] | None:
     return [c for c in calls if c is not None]
 
 
-def _trailing_json(text: str, names: frozenset[str]) -> tuple[str, list[ToolCall]] | None:
-    """(speech before, calls) when ``text`` ends with a JSON value of calls."""
+_SEPARATORS = " \t\r\n,"
+
+
+def _values_to_end(text: str, start: int) -> list[Any] | None:
+    """The JSON values from ``start`` to the end of ``text`` (whitespace or commas between them),
+    or None when something else is in the way."""
     decoder = json.JSONDecoder()
-    for start in (i for i, ch in enumerate(text) if ch in "{["):
+    values: list[Any] = []
+    pos = start
+    while pos < len(text):
         try:
-            value, end = decoder.raw_decode(text, start)
+            value, pos = decoder.raw_decode(text, pos)
         except ValueError:
+            return None
+        values.append(value)
+        while pos < len(text) and text[pos] in _SEPARATORS:
+            pos += 1
+    return values
+
+
+def _trailing_json(text: str, names: frozenset[str]) -> tuple[str, list[ToolCall]] | None:
+    """(speech before, calls) when ``text`` ends with one or more JSON values that are all calls."""
+    for start in (i for i, ch in enumerate(text) if ch in "{["):
+        values = _values_to_end(text, start)
+        if not values:
             continue
-        if text[end:].strip():
-            continue
-        calls = _calls_of(value, names)
-        if calls is not None:
-            return text[:start], calls
+        calls: list[ToolCall] = []
+        for value in values:
+            found = _calls_of(value, names)
+            if found is None:
+                return None  # a trailing value that is not a call: the text is left alone
+            calls += found
+        return text[:start], calls
+    return None
+
+
+_CALL_HEAD = re.compile(r'\{\s*"(?:name|function)"\s*:\s*(?:\{\s*"name"\s*:\s*)?"([A-Za-z0-9_.-]*)')
+
+
+def truncated_call(content: str | None, tool_names: list[str]) -> str | None:
+    """The (possibly partial) tool name of a call that ``content`` starts but never finishes: its
+    last ``{"name": "<offered tool or a prefix of one>"...`` (or ``{"function": {"name": ...``)
+    does not decode as JSON because the text ends inside it. None when there is no such call."""
+    if not content or not tool_names:
+        return None
+    heads = list(_CALL_HEAD.finditer(content))
+    if not heads:
+        return None
+    last = heads[-1]
+    partial = last.group(1)
+    if not any(name.startswith(partial) for name in tool_names):
+        return None
+    try:
+        json.JSONDecoder().raw_decode(content, last.start())
+    except ValueError:
+        return partial
     return None
 
 
@@ -124,7 +178,7 @@ def content_tool_calls(content: str | None, tool_names: list[str]) -> tuple[str 
         text = text.replace(prefix, "\n")
     fenced = _FENCE.search(text)
     if fenced:
-        inner = _trailing_json(fenced.group(1), names)
+        inner = _trailing_json(fenced.group(1).strip(), names)
         if inner is not None and not inner[0].strip():
             return text[: fenced.start()].strip() or None, inner[1]
     trailing = _trailing_json(text, names)

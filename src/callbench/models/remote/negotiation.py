@@ -17,10 +17,22 @@ again at once, or, when nothing is left to try, the request fails with the serve
 
 Dimensions, each remembered per client (so the first rejection costs one request, once):
 
-- structured output: ``json_schema`` (strict where the schema allows) -> ``json_object`` with the
-  schema in the prompt (and as ``response_format.schema`` on servers other than OpenAI's, which
-  llama-cpp-python turns into a grammar) -> ``prompt``: no ``response_format``, the schema in the
-  prompt only. Every reply is validated against the schema in every mode (``output.py``).
+- structured output: ``json_schema`` (strict where the schema allows) -> ``json_schema`` with the
+  portable schema (``schemas.portable_schema``: Gemini's subset, no ``additionalProperties``,
+  ``$ref``/``$defs`` or null type) -> ``json_object`` with the schema in the prompt (and as
+  ``response_format.schema`` on servers other than OpenAI's, which llama-cpp-python turns into a
+  grammar) -> ``prompt``: no ``response_format``, the schema in the prompt only. Every reply is
+  validated against the original schema in every mode (``output.py``). A structured-output
+  request steps down on its behaviour, not its wording (issue 24 item 6): any 400/422 to it (or
+  a 5xx whose text is a validation error naming ``response_format``) takes one step, unless the
+  error names only the content of tool-call messages (the other dimension); an error that names
+  ``json_object`` (the server's own alternative) skips the portable schema. Gemini words its
+  schema errors without naming ``response_format`` ("Invalid JSON payload received. Unknown name
+  \"additionalProperties\" ...").
+- tool schemas: full -> portable, once a request with tools gets an error that names a keyword
+  the portable form leaves out (``additionalProperties``, ``$ref``, ``$defs``, ``null``); from
+  then on tool parameters are sent portable too. Not taken on other wording: a candidate's tools
+  must not change in the middle of a run for an unrelated error.
 - content of an assistant message that only calls tools: ``null`` (the reference) -> ``""``.
 
 The setting ``structured_output`` fixes the first dimension (``json_schema``, ``json_object`` or
@@ -47,6 +59,8 @@ _PYDANTIC = re.compile(
 )
 _LOC_MSG = re.compile(r"'loc': (\([^)]*\)), 'msg': ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
 _SHOWN = 400
+PORTABLE_NAMES = ("additionalProperties", "$ref", "$defs", "null")
+"""Words in an error about a tool schema that make the tools go portable (``schemas.portable_schema``)."""
 
 
 class RequestProblem(BaseModel):
@@ -125,27 +139,57 @@ class Capabilities:
         self.fixed = structured_output != "auto"
         self.structured: StructuredMode = (
             "json_schema" if structured_output == "auto" else structured_output)  # type: ignore[assignment]
+        self.portable = False
+        """Response schemas (in ``json_schema`` mode) sent in the portable subset."""
+        self.portable_tools = False
+        """Tool parameters sent in the portable subset."""
         self.content: ContentForm = "null"
         self.learnt: list[str] = []
         self._lock = threading.Lock()
 
+    def _step_structured(self, problem: RequestProblem, sent: StructuredMode, sent_portable: bool) -> bool:
+        if (self.structured, self.portable) != (sent, sent_portable):
+            return True  # a concurrent request learnt it already
+        # the portable schema is worth a try unless the server named json_object (the form it
+        # takes instead: json_schema itself is unknown to it, as llama-cpp-python's 500 says)
+        if sent == "json_schema" and not sent_portable and not problem.mentions("json_object"):
+            self.portable = True
+            self.learnt.append(f"structured output json_schema rejected ({problem.summary()}); "
+                               "sending the portable schema (no additionalProperties, $ref/$defs, null type)")
+            return True
+        if self.fixed or sent == STRUCTURED_MODES[-1]:
+            return False  # a fixed structured_output mode only tries its portable schema
+        nxt = STRUCTURED_MODES[STRUCTURED_MODES.index(sent) + 1]
+        what = f"{sent} (portable schema)" if sent_portable and sent == "json_schema" else sent
+        self.portable = self.portable or sent_portable
+        self.learnt.append(f"structured output {what} rejected ({problem.summary()}); using {nxt}")
+        self.structured = nxt
+        return True
+
     def step_down(self, problem: RequestProblem, *, sent_structured: StructuredMode | None,
-                  sent_content: ContentForm | None) -> bool:
+                  sent_content: ContentForm | None, sent_portable: bool = False,
+                  sent_tools: bool = False, sent_portable_tools: bool = False) -> bool:
         """Take the step ``problem`` calls for, given what the rejected request used
-        (``sent_structured``: its structured-output mode, None without a schema; ``sent_content``:
-        the form of its tool-call-only assistant messages, None without any). True when the
-        request is worth sending again: a step was taken now, or by a concurrent request since."""
+        (``sent_structured``: its structured-output mode, None without a schema; ``sent_portable``:
+        whether its schema was portable; ``sent_tools``/``sent_portable_tools``: whether it offered
+        tools, in the portable form; ``sent_content``: the form of its tool-call-only assistant
+        messages, None without any). True when the request is worth sending again: a step was
+        taken now, or by a concurrent request since. See the module docstring for which error
+        takes which step."""
         with self._lock:
             stepped = False
-            structured = problem.mentions("response_format", "json_schema", "json_object")
-            if sent_structured is not None and structured:
-                if self.structured != sent_structured:
-                    return True  # a concurrent request learnt it already
-                if not self.fixed and sent_structured != STRUCTURED_MODES[-1]:
-                    nxt = STRUCTURED_MODES[STRUCTURED_MODES.index(sent_structured) + 1]
-                    self.learnt.append(f"structured output {sent_structured} rejected ({problem.summary()}); "
-                                       f"using {nxt}")
-                    self.structured = nxt
+            named_structured = problem.mentions("response_format", "json_schema", "json_object",
+                                                "response_schema")
+            named_content = sent_content is not None and problem.mentions("content")
+            by_behaviour = problem.status in (400, 422) and not named_content
+            if sent_structured is not None and (named_structured or by_behaviour):
+                stepped = self._step_structured(problem, sent_structured, sent_portable)
+            if sent_tools and not named_content and problem.mentions(*PORTABLE_NAMES):
+                if self.portable_tools != sent_portable_tools:
+                    return True
+                if not sent_portable_tools:
+                    self.portable_tools = True
+                    self.learnt.append(f"tool schemas rejected ({problem.summary()}); sending them portable")
                     stepped = True
             if sent_content is not None and problem.mentions("content"):
                 if self.content != sent_content:

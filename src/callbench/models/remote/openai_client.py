@@ -18,8 +18,9 @@ Message translation (Chat Completions API reference, "messages"):
   ``auto``) is sent explicitly with them;
 - ``response_schema`` becomes ``response_format: {"type": "json_schema", ...}``, ``strict`` only
   when the schema meets strict mode's rules (otherwise the server would reject it); a server that
-  rejects it gets ``json_object`` with the schema in the prompt, then the schema in the prompt
-  only (``negotiation.py``; every reply is validated against the schema).
+  rejects it (any 400, whatever its wording) gets the portable schema (Gemini's subset), then
+  ``json_object`` with the schema in the prompt, then the schema in the prompt only
+  (``negotiation.py``; every reply is validated against the original schema).
 
 Errors: a 4xx/5xx whose body is a request-validation error (``negotiation.request_problem``) is
 never retried as an outage: it takes the next negotiation step, or fails at once (fault kind
@@ -66,7 +67,7 @@ from callbench.models.conversation import normalize_messages
 from callbench.models.faults import note_fault, note_request
 from callbench.models.remote.anomalies import checked_body, openai_choices
 from callbench.models.remote.client import RemoteClient
-from callbench.models.remote.content_calls import content_tool_calls
+from callbench.models.remote.content_calls import content_tool_calls, truncated_call
 from callbench.models.remote.negotiation import (
     Capabilities,
     ContentForm,
@@ -76,7 +77,7 @@ from callbench.models.remote.negotiation import (
     unfenced,
 )
 from callbench.models.remote.prepared import JsonView, cleaned_schema, post_json, shared_list, tool_parameters
-from callbench.models.remote.schemas import is_openai_strict_compatible
+from callbench.models.remote.schemas import is_openai_strict_compatible, portable_schema
 from callbench.models.remote.secrets import resolve_headers
 from callbench.models.specs import parse_spec
 
@@ -84,8 +85,9 @@ PLACEHOLDER_KEY = "not-needed"
 OPENAI_HOST = "api.openai.com"
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_-]")
 LOG = logging.getLogger(__name__)
-MAX_NEGOTIATION_STEPS = 4
-"""Rejections one request may meet while negotiating (every dimension has at most two steps)."""
+MAX_NEGOTIATION_STEPS = 6
+"""Rejections one request may meet while negotiating (structured output has three steps, tool
+schemas and tool-call content one each)."""
 
 
 def _tool_call_only(request: ModelRequest) -> bool:
@@ -126,22 +128,27 @@ def openai_messages(request: ModelRequest, *, tool_call_content: ContentForm = "
 
 def openai_request_body(request: ModelRequest, model: str, settings: ModelSettings, *,
                         official_endpoint: bool, structured: StructuredMode = "json_schema",
-                        tool_call_content: ContentForm = "null") -> dict[str, Any]:
+                        tool_call_content: ContentForm = "null", portable: bool = False,
+                        portable_tools: bool = False) -> dict[str, Any]:
     """Keyword arguments for ``chat.completions.create`` (without headers and timeout), with
     structured output asked for in mode ``structured`` and tool-call-only assistant messages in
-    form ``tool_call_content`` (``negotiation.py``)."""
+    form ``tool_call_content`` (``negotiation.py``); ``portable``/``portable_tools``: the response
+    schema / tool parameters in the portable subset (``schemas.portable_schema``)."""
     schema = (cleaned_schema(request.response_schema, "openai")
               if request.response_schema is not None else None)
+    if schema is not None and portable:
+        schema = portable_schema(schema)
     in_prompt = schema is not None and structured != "json_schema"
     body: dict[str, Any] = {"model": model, "messages": openai_messages(
         request, tool_call_content=tool_call_content,
         schema_text=schema_instruction(schema) if in_prompt and schema is not None else None)}
     if request.tools:
         tools = request.tools
-        body["tools"] = shared_list("openai", tuple(tools), lambda: [
+        body["tools"] = shared_list("openai-portable" if portable_tools else "openai", tuple(tools), lambda: [
             {"type": "function", "function": {
                 "name": t.name, "description": t.description,
-                "parameters": tool_parameters(t, "openai")}}
+                "parameters": (portable_schema(tool_parameters(t, "openai")) if portable_tools
+                               else tool_parameters(t, "openai"))}}
             for t in tools
         ])
         if settings.tool_choice != "omit":
@@ -252,11 +259,13 @@ class OpenAIClient(RemoteClient):
         caps = self.capabilities
         for step in range(MAX_NEGOTIATION_STEPS + 1):
             structured = caps.structured if request.response_schema is not None else None
+            portable, portable_tools = caps.portable, caps.portable_tools
             content = caps.content if _tool_call_only(request) else None
             body = openai_request_body(request, self.model, self.settings,
                                        official_endpoint=self.official_endpoint,
                                        structured=structured or "json_schema",
-                                       tool_call_content=content or "null")
+                                       tool_call_content=content or "null", portable=portable,
+                                       portable_tools=portable_tools)
             start = time.perf_counter()
             try:
                 # the body is plain JSON already: sent as is, without the SDK's per-request
@@ -269,7 +278,8 @@ class OpenAIClient(RemoteClient):
                 if problem is None:
                     raise
                 if step < MAX_NEGOTIATION_STEPS and caps.step_down(
-                        problem, sent_structured=structured, sent_content=content):
+                        problem, sent_structured=structured, sent_content=content, sent_portable=portable,
+                        sent_tools=bool(request.tools), sent_portable_tools=portable_tools):
                     note_fault(role, "invalid_request")
                     note_request(role)
                     LOG.info("%s (%s): %s", self.spec, role,
@@ -295,19 +305,31 @@ class OpenAIClient(RemoteClient):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _check_reply(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
-        """Tool calls returned as JSON text in ``content`` (``content_calls.py``): executed when
-        ``parse_content_tool_calls`` is set, else a ModelOutputError ``tool_call_in_content``."""
+        """Tool calls returned as JSON text in ``content`` (``content_calls.py``): every one, in
+        order, executed when ``parse_content_tool_calls`` is set, else a ModelOutputError
+        ``tool_call_in_content``. A call cut off in the middle (``finish_reason`` ``length`` or
+        unterminated JSON) is a ModelOutputError ``truncated_call``, never speech."""
         if not request.tools or response.tool_calls:
             return response
-        speech, calls = content_tool_calls(response.content, [t.name for t in request.tools])
+        names = [t.name for t in request.tools]
+        cut = truncated_call(response.content, names)
+        if cut is not None:
+            note_fault(request.context.role, "truncated_call")
+            why = ("the reply hit the token limit (finish_reason length)"
+                   if response.finish_reason == "length" else "its JSON is unterminated")
+            raise ModelOutputError(
+                f"truncated_call: {self.spec} wrote a tool call as text ({cut or '?'}...) that was cut off "
+                f"before it ended: {why}; nothing of it was executed or spoken",
+                raw=response.content, usage=response.usage, kind="truncated_call")
+        speech, calls = content_tool_calls(response.content, names)
         if not calls:
             return response
         if self.settings.parse_content_tool_calls:
             return response.model_copy(update={"content": speech, "tool_calls": calls})
         note_fault(request.context.role, "tool_call_in_content")
-        names = ", ".join(c.name for c in calls)
+        called = ", ".join(c.name for c in calls)
         raise ModelOutputError(
-            f"tool_call_in_content: {self.spec} returned its tool call(s) ({names}) as JSON text in "
+            f"tool_call_in_content: {self.spec} returned its tool call(s) ({called}) as JSON text in "
             "content instead of tool_calls, so nothing was executed; set parse_content_tool_calls: "
             "true for this role to execute them, or use a server chat format that returns tool_calls",
             raw=response.content, usage=response.usage, kind="tool_call_in_content")

@@ -164,3 +164,92 @@ def is_openai_strict_compatible(schema: dict[str, Any]) -> bool:
             if set(node.get("required", [])) != set(props):
                 return False
     return True
+
+
+PORTABLE_DROPPED = frozenset({"additionalProperties", "$defs", "definitions", "unevaluatedProperties"})
+"""Keywords left out of a portable schema (Gemini's schema subset rejects them)."""
+_MAX_REF_DEPTH = 16
+
+
+def _resolve_ref(ref: str, root: dict[str, Any]) -> Any:
+    if not ref.startswith("#/"):
+        raise ValueError(f"$ref {ref!r}: only local references (#/...) can be inlined")
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            raise ValueError(f"$ref {ref!r} does not resolve")
+        node = node[part]
+    return node
+
+
+def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+    out = dict(node)
+    out["nullable"] = True
+    return out
+
+
+def _portable_node(node: Any, root: dict[str, Any], depth: int) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        if depth >= _MAX_REF_DEPTH:
+            raise ValueError(f"$ref {node['$ref']!r}: recursive references cannot be inlined")
+        target = _resolve_ref(str(node["$ref"]), root)
+        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _portable_node(merged, root, depth + 1)
+    kept = {k: v for k, v in node.items() if k not in PORTABLE_DROPPED}
+    out = map_subschemas(kept, lambda sub: _portable_node(sub, root, depth))
+    kind = out.get("type")
+    if kind == "null":  # a value that can only be null: a nullable string the validator checks
+        out = {**out, "type": "string", "nullable": True}
+    elif isinstance(kind, list):
+        types = [t for t in kind if t != "null"]
+        out["type"] = types[0] if len(types) == 1 else types
+        if len(types) < len(kind):
+            out = _nullable(out)
+    for key in ("anyOf", "oneOf"):
+        branches = out.get(key)
+        if not isinstance(branches, list):
+            continue
+        nulls = [b for b in branches if isinstance(b, dict) and b.get("type") == "string"
+                 and b.get("nullable") and set(b) <= {"type", "nullable", "description"}]
+        rest = [b for b in branches if b not in nulls]
+        if nulls and rest:
+            if len(rest) == 1 and isinstance(rest[0], dict):
+                out.pop(key)
+                out = _nullable({**rest[0], **out})
+            else:
+                out[key] = [_nullable(b) if isinstance(b, dict) else b for b in rest]
+    if isinstance(out.get("enum"), list) and None in out["enum"]:
+        out["enum"] = [v for v in out["enum"] if v is not None]
+        out = _nullable(out)
+    values = out.get("enum")
+    if isinstance(values, list) and values and not all(isinstance(v, str) for v in values):
+        del out["enum"]  # Gemini takes enums of strings only
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            out.update(type="integer", minimum=min(values), maximum=max(values))
+        else:
+            listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+            _append_description(out, f"One of: {listed}.")
+    return out
+
+
+def portable_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``schema`` inside the subset that Gemini's OpenAI-compatible endpoint accepts,
+    for a client whose server refused the full schema (``negotiation.py``): local ``$ref`` s
+    inlined and ``$defs``/``definitions`` dropped, ``additionalProperties`` dropped, and the null
+    type written as OpenAPI's ``nullable: true`` (``type: [X, "null"]``, an ``anyOf`` branch
+    ``{"type": "null"}`` and ``null`` in an ``enum``), and an ``enum`` of other values than strings
+    written as integer bounds (integers) or listed in the description. Replies are still validated against the
+    original schema (``output.py``), so what the subset cannot say is still enforced there.
+
+    Source: ai.google.dev/gemini-api/docs/structured-output ("JSON Schema support": the supported
+    subset of the OpenAPI 3.0 Schema object; ``nullable``) and the 400s it answers to
+    ``additionalProperties`` and ``$ref``. Raises ValueError for a ``$ref`` that is not local,
+    does not resolve, or recurses."""
+    if not isinstance(schema, dict):
+        raise ValueError(f"a JSON Schema must be an object, got {type(schema).__name__}")
+    out = _portable_node(schema, schema, 0)
+    assert isinstance(out, dict)
+    return out

@@ -81,7 +81,8 @@ class ScriptedJudge:
         if not isinstance(schema, dict):
             raise ModelOutputError(f"{self.spec}: a scripted judge needs a response_schema")
         label, rating = _FIXED[self.spec]
-        allowed = schema.get("$defs", {}).get("message_index", {}).get("enum", [])
+        index = schema.get("$defs", {}).get("message_index", {})
+        allowed = index.get("enum") or ([index["maximum"]] if "maximum" in index else [])
         cite = [max(allowed)] if allowed else []
         reply: dict[str, Any] = {}
         crit = _required(schema, "criteria")
