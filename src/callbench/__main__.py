@@ -13,7 +13,8 @@ import sys
 
 def main() -> None:
     """Entry point: supervise, or (in the child) run the typer app in :mod:`callbench.cli`.
-    Exits with the command's status, or 128 + N when the child died from signal N."""
+    Exits with the command's status, or 128 + N when the child died from signal N or stopped
+    because signal N asked it to (130 for Ctrl-C, 143 for SIGTERM)."""
     from callbench.runs.supervisor import child_command, child_setup, run_supervised, should_supervise
 
     if should_supervise():
@@ -23,10 +24,25 @@ def main() -> None:
             print(f"error: cannot start callbench's worker process: {e}", file=sys.stderr)
             code = 2
         raise SystemExit(code)
-    child_setup()
-    from callbench.cli import app
+    from callbench.runs.supervisor import requested_stop, stop_message, stop_reported, stop_status
 
-    app(prog_name="callbench")
+    try:
+        child_setup()
+        from callbench.cli import app
+
+        app(prog_name="callbench")
+    except KeyboardInterrupt:  # a stop before the command could handle it (while importing)
+        print(stop_message(requested_stop()), file=sys.stderr, flush=True)
+        raise SystemExit(stop_status()) from None
+    except SystemExit as e:
+        # A command that does not handle the stop itself ends in typer's silent exit 130: a stop
+        # asked for by a signal exits 128 + that signal, with the line of a stop.
+        signum = requested_stop()
+        if signum is not None and e.code != 0:
+            if not stop_reported():
+                print(stop_message(signum), file=sys.stderr, flush=True)
+            raise SystemExit(stop_status()) from None
+        raise
 
 
 if __name__ == "__main__":

@@ -122,10 +122,10 @@ def _execute(
         with progress:
             return asyncio.run(go())
     except KeyboardInterrupt:
-        console.print(
-            f"interrupted: finished episodes are saved in {config.out}; run the same command to resume"
-        )
-        raise typer.Exit(130) from None
+        from callbench.runs.supervisor import requested_stop, stop_message, stop_status
+
+        console.print(stop_message(requested_stop(), str(config.out)), markup=False, soft_wrap=True)
+        raise typer.Exit(stop_status()) from None
     except (PreflightError, RunStopped) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_PROVIDER) from None
