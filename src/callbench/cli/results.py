@@ -47,6 +47,7 @@ def grade(
     from callbench.grade.models import EpisodeGrade
     from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
     from callbench.models.base import ModelSettings
+    from callbench.runs.lock import hold_run_folder
     from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
     from callbench.runs.store import RunStore
 
@@ -81,20 +82,23 @@ def grade(
 
     try:
         rub = load_rubric(rubric) if rubric is not None else DEFAULT_RUBRIC
-        gid = asyncio.run(
-            grade_run(
-                run_dir,
-                task_judge=chosen["task_judge"][0],
-                conversation_judge=chosen["conversation_judge"][0],
-                task_judge_settings=chosen["task_judge"][1],
-                conversation_judge_settings=chosen["conversation_judge"][1],
-                cutoff=cutoff,
-                rubric=rub,
-                concurrency=concurrency,
-                on_episode=index,
-                continue_latest=not new_set,
+        if not (run_dir / "manifest.json").is_file():
+            raise GradeError(f"{run_dir}: no manifest.json; not a run folder")
+        with hold_run_folder(run_dir, "callbench grade"):
+            gid = asyncio.run(
+                grade_run(
+                    run_dir,
+                    task_judge=chosen["task_judge"][0],
+                    conversation_judge=chosen["conversation_judge"][0],
+                    task_judge_settings=chosen["task_judge"][1],
+                    conversation_judge_settings=chosen["conversation_judge"][1],
+                    cutoff=cutoff,
+                    rubric=rub,
+                    concurrency=concurrency,
+                    on_episode=index,
+                    continue_latest=not new_set,
+                )
             )
-        )
     except (GradeError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -283,10 +287,14 @@ def labels_import(
     (nothing stored)."""
     from callbench.grade.action_checks import GradeError
     from callbench.grade.labels import import_labels, summary_lines
+    from callbench.runs.lock import RunFolderBusy, hold_run_folder
 
     try:
-        result = import_labels(run_dir, file)
-    except GradeError as e:
+        if not (run_dir / "manifest.json").is_file():
+            raise GradeError(f"{run_dir}: no manifest.json; not a run folder")
+        with hold_run_folder(run_dir, "callbench labels import"):
+            result = import_labels(run_dir, file)
+    except (GradeError, RunFolderBusy) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     gid, *rest = summary_lines(result)

@@ -8,6 +8,7 @@ first grades any trace that a killed run saved but did not grade.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from callbench.runs.executor import (
     saved_form,
 )
 from callbench.runs.guard import RunHealth
+from callbench.runs.lock import LOCK_FILE, hold_run_folder
 from callbench.runs.manifest import MANIFEST, EpisodeKey, RunManifest
 from callbench.runs.plan import candidate_slug, select_scenarios
 from callbench.runs.preflight import preflight
@@ -111,7 +113,10 @@ async def run_and_grade(
     grade_set: str | None = None
     out_existed = Path(config.out).exists()
     store = RunStore(Path(config.out))
+    folder_lock = contextlib.ExitStack()
     try:
+        # one writer per run folder; the Ray driver holds it too (issue 25)
+        folder_lock.enter_context(hold_run_folder(Path(config.out), f"callbench run {config.executor}"))
         hook = None
         if config.grade:
             out = Path(config.out)
@@ -186,11 +191,14 @@ async def run_and_grade(
         # a run refused before anything was saved (filters matching nothing, a conflict) leaves
         # no empty folder behind
         out_dir = Path(config.out)
+        store.close()
+        folder_lock.close()  # removes a folder it made that holds nothing but the lock
         if not out_existed and out_dir.is_dir() and not any(out_dir.iterdir()):
             out_dir.rmdir()
         raise
     finally:
         store.close()
+        folder_lock.close()
         if cluster is not None:
             cluster.close()
         if own:
@@ -228,9 +236,10 @@ def open_cache(path: Path | None, mode: str) -> ResponseCache | None:
 def check_run_folder(out: Path) -> None:
     """Refuse an output folder that would mix a run into unrelated files.
 
-    Accepted: a path that does not exist yet, an empty folder, or a folder holding a callbench run
-    (its ``manifest.json``; the run is resumed or refused later if it is a different run). Raises
-    ``ValueError`` with a one-line reason for a file, or for a non-empty folder without a manifest.
+    Accepted: a path that does not exist yet, an empty folder (its lock file aside), or a folder
+    holding a callbench run (its ``manifest.json``; the run is resumed or refused later if it is a
+    different run). Raises ``ValueError`` with a one-line reason for a file, or for a non-empty
+    folder without a manifest.
     """
     if not out.exists():
         return
@@ -239,7 +248,7 @@ def check_run_folder(out: Path) -> None:
     if (out / MANIFEST).exists():
         return
     try:
-        entries = sorted(p.name for p in out.iterdir())
+        entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_FILE)
     except OSError as e:
         reason = getattr(e, "strerror", None) or e
         raise ValueError(f"--out {out}: cannot read the folder: {reason}") from None
