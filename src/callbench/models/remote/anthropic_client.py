@@ -41,7 +41,7 @@ from callbench.models.base import ChatMessage, ModelRequest, ModelResponse, Mode
 from callbench.models.conversation import normalize_messages
 from callbench.models.remote.anomalies import anthropic_content, checked_body
 from callbench.models.remote.client import RemoteClient
-from callbench.models.remote.prepared import cleaned_schema, tool_parameters
+from callbench.models.remote.prepared import cleaned_schema, tool_parameters, within_deadline
 from callbench.models.remote.secrets import resolve_headers
 from callbench.models.specs import parse_spec
 
@@ -216,10 +216,15 @@ class AnthropicClient(RemoteClient):
     async def _send(self, request: ModelRequest) -> ModelResponse:
         """One request; the raw body is checked first (``anomalies.py``), as for OpenAI."""
         body = anthropic_request_body(request, self.model, self.settings)
-        raw = await self._client.messages.with_raw_response.create(
-            **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
+
+        async def exchange() -> tuple[Any, bytes]:
+            raw = await self._client.messages.with_raw_response.create(
+                **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
+            return raw, await raw.read()
+
+        # timeout_s bounds the whole exchange, body included (a slow drip is a timeout fault)
+        raw, content = await within_deadline(self.settings.timeout_s, exchange())
         who = f"{self.provider} {request.context.role}"
-        content = await raw.read()
         data = checked_body(content, raw.headers.get("content-type", ""), who)
         anthropic_content(data, who)
         return parse_anthropic_message(await raw.parse(), request)
