@@ -28,6 +28,8 @@ SECRET_VALUE_RE = re.compile(r"(bearer|basic)\s+\S|sk-[A-Za-z0-9_-]{8,}", re.IGN
 ``Basic ...``, an ``sk-...`` key): refused too."""
 ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*")
 HEADER_VALUE_MARKER = "[not saved]"
+URL_PART_MARKER = "not-saved"
+"""What a saved ``base_url`` holds in place of its userinfo and of each query value."""
 """What every saved header value is replaced by (manifests, traces, grade sets, reports)."""
 OPERATIONAL_SETTINGS = frozenset({"extra_headers", "max_attempts", "retry_base_delay_s"})
 """Settings that never change what a model says (left out of candidate ids)."""
@@ -111,12 +113,44 @@ class ModelSettings(BaseModel):
                 )
         return headers
 
+    @field_serializer("base_url")
+    def _url_without_credentials(self, url: str | None) -> str | None:
+        """Every dump keeps the endpoint (scheme, host, port, path) but not what may authenticate
+        to it: the userinfo (``user:password@``) and every query value (``?subscription-key=...``)
+        become :data:`URL_PART_MARKER` (issue 25 item 4). The live object keeps the URL."""
+        return saved_url(url)
+
     @field_serializer("extra_headers")
     def _header_names_only(self, headers: dict[str, str]) -> dict[str, str]:
         """Every dump (manifests, traces, grade sets, reports) keeps header names only: each value,
         literal or ``env:VAR``, becomes :data:`HEADER_VALUE_MARKER` (issue 16 item 5). The live
         object keeps its values for the requests."""
         return {name: HEADER_VALUE_MARKER for name in headers}
+
+
+def saved_url(url: str | None) -> str | None:
+    """``url`` with its userinfo and each query value replaced by :data:`URL_PART_MARKER` (query
+    names and everything else kept; RFC 3986 section 3.2.1 deprecates passwords in userinfo, and
+    providers put keys in the query). A text that does not parse as a URL is kept only when it has
+    neither ``@`` nor ``?``; otherwise it is replaced whole."""
+    if url is None:
+        return None
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return url if "@" not in url and "?" not in url else URL_PART_MARKER
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{URL_PART_MARKER}@{'[' + host + ']' if ':' in host else host}{port}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, URL_PART_MARKER) for k, _ in pairs]) if pairs else URL_PART_MARKER
+    return urlunsplit((parts.scheme, netloc, parts.path, query, URL_PART_MARKER if parts.fragment else ""))
 
 
 class RequestContext(BaseModel):

@@ -42,7 +42,7 @@ from callbench.models.conversation import normalize_messages
 from callbench.models.remote.anomalies import anthropic_content, checked_body
 from callbench.models.remote.client import RemoteClient
 from callbench.models.remote.prepared import cleaned_schema, tool_parameters, within_deadline
-from callbench.models.remote.secrets import resolve_headers
+from callbench.models.remote.secrets import resolve_base_url, resolve_headers
 from callbench.models.specs import parse_spec
 
 DEFAULT_MAX_TOKENS = 4096
@@ -208,10 +208,12 @@ class AnthropicClient(RemoteClient):
             raise ValueError(f"{spec}: set ANTHROPIC_API_KEY in the environment")
         self.redactor.add(key)
         self._headers = resolve_headers(settings.extra_headers, self.redactor)
-        base_url = settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        base_url, query = resolve_base_url(
+            settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None, self.redactor)
         self.custom_endpoint = False
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0,
-                                                timeout=settings.timeout_s, http_client=http_client)
+                                                timeout=settings.timeout_s, http_client=http_client,
+                                                default_query=query)
 
     async def _send(self, request: ModelRequest) -> ModelResponse:
         """One request; the raw body is checked first (``anomalies.py``), as for OpenAI."""
