@@ -202,6 +202,20 @@ class Usage(BaseModel):
     tokens_per_second: float | None = None
     cost_usd: float | None = 0.0
 
+    @field_validator("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_input_tokens",
+                     "calls", mode="before")
+    @classmethod
+    def _count_not_negative(cls, value: Any) -> Any:
+        """A negative count (saved by a version that trusted a provider's usage) reads as 0: no
+        report shows negative tokens, speeds or costs (issue 25 item 6)."""
+        return 0 if isinstance(value, int) and not isinstance(value, bool) and value < 0 else value
+
+    @field_validator("tokens_per_second", "cost_usd", mode="before")
+    @classmethod
+    def _rate_not_negative(cls, value: Any) -> Any:
+        """A negative speed or cost is unknown (None), never shown."""
+        return None if isinstance(value, int | float) and not isinstance(value, bool) and value < 0 else value
+
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd
         return Usage(

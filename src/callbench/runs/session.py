@@ -28,6 +28,7 @@ from callbench.grade.grader import (
 from callbench.grade.models import EpisodeGrade
 from callbench.models.base import ModelClient, Role, Usage
 from callbench.models.cache import CacheMode, ResponseCache
+from callbench.models.faults import collect_faults
 from callbench.runs.executor import (
     RoleSpec,
     RunConfig,
@@ -159,7 +160,16 @@ async def run_and_grade(
 
         if config.preflight and (cache is None or cache.mode is not CacheMode.REPLAY_ONLY):
             check_request_rules(clients, select_scenarios(bundle, config.filters))
-            await preflight(clients)
+            # the preflight's requests, retries and faults go into the run's fault ledger
+            # (a refused new run keeps no folder, so its ledger is only in the error line)
+            with collect_faults() as pre_ledger:
+                passed = False
+                try:
+                    await preflight(clients)
+                    passed = True
+                finally:
+                    if pre_ledger.snapshot() and (passed or (Path(config.out) / MANIFEST).exists()):
+                        store.save_preflight_faults(pre_ledger)
         if cluster is not None:
             from callbench.runs.ray_executor import execute_run_ray
 
