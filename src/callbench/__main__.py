@@ -31,6 +31,16 @@ def main() -> None:
         from callbench.cli import app
 
         app(prog_name="callbench")
+    except OSError as e:
+        # the last net of "one line for every bad input" (issue 25 item 8): a file-system error no
+        # command caught is one line, exit 4 for a machine fault (disk full, read-only, permission)
+        # and 2 otherwise, never a traceback
+        from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
+
+        line = machine_fault_message(e, e.filename or ".", option="output")
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {line or where + (e.strerror or str(e))}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_MACHINE_FAULT if line else 2) from None
     except KeyboardInterrupt:  # a stop before the command could handle it (while importing)
         print(stop_message(requested_stop()), file=sys.stderr, flush=True)
         raise SystemExit(stop_status()) from None

