@@ -13,7 +13,8 @@ import sys
 
 def main() -> None:
     """Entry point: supervise, or (in the child) run the typer app in :mod:`callbench.cli`.
-    Exits with the command's status, or 128 + N when the child died from signal N."""
+    Exits with the command's status, or 128 + N when the child died from signal N or stopped
+    because signal N asked it to (130 for Ctrl-C, 143 for SIGTERM)."""
     from callbench.runs.supervisor import child_command, child_setup, run_supervised, should_supervise
 
     if should_supervise():
@@ -23,10 +24,35 @@ def main() -> None:
             print(f"error: cannot start callbench's worker process: {e}", file=sys.stderr)
             code = 2
         raise SystemExit(code)
-    child_setup()
-    from callbench.cli import app
+    from callbench.runs.supervisor import requested_stop, stop_message, stop_reported, stop_status
 
-    app(prog_name="callbench")
+    try:
+        child_setup()
+        from callbench.cli import app
+
+        app(prog_name="callbench")
+    except OSError as e:
+        # the last net of "one line for every bad input" (issue 25 item 8): a file-system error no
+        # command caught is one line, exit 4 for a machine fault (disk full, read-only, permission)
+        # and 2 otherwise, never a traceback
+        from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
+
+        line = machine_fault_message(e, e.filename or ".", option="output")
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {line or where + (e.strerror or str(e))}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_MACHINE_FAULT if line else 2) from None
+    except KeyboardInterrupt:  # a stop before the command could handle it (while importing)
+        print(stop_message(requested_stop()), file=sys.stderr, flush=True)
+        raise SystemExit(stop_status()) from None
+    except SystemExit as e:
+        # A command that does not handle the stop itself ends in typer's silent exit 130: a stop
+        # asked for by a signal exits 128 + that signal, with the line of a stop.
+        signum = requested_stop()
+        if signum is not None and e.code != 0:
+            if not stop_reported():
+                print(stop_message(signum), file=sys.stderr, flush=True)
+            raise SystemExit(stop_status()) from None
+        raise
 
 
 if __name__ == "__main__":

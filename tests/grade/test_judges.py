@@ -285,3 +285,70 @@ def test_message_index_schema_stays_under_enum_limits_on_long_transcripts() -> N
     # a few indices with gaps are still listed exactly
     assert message_index_schema([7, 1, 4]) == {"type": "integer", "enum": [1, 4, 7]}
     assert message_index_schema([]) == {"type": "integer", "minimum": 0, "maximum": 0}
+
+
+def _twice(ok: dict, kind: str, item: str, first: dict) -> str:
+    """``ok`` as JSON text with ``item`` of ``kind`` given first as ``first``, then as in ``ok``."""
+    body = json.dumps(ok[kind][item])
+    text = json.dumps(ok)
+    return text.replace(f'"{item}": {body}', f'"{item}": {json.dumps(first)}, "{item}": {body}', 1)
+
+
+@pytest.mark.parametrize("role", ["task_judge", "conversation_judge"])
+async def test_duplicate_keys_are_rejected_retried_then_a_judge_error(make_trace, bundle, recording, role):
+    """Issue 25 item 5, across both judges: a reply giving one item twice (``not_met`` then ``met``
+    was stored as met) is rejected and retried; twice in a row it is a judge error, never a label."""
+    if role == "task_judge":
+        dup = _twice(TASK_OK, "criteria", "no_pressure", {"label": "not_met", "cited_messages": [7]})
+        ok = {"task_judge": [dup, TASK_OK], "conversation_judge": [CONV_OK]}
+        bad = {"task_judge": [dup, dup], "conversation_judge": [CONV_OK]}
+        asked = 3
+    else:
+        dup = _twice(CONV_OK, "ratings", "memory", {"rating": 1, "cited_messages": [9]})
+        ok = {"task_judge": [TASK_OK], "conversation_judge": [dup, CONV_OK]}
+        bad = {"task_judge": [TASK_OK], "conversation_judge": [dup, dup]}
+        asked = 6
+    assert json.loads(dup)  # Python's json alone takes it
+    judge = recording(ok)
+    g = await grade_trace(make_trace("good"), bundle, judge, judge)
+    assert g.judge_attempts[role] == 2 and g.judge_errors == 0
+    retry = [r for r in judge.requests if r.context.role == role][1]
+    assert "twice" in retry.messages[-1].content
+    judge = recording(bad)
+    g = await grade_trace(make_trace("good"), bundle, judge, judge)
+    assert g.judge_attempts[role] == 2 and g.judge_errors == asked
+    errored = [i for i in g.items if i.label == Label.JUDGE_ERROR]
+    assert len(errored) == asked and all("twice" in i.reason for i in errored)
+
+
+def test_the_run_command_counts_a_duplicate_label_as_a_judge_error(tmp_path):
+    """The real command: a conversation judge that labels the criterion twice (``not_met`` then
+    ``met``) in every reply; it is never stored as met, it is a judge error, and so are the ratings
+    of those replies."""
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from callbench.cli import app
+
+    dairy = Path(__file__).parents[1] / "sim" / "data" / "dairy_bundle"
+    ratings = {k: {"reason": "", "cited_messages": [], "rating": 5}
+               for k in ("memory", "speech_around_tools", "speakability", "language_and_script", "closing")}
+    crit = {"crit_no_pressure": {"reason": "", "cited_messages": [], "label": "met"}}
+    ok = {"criteria": crit, "ratings": ratings}
+    dup = _twice(ok, "criteria", "crit_no_pressure", {"label": "not_met", "cited_messages": []})
+    script = tmp_path / "judge.yaml"
+    script.write_text("conversation_judge:\n  - " + json.dumps(dup) + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, [
+        "run", str(dairy), "--candidate", "scripted:reference", "--caller", "scripted:plan",
+        "--task-judge", "scripted:met", "--conversation-judge", f"scripted:file:{script}",
+        "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    grades = [json.loads(p.read_text()) for p in out.glob("grades/*/episodes/*.json")]
+    assert grades
+    for g in grades:
+        judged = [i for i in g["items"] if i["source"] in ("conversation_criterion", "rating")]
+        assert len(judged) == 6
+        assert all(i["label"] == "judge_error" and "twice" in i["reason"] for i in judged)
+        assert g["judge_attempts"]["conversation_judge"] == 2 and g["judge_errors"] == 6

@@ -134,9 +134,42 @@ def test_missing_label_rejected():
     assert p.errors["criteria.records_zero"].endswith("has no label")
 
 
-def test_extra_items_ignored():
-    p = parse_judge_reply(reply(**GOOD, invented={"label": "met"}), CRIT, VALID)
-    assert set(p.items) == {"criteria.records_zero", "criteria.no_pressure"} and p.errors == {}
+def test_items_not_asked_reject_the_reply():
+    """Issue 25 item 5 (it used to be ignored): a reply judging an item it was not asked about is
+    not trusted with the others either."""
+    with pytest.raises(ReplyError, match="not asked: invented"):
+        parse_judge_reply(reply(**GOOD, invented={"label": "met"}), CRIT, VALID)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # one criterion labelled twice: Python's json kept the last (not_met then met -> met)
+        '{"criteria": {"records_zero": {"label": "met", "cited_messages": [5]}, '
+        '"no_pressure": {"label": "not_met"}, "no_pressure": {"label": "met"}}}',
+        # a key twice inside an item
+        '{"criteria": {"records_zero": {"label": "not_met", "label": "met"}, '
+        '"no_pressure": {"label": "met"}}}',
+        # the container twice
+        '{"criteria": {"records_zero": {"label": "met"}}, "criteria": {"no_pressure": {"label": "met"}}}',
+        # in a fence, after prose
+        'Here:\n```json\n{"criteria": {"records_zero": {"label": "met"}, '
+        '"records_zero": {"label": "met"}}}\n```',
+        # the list form with one id twice
+        '{"criteria": [{"id": "records_zero", "label": "met"}, {"id": "no_pressure", "label": "met"}, '
+        '{"id": "no_pressure", "label": "not_met"}]}',
+    ],
+)
+def test_duplicates_reject_the_reply(text):
+    with pytest.raises(ReplyError, match="twice"):
+        parse_judge_reply(text, CRIT, VALID)
+
+
+def test_a_field_given_twice_under_two_spellings_rejects_the_item():
+    text = reply(records_zero={"label": "not_met", "Label ": "met"}, no_pressure={"label": "met"})
+    p = parse_judge_reply(text, CRIT, VALID)
+    assert "label twice" in p.errors["criteria.records_zero"]
+    assert set(p.items) == {"criteria.no_pressure"}
 
 
 @pytest.mark.parametrize(

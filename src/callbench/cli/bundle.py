@@ -128,6 +128,10 @@ def audit(
                    "need --judges)", err=True)
         raise typer.Exit(2)
     outcome = validate_safely(path)
+    if outcome.bundle is None and not path.is_dir():  # a missing path or a file: one line
+        typer.echo(f"error: {path}: {'not a folder' if path.exists() else 'no such folder'}; nothing was "
+                   "audited", err=True)
+        raise typer.Exit(2)
     if outcome.bundle is None:
         for p in outcome.problems:
             typer.echo(str(p), err=True)
@@ -290,7 +294,8 @@ def provenance(
     Without --update: list every problem with the file (missing entries, changed files) and exit 1
     if there is any. With --update: bring the file in step and print what changed. Example for
     new hand-written scenarios: callbench provenance BUNDLE --update --made hand_authored --author NAME.
-    Exit codes: 0 ok; 1 problems (or bad options); 2 the path cannot be read.
+    Exit codes: 0 ok; 1 problems (or bad options); 2 the path cannot be read; 4 the provenance file
+    cannot be written (disk full, permission denied, read-only folder).
     """
     import json
 
@@ -365,6 +370,12 @@ def provenance(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
     except OSError as e:
+        from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
+
+        line = machine_fault_message(e, path, option="bundle")
+        if line is not None:
+            typer.echo(f"error: {line}", err=True)
+            raise typer.Exit(EXIT_MACHINE_FAULT) from None
         typer.echo(f"error: cannot write the provenance file: {getattr(e, 'strerror', None) or e}", err=True)
         raise typer.Exit(1) from None
     for label, ids in (("added", result.added), ("new hash", result.rehashed), ("removed", result.removed)):

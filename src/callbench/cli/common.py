@@ -24,6 +24,21 @@ def _role_settings(path: Path | None) -> dict[str, tuple[str, object]]:
 
 
 
+def _bundle_folder(path: Path) -> None:
+    """Exit 2 with one line unless ``path`` is a folder holding ``bundle.yaml`` (DESIGN.md, bundle
+    on disk): for commands that would otherwise fail deep inside with a traceback."""
+    if not path.exists():
+        problem = "no such folder"
+    elif not path.is_dir():
+        problem = "not a folder; give a bundle folder"
+    elif not (path / "bundle.yaml").is_file():
+        problem = "not a bundle folder (no bundle.yaml)"
+    else:
+        return
+    typer.echo(f"error: {path}: {problem}", err=True)
+    raise typer.Exit(2)
+
+
 def _output_problem(run_dirs: list[Path], outputs: dict[str, Path | None]) -> str | None:
     """Why the report's output paths cannot be written, or None: two outputs on one path, or a
     path holding a run's own saved data (:func:`callbench.runs.manifest.run_owned_path`)."""

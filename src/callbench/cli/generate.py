@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from callbench.cli.common import _bundle_folder
+
 
 def _terminal() -> bool:
     """Whether stdin is a terminal (then missing answers are asked for)."""
@@ -146,6 +148,7 @@ def generate(
     from callbench.models.registry import create_client
     from callbench.runs.session import open_cache
 
+    _bundle_folder(bundle)
     try:
         model_settings = load_generator_settings(settings, model) if settings else ModelSettings()
         response_cache = open_cache(cache, cache_mode)
@@ -232,6 +235,7 @@ def review(
     from callbench.generate.review import ReviewError, pending, record_review, render_pending
 
     acc, rej = _split(accept), _split(reject)
+    _bundle_folder(bundle)
     try:
         if acc or rej:
             res = record_review(bundle, accept=acc, reject=rej, reviewer=reviewer or "", notes=notes)

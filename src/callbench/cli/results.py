@@ -47,6 +47,7 @@ def grade(
     from callbench.grade.models import EpisodeGrade
     from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
     from callbench.models.base import ModelSettings
+    from callbench.runs.lock import hold_run_folder
     from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
     from callbench.runs.store import RunStore
 
@@ -81,20 +82,23 @@ def grade(
 
     try:
         rub = load_rubric(rubric) if rubric is not None else DEFAULT_RUBRIC
-        gid = asyncio.run(
-            grade_run(
-                run_dir,
-                task_judge=chosen["task_judge"][0],
-                conversation_judge=chosen["conversation_judge"][0],
-                task_judge_settings=chosen["task_judge"][1],
-                conversation_judge_settings=chosen["conversation_judge"][1],
-                cutoff=cutoff,
-                rubric=rub,
-                concurrency=concurrency,
-                on_episode=index,
-                continue_latest=not new_set,
+        if not (run_dir / "manifest.json").is_file():
+            raise GradeError(f"{run_dir}: no manifest.json; not a run folder")
+        with hold_run_folder(run_dir, "callbench grade"):
+            gid = asyncio.run(
+                grade_run(
+                    run_dir,
+                    task_judge=chosen["task_judge"][0],
+                    conversation_judge=chosen["conversation_judge"][0],
+                    task_judge_settings=chosen["task_judge"][1],
+                    conversation_judge_settings=chosen["conversation_judge"][1],
+                    cutoff=cutoff,
+                    rubric=rub,
+                    concurrency=concurrency,
+                    on_episode=index,
+                    continue_latest=not new_set,
+                )
             )
-        )
     except (GradeError, ValueError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -114,7 +118,8 @@ def grade(
 def report(
     run_dirs: Annotated[list[Path], typer.Argument(help="One or more run folders (same bundle hash).")],
     html: Annotated[
-        Path | None, typer.Option("--html", help="HTML report path (default: RUN_DIR/report.html).")
+        Path | None, typer.Option("--html", help="HTML report path (default: RUN_DIR/report.html, or "
+                                  "<RUN_DIR>.report.html beside it when the run folder is read-only).")
     ] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the HTML report.")] = False,
     no_traces: Annotated[bool, typer.Option("--no-traces", help="HTML without the trace viewer.")] = False,
@@ -175,9 +180,11 @@ def report(
         if csv_path is not None:
             write_csv([r for run in runs for r in run.records], csv_path)
             typer.echo(f"CSV (one row per episode): {csv_path}")
-        if html_out is not None:
+        if html_out is not None and html is not None:
             write_html(result, runs, html_out, include_traces=not no_traces)
             typer.echo(f"HTML report: {html_out.resolve().as_uri()}")
+        elif html_out is not None:
+            _write_default_html(result, runs, html_out, include_traces=not no_traces)
     except OSError as e:
         from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
 
@@ -187,6 +194,27 @@ def report(
             raise typer.Exit(EXIT_MACHINE_FAULT) from None
         typer.echo(f"error: cannot write report: {e}", err=True)
         raise typer.Exit(2) from None
+
+
+def _write_default_html(result: object, runs: list, first: Path, *, include_traces: bool) -> None:
+    """The default HTML report: ``RUN_DIR/report.html``, else beside the run folder
+    (``<RUN_DIR>.report.html``) when the folder cannot be written (a read-only run folder, issue 25
+    item 8); when neither can be written, one warning line names both and the command still
+    succeeds (the terminal report was shown; the HTML was not asked for by name)."""
+    from callbench.report.html import write_html
+
+    beside = first.parent.parent / f"{first.parent.name}.report.html"
+    reasons: list[str] = []
+    for path in (first, beside):
+        try:
+            write_html(result, runs, path, include_traces=include_traces)  # type: ignore[arg-type]
+        except OSError as e:
+            reasons.append(f"{path}: {(e.strerror or str(e)).lower()}")
+            continue
+        typer.echo(f"HTML report: {path.resolve().as_uri()}")
+        return
+    typer.echo(f"warning: no HTML report written ({'; '.join(reasons)}); give --html PATH in a writable "
+               "folder, or --no-html", err=True)
 
 
 @app.command()
@@ -252,9 +280,11 @@ def labels_export(
     """Write a CSV labelling sheet: one row per judged criterion or rating of every graded
     episode, with its statement, anchors, cited messages and transcript, and an empty label
     column (met / partial / not_met for criteria, 1-5 for ratings). The judges' labels are not
-    included. Exit codes: 0 ok; 2 bad input."""
+    included. Exit codes: 0 ok; 2 bad input; 4 the sheet cannot be written (disk full, permission
+    denied, read-only folder)."""
     from callbench.grade.action_checks import GradeError
     from callbench.grade.labels import export_labels
+    from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
 
     problem = _output_problem([run_dir], {"--out": out})
     if problem:
@@ -266,7 +296,11 @@ def labels_export(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     except OSError as e:
-        typer.echo(f"error: cannot write {out}: {e}", err=True)
+        line = machine_fault_message(e, out.parent, option="--out")
+        if line is not None:
+            typer.echo(f"error: {line.replace(str(e.filename), str(out)) if e.filename else line}", err=True)
+            raise typer.Exit(EXIT_MACHINE_FAULT) from None
+        typer.echo(f"error: cannot write {out}: {e.strerror or e}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"{n} row(s) written to {out}; fill the label column, then run:")
     typer.echo(f"callbench labels import {run_dir} {out}")
@@ -283,10 +317,14 @@ def labels_import(
     (nothing stored)."""
     from callbench.grade.action_checks import GradeError
     from callbench.grade.labels import import_labels, summary_lines
+    from callbench.runs.lock import RunFolderBusy, hold_run_folder
 
     try:
-        result = import_labels(run_dir, file)
-    except GradeError as e:
+        if not (run_dir / "manifest.json").is_file():
+            raise GradeError(f"{run_dir}: no manifest.json; not a run folder")
+        with hold_run_folder(run_dir, "callbench labels import"):
+            result = import_labels(run_dir, file)
+    except (GradeError, RunFolderBusy) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     gid, *rest = summary_lines(result)

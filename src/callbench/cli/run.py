@@ -14,6 +14,17 @@ from callbench.cli.results import report
 def _execute(
     config: object, cache_path: Path | None, cache_mode: str, title: str
 ) -> tuple[object, str | None]:
+    """:func:`_execute_held` holding the run folder's lock (:mod:`callbench.runs.lock`) from before
+    the progress bar is drawn: a second driver gets its one line at once (exit 2)."""
+    import contextlib
+
+    with contextlib.ExitStack() as lock:
+        return _execute_held(config, cache_path, cache_mode, title, lock)
+
+
+def _execute_held(
+    config: object, cache_path: Path | None, cache_mode: str, title: str, lock: object
+) -> tuple[object, str | None]:
     """Run with a rich progress bar; Ctrl-C stops cleanly (finished episodes are kept).
 
     Exit codes: 2 bad input; 3 a role's provider cannot be used (preflight failed, or a role
@@ -21,6 +32,7 @@ def _execute(
     full, permission denied, read-only folder); 130 interrupted. Finished episodes are kept in
     every case and the same command resumes."""
     import asyncio
+    import contextlib
     import sqlite3
 
     from rich.console import Console
@@ -37,6 +49,7 @@ def _execute(
     from callbench.grade.grader import GradeError
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.guard import RunStopped
+    from callbench.runs.lock import hold_run_folder
     from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
     from callbench.runs.plan import plan_episodes
     from callbench.runs.preflight import PreflightError
@@ -48,6 +61,8 @@ def _execute(
     # drawn: the output folder, the bundle, the filters and every role's model spec.
     try:
         check_run_folder(Path(config.out))
+        assert isinstance(lock, contextlib.ExitStack)
+        lock.enter_context(hold_run_folder(Path(config.out), f"callbench run {config.executor}"))
         bundle = load_bundle(config.bundle_path)
         cands = [(c.spec, c.settings) for c in config.candidates]
         plan_episodes(bundle, cands, config.repeats, config.filters)
@@ -63,6 +78,10 @@ def _execute(
     except (RunConflict, ValueError, FileNotFoundError, FileExistsError, NotADirectoryError) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
+    except OSError as e:  # the run folder or its lock cannot be created (read-only, full, no permission)
+        line = machine_fault_message(e, config.out)
+        console.print(f"error: {line or e}", markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_MACHINE_FAULT if line else 2) from None
 
     totals = RunTotals()
     # At 80 columns the full line (bar, counts, tokens, cost, time left) was cut off with ellipses:
@@ -122,10 +141,10 @@ def _execute(
         with progress:
             return asyncio.run(go())
     except KeyboardInterrupt:
-        console.print(
-            f"interrupted: finished episodes are saved in {config.out}; run the same command to resume"
-        )
-        raise typer.Exit(130) from None
+        from callbench.runs.supervisor import requested_stop, stop_message, stop_status
+
+        console.print(stop_message(requested_stop(), str(config.out)), markup=False, soft_wrap=True)
+        raise typer.Exit(stop_status()) from None
     except (PreflightError, RunStopped) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_PROVIDER) from None
@@ -331,6 +350,13 @@ def demo(
     )
 
     spec = f"local:{local_model}" if local_model is not None else (model or default_demo_model())
+    from callbench.models.specs import parse_spec
+
+    try:
+        parse_spec(spec)
+    except ValueError as e:
+        typer.echo(f"error: --model: {e}", err=True)
+        raise typer.Exit(2) from None
     if spec.startswith("local") and importlib.util.find_spec("llama_cpp") is None:
         typer.echo(
             "error: the embedded model needs the local extra: pip install 'callbench[local]' "

@@ -6,9 +6,15 @@ mark or zero-width characters, with keys or labels in odd case or spelling (``"M
 list of objects carrying ``id`` instead of an object keyed by id, still parses.
 
 Strict about content (issue #6): an unknown label, a rating that is not a whole number from 1 to
-5, a cited index that is not a message index of the trace, or a missing item is *rejected*, never
-clamped or guessed. Rejections are per item, so one bad item does not void the others; the judge
-runner retries once and records what stays unusable as a judge error.
+5, a cited index that is not a message index of the trace, a label, rating or citation list given
+twice in one item, or a missing item is *rejected*, never clamped or guessed. Rejections are per
+item, so one bad item does not void the others; the judge runner retries once and records what
+stays unusable as a judge error.
+
+Strict about the reply as a kind (issue 25 item 5): a reply that gives any JSON key twice
+(``object_pairs_hook``; Python's ``json`` keeps the last silently, so ``not_met`` then ``met`` was
+stored as met), gives one item twice in the list form, or judges items it was not asked about is
+rejected whole (:class:`ReplyError`) and retried like unparseable text.
 """
 
 from __future__ import annotations
@@ -84,9 +90,24 @@ def clean_text(text: str) -> str:
     return text.translate(_INVISIBLE)
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` that refuses a key given twice in one object (RFC 8259 section 4: names
+    SHOULD be unique; with duplicates the behaviour is unpredictable)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ReplyError(f"the reply gives the key {k!r} twice in one object; give each key once")
+        out[k] = v
+    return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
 def extract_json(text: str | None) -> dict[str, Any]:
     """The JSON object in a reply: from a code fence if there is one, else the whole text, else the
-    first ``{...}`` value in it. Raises :class:`ReplyError` saying what is wrong."""
+    first ``{...}`` value in it. Raises :class:`ReplyError` saying what is wrong, including a key
+    given twice in one object."""
     if text is None or not text.strip():
         raise ReplyError("the reply is empty")
     s = clean_text(text).strip()
@@ -94,13 +115,13 @@ def extract_json(text: str | None) -> dict[str, Any]:
     if fence:
         s = fence.group(1).strip()
     try:
-        value = json.loads(s)
+        value = _DECODER.decode(s)
     except json.JSONDecodeError:
         start = s.find("{")
         if start < 0:
             raise ReplyError("the reply contains no JSON object") from None
         try:
-            value, _ = json.JSONDecoder().raw_decode(s, start)
+            value, _ = _DECODER.raw_decode(s, start)
         except json.JSONDecodeError as e:
             raise ReplyError(f"the reply is not valid JSON: {e}") from None
     if not isinstance(value, dict):
@@ -148,6 +169,8 @@ def _container(obj: dict[str, Any], kind: Kind, ids: list[str], only_kind: bool)
                     if isinstance(entry, dict):
                         ident = next((x for kk, x in entry.items() if _norm(kk) == "id"), None)
                         if isinstance(ident, str):
+                            if ident in out:
+                                raise ReplyError(f"the reply gives {kind} item {ident!r} twice")
                             out[ident] = entry
                 return out
             return v if isinstance(v, dict) else None
@@ -191,6 +214,8 @@ def _item(raw: Any, kind: Kind, valid: set[int]) -> tuple[ItemReply | None, str 
     fields: dict[str, Any] = {}
     for k, v in raw.items():
         name = _FIELD_ALIASES.get(_norm(k)) if isinstance(k, str) else None
+        if name in ("label", "rating", "cited_messages") and name in fields:
+            return None, f"gives its {name} twice (as {k!r} too)"
         if name is not None and name not in fields:
             fields[name] = v
     cited, err = _cited(fields.get("cited_messages"), valid)
@@ -219,7 +244,8 @@ def parse_judge_reply(text: str | None, expected: list[ItemKey], valid_indices: 
     """Parse a judge reply against the expected items and the trace's message indices.
 
     Returns usable items and, for every other expected item, why it was rejected. Raises
-    :class:`ReplyError` when the reply as a whole is unusable. Items not expected are ignored.
+    :class:`ReplyError` when the reply as a whole is unusable: not a JSON object, a key given twice,
+    an item given twice, or an item that was not asked for (in a ``criteria`` / ``ratings`` object).
     """
     obj = extract_json(text)
     kinds = {k for k, _ in expected}
@@ -227,6 +253,16 @@ def parse_judge_reply(text: str | None, expected: list[ItemKey], valid_indices: 
     containers: dict[str, dict[str, Any] | None] = {
         kind: _container(obj, kind, [i for k, i in expected if k == kind], len(kinds) == 1) for kind in kinds
     }
+    for kind, box in containers.items():
+        if box is None or box is obj:  # items at the top level sit beside other fields
+            continue
+        asked = [i for k, i in expected if k == kind]
+        extra = sorted(str(k) for k in box if not any(_find_id({k: None}, i) for i in asked))
+        if extra:
+            raise ReplyError(
+                f"the reply judges {kind} that were not asked: {', '.join(extra)} "
+                f"(asked: {', '.join(asked)})"
+            )
     for key in expected:
         kind, item_id = key
         ks = key_str(key)

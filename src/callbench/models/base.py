@@ -28,6 +28,8 @@ SECRET_VALUE_RE = re.compile(r"(bearer|basic)\s+\S|sk-[A-Za-z0-9_-]{8,}", re.IGN
 ``Basic ...``, an ``sk-...`` key): refused too."""
 ENV_REF_RE = re.compile(r"env:[A-Za-z_][A-Za-z0-9_]*")
 HEADER_VALUE_MARKER = "[not saved]"
+URL_PART_MARKER = "not-saved"
+"""What a saved ``base_url`` holds in place of its userinfo and of each query value."""
 """What every saved header value is replaced by (manifests, traces, grade sets, reports)."""
 OPERATIONAL_SETTINGS = frozenset({"extra_headers", "max_attempts", "retry_base_delay_s"})
 """Settings that never change what a model says (left out of candidate ids)."""
@@ -133,12 +135,44 @@ class ModelSettings(BaseModel):
                 )
         return headers
 
+    @field_serializer("base_url")
+    def _url_without_credentials(self, url: str | None) -> str | None:
+        """Every dump keeps the endpoint (scheme, host, port, path) but not what may authenticate
+        to it: the userinfo (``user:password@``) and every query value (``?subscription-key=...``)
+        become :data:`URL_PART_MARKER` (issue 25 item 4). The live object keeps the URL."""
+        return saved_url(url)
+
     @field_serializer("extra_headers")
     def _header_names_only(self, headers: dict[str, str]) -> dict[str, str]:
         """Every dump (manifests, traces, grade sets, reports) keeps header names only: each value,
         literal or ``env:VAR``, becomes :data:`HEADER_VALUE_MARKER` (issue 16 item 5). The live
         object keeps its values for the requests."""
         return {name: HEADER_VALUE_MARKER for name in headers}
+
+
+def saved_url(url: str | None) -> str | None:
+    """``url`` with its userinfo and each query value replaced by :data:`URL_PART_MARKER` (query
+    names and everything else kept; RFC 3986 section 3.2.1 deprecates passwords in userinfo, and
+    providers put keys in the query). A text that does not parse as a URL is kept only when it has
+    neither ``@`` nor ``?``; otherwise it is replaced whole."""
+    if url is None:
+        return None
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return url if "@" not in url and "?" not in url else URL_PART_MARKER
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{URL_PART_MARKER}@{'[' + host + ']' if ':' in host else host}{port}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, URL_PART_MARKER) for k, _ in pairs]) if pairs else URL_PART_MARKER
+    return urlunsplit((parts.scheme, netloc, parts.path, query, URL_PART_MARKER if parts.fragment else ""))
 
 
 class RequestContext(BaseModel):
@@ -189,6 +223,20 @@ class Usage(BaseModel):
     latency_s: float = 0.0
     tokens_per_second: float | None = None
     cost_usd: float | None = 0.0
+
+    @field_validator("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_input_tokens",
+                     "calls", mode="before")
+    @classmethod
+    def _count_not_negative(cls, value: Any) -> Any:
+        """A negative count (saved by a version that trusted a provider's usage) reads as 0: no
+        report shows negative tokens, speeds or costs (issue 25 item 6)."""
+        return 0 if isinstance(value, int) and not isinstance(value, bool) and value < 0 else value
+
+    @field_validator("tokens_per_second", "cost_usd", mode="before")
+    @classmethod
+    def _rate_not_negative(cls, value: Any) -> Any:
+        """A negative speed or cost is unknown (None), never shown."""
+        return None if isinstance(value, int | float) and not isinstance(value, bool) and value < 0 else value
 
     def __add__(self, other: Usage) -> Usage:
         cost = None if self.cost_usd is None or other.cost_usd is None else self.cost_usd + other.cost_usd

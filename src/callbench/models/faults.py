@@ -43,6 +43,9 @@ class RoleFaults(BaseModel):
     requests: int = 0
     retries: int = 0
     faults: dict[str, int] = Field(default_factory=dict)
+    notes: dict[str, int] = Field(default_factory=dict)
+    """Replies used as they were but with something read in place of what they lacked, by kind:
+    ``usage_missing`` (no token counts: read as 0, so the call's tokens and cost are undercounted)."""
 
     def add(self, other: RoleFaults) -> None:
         """Add ``other``'s counts to these (in place)."""
@@ -50,6 +53,8 @@ class RoleFaults(BaseModel):
         self.retries += other.retries
         for k, n in other.faults.items():
             self.faults[k] = self.faults.get(k, 0) + n
+        for k, n in other.notes.items():
+            self.notes[k] = self.notes.get(k, 0) + n
 
 
 class FaultLedger(BaseModel):
@@ -65,7 +70,8 @@ class FaultLedger(BaseModel):
 
     def snapshot(self) -> dict[str, RoleFaults]:
         """A copy of the counts, roles sorted, roles without requests left out."""
-        return {r: f.model_copy(deep=True) for r, f in sorted(self.roles.items()) if f.requests or f.faults}
+        return {r: f.model_copy(deep=True) for r, f in sorted(self.roles.items())
+                if f.requests or f.faults or f.notes}
 
 
 _current: ContextVar[FaultLedger | None] = ContextVar("callbench_fault_ledger", default=None)
@@ -102,6 +108,15 @@ def note_fault(role: str, kind: str) -> None:
     if ledger is not None:
         faults = ledger.role(role).faults
         faults[kind] = faults.get(kind, 0) + 1
+
+
+def note_reading(role: str, kind: str) -> None:
+    """Count one reply of ``role`` used with ``kind`` read in place of what it lacked
+    (:attr:`RoleFaults.notes`, e.g. ``usage_missing``)."""
+    ledger = _current.get()
+    if ledger is not None:
+        notes = ledger.role(role).notes
+        notes[kind] = notes.get(kind, 0) + 1
 
 
 def note_skip(role: str, kind: str) -> None:

@@ -3,8 +3,9 @@ role, so a report says what went wrong and how often, and that none of it was ch
 candidate.
 
 Counted from each saved episode's fault ledger (``RUN_DIR/faults/<episode_id>.json``: candidate
-and caller requests, retries and faults by kind, ``models/faults.py``), the judges' ledgers in the
-reported grade set's episode grades, and:
+and caller requests, retries and faults by kind, ``models/faults.py``), the preflights' ledgers
+(``RUN_DIR/faults/preflight/*.json``), the judges' ledgers in the reported grade set's episode
+grades, and:
 
 - skipped episodes by reason category: ``infrastructure/<fault kind>`` when a provider fault
   skipped the episode (the kind from the ledger), else the reason code (``caller_validation`` ...);
@@ -28,6 +29,7 @@ from rich.table import Table
 from callbench.models.faults import FaultLedger, RoleFaults
 from callbench.report.load import RunData
 from callbench.runs.manifest import FAULTS
+from callbench.runs.store import PREFLIGHT
 
 ROLE_ORDER = ("candidate", "caller", "task_judge", "conversation_judge")
 
@@ -66,6 +68,13 @@ def run_faults(run: RunData) -> RunFaults:
     roles: dict[str, RoleFaults] = {}
     skipped: Counter[str] = Counter()
     not_graded: Counter[str] = Counter()
+    for path in sorted((run.run_dir / FAULTS / PREFLIGHT).glob("*.json")):
+        try:  # the preflights' requests, retries and faults (issue 25 item 7)
+            pre = FaultLedger.model_validate_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for role, counts in pre.roles.items():
+            roles.setdefault(role, RoleFaults()).add(counts)
     for episode_id, trace in sorted(run.traces.items()):
         out.episodes += 1
         ledger = _load_ledger(run, episode_id)

@@ -16,7 +16,16 @@ retries fail the preflight with one line naming role and spec. A 401/403/404 is 
 ``FATAL_TRIES`` times in all (the run's own rule, ``guard.DEFAULT_MAX_CONSECUTIVE``, stops a run
 only after that many in a row): a provider that answers one stray 401 on a bad day must not stop
 a run that would have worked, while a wrong key or model name fails every time and still stops
-the run before any episode, at the cost of two more one-token requests. Scripted models need no network and
+the run before any episode, at the cost of two more one-token requests.
+
+Transient faults are retried as an episode's are (issue 25 item 7): the adapter's own retries first
+(rate limits, 5xx, timeouts, malformed bodies, one empty reply), then, for an unusable answer
+(``ModelOutputError``: two empty replies, JSON that does not validate), the request is asked again
+up to ``OUTPUT_TRIES`` times in all, as the caller and the judges ask again for an unusable reply.
+Only a fault that persists fails the preflight, and its line names the fault's own kind (an empty
+reply is "no answer: empty_reply", not "no structured JSON output"). Every request, retry and fault
+of the preflight is counted in a fault ledger that the session saves with the run
+(``faults/preflight/``) and the report adds to ``runs[].faults``. Scripted models need no network and
 the embedded ``local`` model is checked when it loads, so neither gets a preflight; a response
 cache is bypassed (the probe must reach the provider), and a ``replay_only`` run, which promises no
 model call, gets none.
@@ -42,6 +51,8 @@ from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, FATAL_STATUS
 
 NETWORK_PROVIDERS = frozenset({"openai", "anthropic"})
 FATAL_TRIES = DEFAULT_MAX_CONSECUTIVE
+OUTPUT_TRIES = 3
+"""Requests in all for an unusable answer (``ModelOutputError``) before it fails the preflight."""
 PING = ToolSchema(
     name="preflight_ping",
     description="Confirms the connection. Call it with no arguments.",
@@ -101,25 +112,33 @@ async def check_role(role_name: str, role: Role, client: ModelClient) -> str | N
     measures, not a broken role). Raises :class:`PreflightError`."""
     inner = _unwrap(client)
     where = f"preflight: {role_name} {client.spec}"
-    try:
-        for tries in range(1, FATAL_TRIES + 1):
-            try:
-                response = await inner.complete(_request(role))
-                break
-            except InfrastructureError as e:
-                if e.status not in FATAL_STATUS or tries == FATAL_TRIES:
-                    raise
-    except InfrastructureError as e:
-        raise PreflightError(f"{where}: {e}") from None
-    except ModelOutputError as e:
-        if role == "candidate" and e.kind == "tool_call_in_content":
-            return f"{where}: {e}"  # the episodes record it as the candidate's output error
-        what = "structured JSON output" if role != "candidate" else "a usable answer"
-        raise PreflightError(f"{where}: no {what}: {e}") from None
+    fatal = output = 0
+    while True:
+        try:
+            response = await inner.complete(_request(role))
+            break
+        except InfrastructureError as e:
+            fatal += 1
+            if e.status not in FATAL_STATUS or fatal >= FATAL_TRIES:
+                raise PreflightError(f"{where}: {e}") from None
+        except ModelOutputError as e:
+            if role == "candidate" and e.kind == "tool_call_in_content":
+                return f"{where}: {e}"  # the episodes record it as the candidate's output error
+            output += 1
+            if output >= OUTPUT_TRIES:
+                raise PreflightError(f"{where}: {_output_cause(role, e)} ({output} tries)") from None
     if role == "candidate" and not any(c.name == PING.name for c in response.tool_calls):
         return (f"{where}: the endpoint accepted tools but the model answered without calling "
                 "preflight_ping; its tool use is part of what the run measures")
     return None
+
+
+def _output_cause(role: Role, e: ModelOutputError) -> str:
+    """What an unusable answer lacked, by its kind: an empty reply is no answer at all."""
+    if e.kind == "empty_reply":
+        return f"no answer: {e}"
+    what = "structured JSON output" if role != "candidate" else "a usable answer"
+    return f"no {what}: {e}"
 
 
 async def preflight(clients: dict[str, ModelClient]) -> list[str]:

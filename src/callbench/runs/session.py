@@ -8,6 +8,7 @@ first grades any trace that a killed run saved but did not grade.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from callbench.grade.grader import (
 from callbench.grade.models import EpisodeGrade
 from callbench.models.base import ModelClient, Role, Usage
 from callbench.models.cache import CacheMode, ResponseCache
+from callbench.models.faults import collect_faults
 from callbench.runs.executor import (
     RoleSpec,
     RunConfig,
@@ -36,6 +38,7 @@ from callbench.runs.executor import (
     saved_form,
 )
 from callbench.runs.guard import RunHealth
+from callbench.runs.lock import LOCK_FILE, hold_run_folder
 from callbench.runs.manifest import MANIFEST, EpisodeKey, RunManifest
 from callbench.runs.plan import candidate_slug, select_scenarios
 from callbench.runs.preflight import preflight
@@ -111,7 +114,10 @@ async def run_and_grade(
     grade_set: str | None = None
     out_existed = Path(config.out).exists()
     store = RunStore(Path(config.out))
+    folder_lock = contextlib.ExitStack()
     try:
+        # one writer per run folder; the Ray driver holds it too (issue 25)
+        folder_lock.enter_context(hold_run_folder(Path(config.out), f"callbench run {config.executor}"))
         hook = None
         if config.grade:
             out = Path(config.out)
@@ -154,7 +160,16 @@ async def run_and_grade(
 
         if config.preflight and (cache is None or cache.mode is not CacheMode.REPLAY_ONLY):
             check_request_rules(clients, select_scenarios(bundle, config.filters))
-            await preflight(clients)
+            # the preflight's requests, retries and faults go into the run's fault ledger
+            # (a refused new run keeps no folder, so its ledger is only in the error line)
+            with collect_faults() as pre_ledger:
+                passed = False
+                try:
+                    await preflight(clients)
+                    passed = True
+                finally:
+                    if pre_ledger.snapshot() and (passed or (Path(config.out) / MANIFEST).exists()):
+                        store.save_preflight_faults(pre_ledger)
         if cluster is not None:
             from callbench.runs.ray_executor import execute_run_ray
 
@@ -186,11 +201,14 @@ async def run_and_grade(
         # a run refused before anything was saved (filters matching nothing, a conflict) leaves
         # no empty folder behind
         out_dir = Path(config.out)
+        store.close()
+        folder_lock.close()  # removes a folder it made that holds nothing but the lock
         if not out_existed and out_dir.is_dir() and not any(out_dir.iterdir()):
             out_dir.rmdir()
         raise
     finally:
         store.close()
+        folder_lock.close()
         if cluster is not None:
             cluster.close()
         if own:
@@ -228,9 +246,10 @@ def open_cache(path: Path | None, mode: str) -> ResponseCache | None:
 def check_run_folder(out: Path) -> None:
     """Refuse an output folder that would mix a run into unrelated files.
 
-    Accepted: a path that does not exist yet, an empty folder, or a folder holding a callbench run
-    (its ``manifest.json``; the run is resumed or refused later if it is a different run). Raises
-    ``ValueError`` with a one-line reason for a file, or for a non-empty folder without a manifest.
+    Accepted: a path that does not exist yet, an empty folder (its lock file aside), or a folder
+    holding a callbench run (its ``manifest.json``; the run is resumed or refused later if it is a
+    different run). Raises ``ValueError`` with a one-line reason for a file, or for a non-empty
+    folder without a manifest.
     """
     if not out.exists():
         return
@@ -239,7 +258,7 @@ def check_run_folder(out: Path) -> None:
     if (out / MANIFEST).exists():
         return
     try:
-        entries = sorted(p.name for p in out.iterdir())
+        entries = sorted(p.name for p in out.iterdir() if p.name != LOCK_FILE)
     except OSError as e:
         reason = getattr(e, "strerror", None) or e
         raise ValueError(f"--out {out}: cannot read the folder: {reason}") from None

@@ -30,6 +30,9 @@ from callbench.models.faults import FaultLedger
 from callbench.runs.manifest import FAULTS, GRADES, MANIFEST, TRACES, RunManifest
 from callbench.trace import Trace, atomic_write_text, load_trace
 
+PREFLIGHT = "preflight"
+"""``faults/preflight/``: the fault ledgers of the preflights (one file per invocation)."""
+
 INDEX = "index.sqlite"
 EPISODE_WRITERS = 4
 """Threads saving finished episodes at once (each save fsyncs two files)."""
@@ -238,6 +241,21 @@ class RunStore:
     def save_faults(self, episode_id: str, ledger: FaultLedger) -> None:
         """Save an episode's fault ledger atomically (``faults/<episode_id>.json``)."""
         atomic_write_text(self.faults_path(episode_id), ledger.model_dump_json(indent=1) + "\n")
+
+    def save_preflight_faults(self, ledger: FaultLedger) -> Path:
+        """Save the fault ledger of one invocation's preflight atomically, as
+        ``faults/preflight/<UTC time>.json`` (one file per invocation, never overwritten)."""
+        import datetime as dt
+
+        folder = self.root / FAULTS / PREFLIGHT
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        path = folder / f"{stamp}.json"
+        n = 1
+        while path.exists():
+            n += 1
+            path = folder / f"{stamp}-{n}.json"
+        atomic_write_text(path, ledger.model_dump_json(indent=1) + "\n")
+        return path
 
     def load_faults(self, episode_id: str) -> FaultLedger | None:
         """An episode's fault ledger; None when absent or unreadable (runs made before ledgers)."""

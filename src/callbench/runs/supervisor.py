@@ -13,9 +13,19 @@ arguments, standard streams inherited) and waits:
   (139 for SIGSEGV); the child's Python stack at the crash (``faulthandler``) is kept in a file
   named on that line.
 
-Ctrl-C reaches the child directly (same process group), so the parent ignores SIGINT while it waits;
-SIGTERM and SIGHUP sent to the parent are passed on to the child. ``CALLBENCH_NO_SUPERVISOR=1``
-runs commands in one process (for debuggers); the child runs with ``CALLBENCH_SUPERVISED=1``.
+Stopping (issue 25): SIGINT, SIGTERM and SIGHUP sent to the parent are passed on to the child (a
+terminal's Ctrl-C reaches both, being sent to the process group; the child counts deliveries of one
+signal within :data:`DUPLICATE_S` as one). In the child (:func:`child_setup`) the first such signal
+starts a graceful stop (``KeyboardInterrupt`` in the main thread: in-flight episodes are cancelled,
+finished ones are already saved), bounded by :data:`GRACE_S`; a second one stops at once. The exit
+status is the shell's ``128 + signal`` (130 for SIGINT, 143 for SIGTERM) with a one-line message of
+a stop, never the crash message: that is kept for a child killed by SIGSEGV, SIGABRT, SIGBUS,
+SIGILL, SIGFPE or (out of memory) SIGKILL that the parent did not send.
+
+The child dies with its parent however the parent dies: ``prctl(PR_SET_PDEATHSIG, SIGTERM)`` (Linux,
+``prctl(2)``) and, everywhere, a daemon thread that checks once a second that the parent's pid
+(``$CALLBENCH_PARENT_PID``) is still its parent. ``CALLBENCH_NO_SUPERVISOR=1`` runs commands in one
+process (for debuggers); the child runs with ``CALLBENCH_SUPERVISED=1``.
 """
 
 from __future__ import annotations
@@ -27,8 +37,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import Any, TextIO
 
 from callbench.models.local.safeguards import NOTE_ENV, crash_message
@@ -37,6 +50,47 @@ SUPERVISED_ENV = "CALLBENCH_SUPERVISED"
 NO_SUPERVISOR_ENV = "CALLBENCH_NO_SUPERVISOR"
 STACK_ENV = "CALLBENCH_CRASH_STACK"
 """Path where the child's ``faulthandler`` writes the Python stack on a fatal signal."""
+PARENT_ENV = "CALLBENCH_PARENT_PID"
+"""The supervising parent's pid, which the child watches."""
+READY_ENV = "CALLBENCH_READY_FD"
+"""A pipe the child writes one byte to once its stop handlers are in place: the child starts with
+the stop signals ignored, and the parent holds back the ones that arrive before that byte."""
+
+NATIVE_CRASH_SIGNALS: frozenset[int] = frozenset(
+    getattr(signal, n) for n in ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", "SIGFPE", "SIGKILL")
+    if hasattr(signal, n)
+)
+"""Deaths that get the crash message (when the parent did not send the signal itself)."""
+STOP_SIGNALS: tuple[int, ...] = tuple(
+    getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)
+)
+"""Signals that ask a command to stop: passed on by the parent, a graceful stop in the child."""
+DUPLICATE_S = 1.0
+"""Deliveries of one stop signal this close together count as one (Ctrl-C reaches the child both
+from the terminal and from the parent)."""
+GRACE_S = 10.0
+"""How long a graceful stop may take before the child exits at once (a native call that does not
+return, such as a llama.cpp generation, cannot be cancelled)."""
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def signal_name(signum: int) -> str:
+    """``SIGTERM`` for 15; ``signal N`` for a number with no name."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def stop_message(signum: int | None, where: str | None = None) -> str:
+    """The one line for a command stopped by ``signum`` (Ctrl-C, SIGTERM, SIGHUP; None is Ctrl-C): a
+    stop, not a crash; ``where`` names the run folder whose finished episodes are kept. Records that
+    the stop was reported (:func:`stop_reported`), so the entry point does not say it twice."""
+    _stop.reported = True
+    signum = signum or signal.SIGINT
+    how = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"stopped by {signal_name(signum)}"
+    kept = f"finished episodes are saved in {where}" if where else "finished work is saved"
+    return f"{how}: {kept}; run the same command to resume"
 
 
 def should_supervise(env: Mapping[str, str] | None = None) -> bool:
@@ -48,9 +102,99 @@ def should_supervise(env: Mapping[str, str] | None = None) -> bool:
     return values.get(NO_SUPERVISOR_ENV, "").strip() in ("", "0")
 
 
+class _Stop:
+    """The stop a signal asked for in this process: the first signal and when it came."""
+
+    signum: int | None = None
+    at: float = 0.0
+    reported: bool = False
+
+
+_stop = _Stop()
+
+
+def requested_stop() -> int | None:
+    """The signal that asked this process to stop (SIGINT, SIGTERM, SIGHUP), or None. A
+    ``KeyboardInterrupt`` with None here came from Python's own Ctrl-C handler (SIGINT)."""
+    return _stop.signum
+
+
+def stop_reported() -> bool:
+    """True once :func:`stop_message` made this process's line of a stop."""
+    return _stop.reported
+
+
+def stop_status() -> int:
+    """The exit status for a stop: 128 + the signal that asked for it (130 when none was recorded,
+    as for Python's own ``KeyboardInterrupt``)."""
+    return 128 + (_stop.signum or signal.SIGINT)
+
+
+def _hard_exit(signum: int, why: str) -> None:
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"{why}: finished episodes are saved; run the same command to resume\n")
+        sys.stderr.flush()
+    os._exit(128 + signum)
+
+
+def _on_stop_signal(signum: int, _frame: FrameType | None) -> None:
+    now = time.monotonic()
+    if _stop.signum is None:
+        _stop.signum, _stop.at = signum, now
+        why = f"{signal_name(signum)}: the stop took over {GRACE_S:.0f} s, stopped at once"
+        timer = threading.Timer(GRACE_S, _hard_exit, (signum, why))
+        timer.daemon = True
+        timer.start()
+        raise KeyboardInterrupt
+    if now - _stop.at < DUPLICATE_S:
+        return  # the same Ctrl-C, delivered by the terminal and passed on by the parent
+    _hard_exit(_stop.signum, f"{signal_name(signum)} again: stopped at once")
+
+
+def install_stop_handlers() -> None:
+    """Make SIGINT, SIGTERM and SIGHUP a graceful stop in this process (main thread only): the first
+    raises ``KeyboardInterrupt`` (recorded for :func:`requested_stop`) and starts a
+    :data:`GRACE_S` limit; a later one (not within :data:`DUPLICATE_S`) exits at once with
+    128 + the first signal."""
+    with contextlib.suppress(ValueError):  # not the main thread
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _on_stop_signal)
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGTERM this process when ``parent`` dies: PR_SET_PDEATHSIG where Linux has it, then a
+    check that the parent is still ours (it may have died before the prctl), and a watcher thread."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
+    threading.Thread(target=watch, name="callbench-parent-watch", daemon=True).start()
+
+
 def child_setup() -> None:
-    """In the child: write the Python stack to ``$CALLBENCH_CRASH_STACK`` on a fatal signal
-    (``faulthandler``; the signal still kills the process, so the parent sees it). No-op elsewhere."""
+    """In the child: stop gracefully on SIGINT/SIGTERM/SIGHUP (:func:`install_stop_handlers`), die
+    with the parent (``$CALLBENCH_PARENT_PID``), and write the Python stack to
+    ``$CALLBENCH_CRASH_STACK`` on a fatal signal (``faulthandler``; the signal still kills the
+    process, so the parent sees it). Without a supervisor only the stop handlers are installed."""
+    install_stop_handlers()
+    ready = os.environ.pop(READY_ENV, "")
+    if ready.isdigit():
+        with contextlib.suppress(OSError):
+            os.write(int(ready), b"1")
+            os.close(int(ready))
+    parent = os.environ.get(PARENT_ENV, "")
+    if parent.isdigit():
+        _die_with_parent(int(parent))
     path = os.environ.get(STACK_ENV)
     if not path:
         return
@@ -68,24 +212,37 @@ def run_supervised(
 ) -> int:
     """Run ``command`` as a child with ``CALLBENCH_SUPERVISED=1`` and return its exit status.
 
-    A child killed by signal N gets the line of :func:`crash_message` on ``err`` (default stderr)
-    and the status 128 + N. The note and stack files live in a temporary folder that is removed
-    unless the stack file holds something worth reading. Raises OSError when the child cannot start.
+    A child that exits passes its status on. A child killed by a signal the parent passed on, or by
+    SIGINT/SIGTERM/SIGHUP, gets the line of :func:`stop_message`; one killed by another signal N
+    gets the line of :func:`crash_message` on ``err`` (default stderr); both return 128 + N. The
+    note and stack files live in a temporary folder that is removed unless the stack file holds
+    something worth reading. Raises OSError when the child cannot start.
     """
     err = sys.stderr if err is None else err
     scratch = Path(tempfile.mkdtemp(prefix="callbench-supervisor-"))
     note, stack = scratch / "native-note.txt", scratch / "crash-stack.txt"
     child_env = dict(os.environ if env is None else env)
-    child_env.update({SUPERVISED_ENV: "1", NOTE_ENV: str(note), STACK_ENV: str(stack)})
+    child_env.update({SUPERVISED_ENV: "1", NOTE_ENV: str(note), STACK_ENV: str(stack),
+                      PARENT_ENV: str(os.getpid())})
     keep = False
+    ready_r, ready_w = os.pipe()
+    child_env[READY_ENV] = str(ready_w)
     try:
-        with _signals_for_child() as attach:
-            child = subprocess.Popen(list(command), env=child_env)
+        with _signals_for_child(ready_r) as (attach, forwarded):
+            try:
+                child = subprocess.Popen(
+                    list(command), env=child_env, pass_fds=(ready_w,), preexec_fn=_ignore_stop_signals
+                )
+            finally:
+                os.close(ready_w)
             attach(child)
             status = child.wait()
         if status >= 0:
             return status
         signum = -status
+        if signum in forwarded or signum not in NATIVE_CRASH_SIGNALS:
+            print(stop_message(signum), file=err, flush=True)
+            return 128 + signum
         said = note.read_text(encoding="utf-8", errors="replace") if note.exists() else ""
         line = crash_message(signum, said)
         if stack.exists() and stack.stat().st_size > 0:
@@ -98,32 +255,66 @@ def run_supervised(
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _signals_for_child() -> Any:
-    """Ignore SIGINT (the terminal sends it to the child too) and pass SIGTERM/SIGHUP on to the child
-    while it runs; restore the previous handlers after. Outside the main thread nothing changes."""
-    holder: list[subprocess.Popen[bytes]] = []
+def _ignore_stop_signals() -> None:
+    """In the forked child before exec: ignore the stop signals until :func:`child_setup` handles them."""
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
 
-    def forward(signum: int, _frame: object) -> None:
+
+@contextlib.contextmanager
+def _signals_for_child(ready_fd: int) -> Any:
+    """Pass SIGINT, SIGTERM and SIGHUP on to the child while it runs (recording which were sent),
+    holding back those that arrive before the child says on ``ready_fd`` that it handles them;
+    restore the previous handlers after. Outside the main thread nothing changes. Closes ``ready_fd``."""
+    holder: list[subprocess.Popen[bytes]] = []
+    forwarded: set[int] = set()
+    pending: list[int] = []
+    lock = threading.Lock()
+    ready = threading.Event()
+
+    def send(signum: int) -> None:
         for child in holder:
             with contextlib.suppress(OSError):
                 child.send_signal(signum)
 
-    wanted: dict[int, Any] = {signal.SIGINT: signal.SIG_IGN}
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            wanted[getattr(signal, name)] = forward
+    def forward(signum: int, _frame: object) -> None:
+        forwarded.add(signum)
+        with lock:
+            if not ready.is_set():
+                pending.append(signum)
+                return
+        send(signum)
+
+    def wait_ready() -> None:
+        with contextlib.suppress(OSError):
+            os.read(ready_fd, 1)  # one byte, or EOF when the child exits first
+        with lock:
+            ready.set()
+            held = list(dict.fromkeys(pending))
+        for signum in held:
+            send(signum)
+
+    watcher = threading.Thread(target=wait_ready, name="callbench-child-ready", daemon=True)
+
     previous: dict[int, Any] = {}
     try:
-        for signum, handler in wanted.items():
-            previous[signum] = signal.signal(signum, handler)
+        for signum in STOP_SIGNALS:
+            previous[signum] = signal.signal(signum, forward)
     except ValueError:  # not the main thread: leave the handlers alone
         previous = {}
+    def attach(child: subprocess.Popen[bytes]) -> None:
+        holder.append(child)
+        watcher.start()
+
     try:
-        yield holder.append
+        yield attach, forwarded
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if watcher.is_alive():
+            watcher.join(timeout=1.0)
+        with contextlib.suppress(OSError):
+            os.close(ready_fd)
 
 
 def child_command(argv: Sequence[str]) -> list[str]:

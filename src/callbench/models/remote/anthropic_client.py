@@ -60,8 +60,8 @@ from callbench.models.faults import note_fault, note_request
 from callbench.models.remote.anomalies import anthropic_content, checked_body
 from callbench.models.remote.client import RemoteClient
 from callbench.models.remote.negotiation import request_problem
-from callbench.models.remote.prepared import cleaned_schema, tool_parameters
-from callbench.models.remote.secrets import resolve_headers
+from callbench.models.remote.prepared import cleaned_schema, tool_parameters, within_deadline
+from callbench.models.remote.secrets import resolve_base_url, resolve_headers
 from callbench.models.specs import parse_spec
 
 DEFAULT_MAX_TOKENS = 4096
@@ -254,11 +254,13 @@ class AnthropicClient(RemoteClient):
                              "connected]), empty or text")
         self.redactor.add(key)
         self._headers = resolve_headers(settings.extra_headers, self.redactor)
-        base_url = settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        base_url, query = resolve_base_url(
+            settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None, self.redactor)
         self.custom_endpoint = False
         self.gateway = base_url is not None and ANTHROPIC_HOST not in base_url
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0,
-                                                timeout=settings.timeout_s, http_client=http_client)
+                                                timeout=settings.timeout_s, http_client=http_client,
+                                                default_query=query)
         self.system_form: SystemForm = "blocks"
         self.learnt: list[str] = []
         self._lock = threading.Lock()
@@ -302,9 +304,15 @@ class AnthropicClient(RemoteClient):
         for _ in range(2):
             form = self.system_form
             body = anthropic_request_body(request, self.model, self.settings, system_form=form)
-            try:
+
+            async def exchange(body: dict[str, Any] = body) -> tuple[Any, bytes]:
                 raw = await self._client.messages.with_raw_response.create(
                     **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
+                return raw, await raw.read()
+
+            try:
+                # timeout_s bounds the whole exchange, body included (a slow drip is a timeout fault)
+                raw, content = await within_deadline(self.settings.timeout_s, exchange())
             except anthropic.APIStatusError as exc:
                 status = exc.status_code
                 if status >= 500:
@@ -335,7 +343,6 @@ class AnthropicClient(RemoteClient):
             break
         else:  # pragma: no cover - the form steps down at most once
             raise AssertionError("unreachable")
-        content = await raw.read()
         data = checked_body(content, raw.headers.get("content-type", ""), who)
         anthropic_content(data, who)
         return parse_anthropic_message(await raw.parse(), request)

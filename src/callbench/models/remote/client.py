@@ -31,7 +31,7 @@ from callbench.models.base import (
     ModelResponse,
     ModelSettings,
 )
-from callbench.models.faults import note_fault, note_request, note_retry
+from callbench.models.faults import note_fault, note_reading, note_request, note_retry
 from callbench.models.output import check_json_output
 from callbench.models.pricing import PriceTable, call_cost
 from callbench.models.remote.retry import RetryPolicy, Sleep, call_with_retries, classify_exception
@@ -106,6 +106,9 @@ class RemoteClient:
             mapped.role = role
             raise mapped from None
         elapsed = time.perf_counter() - start
+        if response.usage.input_tokens == 0 and response.usage.output_tokens == 0:
+            # no request has zero prompt tokens: the server sent no usage (read as 0; issue 25)
+            note_reading(role, "usage_missing")
         speed = response.usage.tokens_per_second  # set by _send when the server timed generation
         usage = response.usage.model_copy(update={
             "calls": 1,

@@ -78,7 +78,7 @@ from callbench.models.remote.negotiation import (
 )
 from callbench.models.remote.prepared import JsonView, cleaned_schema, post_json, shared_list, tool_parameters
 from callbench.models.remote.schemas import is_openai_strict_compatible, portable_schema
-from callbench.models.remote.secrets import resolve_headers
+from callbench.models.remote.secrets import resolve_base_url, resolve_headers
 from callbench.models.specs import parse_spec
 
 PLACEHOLDER_KEY = "not-needed"
@@ -233,7 +233,8 @@ class OpenAIClient(RemoteClient):
     def __init__(self, spec: str, settings: ModelSettings, *, http_client: Any = None, **kwargs: Any) -> None:
         super().__init__(spec, settings, **kwargs)
         _, self.model = parse_spec(spec)
-        base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        base_url, query = resolve_base_url(
+            settings.base_url or os.environ.get("OPENAI_BASE_URL") or None, self.redactor)
         key = os.environ.get("OPENAI_API_KEY") or None
         if key is None:
             if base_url is None:
@@ -247,7 +248,8 @@ class OpenAIClient(RemoteClient):
         self.capabilities = Capabilities(settings.structured_output)
         self._headers = resolve_headers(settings.extra_headers, self.redactor)
         self._client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0,
-                                          timeout=settings.timeout_s, http_client=http_client)
+                                          timeout=settings.timeout_s, http_client=http_client,
+                                          default_query=query)
 
     async def _send(self, request: ModelRequest) -> ModelResponse:
         """One request, negotiated: a request-validation error takes a negotiation step and the

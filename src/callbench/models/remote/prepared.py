@@ -29,11 +29,12 @@ Returned schemas, validators and shared lists are shared: callers must not mutat
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx2
@@ -43,6 +44,7 @@ import openai
 from callbench.models.base import ToolSchema
 from callbench.models.remote.schemas import clean_schema, clean_tool_parameters
 
+T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
 MAX_SCHEMAS = 512
@@ -118,11 +120,28 @@ async def post_json(client: Any, path: str, body: dict[str, Any], *, headers: di
     if extra:
         payload.update(extra)
     if _lean_capable(client):
-        return await _lean_post(client, path, payload, headers, timeout)
+        return await within_deadline(timeout, _lean_post(client, path, payload, headers, timeout))
     options: dict[str, Any] = {"timeout": timeout}
     if headers:
         options["headers"] = headers
-    return await client.post(path, cast_to=response_type, body=payload, options=options)
+    return await within_deadline(
+        timeout, client.post(path, cast_to=response_type, body=payload, options=options))
+
+
+async def within_deadline(timeout: float | None, request: Awaitable[T]) -> T:
+    """Await ``request`` (one whole HTTP exchange: connect, headers and the body read to its end)
+    for at most ``timeout`` seconds (None: no limit).
+
+    The transport's own timeout (httpx) limits each read, not the exchange: a body sent one byte
+    at a time just under it was waited for in full (a 2 s ``timeout_s`` took 30.2 s, issue 25).
+    Raises ``TimeoutError`` when the deadline passes (a ``timeout`` fault, retried:
+    :func:`callbench.models.remote.retry.classify_exception`)."""
+    if timeout is None:
+        return await request
+    try:
+        return await asyncio.wait_for(request, timeout)
+    except TimeoutError:
+        raise TimeoutError(f"no complete answer within timeout_s {timeout:g} s") from None
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -1,0 +1,113 @@
+"""One writer per run folder (issue 25 item 2): a second driver on a folder in use fails at once with
+one line naming the holder's pid and host, exit 2; the lock goes with its holder however it ends."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from callbench.cli import app
+from callbench.runs.lock import LOCK_FILE, RunFolderBusy, hold_run_folder
+
+from .test_signals import REPEATS, _command, _env, _traces, _wait_for
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="flock and /proc")
+
+
+HOLDER = (
+    "import sys; from pathlib import Path; from callbench.runs.lock import hold_run_folder\n"
+    "with hold_run_folder(Path(sys.argv[1]), 'callbench run ray'):\n"
+    "    print('held', flush=True); sys.stdin.read()\n"
+)
+
+
+def _holder(run: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(run)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_another_process_holding_the_folder_refuses_a_second_holder(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    holder = _holder(run)
+    try:
+        with pytest.raises(RunFolderBusy) as caught, hold_run_folder(run, "callbench grade"):
+            pass
+        line = str(caught.value)
+        assert "\n" not in line
+        assert f"callbench run ray (pid {holder.pid} on host {socket.gethostname()})" in line
+    finally:
+        holder.communicate("", timeout=30)
+    with hold_run_folder(run, "callbench grade") as path:  # released with its holder
+        assert path == run / LOCK_FILE
+        assert "callbench grade" in path.read_text()
+        with hold_run_folder(run, "callbench run local"):  # this process again: nested, no-op
+            pass
+        assert path.exists()
+
+
+def test_a_hold_that_made_the_folder_removes_it_when_nothing_was_saved(tmp_path: Path) -> None:
+    run = tmp_path / "new"
+    with hold_run_folder(run, "callbench run local"):
+        assert (run / LOCK_FILE).exists()
+    assert not run.exists()
+    run.mkdir()
+    with hold_run_folder(run, "callbench run local"):
+        (run / "manifest.json").write_text("{}", encoding="utf-8")
+    assert (run / LOCK_FILE).exists() and (run / "manifest.json").exists()
+
+
+def test_a_second_driver_fails_at_once_and_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    env = _env(tmp_path)
+    first = subprocess.Popen(
+        _command(out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _wait_for(lambda: _traces(out) >= 1, "a finished episode")
+        second = subprocess.run(_command(out), env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2, second.stderr
+        lines = [line for line in second.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, second.stderr
+        assert lines[0].startswith(f"error: run folder {out} is in use by callbench run local (pid ")
+        assert f"on host {socket.gethostname()})" in lines[0]
+        # grade and labels import write grades: refused the same way
+        for argv in (["grade", str(out)], ["labels", "import", str(out), str(tmp_path / "sheet.csv")]):
+            other = subprocess.run([sys.executable, "-m", "callbench", *argv], env=env, capture_output=True,
+                                   text=True, timeout=120)
+            assert other.returncode == 2 and "is in use by callbench run local" in other.stderr, other.stderr
+            assert "Traceback" not in other.stderr
+        assert first.poll() is None  # the holder was not disturbed
+    finally:
+        first.send_signal(signal.SIGKILL)  # the parent; its child goes with it and the kernel frees the lock
+        first.communicate(timeout=60)
+    resumed = None
+    for _ in range(100):  # the orphaned child may need a moment to stop
+        resumed = subprocess.run(_command(out), env={**env, "SLOW_S": "0"}, capture_output=True, text=True,
+                                 timeout=180)
+        if resumed.returncode != 2:
+            break
+    assert resumed is not None and resumed.returncode == 0, resumed.stderr
+    assert _traces(out) == REPEATS
+
+
+def test_grade_of_a_folder_in_use(tmp_path: Path) -> None:
+    """The typer commands (in process) give the same line; nothing is written."""
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "manifest.json").write_text("{}", encoding="utf-8")
+    holder = _holder(run)
+    try:
+        res = CliRunner().invoke(app, ["grade", str(run)])
+        assert res.exit_code == 2
+        assert "is in use by callbench run ray" in res.output
+        assert sorted(p.name for p in run.iterdir()) == ["manifest.json", LOCK_FILE]
+    finally:
+        holder.communicate("", timeout=30)
