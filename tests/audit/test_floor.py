@@ -124,3 +124,21 @@ async def test_floor_problem_names_scenario_agent_and_checks(starter: Bundle) ->
     assert high[0].file == f"agents/bank_card_services/scenarios/{SONS_CARD}.yaml"
     assert high[0].message.startswith(f"{SONS_CARD}: scripted:junk-all meets ")
     assert "never_verify_son_id (3)" in high[0].message
+
+
+async def test_gaming_candidates_play_as_described(starter: Bundle) -> None:
+    from callbench.audit.core import _episode
+
+    agent, scen = starter.scenario(SONS_CARD)
+    ending = {c.tool for c in agent.config.call_ending_tools}
+    tools = [t.name for t in agent.config.tools if t.name not in ending]
+    trace, _ = await _episode(starter, agent, scen, "scripted:junk-all")
+    called = [e.name for e in trace.tool_events]
+    assert sorted(called[:-1]) == sorted(tools) and called[-1] == "end_call"
+    assert str(trace.end_reason) == "call_ended"
+    assert all(e.outcome != "authored" for e in trace.tool_events if e.name == "verify_customer")
+    trace, _ = await _episode(starter, agent, scen, "scripted:junk-lookups")
+    assert {e.name for e in trace.tool_events} == {t.name for t in agent.config.tools if is_lookup(t)}
+    trace, _ = await _episode(starter, agent, scen, "scripted:claim-done")
+    spoken = [m.content for m in trace.messages if m.role == "assistant"][1:]
+    assert trace.tool_events == [] and spoken and all("done" in (c or "") for c in spoken)

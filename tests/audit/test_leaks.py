@@ -115,5 +115,5 @@ def test_starter_has_no_leak_in_any_normalised_form(starter: Bundle) -> None:
 def test_normal_forms() -> None:
     assert fold("SB 3309-418826") == fold("sb3309418826") == "sb3309418826"
     assert fold("௩௩௦௯") == "3309"
-    assert amounts("₹1,500.00, 1,50,000 and 1500") == {amounts("1500").pop(), amounts("150000").pop()}
+    assert amounts("₹1,500.00, 1,50,000 and 1500") == amounts("1500 150000") and len(amounts("1500.0")) == 1
     assert identifying(18450.75) == "18450.75" and identifying(1500.0) is None and identifying(2340) is None

@@ -3,8 +3,11 @@
 - No leaks: no scenario's hidden value (hidden state, fixtures) that identifies something is written
   in agent-level text (the operating document rendered with neutral values, the agent's default
   variables, the tool schemas), where every candidate reads it in every call.
-- The do-nothing floor: an agent that hangs up at once, or one that only talks, meets a small share
-  of the action-check weight (negative checks are guarded with ``applies_after``).
+- The do-nothing and gaming floor: an agent that hangs up at once, one that only talks, or one that
+  calls tools with junk arguments or claims the task done, meets a small share of the action-check
+  weight (negative checks are guarded with ``applies_after``; a guard counts only calls that reach
+  a record the scenario authored).
+- Causal reference paths: every reference argument is known before its call.
 
 (Every authored channel event applying on the reference replay is checked, scenario by scenario,
 in ``tests/sim/test_starter.py``.)
@@ -12,6 +15,7 @@ in ``tests/sim/test_starter.py``.)
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,7 @@ from typing import Any
 import pytest
 
 from callbench.audit import leaks as audit_leaks
-from callbench.audit.core import FLOOR_MAX, FLOOR_MEAN, audit_bundle
+from callbench.audit.core import FLOOR_CANDIDATES, FLOOR_MAX, FLOOR_MEAN, AuditReport, audit_bundle
 from callbench.audit.leaks import identifying
 from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
@@ -68,11 +72,17 @@ def test_leak_finder_finds_the_known_leaks(bundle: Bundle) -> None:
 # ---------------------------------------------------------------- the do-nothing floor
 
 
-@pytest.mark.parametrize("spec", ["scripted:hangup", "scripted:talk"])
-async def test_do_nothing_floor(bundle: Bundle, spec: str) -> None:
-    """Issue 17: a do-nothing agent meets at most 10% of the action-check weight on average over the
-    bundle's scenarios, and at most 25% in any one scenario (the audit's null floor)."""
-    report = await audit_bundle(bundle, static_problems=[])
+@pytest.fixture(scope="module")
+def report(bundle: Bundle) -> AuditReport:
+    return asyncio.run(audit_bundle(bundle, static_problems=[]))
+
+
+@pytest.mark.parametrize("spec", FLOOR_CANDIDATES)
+def test_do_nothing_and_gaming_floor(bundle: Bundle, report: AuditReport, spec: str) -> None:
+    """Issues 17 and 23: a do-nothing agent, or one that games the checks (junk arguments for every
+    lookup, junk for every tool then hang-up, "it is done" without a call), meets at most 10% of the
+    action-check weight on average over the bundle's scenarios, and at most 25% in any one scenario
+    (the audit's null and gaming floor)."""
     shares = {s.scenario_id: s.floor[spec].share for s in report.scenarios}
     assert len(shares) == len(bundle.scenarios()) > 0
     worst = max(shares, key=lambda k: shares[k])
@@ -92,6 +102,14 @@ async def test_floor_counts_unguarded_negatives(bundle: Bundle) -> None:
     after = await audit_bundle(bare, scenario_ids=ids, static_problems=[])
     assert before.scenarios[0].floor["scripted:hangup"].share == 0.0
     assert after.scenarios[0].floor["scripted:hangup"].share > FLOOR_MAX
+
+
+def test_reference_paths_are_causal_and_nothing_leaks(report: AuditReport) -> None:
+    """Issue 23 items 5 and 6: the audit finds no reference value unknown before its call, no leak
+    in any normalised form and no hidden enum option, and the replay meets every check."""
+    codes = {p.code for p in report.problems}
+    assert not codes & {"audit.reference_noncausal", "audit.leak", "audit.hidden_enum"}
+    assert report.problems == [] and all(s.reference_met for s in report.scenarios)
 
 
 def test_every_scenario_has_provenance_at_its_current_hash(bundle: Bundle) -> None:

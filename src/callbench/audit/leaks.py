@@ -37,9 +37,11 @@ description) is a leak. A secret is a leak in an enum too.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Literal
 
 from callbench.audit.normal import amount_of, amounts, fold, significant_digits
@@ -136,11 +138,18 @@ class HiddenValue:
         amount written as a number standing alone, or (for a string) its folded form inside the
         folded text. A number is found only as the same amount (``4,821.35`` does not hold
         ``48213.5``)."""
-        a = amount_of(self.text)
+        a = self._amount
         if a is not None and not self.secret and a in amounts(text):
             return True
-        needle = fold(self.text)
-        return not self.amount and bool(needle) and needle in fold(text)
+        return not self.amount and bool(self._needle) and self._needle in fold(text)
+
+    @functools.cached_property
+    def _amount(self) -> Decimal | None:
+        return amount_of(self.text)
+
+    @functools.cached_property
+    def _needle(self) -> str:
+        return fold(self.text)
 
     @property
     def agent_level(self) -> bool:
@@ -285,14 +294,15 @@ def hidden_enum_options(agent: LoadedAgent, scen: Scenario) -> list[tuple[Hidden
     is an ``enum`` member or ``const`` of one of ``agent``'s tools: a public option, hidden."""
     out = []
     tools = _tools(agent)
+    options = [
+        [(p, fold(text)) for p, text in _strings(tool, f"tools.{i}") if _VOCAB_PATH.search(p)]
+        for i, tool in enumerate(tools)
+    ]
     for hv in hidden_values(scen, agent):
         if hv.secret:
             continue
-        for i, tool in enumerate(tools):
-            hits = [
-                p for p, text in _strings(tool, f"tools.{i}")
-                if _VOCAB_PATH.search(p) and fold(text) == fold(hv.text)
-            ]
+        for tool, opts in zip(tools, options, strict=True):
+            hits = [p for p, f in opts if f == fold(hv.text)]
             out += [(hv, tool["name"], p) for p in hits[:1]]
     return out
 
@@ -305,6 +315,7 @@ def leaks(agent: LoadedAgent, scen: Scenario) -> list[Leak]:
     except ValueError:
         rendered = ""
     tools = _tools(agent)
+    strings = [(tool["name"], list(_strings(tool, f"tools.{i}"))) for i, tool in enumerate(tools)]
     out: list[Leak] = []
     for hv in hidden_values(scen, agent):
         if hv.learned or hv.secret:
@@ -313,10 +324,10 @@ def leaks(agent: LoadedAgent, scen: Scenario) -> list[Leak]:
             ]
         if not hv.agent_level:
             continue
-        for i, tool in enumerate(tools):
+        for name, texts in strings:
             out += [
-                Leak(hv, "tool", path, tool=tool["name"])
-                for path, text in _strings(tool, f"tools.{i}")
+                Leak(hv, "tool", path, tool=name)
+                for path, text in texts
                 if hv.found_in(text) and (hv.secret or not _VOCAB_PATH.search(path))
             ]
         if not hv.found_in(rendered):

@@ -14,6 +14,7 @@ separators, in another script's digits, or as another numeric form of the same a
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ def ascii_digits(text: str) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def fold(text: str) -> str:
     """The folded form of ``text`` (module docstring): NFKC, case folded, ASCII digits, and only
     letters, digits and combining marks kept."""
@@ -57,11 +59,12 @@ def _decimal(s: str) -> Decimal | None:
     return d.normalize() if d.is_finite() else None
 
 
-def amounts(text: str) -> set[Decimal]:
+@functools.lru_cache(maxsize=1 << 16)
+def amounts(text: str) -> frozenset[Decimal]:
     """Every number written in ``text`` (module docstring), normalised (``1500.00`` -> ``1.5E+3``
-    compares equal to ``1500``)."""
+    compares equal to ``1500``). Cached: the same documents are searched for every scenario."""
     t = ascii_digits(unicodedata.normalize("NFKC", text))
-    return {d for m in _NUMBER.finditer(t) if (d := _decimal(m.group())) is not None}
+    return frozenset(d for m in _NUMBER.finditer(t) if (d := _decimal(m.group())) is not None)
 
 
 def amount_of(value: Any) -> Decimal | None:
