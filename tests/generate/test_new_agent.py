@@ -85,7 +85,12 @@ def test_responses_api_flat_tools() -> None:
             [{"name": "a", "description": "x"}, {"name": "a", "description": "y"}],
             "tools[1].name: tool 'a' is listed twice",
         ),
-        ([{"type": "web_search"}], "tools[0]: not a function tool"),
+        ([{"type": "web_search"}], "tools[0].type: 'web_search' is not a function tool"),
+        # issue 26 item 5: a Vapi sms tool (with a name and messages) is not a function
+        ([{"name": "a", "description": "x"}, {"type": "sms", "name": "send_text", "metadata": {}}],
+         "tools[1].type: 'sms' is not a function tool"),
+        ([{"type": "transferCall", "destinations": []}], "tools[0].type: 'transferCall'"),
+        ([{"name": "x"}], "tools[0].description: empty"),
         (["end_call"], "tools[0]: expected an object, got str"),
     ],
 )
