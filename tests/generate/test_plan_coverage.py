@@ -99,7 +99,8 @@ def test_coverage_reports_gaps(agent_bundle: Path) -> None:
     # calling verify_consumer, which the section names, does not test the section (issue 26 item 5)
     assert used["Verifying the caller"] == []
     assert cov.unexercised_sections == [
-        "Jal Seva water helpline: operating instructions", "Verifying the caller", "Call context"]
+        "Jal Seva water helpline: operating instructions", "Verifying the caller", "Ending the call",
+        "Call context"]
     assert cov.unexercised_tools == []
     # drop the booking: book_tanker is then only under the negative check
     import yaml
