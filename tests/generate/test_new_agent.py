@@ -85,7 +85,12 @@ def test_responses_api_flat_tools() -> None:
             [{"name": "a", "description": "x"}, {"name": "a", "description": "y"}],
             "tools[1].name: tool 'a' is listed twice",
         ),
-        ([{"type": "web_search"}], "tools[0]: not a function tool"),
+        ([{"type": "web_search"}], "tools[0].type: 'web_search' is not a function tool"),
+        # issue 26 item 5: a Vapi sms tool (with a name and messages) is not a function
+        ([{"name": "a", "description": "x"}, {"type": "sms", "name": "send_text", "metadata": {}}],
+         "tools[1].type: 'sms' is not a function tool"),
+        ([{"type": "transferCall", "destinations": []}], "tools[0].type: 'transferCall'"),
+        ([{"name": "x"}], "tools[0].description: empty"),
         (["end_call"], "tools[0]: expected an object, got str"),
     ],
 )
@@ -141,19 +146,38 @@ def test_bad_flags_are_refused_with_the_flag_named(tmp_path: Path, agent_bundle:
 
 
 def test_agent_that_does_not_validate_is_not_kept(tmp_path: Path) -> None:
-    prompt = tmp_path / "p.md"
-    prompt.write_text("# Agent\n\nToday is {{ day_of_week }}.\n", encoding="utf-8")  # undefined variable
-    code, out, err = _new(
-        tmp_path / "b", "--call-ending", "end_call", "--success", "end_call:status=ended", prompt=prompt
-    )
-    assert code == 1 and "[prompt.render]" in out and "the agent was not kept" in err
+    import json
+
+    tools = json.loads((DATA / "water_tools.json").read_text(encoding="utf-8"))
+    tools[0]["function"]["parameters"]["properties"]["bad"] = {"type": "strng"}  # not a JSON type
+    bad = tmp_path / "tools.json"
+    bad.write_text(json.dumps(tools), encoding="utf-8")
+
+    def new(root: Path) -> tuple[int, str, str]:
+        return invoke("new-agent", str(root), "--prompt", str(DATA / "water_prompt.md"), "--tools", str(bad),
+                      "--id", AGENT, "--call-ending", "end_call", "--success", "end_call:status=ended")
+
+    code, out, err = new(tmp_path / "b")
+    assert code == 1 and "strng" in out and "the agent was not kept" in err
     assert not (tmp_path / "b" / "agents" / AGENT).exists() and not (tmp_path / "b" / "bundle.yaml").exists()
     # regression: the empty agents/ folder (and the bundle folder this call made) were left behind
     assert not (tmp_path / "b").exists()
     kept = tmp_path / "mine"
     (kept / "agents").mkdir(parents=True)
-    code, _, _ = _new(kept, "--call-ending", "end_call", "--success", "end_call:status=ended", prompt=prompt)
+    code, _, _ = new(kept)
     assert code == 1 and (kept / "agents").is_dir()  # folders that were there before stay
+
+
+def test_undefined_template_variable_becomes_a_declared_one(tmp_path: Path) -> None:
+    # issue 26 item 5: what was an undefined-variable failure is now a declared variable
+    prompt = tmp_path / "p.md"
+    prompt.write_text("# Agent\n\nToday is {{ day_of_week }} at {{time}}.\n", encoding="utf-8")
+    code, out, err = _new(tmp_path / "b", "--call-ending", "end_call", "--success", "end_call:status=ended",
+                          prompt=prompt)
+    assert code == 0, out + err
+    assert "variable day_of_week declared with default '[day_of_week]'" in out
+    written = (tmp_path / "b" / "agents" / AGENT / "prompt.md").read_text(encoding="utf-8")
+    assert written == "# Agent\n\nToday is {{ day_of_week }} at {{time}}.\n"  # unchanged where it can be
 
 
 def test_agent_yaml_is_readable_yaml(agent_bundle: Path) -> None:

@@ -1,15 +1,21 @@
 """What an agent's scenarios exercise: sections of its operating document and its tools (issue 13
 item 6), so a reviewer sees the gaps.
 
-Sections are the Markdown ATX headings of the rendered document (``#`` to ``######`` at the start
-of a line, outside fenced code blocks); a section runs from its heading to the next heading of any
-level, and text before the first heading is the section ``(preamble)`` when it is not blank.
+Sections are the headings of the rendered document, outside fenced code blocks: Markdown ATX
+headings (``#`` to ``######`` at the start of a line) and, as voice-agent platforms write them
+(Vapi, Retell), bracketed headings: a line holding only ``[Title]`` (optionally followed by a
+colon), which counts as level 1. A section runs from its heading to the next heading of any level,
+and text before the first heading is the section ``(preamble)`` when it is not blank. A title
+used by more than one heading (``1. Greet`` in the booking flow and in the cancellation flow) is
+qualified by its enclosing headings until it is unique: ``Booking flow > 1. Greet``.
 
 Rules (stated in ``callbench inspect --coverage`` and docs/generating.md):
 
 * a scenario exercises a *section* when one of its criteria quotes an excerpt located in that
-  section (``excerpts.locate_excerpt`` on the document rendered for the scenario), or when its
-  reference path calls a tool whose name appears in the section's text;
+  section (``excerpts.locate_excerpt`` on the document rendered for the scenario): a criterion
+  then tests what the section says. Calling a tool the section names does not count (issue 26
+  item 5: a section swallowing several blocks counted as exercised whenever a scenario merely
+  used a tool);
 * a scenario exercises a *tool* when its reference path calls it or a positive action check
   (``count.max`` unset or above 0) expects it. A tool named only by negative checks
   (``count: {max: 0}``) is listed under ``only_negative``.
@@ -26,6 +32,9 @@ from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_BRACKETED = re.compile(r"^[ \t]*\[([^\[\]\n]*[^\[\]\s][^\[\]\n]*)\][ \t]*:?[ \t]*$")
+QUALIFIER = " > "
+"""Joins an enclosing heading's title to a repeated title (``Booking flow > 1. Greet``)."""
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 PREAMBLE = "(preamble)"
 
@@ -50,9 +59,13 @@ def document_sections(text: str) -> list[Section]:
             fenced = not fenced
         elif not fenced:
             m = _HEADING.match(line.rstrip("\r\n"))
+            b = _BRACKETED.match(line.rstrip("\r\n")) if m is None else None
             if m:
                 heads.append((offset, len(m.group(1)), m.group(2).strip()))
+            elif b:
+                heads.append((offset, 1, b.group(1).strip()))
         offset += len(line)
+    heads = _qualified(heads)
     out: list[Section] = []
     first = heads[0][0] if heads else len(text)
     if text[:first].strip():
@@ -61,6 +74,35 @@ def document_sections(text: str) -> list[Section]:
         end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
         out.append(Section(title=title, level=level, start=start, end=end))
     return out
+
+
+def _qualified(heads: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """``heads`` with every repeated title prefixed by its enclosing headings' titles (nearest
+    first, as many as make it unique, or all there are)."""
+    parents: list[list[str]] = []
+    stack: list[tuple[int, str]] = []
+    for _, level, title in heads:
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        parents.append([t for _, t in reversed(stack)])
+        stack.append((level, title))
+    titles = [t for _, _, t in heads]
+    out = []
+    for i, (start, level, title) in enumerate(heads):
+        name = title
+        depth = 0
+        while titles.count(title) > 1 and depth < len(parents[i]):
+            depth += 1
+            name = QUALIFIER.join([*reversed(parents[i][:depth]), title])
+            if sum(1 for j in range(len(heads)) if titles[j] == title and _name(parents[j], title, depth)
+                   == name) == 1:
+                break
+        out.append((start, level, name))
+    return out
+
+
+def _name(parents: list[str], title: str, depth: int) -> str:
+    return QUALIFIER.join([*reversed(parents[:depth]), title])
 
 
 class Use(BaseModel):
@@ -130,10 +172,6 @@ def agent_coverage(agent: LoadedAgent) -> AgentCoverage:
                 idx = _section_index(sections, span[0]) if span else None
                 if idx is not None:
                     hit.add(idx)
-        for i, sec in enumerate(sections):
-            body = text[sec.start : sec.end]
-            if any(re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", body) for t in called):
-                hit.add(i)
         for i in sorted(hit):
             sec_uses[i].scenarios.append(s.id)
     tools = [tool_uses[n] for n in tool_names]

@@ -293,6 +293,7 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
     """Render the agent's operating document for a scenario (or with neutral defaults).
 
     Variables: ``date`` (YYYY-MM-DD), ``time`` (HH:MM), ``weekday`` (English name), ``agent_name``,
+    ``now`` (the ISO 8601 date and time, for the ``date`` filter: ``{{ now | date('%B %d') }}``),
     then the agent's ``variables`` and the scenario's ``variables`` (scenario wins). Date and time
     come from the scenario brief's ISO 8601 ``datetime``. Raises ``ValueError`` on an undefined
     variable or template error.
@@ -308,6 +309,7 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
         "time": when.strftime("%H:%M") if when else "{{time}}",
         "weekday": when.strftime("%A") if when else "{{weekday}}",
         "agent_name": agent.config.name,
+        "now": when.isoformat() if when else "{{now}}",
     }
     vars_.update(agent.config.variables)
     if scenario is not None:
@@ -413,9 +415,23 @@ _ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailin
                        loader=FunctionLoader(_no_other_template))
 _ENV.globals["range"] = _bounded_range
 del _ENV.globals["lipsum"]  # lorem ipsum has no place in an operating document (and lipsum(10**6) hangs)
+def _date_filter(value: Any, fmt: str = "%Y-%m-%d") -> str:
+    """``{{ now | date('%A, %B %d, %Y') }}``: the call's date and time (ISO 8601 ``now``) in a
+    strftime format, as a Liquid ``date`` filter on ``'now'`` writes it in Vapi and Retell prompts
+    (issue 26 item 5). Neutral rendering (no scenario) keeps a visible placeholder."""
+    if fmt.count("%") > 20 or len(fmt) > 200:
+        raise SecurityError("a date format over 200 characters or 20 fields is not allowed")
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        return f"{{{{now | date({fmt!r})}}}}"
+    return when.strftime(fmt)
+
+
 _ENV.filters = {
     name: template_limits.bounded_filter(name, f, MAX_RENDER_CHARS) for name, f in _ENV.filters.items()
 }
+_ENV.filters["date"] = _date_filter
 
 _LOADING_NODES: dict[type[nodes.Node], str] = {
     nodes.Include: "include", nodes.Extends: "extends", nodes.Import: "import", nodes.FromImport: "from",

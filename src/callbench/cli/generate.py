@@ -37,6 +37,9 @@ def new_agent(
         "--success",
         help="Success condition TOOL:FIELD=VALUE of a call-ending tool's result (repeatable).",
     ),
+    template: str = typer.Option(
+        "auto", "--template", help="auto: translate the prompt's {{ }} (Liquid, as Vapi and Retell write "
+        "it) into declared variables with defaults; none: keep the prompt verbatim, no templating."),
 ) -> None:
     """Make an agent folder from a system prompt and a tools file, and validate it.
 
@@ -47,6 +50,9 @@ def new_agent(
     from callbench.generate.new_agent import NewAgentError, make_agent
     from callbench.generate.tools_import import ToolsFileError, read_tools_file
 
+    if template not in ("auto", "none"):
+        typer.echo(f"error: --template {template!r}: use auto or none", err=True)
+        raise typer.Exit(2)
     endings, conds = list(call_ending), list(success)
     if not endings and _terminal():
         try:
@@ -73,10 +79,13 @@ def new_agent(
             direction=direction,
             call_ending=_split(endings),
             success=conds,
+            template="none" if template == "none" else "auto",
         )
     except NewAgentError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
+    for note in result.notes:
+        typer.echo(f"note: {note}")
     if result.problems:
         for p in result.problems:
             typer.echo(str(p))

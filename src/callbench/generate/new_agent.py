@@ -1,6 +1,9 @@
 """``callbench new-agent``: an agent folder made from a system prompt and a tools file (issue 13
 item 1).
 
+The prompt's own templating (the Liquid ``{{ }}`` of Vapi and Retell prompts) is translated into
+declared variables with defaults, or kept verbatim with ``template="none"`` (:mod:`.liquid`).
+
 Writes ``agents/<id>/agent.yaml`` and ``agents/<id>/prompt.md`` into a bundle folder (and a
 ``bundle.yaml`` when the folder has none), then validates the bundle. When the new agent has
 problems, everything written is removed again and the problems are returned, so a failed attempt
@@ -25,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from callbench.bundle.loader import Problem, sha256_text
 from callbench.bundle.models import ID_PATTERN, AgentConfig, ToolSpec
 from callbench.bundle.validate import validate_path
+from callbench.generate.liquid import TemplateImportError, TemplateMode, import_template
 from callbench.generate.tools_import import read_tools_file
 from callbench.trace import atomic_write_text
 
@@ -34,12 +38,14 @@ class NewAgentError(ValueError):
 
 
 class NewAgentResult(BaseModel):
-    """What :func:`make_agent` did: the agent folder, whether a ``bundle.yaml`` was created, and the
-    validation problems of the new agent's files (empty: the agent was written)."""
+    """What :func:`make_agent` did: the agent folder, whether a ``bundle.yaml`` was created, the
+    validation problems of the new agent's files (empty: the agent was written), and the notes of
+    the template import (:mod:`.liquid`: declared variables, dropped time zones)."""
 
     agent_dir: str
     created_bundle_file: bool
     problems: list[Problem]
+    notes: list[str] = []
 
 
 def parse_success(items: list[str]) -> dict[str, dict[str, Any]]:
@@ -79,6 +85,7 @@ def build_config(
     call_ending: list[str],
     success: dict[str, dict[str, Any]],
     description: str = "",
+    variables: dict[str, str] | None = None,
 ) -> AgentConfig:
     """The typed agent configuration. Raises :class:`NewAgentError` when no call-ending tool is
     given, when one is no tool of the list, or has no success condition, or when a success
@@ -112,6 +119,7 @@ def build_config(
         "prompt_sha256": sha256_text(prompt_text),
         "tools": [t.model_dump(mode="json", exclude_none=True) for t in tools],
         "call_ending_tools": [{"tool": t, "success": success[t]} for t in endings],
+        "variables": variables or {},
     }
     try:
         return AgentConfig.model_validate(data)
@@ -127,7 +135,8 @@ def agent_yaml(config: AgentConfig, success: dict[str, dict[str, Any]]) -> str:
     data = config.model_dump(mode="json", exclude_none=True, exclude={"call_ending_tools"})
     data.pop("instructions_file", None)
     data.pop("active", None)
-    data.pop("variables", None)
+    if not data.get("variables"):
+        data.pop("variables", None)
     data["call_ending_tools"] = [
         {"tool": e.tool, "success": success[e.tool]} for e in config.call_ending_tools
     ]
@@ -149,6 +158,7 @@ def make_agent(
     call_ending: list[str],
     success: list[str],
     description: str = "",
+    template: TemplateMode = "auto",
 ) -> NewAgentResult:
     """Write a new agent into ``bundle_dir`` and validate it (see the module docstring).
 
@@ -163,6 +173,11 @@ def make_agent(
         ) from None
     if not prompt_text.strip():
         raise NewAgentError(f"--prompt {prompt_path}: the file is empty")
+    try:
+        imported = import_template(prompt_text, template, f"--prompt {prompt_path}")
+    except TemplateImportError as e:
+        raise NewAgentError(str(e)) from None
+    prompt_text = imported.text
     try:
         tools = read_tools_file(tools_path)
     except ValueError as e:
@@ -184,6 +199,7 @@ def make_agent(
         call_ending=call_ending,
         success=conds,
         description=description,
+        variables=imported.variables,
     )
     folder = bundle_dir / "agents" / aid
     if folder.exists():
@@ -212,4 +228,5 @@ def make_agent(
         for d in reversed(made):  # folders this call made, innermost first, if left empty
             with contextlib.suppress(OSError):
                 d.rmdir()
-    return NewAgentResult(agent_dir=str(folder), created_bundle_file=created, problems=mine)
+    return NewAgentResult(agent_dir=str(folder), created_bundle_file=created, problems=mine,
+                          notes=imported.notes)

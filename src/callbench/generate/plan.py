@@ -1,10 +1,12 @@
 """The batch plan: what a generation batch must cover (issue 13 item 2).
 
 A plan assigns each of the ``n`` requested scenarios a language, a difficulty, the sections of the
-operating document it should test (round robin over the document's sections, in an order drawn from
-the seed), the tools those sections name (else the next tools in turn), a failure mode and a channel
-program. The whole plan goes with every request, so the model sees what the other items cover and
-writes distinct intents. Every choice derives from the seed (``random.Random`` seeded with SHA-256
+operating document it should test (round robin over the document's sections, Markdown and
+``[Bracketed]`` headings and a substantial preamble, see
+:func:`callbench.bundle.coverage.document_sections`, in an order drawn from the seed), the tools
+those sections name (else the next tools in turn), a failure mode and a channel program. The
+whole plan goes with every request, so the model sees what the other items cover and writes
+distinct intents. Every choice derives from the seed (``random.Random`` seeded with SHA-256
 of the seed, agent id and purpose), so a plan is reproduced exactly.
 """
 
@@ -49,6 +51,11 @@ scenario must then carry (:data:`CHANNEL_KINDS`; none at all for the clean chann
 CHANNEL_KINDS: tuple[str, ...] = ("asr_substitute", "asr_drop", "asr_double", "vad_split", "seeded_noise")
 """The kinds of channel events a plan item asks for and a scenario is checked against
 (:func:`callbench.generate.contract.channel_kinds`)."""
+
+
+PREAMBLE_MIN_LINES = 3
+"""Text before the first heading is planned like a section when it has more lines than this (a
+prompt's rules often come before any heading; a one-line title does not need a scenario)."""
 
 
 class PlanItem(BaseModel):
@@ -161,7 +168,7 @@ def make_plan(
     sections = [
         s
         for s in document_sections(rendered)
-        if s.title != PREAMBLE and rendered[s.start : s.end].count("\n") > 1
+        if rendered[s.start : s.end].count("\n") > (PREAMBLE_MIN_LINES if s.title == PREAMBLE else 1)
     ] or document_sections(rendered)
     order = list(range(len(sections)))
     _rng(seed, aid, "sections").shuffle(order)

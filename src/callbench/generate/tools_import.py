@@ -8,7 +8,10 @@ Accepted shapes (a list, or an object with a ``tools`` list):
 * Anthropic Messages API: ``{"name", "description", "input_schema"}``.
 
 Each becomes a :class:`~callbench.bundle.models.ToolSpec`. A missing ``parameters`` is the empty
-object schema. Errors name the file and the index of the tool (``tools[3].function.name``).
+object schema. A tool whose ``type`` is neither ``function`` nor ``custom`` (a platform's built-in
+tool, e.g. Vapi's ``sms``, ``transferCall``, ``endCall``; a provider's hosted ``web_search``) is
+refused with a located reason: the benchmark's backend answers function calls only. Errors name
+the file and the index of the tool (``tools[3].function.name``).
 """
 
 from __future__ import annotations
@@ -26,9 +29,21 @@ class ToolsFileError(ValueError):
     """The tools file cannot be read or a tool in it has the wrong shape (message is located)."""
 
 
+FUNCTION_TYPES = frozenset({"function", "custom"})
+"""``type`` values of a function tool: OpenAI's ``function``, Anthropic's ``custom`` (or none)."""
+
+
 def _one(item: Any, where: str) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise ToolsFileError(f"{where}: expected an object, got {type(item).__name__}")
+    kind = item.get("type")
+    if kind is not None and kind not in FUNCTION_TYPES:
+        raise ToolsFileError(
+            f"{where}.type: {kind!r} is not a function tool (a platform's built-in tool, such as a "
+            "Vapi sms, transferCall or endCall tool, or a provider's hosted tool); callbench offers the "
+            "candidate function tools only: describe it as a function (name, description, JSON Schema "
+            "parameters) or leave it out"
+        )
     if isinstance(item.get("function"), dict):  # Chat Completions
         fn = item["function"]
         return {
