@@ -114,3 +114,13 @@ def test_portable_schema_is_accepted_by_the_gemini_rules() -> None:
         portable_schema({"$ref": "#/$defs/missing"})
     with pytest.raises(ValueError, match="recursive"):
         portable_schema({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})
+
+
+def test_portable_schemas_meet_the_documented_gemini_rules() -> None:
+    from callbench.grade.prompts import response_schema
+    from callbench.models.remote.rules import GEMINI, schema_problems
+
+    judge = response_schema(["c1"], ["r1"], [1, 3, 8])
+    for schema in (SCHEMA, judge):
+        assert schema_problems(schema, GEMINI)  # the full schemas break Gemini's rules...
+        assert schema_problems(portable_schema(schema), GEMINI) == []  # ...the portable ones do not
