@@ -18,7 +18,10 @@ def grade(
     conversation_judge: str | None = typer.Option(
         None, "--conversation-judge", help="Conversation judge spec (default: the run's)."
     ),
-    cutoff: float = typer.Option(70.0, "--cutoff", min=0, max=100, help="Pass mark for the overall score."),
+    cutoff: float | None = typer.Option(
+        None, "--cutoff", min=0, max=100,
+        help="Pass mark for the overall score (default: the run's own, from its first grade set).",
+    ),
     rubric: Path | None = typer.Option(None, "--rubric", help="Rating rubric file (YAML/JSON)."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes graded at once."),
     new_set: bool = typer.Option(

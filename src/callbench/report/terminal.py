@@ -122,7 +122,7 @@ def _runs(report: Report, console: Console) -> None:
             escape(
                 f"  {r.run_id}: bundle {r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]}), "
                 f"official {'yes' if r.official else 'no'} ({dirty}"
-                + f"{pending}), grade set {r.grade_set_id}\n"
+                + f"{pending}), grade set {r.grade_set_id} (cutoff {r.cutoff:g})\n"
                 f"    caller {r.caller}; task judge {r.task_judge}; conversation judge {r.conversation_judge}"
             ),
             soft_wrap=True,
