@@ -180,11 +180,20 @@ def save_judge_audit(audit: JudgeAudit, target: Path) -> Path:
     return path
 
 
-def load_judge_audits(run_dirs: list[Path], files: list[Path]) -> tuple[list[JudgeAudit], list[str]]:
-    """Every judge audit in ``RUN_DIR/judge_audits/*.json`` of each run and in ``files``; returns
-    (audits, warnings): an unreadable or malformed file is a warning naming it, never an error
-    (the report does not depend on it)."""
+PACKAGED_VALIDATIONS = Path(__file__).parent / "validations"
+"""Validations shipped with the package (measured by ``benchmarks/judge_validation_bench.py``:
+the embedded model as the demo's judges on the starter), read by every ``callbench report``."""
+
+
+def load_judge_audits(
+    run_dirs: list[Path], files: list[Path], *, packaged: bool = False
+) -> tuple[list[JudgeAudit], list[str]]:
+    """Every judge audit in ``RUN_DIR/judge_audits/*.json`` of each run and in ``files`` (and, with
+    ``packaged``, in :data:`PACKAGED_VALIDATIONS`); returns (audits, warnings): an unreadable or
+    malformed file is a warning naming it, never an error (the report does not depend on it)."""
     paths = [p for d in run_dirs for p in sorted((d / JUDGE_AUDITS).glob("*.json"))] + list(files)
+    if packaged:
+        paths += sorted(PACKAGED_VALIDATIONS.glob("*.json"))
     out: list[JudgeAudit] = []
     warnings: list[str] = []
     for p in paths:

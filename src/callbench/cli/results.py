@@ -137,8 +137,9 @@ def report(
     ] = None,
     judge_audit: Annotated[
         list[Path] | None,
-        typer.Option("--judge-audit", help="A judge-audit file from callbench audit --judges --save "
-                     "(repeatable; RUN_DIR/judge_audits/ is always read)."),
+        typer.Option("--judge-audit", help="A judge-validation file from callbench audit --judges --save "
+                     "(repeatable; RUN_DIR/judge_audits/ and the validations shipped with callbench are "
+                     "always read)."),
     ] = None,
 ) -> None:
     """Report runs: terminal tables, one offline HTML file, optional JSON/CSV exports.
@@ -156,7 +157,7 @@ def report(
     from callbench.report.load import ReportInputError, load_runs
     from callbench.report.terminal import render_terminal
 
-    audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [])
+    audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [], packaged=True)
     for w in audit_warnings:
         typer.echo(f"warning: {w}", err=True)
     try:
