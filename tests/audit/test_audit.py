@@ -243,7 +243,7 @@ async def test_judge_accuracy_with_scripted_judges(starter: Bundle) -> None:
     tj, cj = rep.judges.judges["task_judge"], rep.judges.judges["conversation_judge"]
     # Independently: the always-"met" task judge agrees on every task criterion of the reference
     # replay, and on the floor traces only with the criterion whose null_floor is met; "any" is left out.
-    n_floor = len(NULL_CANDIDATES)
+    n_floor = len(NULL_CANDIDATES)  # the gaming agents are graded too, for their scores only
     t_rows = {(e.traces, e.expected): (e.agree, e.n) for e in tj.by_expectation}
     assert t_rows[("reference", "met")] == (len(task), len(task))
     for spec in NULL_CANDIDATES:
@@ -262,7 +262,7 @@ async def test_judge_accuracy_with_scripted_judges(starter: Bundle) -> None:
     assert c_rows[("reference", "met")] == (0, len(conv))
     assert all(c_rows[(spec, "not_met")] == (len(conv), len(conv)) for spec in NULL_CANDIDATES)
     derived = sum(c.derived for c in rep.judges.contrast.values())
-    assert cj.judge.spec == "scripted:not_met" and rep.judges.episodes == 1 + n_floor + derived
+    assert cj.judge.spec == "scripted:not_met" and rep.judges.episodes == 1 + len(FLOOR_CANDIDATES) + derived
     assert cj.balanced_accuracy == 0.5 and not cj.gate.passed
 
 

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from callbench.audit.contrast import contrast_expectation, derive_contrast_traces
-from callbench.audit.core import AUDIT_SEED, CALLER, AuditReport, _episode, audit_bundle
+from callbench.audit.core import AUDIT_SEED, CALLER, FLOOR_CANDIDATES, AuditReport, _episode, audit_bundle
 from callbench.audit.judges import AuditJudges
 from callbench.audit.store import PACKAGED_VALIDATIONS, JudgeAudit
 from callbench.audit.validation import Observation as Obs
@@ -195,7 +195,7 @@ def test_an_oracle_judge_passes_the_gate(starter: Bundle) -> None:
         assert low == 1.0 and high == 1.0
     assert rep.judges.passed and not [p for p in rep.problems if p.code == "audit.judge_gate"]
     # floor agents with these judges: every criterion not met, so only rating points remain
-    assert set(rep.judges.floor_scores) == {"scripted:hangup", "scripted:talk"}
+    assert set(rep.judges.floor_scores) == set(FLOOR_CANDIDATES)  # null and gaming agents
 
 
 def test_audit_cli_exits_1_on_the_gate_and_thresholds_are_settable() -> None:
