@@ -32,9 +32,11 @@ class EndReason(StrEnum):
 
     CALL_ENDED = "call_ended"  # a call-ending tool result met its success condition
     CALLER_DONE = "caller_done"  # the caller ended the call with every plan step expressed
-    CALLER_DONE_EARLY = (
-        "caller_done_early"  # caller said done with plan steps open: counts against the simulator
-    )
+    # The caller said done with plan steps open. Scored like any other call (the candidate's score:
+    # the unmet checks and criteria count against it, as a real caller may hang up); counted per
+    # candidate in the simulator ledger (report/ledger.py, ``caller_done_early``) so a simulator
+    # that quits early is visible beside the scores.
+    CALLER_DONE_EARLY = "caller_done_early"
     MAX_TURNS = "max_turns"  # the caller-turn limit was reached
     SKIPPED = "skipped"  # simulator or infrastructure failure: excluded from scores
 

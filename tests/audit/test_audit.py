@@ -14,6 +14,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from callbench.audit.contrast import contrast_expectation
 from callbench.audit.core import (
     FLOOR_CANDIDATES,
     FLOOR_MAX,
@@ -26,7 +27,7 @@ from callbench.audit.judges import AuditJudges
 from callbench.audit.store import load_judge_audits, matching_accuracy, save_judge_audit
 from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.loader import load_bundle
-from callbench.bundle.models import Bundle
+from callbench.bundle.models import CONTRAST_KINDS, Bundle
 from callbench.cli import app
 from callbench.models.scripted.judge import create_scripted_judge
 
@@ -242,19 +243,27 @@ async def test_judge_accuracy_with_scripted_judges(starter: Bundle) -> None:
     tj, cj = rep.judges.judges["task_judge"], rep.judges.judges["conversation_judge"]
     # Independently: the always-"met" task judge agrees on every task criterion of the reference
     # replay, and on the floor traces only with the criterion whose null_floor is met; "any" is left out.
-    n_floor = len(NULL_CANDIDATES)
+    n_floor = len(NULL_CANDIDATES)  # the gaming agents are graded too, for their scores only
     t_rows = {(e.traces, e.expected): (e.agree, e.n) for e in tj.by_expectation}
     assert t_rows[("reference", "met")] == (len(task), len(task))
     for spec in NULL_CANDIDATES:
         assert t_rows[(spec, "met")] == (1, 1)
         assert t_rows[(spec, "not_met")] == (0, len(task) - 2)
-    assert (tj.agree, tj.n) == (len(task) + n_floor, len(task) + n_floor * (len(task) - 1))
+    # Contrastive traces: the always-"met" judge is wrong on every item the bundle declares not_met.
+    contrast = {k: sum(contrast_expectation(bundle, c, k) == "not_met" for c in task) for k in CONTRAST_KINDS}
+    for k, n in contrast.items():
+        assert t_rows.get((k, "not_met"), (0, 0)) == (0, n)
+    n_contrast = sum(contrast.values())
+    assert (tj.agree, tj.n) == (len(task) + n_floor, len(task) + n_floor * (len(task) - 1) + n_contrast)
     assert tj.accuracy == pytest.approx(tj.agree / tj.n)
+    assert tj.balanced_accuracy == 0.5 and not tj.gate.passed
     # The always-"not met" conversation judge: wrong on the reference, right on the floor.
     c_rows = {(e.traces, e.expected): (e.agree, e.n) for e in cj.by_expectation}
     assert c_rows[("reference", "met")] == (0, len(conv))
     assert all(c_rows[(spec, "not_met")] == (len(conv), len(conv)) for spec in NULL_CANDIDATES)
-    assert cj.judge.spec == "scripted:not_met" and rep.judges.episodes == 1 + n_floor
+    derived = sum(c.derived for c in rep.judges.contrast.values())
+    assert cj.judge.spec == "scripted:not_met" and rep.judges.episodes == 1 + len(FLOOR_CANDIDATES) + derived
+    assert cj.balanced_accuracy == 0.5 and not cj.gate.passed
 
 
 async def test_judge_errors_are_counted_apart(starter: Bundle) -> None:
@@ -264,7 +273,14 @@ async def test_judge_errors_are_counted_apart(starter: Bundle) -> None:
     tj = rep.judges.judges["task_judge"]
     _, scen = starter.scenario(BANK)
     n_task = sum(c.pillar == "task" for c in scen.criteria)
-    assert (tj.n, tj.accuracy) == (0, None) and tj.judge_errors == n_task * (1 + len(NULL_CANDIDATES))
+    contrast = sum(
+        contrast_expectation(starter, c, k) is not None
+        for c in scen.criteria if c.pillar == "task" for k in CONTRAST_KINDS
+    )
+    assert (tj.n, tj.accuracy) == (0, None)
+    assert tj.judge_errors == n_task * (1 + len(NULL_CANDIDATES)) + contrast
+    assert tj.balanced_accuracy is None and not tj.gate.passed
+    assert "cannot be measured" in tj.gate.reasons[0]
 
 
 def test_report_shows_the_accuracy_of_the_same_judges(tmp_path: Path) -> None:
@@ -307,7 +323,7 @@ def test_report_shows_the_accuracy_of_the_same_judges(tmp_path: Path) -> None:
             str(run_dir),
         ],
     )
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # both constant judges fail the gate
     audits, warnings = load_judge_audits([run_dir], [])
     assert len(audits) == 1 and warnings == []
     saved = audits[0].judges["task_judge"]

@@ -18,6 +18,7 @@ from callbench.grade.grader import (
     grade_set_id_for,
     load_episode_grades,
     load_grade_set,
+    run_cutoff,
 )
 from callbench.grade.models import Label
 from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
@@ -243,3 +244,22 @@ async def test_finalize_reregisters_a_set_a_runner_overwrote(run_dir, make_trace
     done = finalize_grade_set(run_dir, gs.grade_set_id)
     assert _manifest(run_dir).grade_sets == [gs.grade_set_id]
     assert (done.episodes, done.skipped, done.judge_errors) == (1, 0, 0) and done.finished
+
+
+def test_regrade_keeps_the_runs_cutoff_unless_given(run_dir):
+    """Issue 23 item 7: a run made with --cutoff 95 is regraded at 95, not reset to 70."""
+    first = CliRunner().invoke(app, ["grade", str(run_dir), "--cutoff", "95"])
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(
+        app, ["grade", str(run_dir), "--task-judge", "scripted:not_met", "--new-set"]
+    )
+    assert again.exit_code == 0, again.output
+    sets = _manifest(run_dir).grade_sets
+    assert len(sets) == 2
+    assert [load_grade_set(run_dir, g).cutoff for g in sets] == [95.0, 95.0]
+    assert "cutoff 95" in again.output
+    given = CliRunner().invoke(app, ["grade", str(run_dir), "--cutoff", "50", "--new-set"])
+    assert given.exit_code == 0, given.output
+    assert load_grade_set(run_dir, _manifest(run_dir).grade_sets[-1]).cutoff == 50.0
+    # with no grade set at all the default pass mark applies
+    assert run_cutoff(run_dir, []) == 70.0

@@ -17,7 +17,7 @@ from callbench.grade.models import EpisodeGrade, GradedItem, Label
 from callbench.report.build import build_report
 from callbench.report.html import render_html
 from callbench.report.load import load_runs
-from callbench.trace import ChannelEvent, atomic_write_text, load_trace, save_trace
+from callbench.trace import ChannelEvent, EndReason, atomic_write_text, load_trace, save_trace
 
 MakeRun = Callable[..., Path]
 
@@ -181,3 +181,23 @@ def test_slice_with_enough_agents_and_scenarios_has_no_warning(make_run: MakeRun
     assert c.by_language["en"].warning is None
     assert c.by_language["hi"].warning is not None and "1 agent" in c.by_language["hi"].warning
     assert c.by_language["hi"].warning.startswith("only 1 agent (")  # ten scenarios is enough
+
+
+def test_caller_ended_early_is_counted_per_candidate(make_run: MakeRun) -> None:
+    rd = make_run(repeats=1)
+    ended = ["cand-a__ag0__sc0__r0", "cand-a__ag1__sc1__r0"]
+    for eid in ended:
+        tpath = rd / "traces" / f"{eid}.json"
+        t = load_trace(tpath)
+        t.end_reason = EndReason.CALLER_DONE_EARLY
+        save_trace(t, tpath)
+    runs = load_runs([rd])
+    report = build_report(runs, n_samples=20)
+    sim = report.runs[0].simulator
+    assert sim is not None and sim.caller_done_early == 2 and sim.candidates_differ is True
+    assert sim.by_candidate["cand-a"].caller_done_early == 2
+    assert sim.by_candidate["cand-b"].caller_done_early == 0
+    # still scored as the candidate's calls: same number of scored episodes as before
+    assert [c.n_scored for c in report.candidates] == [6, 6]
+    html = render_html(report, runs, include_traces=False)
+    assert "caller ended early" in html

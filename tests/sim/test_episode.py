@@ -85,7 +85,7 @@ async def test_caller_done_after_every_step(run, dairy) -> None:
     assert t.messages[-1].role == "user" and t.messages[-1].caller_turn == 4  # nobody answers a hang-up
 
 
-async def test_caller_done_early_counts_against_the_simulator(run) -> None:
+async def test_caller_done_early_is_scored_not_skipped(run) -> None:
     t = await run(caller=[_caller("Sorry, wrong number. Bye.", None, True)])
     assert t.end_reason == EndReason.CALLER_DONE_EARLY and len(t.caller_turns) == 1
     assert not t.skipped

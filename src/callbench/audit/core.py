@@ -23,7 +23,10 @@ models (:mod:`callbench.models.scripted`), no network:
 - *gaming floor*: the gaming candidates :data:`GAMING_CANDIDATES` play the scenario too and are held
   to the same bounds (``audit.floor_high`` names the scenario, the candidate and the checks met).
 - *leaks*: :func:`callbench.audit.leaks.find_leaks` (``audit.leak``).
-- *judges on known answers* (optional): :mod:`callbench.audit.judges`.
+- *judges on known answers* (optional): the reference, null-floor and contrastive traces
+  (:mod:`callbench.audit.contrast`) graded by the judges (:mod:`callbench.audit.judges`); a judge
+  that fails the validation gate (:mod:`callbench.audit.validation`) is a problem
+  (``audit.judge_gate``, on ``bundle.yaml``, path the judge role).
 
 Every problem is a :class:`~callbench.bundle.loader.Problem` located at a file and field path.
 """
@@ -37,10 +40,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from callbench.audit.causal import find_noncausal
+from callbench.audit.contrast import derive_contrast_traces
 from callbench.audit.judges import AuditJudges, JudgeAudit, audit_judges
 from callbench.audit.leaks import find_leaks
+from callbench.audit.store import ContrastCount
 from callbench.bundle.loader import Problem
-from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.bundle.models import CONTRAST_KINDS, Bundle, LoadedAgent, Scenario
 from callbench.bundle.validate import bundle_files, validate_loaded
 from callbench.grade.action_checks import grade_action_checks
 from callbench.grade.models import GradedItem, Label
@@ -390,7 +395,38 @@ async def audit_bundle(
                 )
             )
     if judges is not None:
-        known = {REFERENCE_CANDIDATE, *NULL_CANDIDATES}  # traces whose right labels are known
-        graded = [t for t in report.traces if t.candidate.spec in known]
-        report.judges = await audit_judges(bundle, graded, judges)
+        report.judges = await _judge_validation(bundle, report, judges)
+        for role, acc in report.judges.judges.items():
+            if not acc.gate.passed:
+                report.problems.append(
+                    Problem(
+                        file=files.bundle_file,
+                        path=role,
+                        code="audit.judge_gate",
+                        message=f"the {role.replace('_', ' ')} {acc.judge.spec} fails the judge-validation "
+                        f"gate: {'; '.join(acc.gate.reasons)}",
+                    )
+                )
     return report
+
+
+async def _judge_validation(bundle: Bundle, report: AuditReport, judges: AuditJudges) -> JudgeAudit:
+    """Derive the contrastive traces from every reference replay (:mod:`callbench.audit.contrast`),
+    then grade them with the reference and floor traces (:func:`audit_judges`). The floor agents
+    whose scores with these judges are kept are those the audit played (every key of
+    ``ScenarioAudit.floor``: the null candidates and any other floor agent added there)."""
+    counts: dict[str, ContrastCount] = {k: ContrastCount() for k in CONTRAST_KINDS}
+    derived: list[Trace] = []
+    for ref in [t for t in report.traces if t.candidate.spec == REFERENCE_CANDIDATE and not t.skipped]:
+        agent, scen = bundle.scenario(ref.scenario_id)
+        for c in await derive_contrast_traces(bundle, agent, scen, ref, caller=CALLER, run_seed=AUDIT_SEED):
+            if c.trace is None:
+                counts[c.kind].not_derived.append(f"{scen.id}: {c.note}")
+            else:
+                counts[c.kind].derived += 1
+                derived.append(c.trace)
+    floor_agents = sorted({spec for s in report.scenarios for spec in s.floor})
+    return await audit_judges(
+        bundle, report.traces + derived, judges, floor_candidates=floor_agents, contrast=counts,
+        null_candidates=NULL_CANDIDATES,
+    )

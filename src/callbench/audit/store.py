@@ -45,10 +45,45 @@ class ExpectationTally(BaseModel):
     labels: dict[str, int] = Field(default_factory=dict)
 
 
+class Rate(BaseModel):
+    """``k`` of ``n`` (``value`` = k / n, None when n is 0) with its Wilson score interval
+    ``[low, high]`` at 95% (:func:`callbench.audit.validation.wilson_interval`)."""
+
+    k: int = 0
+    n: int = 0
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+
+
+class ClassSplit(BaseModel):
+    """A judge's recall on the items whose known label is ``met`` and on those whose known label is
+    ``not_met``, and their mean, the balanced accuracy (None unless both classes have items)."""
+
+    recall_met: Rate = Field(default_factory=Rate)
+    recall_not_met: Rate = Field(default_factory=Rate)
+    balanced_accuracy: float | None = None
+
+
+class Gate(BaseModel):
+    """The judge-validation gate (docs/validity.md): ``passed`` when the balanced accuracy is at
+    least ``min_balanced_accuracy`` and the share of null-trace criteria (known label ``not_met``)
+    the judge calls met is at most ``max_null_met``; ``reasons`` says what failed."""
+
+    passed: bool = False
+    min_balanced_accuracy: float = 0.80
+    max_null_met: float = 0.10
+    reasons: list[str] = Field(default_factory=list)
+
+
 class JudgeAccuracy(BaseModel):
-    """One judge's accuracy on the audit's known answers: per expectation and over all of them
-    (``n``, ``agree``, ``accuracy`` = agree / n, None when n is 0), from ``episodes`` traces of
-    ``scenarios`` scenarios."""
+    """One judge's accuracy on the audit's known answers, from ``episodes`` traces of ``scenarios``
+    scenarios: per expectation (trace kind, known label) and over all of them (``n``, ``agree``,
+    ``accuracy`` = agree / n, None when n is 0); per class (``classes``: recall on known ``met``
+    and known ``not_met`` items, and the balanced accuracy, their mean, so that any constant judge
+    scores 0.5) with a bootstrap interval ``balanced_accuracy_low``/``high``; the same split
+    ``by_diagnostic``; agreement ``by_kind`` (reference, each floor agent, each contrastive kind);
+    ``null_met``: null-trace criteria expected ``not_met`` that it called met; and the ``gate``."""
 
     role: JudgeRole
     judge: RoleInfo
@@ -59,6 +94,32 @@ class JudgeAccuracy(BaseModel):
     agree: int = 0
     accuracy: float | None = None
     judge_errors: int = 0
+    classes: ClassSplit = Field(default_factory=ClassSplit)
+    balanced_accuracy: float | None = None
+    balanced_accuracy_low: float | None = None
+    balanced_accuracy_high: float | None = None
+    by_diagnostic: dict[str, ClassSplit] = Field(default_factory=dict)
+    by_kind: dict[str, Rate] = Field(default_factory=dict)
+    null_met: Rate = Field(default_factory=Rate)
+    gate: Gate = Field(default_factory=Gate)
+
+
+class FloorScore(BaseModel):
+    """The mean scores (points 0..100) a floor agent's audit traces get from the audited judges,
+    over ``episodes`` graded traces (None when no trace has that score)."""
+
+    episodes: int = 0
+    overall: float | None = None
+    task: float | None = None
+    conversation: float | None = None
+
+
+class ContrastCount(BaseModel):
+    """Contrastive traces of one kind: ``derived`` traces, and the scenarios where none could be
+    derived with the reason (``scenario_id: note``)."""
+
+    derived: int = 0
+    not_derived: list[str] = Field(default_factory=list)
 
 
 class JudgeAudit(BaseModel):
@@ -71,7 +132,22 @@ class JudgeAudit(BaseModel):
     created: str
     episodes: int
     scenario_ids: list[str] = Field(default_factory=list)
+    scenarios_in_bundle: int = 0
+    prompt_version: str = ""
+    """The judge prompts' version (:data:`callbench.grade.prompts.PROMPT_VERSION`) the audit ran with:
+    a validation only counts for grade sets made with the same prompts."""
     judges: dict[JudgeRole, JudgeAccuracy] = Field(default_factory=dict)
+    contrast: dict[str, ContrastCount] = Field(default_factory=dict)
+    floor_scores: dict[str, FloorScore] = Field(default_factory=dict)
+    """Per floor agent (null and gaming candidates of :mod:`callbench.audit.core`), its mean scores
+    with these judges."""
+    note: str = ""
+    """Free text saved with the validation (e.g. what a benchmark's subset covers)."""
+
+    @property
+    def passed(self) -> bool:
+        """True when both judges are audited and pass the gate."""
+        return len(self.judges) == 2 and all(j.gate.passed for j in self.judges.values())
 
 
 def _key(role: RoleInfo) -> str:
@@ -89,7 +165,8 @@ def judge_audit_path(target: Path, audit: JudgeAudit) -> Path:
     """Where ``--save target`` writes ``audit``: inside ``target/judge_audits/`` when ``target`` is a
     run folder (named by the bundle hash and a digest of the judges), else ``target`` itself."""
     if (target / "manifest.json").is_file():
-        digest = hashlib.sha256("|".join(_key(j.judge) for j in audit.judges.values()).encode()).hexdigest()
+        keys = [audit.prompt_version, *(_key(j.judge) for j in audit.judges.values())]
+        digest = hashlib.sha256("|".join(keys).encode()).hexdigest()
         return target / JUDGE_AUDITS / f"{audit.bundle_hash[:12]}-{digest[:12]}.json"
     return target
 
@@ -103,11 +180,20 @@ def save_judge_audit(audit: JudgeAudit, target: Path) -> Path:
     return path
 
 
-def load_judge_audits(run_dirs: list[Path], files: list[Path]) -> tuple[list[JudgeAudit], list[str]]:
-    """Every judge audit in ``RUN_DIR/judge_audits/*.json`` of each run and in ``files``; returns
-    (audits, warnings): an unreadable or malformed file is a warning naming it, never an error
-    (the report does not depend on it)."""
+PACKAGED_VALIDATIONS = Path(__file__).parent / "validations"
+"""Validations shipped with the package (measured by ``benchmarks/judge_validation_bench.py``:
+the embedded model as the demo's judges on the starter), read by every ``callbench report``."""
+
+
+def load_judge_audits(
+    run_dirs: list[Path], files: list[Path], *, packaged: bool = False
+) -> tuple[list[JudgeAudit], list[str]]:
+    """Every judge audit in ``RUN_DIR/judge_audits/*.json`` of each run and in ``files`` (and, with
+    ``packaged``, in :data:`PACKAGED_VALIDATIONS`); returns (audits, warnings): an unreadable or
+    malformed file is a warning naming it, never an error (the report does not depend on it)."""
     paths = [p for d in run_dirs for p in sorted((d / JUDGE_AUDITS).glob("*.json"))] + list(files)
+    if packaged:
+        paths += sorted(PACKAGED_VALIDATIONS.glob("*.json"))
     out: list[JudgeAudit] = []
     warnings: list[str] = []
     for p in paths:
@@ -118,16 +204,34 @@ def load_judge_audits(run_dirs: list[Path], files: list[Path]) -> tuple[list[Jud
     return out, warnings
 
 
-def matching_accuracy(
-    audits: list[JudgeAudit], bundle_hash: str, role: JudgeRole, judge: RoleInfo
-) -> JudgeAccuracy | None:
-    """The accuracy of ``judge`` in ``role`` from the latest audit made on ``bundle_hash`` with that
-    same judge (:func:`same_judge`), else None."""
+def matching_audit(
+    audits: list[JudgeAudit],
+    bundle_hash: str,
+    role: JudgeRole,
+    judge: RoleInfo,
+    prompt_version: str | None = None,
+) -> JudgeAudit | None:
+    """The latest audit made on ``bundle_hash`` with the same ``judge`` in ``role`` (spec and
+    settings: :func:`same_judge`) and, when ``prompt_version`` is given, the same judge prompts:
+    the key of a saved validation (issue 23 item 2). None when there is none."""
     fits = [
         a
         for a in audits
-        if a.bundle_hash == bundle_hash and role in a.judges and same_judge(a.judges[role].judge, judge)
+        if a.bundle_hash == bundle_hash
+        and role in a.judges
+        and same_judge(a.judges[role].judge, judge)
+        and (prompt_version is None or a.prompt_version == prompt_version)
     ]
-    if not fits:
-        return None
-    return max(fits, key=lambda a: a.created).judges[role]
+    return max(fits, key=lambda a: a.created) if fits else None
+
+
+def matching_accuracy(
+    audits: list[JudgeAudit],
+    bundle_hash: str,
+    role: JudgeRole,
+    judge: RoleInfo,
+    prompt_version: str | None = None,
+) -> JudgeAccuracy | None:
+    """The accuracy of ``judge`` in ``role`` from :func:`matching_audit`, else None."""
+    found = matching_audit(audits, bundle_hash, role, judge, prompt_version)
+    return None if found is None else found.judges[role]

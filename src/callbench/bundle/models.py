@@ -65,12 +65,31 @@ Importance = Literal[1, 2, 3]
 # ---------------------------------------------------------------- bundle and agent
 
 
+ContrastKind = Literal["no_tools", "wrong_argument", "cut_short"]
+"""The contrastive known-answer traces ``callbench audit --judges`` derives from each reference
+replay (issue 23 item 1; :mod:`callbench.audit.contrast`): ``no_tools`` its words without its tool
+calls and results, ``wrong_argument`` one key argument of a tool call changed to a wrong value (the
+backend answers with its mismatch or default response), ``cut_short`` the call cut after the
+candidate's first answer to the caller."""
+CONTRAST_KINDS: tuple[ContrastKind, ...] = ("no_tools", "wrong_argument", "cut_short")
+Expectation = Literal["met", "not_met", "any"]
+"""A criterion's known label on an audit trace: met, not_met, or any (no known answer: not scored)."""
+
+
 class BundleMeta(Strict):
-    """``bundle.yaml``: name, version, description."""
+    """``bundle.yaml``: name, version, description, and the bundle's default expectations on the
+    contrastive audit traces, per diagnostic (``contrast``)."""
 
     name: str = Field(min_length=1, max_length=200)
     version: str = Field(min_length=1, max_length=50)
     description: str = Field(default="", max_length=20_000)
+    contrast: dict[ContrastKind, dict[Diagnostic, Expectation]] = Field(
+        default_factory=dict,
+        description="Per contrastive trace kind (no_tools, wrong_argument, cut_short), the label "
+        "callbench audit --judges expects of a criterion of each diagnostic on that trace, e.g. "
+        "{no_tools: {grounding: not_met}}. A criterion's own contrast entry wins; a criterion whose "
+        "null_floor is met, or with no entry here or of its own, is not scored on that kind.",
+    )
 
 
 class ToolSpec(Strict):
@@ -283,6 +302,12 @@ class Criterion(Strict):
         description="The label a do-nothing candidate's call earns (callbench audit --judges checks "
         "the judges against it): not_met (the default), met (e.g. 'never reads out the card number'), "
         "or any (no known answer).",
+    )
+    contrast: dict[ContrastKind, Expectation] = Field(
+        default_factory=dict,
+        description="The label this criterion earns on each contrastive audit trace (no_tools, "
+        "wrong_argument, cut_short), overriding bundle.yaml's per-diagnostic contrast entry; any: "
+        "not scored on that kind.",
     )
 
 

@@ -97,6 +97,13 @@ def audit(
         "RUN_DIR/judge_audits/ when it is a run folder, where callbench report finds it."
     ),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Traces graded at once (--judges)."),
+    min_balanced_accuracy: float = typer.Option(
+        0.80, "--min-balanced-accuracy", min=0.0, max=1.0,
+        help="With --judges: the gate's lowest balanced accuracy a judge may have (docs/validity.md)."),
+    max_null_met: float = typer.Option(
+        0.10, "--max-null-met", min=0.0, max=1.0,
+        help="With --judges: the gate's largest share of null-trace criteria a judge may call met."),
+    note: str = typer.Option("", "--note", help="With --save: a note kept with the saved validation."),
 ) -> None:
     """Audit what a bundle's scores measure, beyond validate: replay every scenario's reference
     path through the episode loop and grading (every action check must be met, every authored
@@ -105,11 +112,14 @@ def audit(
     (scripted:junk-lookups, scripted:junk-all, scripted:claim-done) for the floor, and look for
     hidden values written, in any normalised form, in the instructions, the tool schemas or the
     scenario's variables (and, as validate does by default, tool schemas OpenAI or Anthropic would
-    reject). With
-    --judges, grade those traces with the judges and report each judge's accuracy on them.
+    reject). With --judges, also derive contrastive traces from each reference (no tool calls, one
+    wrong argument, cut short), grade all of them with the judges and report each judge's balanced
+    accuracy; a judge under --min-balanced-accuracy, or calling more than --max-null-met of the
+    null-trace criteria met, fails the gate (a problem). --save keeps the validation where
+    callbench report finds it.
 
-    Exit codes: 0 no problem; 1 problems found; 2 unusable input (unreadable path, a bundle that
-    cannot be loaded, unknown scenario ids, bad judge options).
+    Exit codes: 0 no problem; 1 problems found (a judge failing the gate among them); 2 unusable
+    input (unreadable path, a bundle that cannot be loaded, unknown scenario ids, bad judge options).
     """
     import asyncio
     import json
@@ -160,7 +170,8 @@ def audit(
         except GradeError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
-        clients = AuditJudges(made["task_judge"], made["conversation_judge"], concurrency=concurrency)
+        clients = AuditJudges(made["task_judge"], made["conversation_judge"], concurrency=concurrency,
+                              min_balanced_accuracy=min_balanced_accuracy, max_null_met=max_null_met)
 
     bundle = outcome.bundle
 
@@ -183,12 +194,13 @@ def audit(
     else:
         render_audit(result, Console(emoji=False))
     if save is not None and result.judges is not None:
+        result.judges.note = note
         try:
             written = save_judge_audit(result.judges, save)
         except OSError as e:
             typer.echo(f"error: cannot write {save}: {e}", err=True)
             raise typer.Exit(2) from None
-        typer.echo(f"judge accuracy saved: {written}", err=True)
+        typer.echo(f"judge validation saved: {written}", err=True)
     raise typer.Exit(1 if result.problems else 0)
 
 

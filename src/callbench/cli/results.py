@@ -18,7 +18,10 @@ def grade(
     conversation_judge: str | None = typer.Option(
         None, "--conversation-judge", help="Conversation judge spec (default: the run's)."
     ),
-    cutoff: float = typer.Option(70.0, "--cutoff", min=0, max=100, help="Pass mark for the overall score."),
+    cutoff: float | None = typer.Option(
+        None, "--cutoff", min=0, max=100,
+        help="Pass mark for the overall score (default: the run's own, from its first grade set).",
+    ),
     rubric: Path | None = typer.Option(None, "--rubric", help="Rating rubric file (YAML/JSON)."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes graded at once."),
     new_set: bool = typer.Option(
@@ -139,8 +142,9 @@ def report(
     ] = None,
     judge_audit: Annotated[
         list[Path] | None,
-        typer.Option("--judge-audit", help="A judge-audit file from callbench audit --judges --save "
-                     "(repeatable; RUN_DIR/judge_audits/ is always read)."),
+        typer.Option("--judge-audit", help="A judge-validation file from callbench audit --judges --save "
+                     "(repeatable; RUN_DIR/judge_audits/ and the validations shipped with callbench are "
+                     "always read)."),
     ] = None,
 ) -> None:
     """Report runs: terminal tables, one offline HTML file, optional JSON/CSV exports.
@@ -158,7 +162,7 @@ def report(
     from callbench.report.load import ReportInputError, load_runs
     from callbench.report.terminal import render_terminal
 
-    audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [])
+    audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [], packaged=True)
     for w in audit_warnings:
         typer.echo(f"warning: {w}", err=True)
     try:

@@ -204,7 +204,7 @@ async def grade_run(
     conversation_judge: ModelClient | str | None = None,
     task_judge_settings: ModelSettings | None = None,
     conversation_judge_settings: ModelSettings | None = None,
-    cutoff: float = DEFAULT_CUTOFF,
+    cutoff: float | None = None,
     rubric: Rubric = DEFAULT_RUBRIC,
     concurrency: int = 4,
     bundle: Bundle | None = None,
@@ -220,7 +220,8 @@ async def grade_run(
     :class:`GradeError` when the folder is not a run, a trace is unreadable, or the bundle's
     content hash differs from the manifest's or any trace's. ``on_episode`` is called with each
     episode grade as it is written. Earlier grade sets are left in place; the new id is appended
-    to the manifest's ``grade_sets``.
+    to the manifest's ``grade_sets``. ``cutoff`` (the pass mark on the overall score): None keeps
+    the run's own (:func:`run_cutoff`), so a regrade never resets a run made with ``--cutoff 95``.
 
     With ``continue_latest`` (the default), when the run's latest grade set was made with the same
     judges, settings, cutoff and rubric and still lacks some episodes or holds episodes that were
@@ -244,6 +245,8 @@ async def grade_run(
             f"the bundle at {bundle.root} has hash {bundle.content_hash[:12]}, but run {manifest.run_id} "
             f"was made with {manifest.bundle_hash[:12]}; grade it with the bundle it was run on"
         )
+    if cutoff is None:
+        cutoff = run_cutoff(run_dir, manifest.grade_sets)
     traces = _load_traces(run_dir)
     for t in traces:
         _check_hash(bundle, t)
@@ -285,6 +288,20 @@ async def grade_run(
             if own:
                 await c.aclose()
     return gid
+
+
+def run_cutoff(run_dir: Path, grade_sets: list[str]) -> float:
+    """The run's pass mark: the cutoff of its first judge grade set (the one ``callbench run
+    --cutoff`` made), else :data:`~callbench.grade.scoring.DEFAULT_CUTOFF` for a run with none
+    (issue 23 item 7). Human label sets are skipped; an unreadable grade set raises
+    :class:`GradeError` naming its file."""
+    for gid in grade_sets:
+        if not (grades_dir(run_dir, gid) / "grade_set.json").is_file():
+            continue
+        gs = load_grade_set(run_dir, gid)
+        if gs.kind == "judge":
+            return gs.cutoff
+    return DEFAULT_CUTOFF
 
 
 def pending_episodes(run_dir: Path, grade_set_id: str) -> set[str]:

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callbench.audit.core import AuditReport, EpisodeAudit
-from callbench.audit.store import JudgeAccuracy
+from callbench.audit.store import JudgeAccuracy, Rate
 
 MARKS = {"met": "✓", "not_met": "✗", "not_applicable": "–"}
 """Check marks: met, not met, not applicable (a guarded check whose guards are unmet)."""
@@ -51,6 +51,48 @@ def render_judge_accuracy(acc: JudgeAccuracy, title: str) -> Table:
             str(e.judge_errors),
         )
     t.add_row("all", "", f"{acc.agree} / {acc.n}", pct(acc.accuracy), "", str(acc.judge_errors), style="bold")
+    return t
+
+
+def rate_text(r: Rate) -> str:
+    """``pct (k/n) [low, high]`` (Wilson 95%), or an em dash when n is 0."""
+    if r.n == 0:
+        return "—"
+    return f"{pct(r.value)} ({r.k}/{r.n}) [{pct(r.low)}, {pct(r.high)}]"
+
+
+def ba_text(ba: float | None, low: float | None = None, high: float | None = None) -> str:
+    """A balanced accuracy as ``0.50`` (with ``[low, high]`` when given), or an em dash."""
+    if ba is None:
+        return "—"
+    return f"{ba:.2f}" + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+
+
+def validation_lines(acc: JudgeAccuracy) -> list[str]:
+    """The judge's balanced accuracy, per-class recall, null-trace share called met and the gate."""
+    g = acc.gate
+    verdict = "PASSED" if g.passed else "FAILED: " + "; ".join(g.reasons)
+    ba = ba_text(acc.balanced_accuracy, acc.balanced_accuracy_low, acc.balanced_accuracy_high)
+    return [
+        f"balanced accuracy {ba}"
+        f" (bootstrap 95%); recall on known met {rate_text(acc.classes.recall_met)}, on known not met "
+        f"{rate_text(acc.classes.recall_not_met)} (Wilson 95%)",
+        f"null-trace criteria called met: {rate_text(acc.null_met)}",
+        f"gate (balanced accuracy >= {g.min_balanced_accuracy:.2f}, null-trace met <= "
+        f"{g.max_null_met:.0%}): {verdict}",
+    ]
+
+
+def render_judge_breakdown(acc: JudgeAccuracy, title: str) -> Table:
+    """Recall per known class and balanced accuracy by diagnostic, then agreement by trace kind."""
+    t = Table(title=escape(title), title_justify="left")
+    for col in ("diagnostic / trace kind", "recall: known met", "recall: known not met", "balanced accuracy"):
+        t.add_column(col, overflow="fold")
+    for d, split in acc.by_diagnostic.items():
+        t.add_row(escape(d), rate_text(split.recall_met), rate_text(split.recall_not_met),
+                  ba_text(split.balanced_accuracy))
+    for kind, r in acc.by_kind.items():
+        t.add_row(escape(f"trace kind: {kind}"), "", "", f"agree {rate_text(r)}")
     return t
 
 
@@ -112,6 +154,13 @@ def render_audit(report: AuditReport, console: Console) -> None:
                     f"({report.judges.episodes} audit traces; reference: every criterion met)",
                 )
             )
+            title = f"{role.replace('_', ' ')}: by diagnostic and trace kind"
+            console.print(render_judge_breakdown(acc, title))
+            for line in validation_lines(acc):
+                console.print(escape(line), soft_wrap=True, style=None if acc.gate.passed else "red")
+        derived = ", ".join(f"{k} {c.derived}" for k, c in report.judges.contrast.items())
+        if derived:
+            console.print(escape(f"contrastive traces derived: {derived}"), soft_wrap=True)
     for p in report.problems:
         console.print(escape(str(p)), style="red", soft_wrap=True)
     n_files = len({p.file for p in report.problems})

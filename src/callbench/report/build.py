@@ -26,6 +26,7 @@ from callbench.report.faults import RunFaults, run_faults
 from callbench.report.judge_accuracy import run_judge_accuracy
 from callbench.report.ledger import RunLedger, run_ledger
 from callbench.report.load import RunData
+from callbench.report.validation import GradeSetInfo, grade_set_info, judged_status
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
 from callbench.stats.summary import (
@@ -147,6 +148,10 @@ class Report(BaseModel):
     by_agent: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
     scenario_cells: list[ScenarioCell] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    grade_sets: list[GradeSetInfo] = Field(default_factory=list)
+    """Per run, the grade set shown: cutoff, official, judge validation (report/validation.py)."""
+    judged_status: str = ""
+    """Shown beside every judged figure when a grade set's judges are not validated or failed."""
 
 
 def run_info(run: RunData, judge_audits: list[JudgeAudit] | None = None) -> RunInfo:
@@ -240,7 +245,10 @@ def build_report(
         for r in records
         if r.status == "skipped"
     ]
+    infos = [grade_set_info(r, judge_audits or []) for r in runs]
     return Report(
+        grade_sets=infos,
+        judged_status=judged_status(infos),
         runs=[run_info(r, judge_audits) for r in runs],
         settings=ReportSettings(seed=seed, n_samples=n_samples, confidence=confidence),
         fairness_flags=flags,

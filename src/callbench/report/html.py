@@ -32,8 +32,10 @@ from callbench.report.figures import figures
 from callbench.report.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
 from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
+from callbench.report.sources_view import SOURCE_LABELS, SOURCES_NOTE, source_cells, validation_lines
 from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT
 from callbench.report.viewer import episode_views
+from callbench.stats.sources import SOURCE_NAMES
 from callbench.trace import atomic_write_text
 
 TEMPLATE = "report.html.j2"
@@ -128,6 +130,10 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         judge_accuracy=[row for r in report.runs for row in accuracy_rows(r.run_id, r.judge_accuracy)],
         judge_accuracy_columns=JUDGE_ACCURACY_COLUMNS[1:],
         judge_accuracy_missing=NOT_MEASURED,
+        validation_lines=validation_lines,
+        score_sources=source_cells(report),
+        score_source_labels=[SOURCE_LABELS[s] for s in SOURCE_NAMES],
+        score_sources_note=SOURCES_NOTE,
         fault_rows=[row for r in report.runs if r.faults for row in fault_rows(r.run_id, r.faults)],
         fault_columns=FAULT_COLUMNS,
         fault_summaries=[fault_summary(r.run_id, r.faults) for r in report.runs if r.faults],

@@ -18,6 +18,10 @@ Counted from each trace (``trace.py``):
   in what the caller said, or the turn was already split), never reached (their turn never came:
   ``Trace.unreached_channel_events``); seeded noise applied and not applied (no eligible word).
 - judge errors: items labelled ``judge_error`` in the reported grade set, by item source.
+- caller ended early: episodes whose caller said it was done while plan steps were still open
+  (``EndReason.CALLER_DONE_EARLY``). Such a call is scored as the candidate's, like any call a
+  real caller ends (its unmet items count against the candidate); the count shows, per candidate,
+  how often the simulator rather than the candidate may have cut the call short.
 
 A run's ledger is also split per candidate (the candidate's replies change how far a call goes,
 hence which channel events are reached); the report shows the split when candidates differ.
@@ -34,7 +38,7 @@ from rich.table import Table
 
 from callbench.grade.models import EpisodeGrade, Label
 from callbench.report.load import RunData
-from callbench.trace import Trace
+from callbench.trace import EndReason, Trace
 
 
 class ChannelLedger(BaseModel):
@@ -61,6 +65,7 @@ class SimulatorLedger(BaseModel):
     caller_rejections_in_reruns: int = 0  # of the rejections, those in discarded conversations
     conversation_reruns: int = 0
     episodes_rerun: int = 0
+    caller_done_early: int = 0  # episodes the caller ended before its plan's last step
     skipped: dict[str, int] = Field(default_factory=dict)  # reason code -> episodes
     channel: ChannelLedger = Field(default_factory=ChannelLedger)
     judge_errors: int = 0
@@ -112,6 +117,7 @@ def _add(ledger: SimulatorLedger, trace: Trace | None, grade: EpisodeGrade | Non
         ledger.channel.never_reached += len(trace.unreached_channel_events)
         ledger.conversation_reruns += trace.reruns
         ledger.episodes_rerun += trace.reruns > 0
+        ledger.caller_done_early += trace.end_reason == EndReason.CALLER_DONE_EARLY
     skip_reason = (
         trace.skip_reason if trace is not None and trace.skipped
         else grade.skip_reason if grade is not None and grade.skipped
@@ -151,7 +157,8 @@ def _counts(d: dict[str, int]) -> str:
 
 
 LEDGER_COLUMNS = (
-    "episodes", "caller turns", "caller rejections (by reason)", "reruns", "skipped (by reason)",
+    "episodes", "caller turns", "caller rejections (by reason)", "reruns", "caller ended early",
+    "skipped (by reason)",
     "channel authored: applied / not applied / never reached", "seeded noise: applied / not",
     "judge errors",
 )  # fmt: skip
@@ -170,6 +177,7 @@ def ledger_cells(led: SimulatorLedger) -> list[str]:
         str(led.caller_turns),
         rej,
         f"{led.conversation_reruns} in {led.episodes_rerun} episode(s)",
+        str(led.caller_done_early),
         skipped,
         f"{c.authored_applied} / {c.authored_not_applied} / {c.never_reached}",
         f"{c.seeded_applied} / {c.seeded_not_applied}",

@@ -15,6 +15,7 @@ from callbench.report.build import CallRow, Report
 from callbench.report.faults import render_faults_terminal
 from callbench.report.judge_accuracy import render_judge_accuracy_terminal
 from callbench.report.ledger import render_ledger_terminal
+from callbench.report.sources_view import render_validation_terminal
 from callbench.stats.bootstrap import BootstrapResult
 
 MAX_SKIPPED_ROWS = 20
@@ -75,6 +76,12 @@ def fmt_ci(r: BootstrapResult) -> str:
     return text
 
 
+def judged_note(report: Report) -> str:
+    """The judge-validation status every judged figure carries (``" — judges not validated"``),
+    markup-escaped; empty when every grade set's judges passed validation."""
+    return f" — {escape(report.judged_status)}" if report.judged_status else ""
+
+
 def fmt_cost(cost: float | None) -> str:
     return "unknown" if cost is None else f"${cost:.4f}"
 
@@ -107,6 +114,7 @@ def render_terminal(report: Report, console: Console) -> None:
     render_ledger_terminal([(r.run_id, r.simulator) for r in report.runs], console)
     render_faults_terminal([(r.run_id, r.faults) for r in report.runs], console)
     render_judge_accuracy_terminal([(r.run_id, r.judge_accuracy) for r in report.runs], console)
+    render_validation_terminal(report, console)
     _cost(report, console)
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
@@ -122,12 +130,21 @@ def _runs(report: Report, console: Console) -> None:
             escape(
                 f"  {r.run_id}: bundle {r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]}), "
                 f"official {'yes' if r.official else 'no'} ({dirty}"
-                + f"{pending}), grade set {r.grade_set_id}\n"
+                + f"{pending}), grade set {r.grade_set_id} "
+                f"(cutoff {r.cutoff:g}; {_grade_set_status(report, r.run_id)})\n"
                 f"    caller {r.caller}; task judge {r.task_judge}; conversation judge {r.conversation_judge}"
             ),
             soft_wrap=True,
         )
     console.print(escape(OFFICIAL_TEXT))
+
+
+def _grade_set_status(report: Report, run_id: str) -> str:
+    info = next((g for g in report.grade_sets if g.run_id == run_id), None)
+    if info is None:
+        return "judges not validated"
+    official = "official" if info.official else "not official"
+    return f"{info.judge_validation.text}; grade set {official}"
 
 
 def _id_column(t: Table, name: str, values: list[str]) -> None:
@@ -181,10 +198,12 @@ def _calls(report: Report, console: Console) -> None:
             # the title on a line of its own: as a table title it wrapped a long id at the table's width
             console.print(f"[b]Calls: {escape(cand)}[/b]", soft_wrap=True)
             console.print(t)
-        console.print("tools = tool calls the candidate made; pass = overall >= the cutoff.")
+        note = "tools = tool calls the candidate made; pass = overall >= the cutoff."
+        console.print(note + judged_note(report))
         return
     t = Table(
-        title=f"Calls ({len(calls)}; one row per call in the HTML report and --csv)", title_justify="left"
+        title=f"Calls ({len(calls)}; one row per call in the HTML report and --csv){judged_note(report)}",
+        title_justify="left",
     )
     _id_column(t, "candidate", [c.candidate for c in calls])
     reasons = sorted({c.end_reason for c in calls})
@@ -208,7 +227,8 @@ def _leaderboard(report: Report, console: Console) -> None:
     conf = f"{100 * report.settings.confidence:g}%"
     n = report.settings.n_samples
     t = Table(
-        title=f"Leaderboard (mean [{conf} hierarchical bootstrap interval, {n} samples])",
+        title=f"Leaderboard (mean [{conf} hierarchical bootstrap interval, {n} samples])"
+        + judged_note(report),
         title_justify="left",
     )
     _id_column(t, "candidate", [c.candidate for c in report.candidates])
@@ -246,7 +266,8 @@ def _leaderboard(report: Report, console: Console) -> None:
             "outage (the fault ledger's 'not graded' counts only those); callbench grade RUN "
             "grades what is missing."
         )
-    p = Table(title="Pillars (mean \\[interval]; raw point totals in the HTML/JSON)", title_justify="left")
+    p = Table(title=f"Pillars (mean \\[interval]; raw point totals in the HTML/JSON){judged_note(report)}",
+              title_justify="left")
     _id_column(p, "candidate", [c.candidate for c in report.candidates])
     for col in ("task", "conversation"):
         p.add_column(col, justify="right", no_wrap=True)
@@ -262,7 +283,8 @@ def _repeats(report: Report, console: Console) -> None:
         return
     ks = sorted({int(k) for c in cands for k in (c.pass_hat_k or {})})
     t = Table(
-        title="Reliability over repeats (pass^k = mean over scenarios of C(c,k)/C(n,k); no interval)",
+        title="Reliability over repeats (pass^k = mean over scenarios of C(c,k)/C(n,k); no interval)"
+        + judged_note(report),
         title_justify="left",
     )
     _id_column(t, "candidate", [c.candidate for c in report.candidates])
@@ -294,7 +316,7 @@ def _paired(report: Report, console: Console) -> None:
     if not report.paired:
         return
     # lines, not a table: two ids and an interval never fit whole in 80 columns side by side
-    console.print("[b]Paired comparisons[/b] (a - b on the scenarios both completed)")
+    console.print("[b]Paired comparisons[/b] (a - b on the scenarios both completed)" + judged_note(report))
     for p in report.paired:
         diff = "—" if p.mean_difference is None else f"{p.mean_difference:+.1f} [{fmt(p.low)}, {fmt(p.high)}]"
         if p.excludes_zero:
@@ -314,7 +336,8 @@ def _language_difficulty(report: Report, console: Console) -> None:
             continue
         diffs = sorted(c.by_difficulty)
         t = Table(
-            title=f"Overall by language x difficulty: {escape(c.candidate)} (mean \\[interval] (n))",
+            title=f"Overall by language x difficulty: {escape(c.candidate)} (mean \\[interval] (n))"
+            + judged_note(report),
             title_justify="left",
         )
         t.add_column("language")
@@ -352,7 +375,8 @@ def _diagnostics(report: Report, console: Console) -> None:
     if not report.candidates:
         return
     t = Table(
-        title="Diagnostics (score from summed points; mean of episodes in brackets)", title_justify="left"
+        title="Diagnostics (score from summed points; mean of episodes in brackets)" + judged_note(report),
+        title_justify="left",
     )
     t.add_column("diagnostic", overflow="fold")
     for c in report.candidates:

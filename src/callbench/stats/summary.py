@@ -34,6 +34,7 @@ from callbench.stats.bootstrap import (
     hierarchical_bootstrap,
 )
 from callbench.stats.repeats import RepeatStats, repeat_stats
+from callbench.stats.sources import SourceShare, score_sources
 
 # A language or difficulty slice drawing on fewer agents or scenarios than this gets a warning
 # beside its interval (issue 12): the hierarchical bootstrap cannot see agent-to-agent variation
@@ -122,6 +123,8 @@ class CandidateSummary(BaseModel):
     within_scenario_sd: float | None = None  # score points
     repeats: RepeatStats = Field(default_factory=RepeatStats)
     cutoffs: list[float] = Field(default_factory=list)
+    # share of the overall score decided by action checks and by each judge (stats/sources.py)
+    score_sources: dict[str, SourceShare] = Field(default_factory=dict)
     task_totals: PointTotals = Field(default_factory=PointTotals)
     conversation_totals: PointTotals = Field(default_factory=PointTotals)
     by_language: dict[str, BootstrapResult] = Field(default_factory=dict)
@@ -190,6 +193,7 @@ def summarize_candidate(
     )
     grades = [r.grade for r in scored if r.grade is not None]
     summary.cutoffs = sorted({g.cutoff for g in grades})
+    summary.score_sources = score_sources(grades)
     summary.judge_errors = sum(g.judge_errors for g in grades)
     summary.episodes_with_judge_errors = sum(g.judge_errors > 0 for g in grades)
     for g in grades:
