@@ -35,6 +35,7 @@ def _execute(
 
     from callbench.bundle.loader import BundleError, load_bundle
     from callbench.grade.grader import GradeError
+    from callbench.runs.budget import EXIT_BUDGET, BudgetReached
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.guard import RunStopped
     from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
@@ -126,6 +127,9 @@ def _execute(
             f"interrupted: finished episodes are saved in {config.out}; run the same command to resume"
         )
         raise typer.Exit(130) from None
+    except BudgetReached as e:
+        console.print(f"stopped: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_BUDGET) from None
     except (PreflightError, RunStopped) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_PROVIDER) from None
@@ -148,6 +152,33 @@ def _execute(
     except (RunConflict, ValueError, FileNotFoundError, GradeError, FileExistsError, NotADirectoryError) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+def _dry_run(config: object) -> None:
+    """Print the cost plan of ``config`` (:mod:`callbench.runs.costplan`); exit 2 on bad input."""
+    from callbench.bundle.loader import BundleError, load_bundle
+    from callbench.runs.costplan import plan_for_run, plan_lines
+    from callbench.runs.executor import RunConfig
+    from callbench.runs.session import check_run_folder
+
+    assert isinstance(config, RunConfig)
+    try:
+        check_run_folder(Path(config.out))
+        plan = plan_for_run(config, load_bundle(config.bundle_path))
+    except BundleError as e:
+        for p in e.problems:
+            typer.echo(str(p), err=True)
+        typer.echo(f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", err=True)
+        raise typer.Exit(2) from None
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    for line in plan_lines(plan):
+        typer.echo(line)
+    if config.max_cost_usd is not None and plan.cost_usd is not None and plan.spent_usd is not None:
+        verdict = ("within" if plan.spent_usd + plan.cost_usd.expected <= config.max_cost_usd
+                   else "over")
+        typer.echo(f"--max-cost ${config.max_cost_usd:,.4f}: the expected total is {verdict} it")
 
 
 @app.command()
@@ -203,6 +234,17 @@ def run(
         help="Ray cluster for --executor ray: auto, ray://HOST:10001 or HOST:6379 (default: start a "
         "local Ray instance).",
     ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run",
+        help="Print the cost plan (episodes, requests, tokens and USD per role, with a low .. high "
+        "span) and exit without calling any model or writing anything.",
+    ),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", min=0.000001,
+        help="Budget in USD for the whole run folder: stop starting episodes when the spend plus the "
+        "projected cost of the episodes in flight would pass it (exit 5); the same command with a "
+        "higher --max-cost resumes.",
+    ),
 ) -> None:
     """Run candidates over a bundle: simulate every episode, save traces, grade as they finish.
 
@@ -212,7 +254,7 @@ def run(
     command resumes (finished episodes are kept; episodes skipped for a provider fault run again).
     Exit codes: 0 done; 2 bad input; 3 a role's provider cannot be used (preflight, or a role
     failing with HTTP 401/403/404 three times in a row); 4 disk full, permission denied or a
-    read-only folder.
+    read-only folder; 5 --max-cost reached (finished episodes are kept).
     """
     from callbench.models.base import ModelSettings
     from callbench.runs.executor import RoleSpec, RunConfig
@@ -268,7 +310,11 @@ def run(
         preflight=not no_preflight,
         executor=executor,
         ray_address=ray_address,
+        max_cost_usd=max_cost,
     )
+    if dry_run:
+        _dry_run(config)
+        return
     _manifest, gid = _execute(config, cache, cache_mode, "episodes")
     typer.echo(f"run folder: {out}")
     if gid:

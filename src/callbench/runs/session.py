@@ -94,8 +94,20 @@ async def run_and_grade(
     false or the cache is ``replay_only``, every network role model is checked first
     (:mod:`callbench.runs.preflight`; raises :class:`PreflightError` before any episode). A run
     refused before it saved anything (``ValueError`` for filters that match nothing,
-    :class:`RunConflict`) leaves no new folder behind."""
+    :class:`RunConflict`) leaves no new folder behind. With ``config.max_cost_usd`` the run stops
+    starting episodes at that budget (:mod:`callbench.runs.budget`; raises
+    :class:`~callbench.runs.budget.BudgetReached` after saving and grading those in flight;
+    ``ValueError`` up front when a role's price is unknown)."""
     bundle = bundle or load_bundle(config.bundle_path)
+    budget = None
+    if config.max_cost_usd is not None:
+        if config.executor == "ray":
+            raise ValueError("--max-cost is not supported with --executor ray yet; run without it")
+        from callbench.runs.budget import Budget
+        from callbench.runs.costplan import plan_for_run
+
+        plan = plan_for_run(config, bundle)
+        budget = Budget(config.max_cost_usd, plan.spent_usd, plan.per_episode_usd)
     own = clients is None
     cluster = None
     if config.executor == "ray":
@@ -149,6 +161,8 @@ async def run_and_grade(
                     g.passed,
                     g.judge_errors,
                 )
+                if budget is not None:
+                    budget.charge(trace.episode_id, g.usage.values())
                 if on_graded:
                     on_graded(g)
 
@@ -165,7 +179,7 @@ async def run_and_grade(
         else:
             manifest = await execute_run(
                 config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan,
-                store=store,
+                store=store, budget=budget,
             )
         if hook is not None:
             # Grade traces a killed run saved but never graded, traces of earlier invocations when
