@@ -42,9 +42,10 @@ class FakeProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         resp = await self.inner.complete(request)
-        sent = json.dumps([m.model_dump() for m in request.messages] + [t.model_dump() for t in request.tools],
-                          ensure_ascii=False)
-        said = (resp.content or "") + json.dumps([c.model_dump() for c in resp.tool_calls], ensure_ascii=False)
+        sent = json.dumps([m.model_dump() for m in request.messages]
+                          + [t.model_dump() for t in request.tools], ensure_ascii=False)
+        calls = [c.model_dump() for c in resp.tool_calls]
+        said = (resp.content or "") + json.dumps(calls, ensure_ascii=False)
         usage = Usage(input_tokens=len(sent.encode()) // 4, output_tokens=len(said.encode()) // 4, calls=1)
         usage.cost_usd = call_cost(self.spec, usage)
         self.billed = self.billed + usage
@@ -81,7 +82,8 @@ def run_spend(out: Path) -> float:
     try:
         m = store.load_manifest()
         assert m is not None
-        total = sum(u.cost_usd or 0.0 for eid in store.finished_ids() for u in store.load_trace(eid).usage.values())
+        total = sum(u.cost_usd or 0.0 for eid in store.finished_ids()
+                    for u in store.load_trace(eid).usage.values())
     finally:
         store.close()
     return total + sum(u.cost_usd or 0.0 for gs in m.grade_sets for g in load_episode_grades(out, gs)
