@@ -89,7 +89,7 @@ def test_terminal_tables(make_run: MakeRun) -> None:
     assert f"{a.overall.estimate:.1f} [{a.overall.low:.1f}, {a.overall.high:.1f}]" in text
     # cand-a beats cand-b by exactly 10 on each of the 5 scenarios both completed
     assert report.paired[0].n_scenarios == 5 and report.paired[0].only_a == 1
-    assert "+10.0 [10.0, 10.0] *" in text
+    assert "+10.0 [10.0, 10.0]† *" in text  # 5 shared scenarios: marked too few
     assert "caller validation failed 3 times" in text
     assert "Skipped episodes (2; excluded from scores)" in text
     assert "outcome reached" in text and "SMOKE TEST" not in text and "UNFAIR" not in text

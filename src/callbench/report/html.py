@@ -34,6 +34,8 @@ from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
 from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT
 from callbench.report.viewer import episode_views
+from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL
+from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 from callbench.trace import atomic_write_text
 
 TEMPLATE = "report.html.j2"
@@ -132,6 +134,8 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         fault_columns=FAULT_COLUMNS,
         fault_summaries=[fault_summary(r.run_id, r.faults) for r in report.runs if r.faults],
         repeat_ks=[str(k) for k in sorted({int(k) for c in report.candidates for k in c.pass_hat_k or {}})],
+        min_scored=MIN_SCORED_FOR_INTERVAL,
+        min_paired=MIN_PAIRED_SCENARIOS,
     )
 
 

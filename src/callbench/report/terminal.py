@@ -15,14 +15,12 @@ from callbench.report.build import CallRow, Report
 from callbench.report.faults import render_faults_terminal
 from callbench.report.judge_accuracy import render_judge_accuracy_terminal
 from callbench.report.ledger import render_ledger_terminal
-from callbench.stats.bootstrap import BootstrapResult
+from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL, BootstrapResult
+from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 
 MAX_SKIPPED_ROWS = 20
 MAX_CALL_ROWS = 40
 """Runs with at most this many planned calls get a per-call table; larger runs a summary."""
-MIN_SCORED_FOR_INTERVAL = 10
-"""Intervals from fewer scored calls are flagged as too few to mean much: a bootstrap over a
-handful of calls can come out as [0.0, 0.0] and look like certainty."""
 
 SMOKE_TEST_TEXT = (
     "SMOKE TEST: the roles named below ran on the embedded smoke-test model, a small local model that "
@@ -64,13 +62,19 @@ FEW_NOTE = (
 )
 
 
+PAIRED_FEW_NOTE = (
+    f"{FEW_MARK} from fewer than {MIN_PAIRED_SCENARIOS} shared scenarios: too few to mean much, "
+    "whether or not the interval excludes zero."
+)
+
+
 def fmt_ci(r: BootstrapResult) -> str:
     """``estimate [low, high]``, or an em dash when undefined; :data:`FEW_MARK` is appended when
     fewer than :data:`MIN_SCORED_FOR_INTERVAL` calls stand behind the interval (:data:`FEW_NOTE`)."""
     if r.estimate is None:
         return "—"
     text = f"{r.estimate:.1f} [{fmt(r.low)}, {fmt(r.high)}]"
-    if r.n_episodes < MIN_SCORED_FOR_INTERVAL:
+    if r.too_few:
         text += FEW_MARK
     return text
 
@@ -217,7 +221,7 @@ def _leaderboard(report: Report, console: Console) -> None:
     for c in report.candidates:  # best first
         t.add_row(escape(c.candidate), fmt_ci(c.overall), fmt_ci(c.pass_rate))
     console.print(t)
-    if any(c.overall.n_episodes < MIN_SCORED_FOR_INTERVAL for c in report.candidates):
+    if any(r.too_few for c in report.candidates for r in (c.overall, c.task, c.conversation, c.pass_rate)):
         console.print(f"[yellow]{escape(FEW_NOTE)}[/yellow]")
     cut = sorted({x for c in report.candidates for x in c.cutoffs})
     if cut:
@@ -297,6 +301,8 @@ def _paired(report: Report, console: Console) -> None:
     console.print("[b]Paired comparisons[/b] (a - b on the scenarios both completed)")
     for p in report.paired:
         diff = "—" if p.mean_difference is None else f"{p.mean_difference:+.1f} [{fmt(p.low)}, {fmt(p.high)}]"
+        if p.too_few:
+            diff += FEW_MARK
         if p.excludes_zero:
             diff += " *"
         console.print(f"  a {escape(p.candidate_a)}", soft_wrap=True)
@@ -306,6 +312,8 @@ def _paired(report: Report, console: Console) -> None:
             f"    scenarios {p.n_scenarios}   difference \\[interval] {diff}   w/l/t {w_l_t}", soft_wrap=True
         )
     console.print("* interval excludes zero; w/l/t = scenarios where a scored above, below, the same as b")
+    if any(p.too_few for p in report.paired):
+        console.print(f"[yellow]{escape(PAIRED_FEW_NOTE)}[/yellow]")
 
 
 def _language_difficulty(report: Report, console: Console) -> None:
