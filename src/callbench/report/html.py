@@ -32,7 +32,7 @@ from callbench.report.figures import figures
 from callbench.report.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
 from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
-from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT
+from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
 from callbench.report.viewer import episode_views
 from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
@@ -123,6 +123,7 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         instructions=instructions,
         smoke_test_text=SMOKE_TEST_TEXT,
         reference_text=REFERENCE_TEXT,
+        stand_in_text=STAND_IN_TEXT,
         report_id=hashlib.sha256(report.model_dump_json().encode()).hexdigest()[:12],
         include_traces=include_traces,
         ledger=[row for r in report.runs if r.simulator for row in ledger_rows(r.run_id, r.simulator)],

@@ -31,6 +31,11 @@ REFERENCE_TEXT = (
     "turn by turn and with no model: the authored correct call, a reference ceiling to compare "
     "against, not a model. Its caller and judges are the run's own."
 )
+STAND_IN_TEXT = (
+    "STAND-IN JUDGES: the judges named below are scripted (fixed labels or replies from a file, no "
+    "model). Their grades show that grading works; they are not a measurement of quality (under "
+    "scripted:met an agent that hangs up at once passes most calls)."
+)
 OFFICIAL_TEXT = (
     "official = every planned call finished, none skipped, one callbench version, from a clean git "
     "checkout (git state unknown: not run from a git checkout, so it cannot be official), no "
@@ -87,6 +92,9 @@ def render_terminal(report: Report, console: Console) -> None:
     """Print the whole report to ``console``."""
     if report.smoke_test_roles:
         console.print(Panel(escape(f"{SMOKE_TEST_TEXT}\n{smoke_test_summary(report)}"), style="bold yellow"))
+    if report.stand_in_judges:
+        names = ", ".join(report.stand_in_judges)
+        console.print(Panel(escape(f"{STAND_IN_TEXT}\n{names}."), style="bold magenta"))
     if report.reference_candidates:
         names = ", ".join(report.reference_candidates)
         console.print(Panel(escape(f"{REFERENCE_TEXT}\n{names}."), style="bold cyan"))
