@@ -70,7 +70,9 @@ def test_cli_writes_all_outputs(make_run: MakeRun, tmp_path: Path) -> None:
     args += ["--csv", str(out / "r.csv"), "--samples", "100"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert f"HTML report: {(out / 'r.html').resolve().as_uri()}" in result.output
+    # the path on the label's line when it fits the terminal, else on a line of its own
+    uri = (out / "r.html").resolve().as_uri()
+    assert f"HTML report: {uri}" in result.output or f"HTML report:\n  {uri}\n" in result.output
     assert (out / "r.html").read_text().count('id="fig-leaderboard"') == 1
     assert read_json(out / "r.json").settings.n_samples == 100
     assert len(read_csv(out / "r.csv")) == 24

@@ -149,6 +149,7 @@ def report(
     from callbench.report.build import build_report
     from callbench.report.export import write_csv, write_json
     from callbench.report.fairness import UnfairComparisonError
+    from callbench.report.fit import labelled_path
     from callbench.report.html import write_html
     from callbench.report.load import ReportInputError, load_runs
     from callbench.report.terminal import render_terminal
@@ -171,13 +172,13 @@ def report(
     try:
         if json_path is not None:
             write_json(result, json_path)
-            typer.echo(f"JSON report: {json_path}")
+            typer.echo("\n".join(labelled_path("JSON report:", str(json_path))))
         if csv_path is not None:
             write_csv([r for run in runs for r in run.records], csv_path)
-            typer.echo(f"CSV (one row per episode): {csv_path}")
+            typer.echo("\n".join(labelled_path("CSV (one row per episode):", str(csv_path))))
         if html_out is not None:
             write_html(result, runs, html_out, include_traces=not no_traces)
-            typer.echo(f"HTML report: {html_out.resolve().as_uri()}")
+            typer.echo("\n".join(labelled_path("HTML report:", html_out.resolve().as_uri())))
     except OSError as e:
         from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
 

@@ -316,9 +316,12 @@ def run(
         _dry_run(config)
         return
     _manifest, gid = _execute(config, cache, cache_mode, "episodes")
-    typer.echo(f"run folder: {out}")
+    from callbench.report.fit import labelled_path
+
+    typer.echo("\n".join(labelled_path("run folder:", str(out))))
     if gid:
-        typer.echo(f"grade set: {gid}; report with: callbench report {out}")
+        typer.echo(f"grade set: {gid}; report with:")
+        typer.echo(f"  callbench report {out}")
 
 
 @app.command()
@@ -366,6 +369,7 @@ def demo(
     import importlib.util
 
     from callbench.bundle.loader import load_bundle
+    from callbench.report.fit import echo_wrapped, labelled_path
     from callbench.runs.demo import (
         DEMO_MAX_TURNS,
         clear_demo_run,
@@ -391,17 +395,17 @@ def demo(
     )
     try:
         if fresh and clear_demo_run(config.out):
-            typer.echo(f"--fresh: deleted the earlier demo run in {config.out}")
+            typer.echo("\n".join(labelled_path("--fresh: deleted the earlier demo run in", str(config.out))))
         state = demo_run_state(config, bundle)
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     for line in demo_banner(config):
-        typer.echo(line)
-    typer.echo(f"Run folder: {config.out}")
+        typer.echo("\n".join(echo_wrapped(line)))
+    typer.echo("\n".join(labelled_path("Run folder:", str(config.out))))
     note = state.message()
     if note:
-        typer.echo(note)
+        typer.echo("\n".join(echo_wrapped(note)))
     _execute(config, None, "off", "demo episodes")
     report(
         run_dirs=[config.out],

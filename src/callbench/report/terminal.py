@@ -13,6 +13,7 @@ from rich.table import Table
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import CallRow, Report
 from callbench.report.faults import render_faults_terminal
+from callbench.report.fit import print_table, print_wrapped
 from callbench.report.judge_accuracy import render_judge_accuracy_terminal
 from callbench.report.ledger import render_ledger_terminal
 from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL, BootstrapResult
@@ -121,7 +122,7 @@ def render_terminal(report: Report, console: Console) -> None:
     render_judge_accuracy_terminal([(r.run_id, r.judge_accuracy) for r in report.runs], console)
     _cost(report, console)
     for w in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+        print_wrapped(console, f"warning: {w}", style="yellow")
 
 
 def _runs(report: Report, console: Console) -> None:
@@ -129,17 +130,15 @@ def _runs(report: Report, console: Console) -> None:
     for r in report.runs:
         dirty = "dirty tree" if r.git_dirty else "clean tree" if r.git_dirty is False else "git state unknown"
         pending = f"; {r.awaiting_review} generated scenario(s) awaiting review" if r.awaiting_review else ""
-        # soft_wrap: ids and paths are never broken by inserted line breaks
-        console.print(
-            escape(
-                f"  {r.run_id}: bundle {r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]}), "
-                f"official {'yes' if r.official else 'no'} ({dirty}"
-                + f"{pending}), grade set {r.grade_set_id}\n"
-                f"    caller {r.caller}; task judge {r.task_judge}; conversation judge {r.conversation_judge}"
-            ),
-            soft_wrap=True,
+        # wrapped at spaces only: ids and paths are never broken
+        print_wrapped(
+            console,
+            f"  {r.run_id}: bundle {r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]}), "
+            f"official {'yes' if r.official else 'no'} ({dirty}{pending}), grade set {r.grade_set_id}\n"
+            f"    caller {r.caller};\n    task judge {r.task_judge};\n"
+            f"    conversation judge {r.conversation_judge}",
         )
-    console.print(escape(OFFICIAL_TEXT))
+    print_wrapped(console, OFFICIAL_TEXT)
 
 
 def _id_column(t: Table, name: str, values: list[str]) -> None:
@@ -191,8 +190,8 @@ def _calls(report: Report, console: Console) -> None:
             if natural > console.width:
                 t = _call_rows(cand, mine, grouped=True)  # ids whole, the agent as a heading row
             # the title on a line of its own: as a table title it wrapped a long id at the table's width
-            console.print(f"[b]Calls: {escape(cand)}[/b]", soft_wrap=True)
-            console.print(t)
+            print_wrapped(console, f"Calls: {cand}", style="bold")
+            print_table(console, t)
         console.print("tools = tool calls the candidate made; pass = overall >= the cutoff.")
         return
     t = Table(
@@ -213,7 +212,7 @@ def _calls(report: Report, console: Console) -> None:
             f"{sum(c.tool_calls for c in mine) / len(mine):.1f}",
             f"{sum(bool(c.passed) for c in judged)}/{len(judged)}",
         )
-    console.print(t)
+    print_table(console, t)
 
 
 def _leaderboard(report: Report, console: Console) -> None:
@@ -228,9 +227,9 @@ def _leaderboard(report: Report, console: Console) -> None:
     t.add_column("pass rate %", justify="right", no_wrap=True)
     for c in report.candidates:  # best first
         t.add_row(escape(c.candidate), fmt_ci(c.overall), fmt_ci(c.pass_rate))
-    console.print(t)
+    print_table(console, t)
     if any(r.too_few for c in report.candidates for r in (c.overall, c.task, c.conversation, c.pass_rate)):
-        console.print(f"[yellow]{escape(FEW_NOTE)}[/yellow]")
+        print_wrapped(console, FEW_NOTE, style="yellow", hang="  ")
     cut = sorted({x for c in report.candidates for x in c.cutoffs})
     if cut:
         console.print(f"Pass = overall >= {', '.join(f'{x:g}' for x in cut)} (provisional cutoff).")
@@ -251,7 +250,7 @@ def _leaderboard(report: Report, console: Console) -> None:
             str(c.n_overall_undefined),
             str(c.judge_errors),
         )
-    console.print(e)
+    print_table(console, e)
     if any(c.n_ungraded for c in report.candidates):
         console.print(
             "ungraded: a trace with no grade in this grade set, or one left not graded by a judge "
@@ -264,7 +263,7 @@ def _leaderboard(report: Report, console: Console) -> None:
         p.add_column(col, justify="right", no_wrap=True)
     for c in report.candidates:
         p.add_row(escape(c.candidate), fmt_ci(c.task), fmt_ci(c.conversation))
-    console.print(p)
+    print_table(console, p)
 
 
 def _repeats(report: Report, console: Console) -> None:
@@ -295,7 +294,7 @@ def _repeats(report: Report, console: Console) -> None:
             else f"{100 * c.verdict_flip_rate:.1f}% ({rs.n_flipped}/{rs.n_scenarios_repeated})"
         )
         t.add_row(escape(c.candidate), *cells, flips, fmt(c.within_scenario_sd))
-    console.print(t)
+    print_table(console, t)
     console.print(
         "n = scenarios behind each pass^k (a scenario with fewer completed repeats than k is left out); "
         "verdict flips = scenarios whose repeats disagree on pass/fail; SD in score points."
@@ -313,15 +312,13 @@ def _paired(report: Report, console: Console) -> None:
             diff += FEW_MARK
         if p.excludes_zero:
             diff += " *"
-        console.print(f"  a {escape(p.candidate_a)}", soft_wrap=True)
-        console.print(f"  b {escape(p.candidate_b)}", soft_wrap=True)
         w_l_t = f"{p.wins}/{p.losses}/{p.ties}"
-        console.print(
-            f"    scenarios {p.n_scenarios}   difference \\[interval] {diff}   w/l/t {w_l_t}", soft_wrap=True
-        )
-    console.print("* interval excludes zero; w/l/t = scenarios where a scored above, below, the same as b")
+        print_wrapped(console, f"  a {p.candidate_a}\n  b {p.candidate_b}\n    scenarios {p.n_scenarios}   "
+                      f"difference [interval] {diff}   w/l/t {w_l_t}")
+    print_wrapped(console, "* interval excludes zero; w/l/t = scenarios where a scored above, below, the "
+                  "same as b", hang="  ")
     if any(p.too_few for p in report.paired):
-        console.print(f"[yellow]{escape(PAIRED_FEW_NOTE)}[/yellow]")
+        print_wrapped(console, PAIRED_FEW_NOTE, style="yellow", hang="  ")
 
 
 def _language_difficulty(report: Report, console: Console) -> None:
@@ -359,9 +356,9 @@ def _language_difficulty(report: Report, console: Console) -> None:
             *[cell(c.by_difficulty[d], f"{d or '?'}") for d in diffs],
             cell(c.overall, "all"),
         )
-        console.print(t)
+        print_table(console, t)
         for w in warned:
-            console.print(f"  [yellow]! {escape(w)}[/yellow]")
+            print_wrapped(console, f"  ! {w}", style="yellow")
 
 
 def _diagnostics(report: Report, console: Console) -> None:
@@ -381,7 +378,7 @@ def _diagnostics(report: Report, console: Console) -> None:
                 "—" if s is None or s.score is None else f"{s.score:.1f} ({fmt(s.mean_episode_score)})"
             )
         t.add_row(DIAGNOSTIC_LABELS[d], *cells)
-    console.print(t)
+    print_table(console, t)
 
 
 def _skipped(report: Report, console: Console) -> None:
@@ -394,7 +391,7 @@ def _skipped(report: Report, console: Console) -> None:
     t.add_column("reason", overflow="fold")
     for s in report.skipped[:MAX_SKIPPED_ROWS]:
         t.add_row(escape(s.candidate), escape(f"{s.agent_id}/{s.scenario_id} #{s.repeat}"), escape(s.reason))
-    console.print(t)
+    print_table(console, t)
     if len(report.skipped) > MAX_SKIPPED_ROWS:
         console.print(
             f"... and {len(report.skipped) - MAX_SKIPPED_ROWS} more (all in the HTML and JSON reports)"
@@ -413,7 +410,7 @@ def _cost(report: Report, console: Console) -> None:
         "[b]Cost and tokens[/b] (input, output, cached input; from traces and grades; judges included)"
     )
     for c in report.candidates:
-        console.print(f"  [b]{escape(c.candidate)}[/b]", soft_wrap=True)
+        print_wrapped(console, f"  {c.candidate}", style="bold")
         t = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
         t.add_column("  role", no_wrap=True, min_width=len("  conversation_judge"))
         for col in ("calls", "input", "output", "cached in", "cost"):
@@ -437,5 +434,5 @@ def _cost(report: Report, console: Console) -> None:
             f"{sum(u.cached_input_tokens for u in usages):,}",
             fmt_cost(c.cost_usd),
         )
-        console.print(t)
+        print_table(console, t)
     console.print(f"Tokens in total (input + output, every role, judges included): {total_tokens(report):,}")
