@@ -157,9 +157,15 @@ def report(
     audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [])
     for w in audit_warnings:
         typer.echo(f"warning: {w}", err=True)
+    status = Console(stderr=True, emoji=False)
     try:
-        runs = load_runs(run_dirs, grade_set)
-        result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence, judge_audits=audits)
+        # the statistics take seconds to minutes on a large run: say so while they run (a transient
+        # line on a terminal; nothing in a pipe)
+        with status.status(f"statistics: reading the run(s) and drawing {samples:,} bootstrap samples per "
+                           "interval"):
+            runs = load_runs(run_dirs, grade_set)
+            result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence,
+                                  judge_audits=audits)
     except (ReportInputError, UnfairComparisonError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -177,7 +183,8 @@ def report(
             write_csv([r for run in runs for r in run.records], csv_path)
             typer.echo("\n".join(labelled_path("CSV (one row per episode):", str(csv_path))))
         if html_out is not None:
-            write_html(result, runs, html_out, include_traces=not no_traces)
+            with status.status("report: writing the HTML report"):
+                write_html(result, runs, html_out, include_traces=not no_traces)
             typer.echo("\n".join(labelled_path("HTML report:", html_out.resolve().as_uri())))
     except OSError as e:
         from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message

@@ -23,7 +23,9 @@ def _execute(
     import asyncio
     import sqlite3
 
-    from rich.console import Console
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.markup import escape
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -35,6 +37,7 @@ def _execute(
 
     from callbench.bundle.loader import BundleError, load_bundle
     from callbench.grade.grader import GradeError
+    from callbench.models.activity import Activity, listening
     from callbench.runs.budget import EXIT_BUDGET, BudgetReached
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.guard import RunStopped
@@ -87,12 +90,29 @@ def _execute(
         columns += [TextColumn("left"), TimeRemainingColumn()]
     progress = Progress(*columns, console=console)
     task = progress.add_task(title, total=None, skipped=0, tokens=0, cost="$0.00")
+    # a second line says what is under way between finished episodes: the run's phase, or what a
+    # local model is doing (loading, reading a long prompt: tokens read of how many, rate)
+    doing = Progress(TextColumn("  {task.description}"), TimeElapsedColumn(), console=console)
+    now = doing.add_task("starting: checking the run folder, the bundle and every role's model")
+
+    phase = ["episodes: simulating and grading"]
+    shown = [""]
+
+    def on_activity(act: Activity | None) -> None:
+        text = escape(act.describe() if act is not None else phase[0])
+        what = act.what if act is not None else phase[0]
+        if what != shown[0]:  # a new activity: its own elapsed time
+            shown[0] = what
+            doing.reset(now, description=text)
+        else:
+            doing.update(now, description=text)
 
     def show() -> None:
         progress.update(task, skipped=totals.skipped, tokens=totals.tokens, cost=totals.cost_text())
 
     def on_plan(planned: list, done: set) -> None:
         progress.update(task, total=len(planned), completed=len([k for k in planned if k.episode_id in done]))
+        on_activity(None)
 
     def on_episode(trace: object, _executor_totals: dict) -> None:
         from callbench.trace import Trace
@@ -120,8 +140,12 @@ def _execute(
                 await c.aclose()
 
     try:
-        with progress:
-            return asyncio.run(go())
+        try:
+            with Live(Group(progress, doing), console=console, refresh_per_second=4), listening(on_activity):
+                return asyncio.run(go())
+        finally:
+            if not console.is_interactive:  # as rich's Progress.stop: end the last line in a pipe
+                console.print()
     except KeyboardInterrupt:
         console.print(
             f"interrupted: finished episodes are saved in {config.out}; run the same command to resume"

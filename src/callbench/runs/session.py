@@ -25,6 +25,7 @@ from callbench.grade.grader import (
     load_grade_set,
 )
 from callbench.grade.models import EpisodeGrade
+from callbench.models import activity
 from callbench.models.base import ModelClient, Role, Usage
 from callbench.models.cache import CacheMode, ResponseCache
 from callbench.runs.executor import (
@@ -168,7 +169,11 @@ async def run_and_grade(
 
         if config.preflight and (cache is None or cache.mode is not CacheMode.REPLAY_ONLY):
             check_request_rules(clients, select_scenarios(bundle, config.filters))
-            await preflight(clients)
+            activity.report("preflight: one minimal request to each network role model")
+            try:
+                await preflight(clients)
+            finally:
+                activity.clear()
         if cluster is not None:
             from callbench.runs.ray_executor import execute_run_ray
 
@@ -190,8 +195,12 @@ async def run_and_grade(
                 else set()
             )
             planned = {k.episode_id for k in manifest.planned}
-            for eid in sorted(store.finished_ids() & planned - graded):
+            left = sorted(store.finished_ids() & planned - graded)
+            for i, eid in enumerate(left):
+                activity.report(f"grading saved episodes not graded yet ({i + 1} of {len(left)})")
                 await hook(store.load_trace(eid))
+            if left:
+                activity.clear()
             if grade_set is not None:
                 finalize_grade_set(Path(config.out), grade_set)
                 manifest = store.load_manifest() or manifest
