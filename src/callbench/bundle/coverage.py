@@ -5,7 +5,7 @@ Sections are the Markdown ATX headings of the rendered document (``#`` to ``####
 of a line, outside fenced code blocks); a section runs from its heading to the next heading of any
 level, and text before the first heading is the section ``(preamble)`` when it is not blank.
 
-Rules (stated in ``callbench inspect --coverage`` and docs/generating.md):
+Rules (stated in ``callbench inspect --agent AGENT`` and docs/generating.md):
 
 * a scenario exercises a *section* when one of its criteria quotes an excerpt located in that
   section (``excerpts.locate_excerpt`` on the document rendered for the scenario), or when its

@@ -65,7 +65,7 @@ def _execute(
         )
         raise typer.Exit(2) from None
     except (RunConflict, ValueError, FileNotFoundError, FileExistsError, NotADirectoryError) as e:
-        console.print(f"error: {e}", markup=False, soft_wrap=True)
+        console.print(f"error: {_input_error(e, config.bundle_path)}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
     totals = RunTotals()
@@ -178,6 +178,18 @@ def _execute(
         raise typer.Exit(2) from None
 
 
+def _input_error(e: Exception, bundle_path: Path) -> str:
+    """The one-line text of a refused input: an OS error as ``PATH: reason; what to do``
+    (:func:`callbench.oserror.os_error_line`), anything else as its message."""
+    if not isinstance(e, OSError):
+        return str(e)
+    from callbench.bundle.validate import BUNDLE_FOLDER
+    from callbench.oserror import os_error_line
+
+    bundle = e.filename is not None and Path(e.filename) in (bundle_path, bundle_path.parent)
+    return os_error_line(e, expected=BUNDLE_FOLDER if bundle else "")
+
+
 def _dry_run(config: object) -> None:
     """Print the cost plan of ``config`` (:mod:`callbench.runs.costplan`); exit 2 on bad input."""
     from callbench.bundle.loader import BundleError, load_bundle
@@ -194,8 +206,8 @@ def _dry_run(config: object) -> None:
             typer.echo(str(p), err=True)
         typer.echo(f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", err=True)
         raise typer.Exit(2) from None
-    except ValueError as e:
-        typer.echo(f"error: {e}", err=True)
+    except (ValueError, OSError) as e:
+        typer.echo(f"error: {_input_error(e, config.bundle_path)}", err=True)
         raise typer.Exit(2) from None
     for line in plan_lines(plan):
         typer.echo(line)
