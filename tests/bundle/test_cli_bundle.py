@@ -68,7 +68,8 @@ def test_validate_json(mb: MiniBundle) -> None:
 def test_validate_unreadable_path(tmp_path: Path) -> None:
     r = _run("validate", str(tmp_path / "missing"))
     assert r.exit_code == 2 and r.stdout == ""
-    assert "cannot read: no such folder" in r.stderr
+    assert "cannot read: does not exist; give the path of a bundle folder (one holding bundle.yaml)" \
+        in r.stderr
     r = _run("validate", str(tmp_path / "missing"), "--json")
     assert r.exit_code == 2
     assert [d["code"] for d in json.loads(r.stdout)] == ["read"]

@@ -249,3 +249,32 @@ async def test_plain_and_json_generation_with_extra_buffer_types_off(monkeypatch
     engine = local_client._ENGINES[(str(c.model_path), "caller")]
     assert engine.llm.model_params.use_extra_bufts is extra_bufts_enabled()
     release_engines()
+
+
+async def test_a_long_prompt_is_read_with_progress_and_the_same_answer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28 item 1: reading a long prompt reports tokens read of how many, and the prompt read
+    in chunks gives the same answer and the same cache accounting as one read by generation."""
+    import callbench.models.local.client as local_client
+    from callbench.models import activity
+
+    rules = " ".join(f"Rule {i}: check the account number twice before any answer." for i in range(60))
+    msgs = [ChatMessage(role="system", content=rules), ChatMessage(role="user", content="Say hello.")]
+
+    async def ask(role: str) -> tuple[str | None, int, list[activity.Activity | None]]:
+        c = create_client("local:0.5b", ModelSettings(temperature=0.7, seed=5, max_tokens=30))
+        seen: list[activity.Activity | None] = []
+        with activity.listening(seen.append):
+            ctx = RequestContext(role=role, episode_id="p")
+            r = await c.complete(ModelRequest(messages=msgs, context=ctx))
+        return r.content, r.usage.cached_input_tokens, seen
+
+    chunked, cached, seen = await ask("task_judge")
+    reads = [a for a in seen if a is not None and a.total]
+    assert len(reads) >= 3 and reads[-1].done == reads[-1].total - 1 > 600
+    assert "reading the task_judge prompt" in reads[-1].what and seen[-1] is None
+    monkeypatch.setattr(local_client, "PREFILL_MIN", 10**9)
+    whole, cached_whole, seen_whole = await ask("conversation_judge")
+    assert not [a for a in seen_whole if a is not None and a.total]
+    assert chunked == whole and cached == cached_whole == 0
+    release_engines()

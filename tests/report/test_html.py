@@ -78,7 +78,11 @@ def test_no_external_url_anywhere(html: str) -> None:
             if value is not None:
                 assert key == "href" and value.startswith("#"), (tag, attrs)
         assert "style" not in attrs or "url(" not in str(attrs["style"])
-    assert "@import" not in html and "url(" not in html.split("<script", 1)[0]
+    head = html.split("<script", 1)[0]
+    # the only url() is an embedded font, a data: URL inside the page (report/fonts.py)
+    urls = re.findall(r"url\(([^)]*)\)", head)
+    assert all(u.startswith("data:font/woff;base64,") for u in urls), [u[:40] for u in urls]
+    assert "@import" not in html
 
 
 def test_every_in_page_link_has_a_target(html: str) -> None:
@@ -174,7 +178,11 @@ def test_starter_report_within_size_budget(starter_report: dict[str, Any]) -> No
     html = starter_report["html"].read_text(encoding="utf-8")
     calls = len(starter_report["traces"])
     assert calls == 2 * len(starter_report["languages"])
-    assert len(html.encode()) <= 4_000_000 * calls / 70
+    # the embedded fonts are a fixed cost, not a per-call one (issue 28 item 4; docs/decisions.md)
+    fonts = html[html.index('<style id="embedded-fonts">'):]
+    fonts = fonts[: fonts.index("</style>")]
+    assert len(fonts.encode()) <= 300_000
+    assert len(html.encode()) - len(fonts.encode()) <= 4_000_000 * calls / 70
     c = parsed(html)
     executable = [text for attrs, text in c.scripts if attrs.get("type") != "application/json"]
     assert len(executable) == 1 and len(executable[0]) < 20_000

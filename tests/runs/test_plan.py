@@ -55,5 +55,6 @@ def test_unknown_scenario_in_a_large_bundle_names_close_ids_not_all() -> None:
     with pytest.raises(ValueError) as e:
         select_scenarios(starter, ScenarioFilters(scenarios=["zzzz"]))
     assert str(e.value) == (
-        "--scenarios zzzz: not in the bundle (100 scenarios in all; callbench inspect BUNDLE lists them)"
+        f"--scenarios zzzz: not in the bundle (100 scenarios in all; callbench inspect {starter.root} "
+        "--scenarios lists them)"
     )

@@ -9,7 +9,7 @@ and text before the first heading is the section ``(preamble)`` when it is not b
 used by more than one heading (``1. Greet`` in the booking flow and in the cancellation flow) is
 qualified by its enclosing headings until it is unique: ``Booking flow > 1. Greet``.
 
-Rules (stated in ``callbench inspect --coverage`` and docs/generating.md):
+Rules (stated in ``callbench inspect --agent AGENT`` and docs/generating.md):
 
 * a scenario exercises a *section* when one of its criteria quotes an excerpt located in that
   section (``excerpts.locate_excerpt`` on the document rendered for the scenario): a criterion

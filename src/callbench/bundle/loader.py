@@ -15,6 +15,7 @@ once; :func:`load_bundle` raises :class:`BundleError` carrying them all when the
 from __future__ import annotations
 
 import contextvars
+import errno
 import functools
 import hashlib
 import json
@@ -535,7 +536,8 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
     root = Path(path)
     problems: list[Problem] = []
     if not root.is_dir():
-        raise FileNotFoundError(f"{root}: not a bundle folder")
+        raise FileNotFoundError(errno.ENOENT if not root.exists() else errno.ENOTDIR,
+                                "not a bundle folder (one holding bundle.yaml)", str(root))
     budget = _Budget()
     meta_path = _find(root, "bundle", root, problems)
     if meta_path is None:

@@ -116,6 +116,9 @@ PROBLEM_CODES: frozenset[str] = frozenset({
 """Every problem code the loader and validator emit (documented in this module's docstring)."""
 
 
+BUNDLE_FOLDER = "a bundle folder (one holding bundle.yaml)"
+
+
 def validate_path(path: str | Path) -> tuple[Bundle | None, list[Problem]]:
     """Load the bundle at ``path`` and run every audit; returns (bundle or None, all problems).
 
@@ -127,9 +130,11 @@ def validate_path(path: str | Path) -> tuple[Bundle | None, list[Problem]]:
     if root.is_file() and root.stem == "bundle" and root.suffix in DATA_SUFFIXES:
         root = root.parent
     if not root.exists():
-        raise FileNotFoundError(errno.ENOENT, "no such folder", str(root))
+        raise FileNotFoundError(errno.ENOENT, f"does not exist; give the path of {BUNDLE_FOLDER}",
+                                str(root))
     if not root.is_dir():  # FileNotFoundError (errno ENOTDIR), as load_bundle_collect documents
-        raise FileNotFoundError(errno.ENOTDIR, "not a folder", str(root))
+        raise FileNotFoundError(errno.ENOTDIR, f"is not a folder; give the path of {BUNDLE_FOLDER}",
+                                str(root))
     next(root.iterdir(), None)  # raises PermissionError now when the folder cannot be listed
     bundle, problems = load_bundle_collect(root)
     problems = problems + _guard("symlinks", "", lambda: audit_symlinks(root))

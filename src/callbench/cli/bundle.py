@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 
+from callbench.bundle.validate import BUNDLE_FOLDER
 from callbench.cli.app import app
 from callbench.cli.common import _role_settings, _split
+from callbench.oserror import os_error_line
 
 
 @app.command()
@@ -209,10 +211,16 @@ def inspect(
     path: Path = typer.Argument(..., help="A bundle folder (or its bundle.yaml)."),
     as_json: bool = typer.Option(False, "--json", help="Print the composition as JSON."),
     agent: str | None = typer.Option(None, "--agent", help="Show this agent's coverage section by section."),
+    scenarios: bool = typer.Option(
+        False, "--scenarios",
+        help="List every scenario id (what run --scenarios takes), with its agent, language and "
+        "difficulty, one a line.",
+    ),
 ) -> None:
     """Summarise a bundle's composition: agents, scenarios by language and difficulty, tools per
     agent, rendered instruction length (median, min, max), and coverage: which sections of each
     operating document and which tools the agent's scenarios exercise, and which none does.
+    --scenarios lists the scenario ids instead.
 
     Exit codes: 0 ok; 1 the bundle cannot be loaded (problems listed); 2 the path cannot be read.
     """
@@ -227,7 +235,7 @@ def inspect(
         bundle, problems = load_bundle_collect(path)
         comp = composition(bundle) if bundle is not None else None
     except OSError as e:
-        typer.echo(f"error: {path}: cannot read: {getattr(e, 'strerror', None) or e}", err=True)
+        typer.echo(f"error: {os_error_line(e, path, expected=BUNDLE_FOLDER)}", err=True)
         raise typer.Exit(2) from None
     except Exception as e:  # never a traceback on any input
         typer.echo(f"error: {path}: cannot inspect: {type(e).__name__}: {e}", err=True)
@@ -237,10 +245,15 @@ def inspect(
             typer.echo(str(p), err=True)
         typer.echo(f"error: {path}: the bundle cannot be loaded ({len(problems)} problem(s))", err=True)
         raise typer.Exit(1)
-    if as_json:
+    if scenarios and bundle is not None:
+        for a, s in bundle.scenarios():
+            state = "" if a.config.active else ", agent inactive"
+            typer.echo(f"{s.id}  (agent {a.config.id}, {s.language}, {s.difficulty}{state})")
+    elif as_json:
         typer.echo(comp.model_dump_json(indent=2))
     else:
         from callbench.bundle.inspect import coverage_tables
+        from callbench.report.fit import print_table
 
         console = Console(emoji=False)
         try:
@@ -249,7 +262,7 @@ def inspect(
             typer.echo(f"error: --agent: {e.args[0]}", err=True)
             raise typer.Exit(2) from None
         for table in tables:
-            console.print(table)
+            print_table(console, table)
     if problems:
         typer.echo(
             f"note: {len(problems)} problem(s) while loading; run: callbench validate {path}", err=True
@@ -330,7 +343,7 @@ def provenance(
     try:
         bundle, problems = load_bundle_collect(path)
     except OSError as e:
-        typer.echo(f"error: {path}: cannot read: {getattr(e, 'strerror', None) or e}", err=True)
+        typer.echo(f"error: {os_error_line(e, path, expected=BUNDLE_FOLDER)}", err=True)
         raise typer.Exit(2) from None
     if bundle is None:
         for p in problems:

@@ -19,7 +19,8 @@ def _role_settings(path: Path | None) -> dict[str, tuple[str, object]]:
     try:
         return dict(load_settings_file(path))
     except (OSError, ValueError) as e:
-        typer.echo(f"error: {path}: {e}", err=True)
+        text = str(e)
+        typer.echo(f"error: {text if str(path) in text else f'{path}: {text}'}", err=True)
         raise typer.Exit(2) from None
 
 

@@ -158,6 +158,7 @@ def report(
     from callbench.report.build import build_report
     from callbench.report.export import write_csv, write_json
     from callbench.report.fairness import UnfairComparisonError
+    from callbench.report.fit import labelled_path
     from callbench.report.html import write_html
     from callbench.report.load import ReportInputError, load_runs
     from callbench.report.terminal import render_terminal
@@ -165,9 +166,15 @@ def report(
     audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [], packaged=True)
     for w in audit_warnings:
         typer.echo(f"warning: {w}", err=True)
+    status = Console(stderr=True, emoji=False)
     try:
-        runs = load_runs(run_dirs, grade_set)
-        result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence, judge_audits=audits)
+        # the statistics take seconds to minutes on a large run: say so while they run (a transient
+        # line on a terminal; nothing in a pipe)
+        with status.status(f"statistics: reading the run(s) and drawing {samples:,} bootstrap samples per "
+                           "interval"):
+            runs = load_runs(run_dirs, grade_set)
+            result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence,
+                                  judge_audits=audits)
     except (ReportInputError, UnfairComparisonError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -180,15 +187,17 @@ def report(
     try:
         if json_path is not None:
             write_json(result, json_path)
-            typer.echo(f"JSON report: {json_path}")
+            typer.echo("\n".join(labelled_path("JSON report:", str(json_path))))
         if csv_path is not None:
             write_csv([r for run in runs for r in run.records], csv_path)
-            typer.echo(f"CSV (one row per episode): {csv_path}")
+            typer.echo("\n".join(labelled_path("CSV (one row per episode):", str(csv_path))))
         if html_out is not None and html is not None:
-            write_html(result, runs, html_out, include_traces=not no_traces)
-            typer.echo(f"HTML report: {html_out.resolve().as_uri()}")
+            with status.status("report: writing the HTML report"):
+                write_html(result, runs, html_out, include_traces=not no_traces)
+            typer.echo("\n".join(labelled_path("HTML report:", html_out.resolve().as_uri())))
         elif html_out is not None:
-            _write_default_html(result, runs, html_out, include_traces=not no_traces)
+            with status.status("report: writing the HTML report"):
+                _write_default_html(result, runs, html_out, include_traces=not no_traces)
     except OSError as e:
         from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
 

@@ -8,6 +8,7 @@ import typer
 
 from callbench.cli.app import app
 from callbench.cli.common import _role_settings, _split
+from callbench.cli.plan import _dry_run, _input_error
 from callbench.cli.results import report
 
 
@@ -35,7 +36,9 @@ def _execute_held(
     import contextlib
     import sqlite3
 
-    from rich.console import Console
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.markup import escape
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -47,6 +50,8 @@ def _execute_held(
 
     from callbench.bundle.loader import BundleError, load_bundle
     from callbench.grade.grader import GradeError
+    from callbench.models.activity import Activity, listening
+    from callbench.runs.budget import EXIT_BUDGET, BudgetReached
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.guard import RunStopped
     from callbench.runs.lock import hold_run_folder
@@ -76,7 +81,7 @@ def _execute_held(
         )
         raise typer.Exit(2) from None
     except (RunConflict, ValueError, FileNotFoundError, FileExistsError, NotADirectoryError) as e:
-        console.print(f"error: {e}", markup=False, soft_wrap=True)
+        console.print(f"error: {_input_error(e, config.bundle_path)}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
     except OSError as e:  # the run folder or its lock cannot be created (read-only, full, no permission)
         line = machine_fault_message(e, config.out)
@@ -105,12 +110,29 @@ def _execute_held(
         columns += [TextColumn("left"), TimeRemainingColumn()]
     progress = Progress(*columns, console=console)
     task = progress.add_task(title, total=None, skipped=0, tokens=0, cost="$0.00")
+    # a second line says what is under way between finished episodes: the run's phase, or what a
+    # local model is doing (loading, reading a long prompt: tokens read of how many, rate)
+    doing = Progress(TextColumn("  {task.description}"), TimeElapsedColumn(), console=console)
+    now = doing.add_task("starting: checking the run folder, the bundle and every role's model")
+
+    phase = ["episodes: simulating and grading"]
+    shown = [""]
+
+    def on_activity(act: Activity | None) -> None:
+        text = escape(act.describe() if act is not None else phase[0])
+        what = act.what if act is not None else phase[0]
+        if what != shown[0]:  # a new activity: its own elapsed time
+            shown[0] = what
+            doing.reset(now, description=text)
+        else:
+            doing.update(now, description=text)
 
     def show() -> None:
         progress.update(task, skipped=totals.skipped, tokens=totals.tokens, cost=totals.cost_text())
 
     def on_plan(planned: list, done: set) -> None:
         progress.update(task, total=len(planned), completed=len([k for k in planned if k.episode_id in done]))
+        on_activity(None)
 
     def on_episode(trace: object, _executor_totals: dict) -> None:
         from callbench.trace import Trace
@@ -138,13 +160,20 @@ def _execute_held(
                 await c.aclose()
 
     try:
-        with progress:
-            return asyncio.run(go())
+        try:
+            with Live(Group(progress, doing), console=console, refresh_per_second=4), listening(on_activity):
+                return asyncio.run(go())
+        finally:
+            if not console.is_interactive:  # as rich's Progress.stop: end the last line in a pipe
+                console.print()
     except KeyboardInterrupt:
         from callbench.runs.supervisor import requested_stop, stop_message, stop_status
 
         console.print(stop_message(requested_stop(), str(config.out)), markup=False, soft_wrap=True)
         raise typer.Exit(stop_status()) from None
+    except BudgetReached as e:
+        console.print(f"stopped: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_BUDGET) from None
     except (PreflightError, RunStopped) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_PROVIDER) from None
@@ -222,6 +251,17 @@ def run(
         help="Ray cluster for --executor ray: auto, ray://HOST:10001 or HOST:6379 (default: start a "
         "local Ray instance).",
     ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run",
+        help="Print the cost plan (episodes, requests, tokens and USD per role, with a low .. high "
+        "span) and exit without calling any model or writing anything.",
+    ),
+    max_cost: float | None = typer.Option(
+        None, "--max-cost", min=0.000001,
+        help="Budget in USD for the whole run folder: stop starting episodes when the spend plus the "
+        "projected cost of the episodes in flight would pass it (exit 5); the same command with a "
+        "higher --max-cost resumes.",
+    ),
 ) -> None:
     """Run candidates over a bundle: simulate every episode, save traces, grade as they finish.
 
@@ -231,7 +271,7 @@ def run(
     command resumes (finished episodes are kept; episodes skipped for a provider fault run again).
     Exit codes: 0 done; 2 bad input; 3 a role's provider cannot be used (preflight, or a role
     failing with HTTP 401/403/404 three times in a row); 4 disk full, permission denied or a
-    read-only folder.
+    read-only folder; 5 --max-cost reached (finished episodes are kept).
     """
     from callbench.models.base import ModelSettings
     from callbench.runs.executor import RoleSpec, RunConfig
@@ -287,11 +327,18 @@ def run(
         preflight=not no_preflight,
         executor=executor,
         ray_address=ray_address,
+        max_cost_usd=max_cost,
     )
+    if dry_run:
+        _dry_run(config)
+        return
     _manifest, gid = _execute(config, cache, cache_mode, "episodes")
-    typer.echo(f"run folder: {out}")
+    from callbench.report.fit import labelled_path
+
+    typer.echo("\n".join(labelled_path("run folder:", str(out))))
     if gid:
-        typer.echo(f"grade set: {gid}; report with: callbench report {out}")
+        typer.echo(f"grade set: {gid}; report with:")
+        typer.echo(f"  callbench report {out}")
 
 
 @app.command()
@@ -339,6 +386,7 @@ def demo(
     import importlib.util
 
     from callbench.bundle.loader import load_bundle
+    from callbench.report.fit import echo_wrapped, labelled_path
     from callbench.runs.demo import (
         DEMO_MAX_TURNS,
         clear_demo_run,
@@ -371,17 +419,17 @@ def demo(
     )
     try:
         if fresh and clear_demo_run(config.out):
-            typer.echo(f"--fresh: deleted the earlier demo run in {config.out}")
+            typer.echo("\n".join(labelled_path("--fresh: deleted the earlier demo run in", str(config.out))))
         state = demo_run_state(config, bundle)
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     for line in demo_banner(config):
-        typer.echo(line)
-    typer.echo(f"Run folder: {config.out}")
+        typer.echo("\n".join(echo_wrapped(line)))
+    typer.echo("\n".join(labelled_path("Run folder:", str(config.out))))
     note = state.message()
     if note:
-        typer.echo(note)
+        typer.echo("\n".join(echo_wrapped(note)))
     _execute(config, None, "off", "demo episodes")
     report(
         run_dirs=[config.out],

@@ -181,10 +181,14 @@ def grade_set_summary(run_dir: Path, grade_set_id: str) -> list[str]:
 
     not_graded = [g for g in scored if g.not_graded]
     scored = [g for g in scored if not g.not_graded]
+    stand_ins = [r.spec for r in (gs.task_judge, gs.conversation_judge) if r.spec.startswith("scripted:")]
+    note = ([f"stand-in judges ({', '.join(dict.fromkeys(stand_ins))}): scripted, no model; these "
+             "grades show that grading works and are not a measurement of quality"] if stand_ins else [])
     return [
         f"grade set {gs.grade_set_id}: {gs.episodes} episode(s), {gs.skipped} skipped, "
         f"{len(not_graded)} not graded, {gs.judge_errors} judge error(s)",
         f"judges: task {gs.task_judge.spec}, conversation {gs.conversation_judge.spec}; cutoff {gs.cutoff:g}",
+        *note,
         f"mean task {mean([g.task_score for g in scored])}, conversation "
         f"{mean([g.conversation_score for g in scored])}, overall {mean([g.overall for g in scored])}; "
         f"passed {sum(1 for g in scored if g.passed)} of {len(scored)}",

@@ -131,7 +131,12 @@ def load_settings_file(path: Path | str) -> dict[str, tuple[str, ModelSettings]]
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+    except OSError as exc:
+        from callbench.oserror import os_error_line
+
+        line = os_error_line(exc, path, expected="a YAML file of per-role settings")
+        raise ValueError(f"--settings {line}") from None
+    except yaml.YAMLError as exc:
         raise ValueError(f"{path}: cannot read model settings: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a mapping of roles ({', '.join(ROLES)})")

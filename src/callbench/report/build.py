@@ -21,6 +21,7 @@ from callbench.report.fairness import (
     describe_role,
     reference_candidates,
     smoke_test_roles,
+    stand_in_judges,
 )
 from callbench.report.faults import RunFaults, run_faults
 from callbench.report.judge_accuracy import run_judge_accuracy
@@ -139,6 +140,9 @@ class Report(BaseModel):
     fairness_flags: list[FairnessFlag] = Field(default_factory=list)
     smoke_test_roles: list[str] = Field(default_factory=list)
     reference_candidates: list[str] = Field(default_factory=list)
+    stand_in_judges: list[str] = Field(default_factory=list)
+    """Judges that are scripted stand-ins (``report.fairness.stand_in_judges``): their grades are
+    not a measurement of quality."""
     """Candidates that replay the bundle's reference path (a scripted ceiling, not a model)."""
     candidates: list[CandidateSummary] = Field(default_factory=list)  # leaderboard order
     paired: list[PairedComparison] = Field(default_factory=list)
@@ -254,6 +258,7 @@ def build_report(
         fairness_flags=flags,
         smoke_test_roles=smoke_test_roles(runs),
         reference_candidates=reference_candidates(runs),
+        stand_in_judges=stand_in_judges(runs),
         candidates=summaries,
         paired=paired,
         skipped=skipped,

@@ -167,3 +167,17 @@ def reference_candidates(runs: list[RunData]) -> list[str]:
         if c.spec == REFERENCE_SPEC
     }
     return sorted(found)
+
+
+def stand_in_judges(runs: list[RunData]) -> list[str]:
+    """Every judge of a reported grade set that is a scripted stand-in (``scripted:*``: fixed
+    labels or replies from a file, no model), e.g. ``"task judge scripted:met (run r1)"``; empty
+    when every judge is a model. Their grades show the pipeline works; they measure nothing about
+    quality (under ``scripted:met`` an agent that hangs up at once passes most calls)."""
+    found = set()
+    for run in runs:
+        for name, role in (("task judge", run.grade_set.task_judge),
+                           ("conversation judge", run.grade_set.conversation_judge)):
+            if role.spec.startswith("scripted:"):
+                found.add(f"{name} {role.spec} (run {run.manifest.run_id})")
+    return sorted(found)

@@ -27,6 +27,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callbench.models.faults import FaultLedger, RoleFaults
+from callbench.report.fit import print_table, print_wrapped
 from callbench.report.load import RunData
 from callbench.runs.manifest import FAULTS
 from callbench.runs.store import PREFLIGHT
@@ -143,8 +144,8 @@ def render_faults_terminal(faults: list[tuple[str, RunFaults | None]], console: 
     for row in rows:
         t.add_row(*(escape(x) for x in row))
     if rows:
-        console.print(t)
+        print_table(console, t)
     else:
         console.print(f"[b]{t.title}[/b]")
     for line in lines:
-        console.print("  " + escape(line))
+        print_wrapped(console, "  " + line)

@@ -18,6 +18,7 @@ from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import Report
 from callbench.report.charts import PALETTE, ForestRow, Tile, forest, histograms, tile_grid
 from callbench.stats.bootstrap import BootstrapResult
+from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 
 
 @dataclass(frozen=True)
@@ -181,8 +182,8 @@ def paired_figure(report: Report) -> Figure | None:
             p.mean_difference,
             p.low,
             p.high,
-            PALETTE[0] if not p.excludes_zero else PALETTE[1],
-            f"{p.n_scenarios} scen.",
+            PALETTE[1] if p.excludes_zero and not p.too_few else PALETTE[0],
+            f"{p.n_scenarios} scen." + (" † too few" if p.too_few else ""),
         )
         for p in pairs
     ]
@@ -190,7 +191,9 @@ def paired_figure(report: Report) -> Figure | None:
         "fig-paired",
         "Paired differences (a − b)",
         forest(rows, lo=-hi, hi=hi, zero=0.0, label="paired differences", axis="difference in overall score"),
-        "Mean difference on shared scenarios with its interval; red where the interval excludes 0.",
+        "Mean difference on shared scenarios with its interval; red where the interval excludes 0 "
+        f"on at least {MIN_PAIRED_SCENARIOS} shared scenarios"
+        + (" († too few: fewer, so it means little)." if any(p.too_few for p in pairs) else "."),
     )
 
 

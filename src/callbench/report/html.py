@@ -3,8 +3,9 @@
 - Charts are inline SVG drawn in Python (:mod:`callbench.report.figures`); the page's only script
   is the small viewer script ``templates/report.js`` (filters, sort, search, opening linked
   episodes and instruction blocks), embedded once. No external URL: no CDN, no web fonts, no
-  links out. Fonts come from the reader's system (the CSS font stack names Noto families for
-  Devanagari, Tamil, Gujarati and Bengali first, then common system fonts).
+  links out. Fonts: the CSS font stack names Noto families for Devanagari, Tamil, Gujarati and
+  Bengali first, and the page embeds those fonts, subset to the characters it uses
+  (:mod:`callbench.report.fonts`), so Indic text renders with no Indic font installed.
 - Script text is checked by :func:`neutralise_js`: it must not be able to end its ``<script>``
   element early, and any ``://`` is written ``:\\/\\/`` (the same string in JavaScript and
   JSON), so the file holds no URL text; in HTML text ``://`` is written ``&#58;//``.
@@ -29,12 +30,15 @@ from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import Report
 from callbench.report.faults import FAULT_COLUMNS, fault_rows, fault_summary
 from callbench.report.figures import figures
+from callbench.report.fonts import font_face_css
 from callbench.report.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
 from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
 from callbench.report.sources_view import SOURCE_LABELS, SOURCES_NOTE, source_cells, validation_lines
-from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT
+from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
 from callbench.report.viewer import episode_views
+from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL
+from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 from callbench.stats.sources import SOURCE_NAMES
 from callbench.trace import atomic_write_text
 
@@ -111,7 +115,7 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         for key in ("candidate", "agent_id", "language", "difficulty", "end_reason")
     }
     diffs = sorted({d for c in report.candidates for d in c.by_difficulty})
-    return template.render(
+    page = template.render(
         report=report,
         viewer_js=Markup(viewer_js()),
         figures=figures(report, anchors),
@@ -123,6 +127,7 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         instructions=instructions,
         smoke_test_text=SMOKE_TEST_TEXT,
         reference_text=REFERENCE_TEXT,
+        stand_in_text=STAND_IN_TEXT,
         report_id=hashlib.sha256(report.model_dump_json().encode()).hexdigest()[:12],
         include_traces=include_traces,
         ledger=[row for r in report.runs if r.simulator for row in ledger_rows(r.run_id, r.simulator)],
@@ -138,7 +143,20 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         fault_columns=FAULT_COLUMNS,
         fault_summaries=[fault_summary(r.run_id, r.faults) for r in report.runs if r.faults],
         repeat_ks=[str(k) for k in sorted({int(k) for c in report.candidates for k in c.pass_hat_k or {}})],
+        min_scored=MIN_SCORED_FOR_INTERVAL,
+        min_paired=MIN_PAIRED_SCENARIOS,
     )
+    return embed_fonts(page)
+
+
+def embed_fonts(page: str) -> str:
+    """``page`` with ``@font-face`` rules embedding subsets of the shipped Noto fonts for the
+    Indic scripts its text uses (:func:`callbench.report.fonts.font_face_css`), in a ``<style>``
+    element at the end of its head; unchanged when it uses none."""
+    css = font_face_css(page)
+    if not css:
+        return page
+    return page.replace("</head>", f'<style id="embedded-fonts">\n{css}\n</style>\n</head>', 1)
 
 
 def write_html(report: Report, runs: list[RunData], path: Path, *, include_traces: bool = True) -> None:

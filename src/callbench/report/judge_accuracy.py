@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callbench.audit.store import JudgeAccuracy, JudgeAudit, JudgeRole, matching_accuracy
+from callbench.report.fit import print_table, print_wrapped
 from callbench.report.load import RunData
 
 JUDGE_ACCURACY_COLUMNS = ["role", "judge", "audit traces (scenarios)", "reference: met",
@@ -64,7 +65,7 @@ def render_judge_accuracy_terminal(
     """The judge-accuracy table, or the :data:`NOT_MEASURED` line when no judge of any run was audited."""
     rows = [row for run_id, acc in runs for row in accuracy_rows(run_id, acc)]
     if not rows:
-        console.print(escape(NOT_MEASURED), soft_wrap=True)
+        print_wrapped(console, NOT_MEASURED)
         return
     t = Table(
         title="Judge accuracy on known answers (callbench audit --judges; a judge not listed was not "
@@ -75,4 +76,4 @@ def render_judge_accuracy_terminal(
         t.add_column(col, overflow="fold")
     for label, cells in rows:
         t.add_row(escape(label), *(escape(c) for c in cells))
-    console.print(t)
+    print_table(console, t)

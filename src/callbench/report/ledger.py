@@ -37,6 +37,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callbench.grade.models import EpisodeGrade, Label
+from callbench.report.fit import print_table
 from callbench.report.load import RunData
 from callbench.trace import EndReason, Trace
 
@@ -208,4 +209,4 @@ def render_ledger_terminal(ledgers: list[tuple[str, RunLedger | None]], console:
         t.add_column(col, overflow="fold")
     for label, cells in rows:
         t.add_row(escape(label), *(escape(x) for x in cells))
-    console.print(t)
+    print_table(console, t)

@@ -13,17 +13,16 @@ from rich.table import Table
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.build import CallRow, Report
 from callbench.report.faults import render_faults_terminal
+from callbench.report.fit import print_table, print_wrapped
 from callbench.report.judge_accuracy import render_judge_accuracy_terminal
 from callbench.report.ledger import render_ledger_terminal
 from callbench.report.sources_view import render_validation_terminal
-from callbench.stats.bootstrap import BootstrapResult
+from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL, BootstrapResult
+from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 
 MAX_SKIPPED_ROWS = 20
 MAX_CALL_ROWS = 40
 """Runs with at most this many planned calls get a per-call table; larger runs a summary."""
-MIN_SCORED_FOR_INTERVAL = 10
-"""Intervals from fewer scored calls are flagged as too few to mean much: a bootstrap over a
-handful of calls can come out as [0.0, 0.0] and look like certainty."""
 
 SMOKE_TEST_TEXT = (
     "SMOKE TEST: the roles named below ran on the embedded smoke-test model, a small local model that "
@@ -33,6 +32,11 @@ REFERENCE_TEXT = (
     "REFERENCE: the candidate(s) named below replay each scenario's reference path from the bundle, "
     "turn by turn and with no model: the authored correct call, a reference ceiling to compare "
     "against, not a model. Its caller and judges are the run's own."
+)
+STAND_IN_TEXT = (
+    "STAND-IN JUDGES: the judges named below are scripted (fixed labels or replies from a file, no "
+    "model). Their grades show that grading works; they are not a measurement of quality (under "
+    "scripted:met an agent that hangs up at once passes most calls)."
 )
 OFFICIAL_TEXT = (
     "official = every planned call finished, none skipped, one callbench version, from a clean git "
@@ -65,13 +69,19 @@ FEW_NOTE = (
 )
 
 
+PAIRED_FEW_NOTE = (
+    f"{FEW_MARK} from fewer than {MIN_PAIRED_SCENARIOS} shared scenarios: too few to mean much, "
+    "whether or not the interval excludes zero."
+)
+
+
 def fmt_ci(r: BootstrapResult) -> str:
     """``estimate [low, high]``, or an em dash when undefined; :data:`FEW_MARK` is appended when
     fewer than :data:`MIN_SCORED_FOR_INTERVAL` calls stand behind the interval (:data:`FEW_NOTE`)."""
     if r.estimate is None:
         return "—"
     text = f"{r.estimate:.1f} [{fmt(r.low)}, {fmt(r.high)}]"
-    if r.n_episodes < MIN_SCORED_FOR_INTERVAL:
+    if r.too_few:
         text += FEW_MARK
     return text
 
@@ -90,6 +100,9 @@ def render_terminal(report: Report, console: Console) -> None:
     """Print the whole report to ``console``."""
     if report.smoke_test_roles:
         console.print(Panel(escape(f"{SMOKE_TEST_TEXT}\n{smoke_test_summary(report)}"), style="bold yellow"))
+    if report.stand_in_judges:
+        names = ", ".join(report.stand_in_judges)
+        console.print(Panel(escape(f"{STAND_IN_TEXT}\n{names}."), style="bold magenta"))
     if report.reference_candidates:
         names = ", ".join(report.reference_candidates)
         console.print(Panel(escape(f"{REFERENCE_TEXT}\n{names}."), style="bold cyan"))
@@ -117,7 +130,7 @@ def render_terminal(report: Report, console: Console) -> None:
     render_validation_terminal(report, console)
     _cost(report, console)
     for w in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+        print_wrapped(console, f"warning: {w}", style="yellow")
 
 
 def _runs(report: Report, console: Console) -> None:
@@ -125,18 +138,16 @@ def _runs(report: Report, console: Console) -> None:
     for r in report.runs:
         dirty = "dirty tree" if r.git_dirty else "clean tree" if r.git_dirty is False else "git state unknown"
         pending = f"; {r.awaiting_review} generated scenario(s) awaiting review" if r.awaiting_review else ""
-        # soft_wrap: ids and paths are never broken by inserted line breaks
-        console.print(
-            escape(
-                f"  {r.run_id}: bundle {r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]}), "
-                f"official {'yes' if r.official else 'no'} ({dirty}"
-                + f"{pending}), grade set {r.grade_set_id} "
-                f"(cutoff {r.cutoff:g}; {_grade_set_status(report, r.run_id)})\n"
-                f"    caller {r.caller}; task judge {r.task_judge}; conversation judge {r.conversation_judge}"
-            ),
-            soft_wrap=True,
+        # wrapped at spaces only: ids and paths are never broken
+        print_wrapped(
+            console,
+            f"  {r.run_id}: bundle {r.bundle_name} {r.bundle_version} ({r.bundle_hash[:12]}), "
+            f"official {'yes' if r.official else 'no'} ({dirty}{pending}), grade set {r.grade_set_id} "
+            f"(cutoff {r.cutoff:g}; {_grade_set_status(report, r.run_id)})\n"
+            f"    caller {r.caller};\n    task judge {r.task_judge};\n"
+            f"    conversation judge {r.conversation_judge}",
         )
-    console.print(escape(OFFICIAL_TEXT))
+    print_wrapped(console, OFFICIAL_TEXT)
 
 
 def _grade_set_status(report: Report, run_id: str) -> str:
@@ -196,10 +207,10 @@ def _calls(report: Report, console: Console) -> None:
             if natural > console.width:
                 t = _call_rows(cand, mine, grouped=True)  # ids whole, the agent as a heading row
             # the title on a line of its own: as a table title it wrapped a long id at the table's width
-            console.print(f"[b]Calls: {escape(cand)}[/b]", soft_wrap=True)
-            console.print(t)
-        note = "tools = tool calls the candidate made; pass = overall >= the cutoff."
-        console.print(note + judged_note(report))
+            print_wrapped(console, f"Calls: {cand}", style="bold")
+            print_table(console, t)
+        print_wrapped(console, "tools = tool calls the candidate made; pass = overall >= the cutoff."
+                      + judged_note(report))
         return
     t = Table(
         title=f"Calls ({len(calls)}; one row per call in the HTML report and --csv){judged_note(report)}",
@@ -220,7 +231,7 @@ def _calls(report: Report, console: Console) -> None:
             f"{sum(c.tool_calls for c in mine) / len(mine):.1f}",
             f"{sum(bool(c.passed) for c in judged)}/{len(judged)}",
         )
-    console.print(t)
+    print_table(console, t)
 
 
 def _leaderboard(report: Report, console: Console) -> None:
@@ -236,9 +247,9 @@ def _leaderboard(report: Report, console: Console) -> None:
     t.add_column("pass rate %", justify="right", no_wrap=True)
     for c in report.candidates:  # best first
         t.add_row(escape(c.candidate), fmt_ci(c.overall), fmt_ci(c.pass_rate))
-    console.print(t)
-    if any(c.overall.n_episodes < MIN_SCORED_FOR_INTERVAL for c in report.candidates):
-        console.print(f"[yellow]{escape(FEW_NOTE)}[/yellow]")
+    print_table(console, t)
+    if any(r.too_few for c in report.candidates for r in (c.overall, c.task, c.conversation, c.pass_rate)):
+        print_wrapped(console, FEW_NOTE, style="yellow", hang="  ")
     cut = sorted({x for c in report.candidates for x in c.cutoffs})
     if cut:
         console.print(f"Pass = overall >= {', '.join(f'{x:g}' for x in cut)} (provisional cutoff).")
@@ -259,7 +270,7 @@ def _leaderboard(report: Report, console: Console) -> None:
             str(c.n_overall_undefined),
             str(c.judge_errors),
         )
-    console.print(e)
+    print_table(console, e)
     if any(c.n_ungraded for c in report.candidates):
         console.print(
             "ungraded: a trace with no grade in this grade set, or one left not graded by a judge "
@@ -273,7 +284,7 @@ def _leaderboard(report: Report, console: Console) -> None:
         p.add_column(col, justify="right", no_wrap=True)
     for c in report.candidates:
         p.add_row(escape(c.candidate), fmt_ci(c.task), fmt_ci(c.conversation))
-    console.print(p)
+    print_table(console, p)
 
 
 def _repeats(report: Report, console: Console) -> None:
@@ -305,7 +316,7 @@ def _repeats(report: Report, console: Console) -> None:
             else f"{100 * c.verdict_flip_rate:.1f}% ({rs.n_flipped}/{rs.n_scenarios_repeated})"
         )
         t.add_row(escape(c.candidate), *cells, flips, fmt(c.within_scenario_sd))
-    console.print(t)
+    print_table(console, t)
     console.print(
         "n = scenarios behind each pass^k (a scenario with fewer completed repeats than k is left out); "
         "verdict flips = scenarios whose repeats disagree on pass/fail; SD in score points."
@@ -319,15 +330,17 @@ def _paired(report: Report, console: Console) -> None:
     console.print("[b]Paired comparisons[/b] (a - b on the scenarios both completed)" + judged_note(report))
     for p in report.paired:
         diff = "—" if p.mean_difference is None else f"{p.mean_difference:+.1f} [{fmt(p.low)}, {fmt(p.high)}]"
+        if p.too_few:
+            diff += FEW_MARK
         if p.excludes_zero:
             diff += " *"
-        console.print(f"  a {escape(p.candidate_a)}", soft_wrap=True)
-        console.print(f"  b {escape(p.candidate_b)}", soft_wrap=True)
         w_l_t = f"{p.wins}/{p.losses}/{p.ties}"
-        console.print(
-            f"    scenarios {p.n_scenarios}   difference \\[interval] {diff}   w/l/t {w_l_t}", soft_wrap=True
-        )
-    console.print("* interval excludes zero; w/l/t = scenarios where a scored above, below, the same as b")
+        print_wrapped(console, f"  a {p.candidate_a}\n  b {p.candidate_b}\n    scenarios {p.n_scenarios}   "
+                      f"difference [interval] {diff}   w/l/t {w_l_t}")
+    print_wrapped(console, "* interval excludes zero; w/l/t = scenarios where a scored above, below, the "
+                  "same as b", hang="  ")
+    if any(p.too_few for p in report.paired):
+        print_wrapped(console, PAIRED_FEW_NOTE, style="yellow", hang="  ")
 
 
 def _language_difficulty(report: Report, console: Console) -> None:
@@ -366,9 +379,9 @@ def _language_difficulty(report: Report, console: Console) -> None:
             *[cell(c.by_difficulty[d], f"{d or '?'}") for d in diffs],
             cell(c.overall, "all"),
         )
-        console.print(t)
+        print_table(console, t)
         for w in warned:
-            console.print(f"  [yellow]! {escape(w)}[/yellow]")
+            print_wrapped(console, f"  ! {w}", style="yellow")
 
 
 def _diagnostics(report: Report, console: Console) -> None:
@@ -389,7 +402,7 @@ def _diagnostics(report: Report, console: Console) -> None:
                 "—" if s is None or s.score is None else f"{s.score:.1f} ({fmt(s.mean_episode_score)})"
             )
         t.add_row(DIAGNOSTIC_LABELS[d], *cells)
-    console.print(t)
+    print_table(console, t)
 
 
 def _skipped(report: Report, console: Console) -> None:
@@ -402,7 +415,7 @@ def _skipped(report: Report, console: Console) -> None:
     t.add_column("reason", overflow="fold")
     for s in report.skipped[:MAX_SKIPPED_ROWS]:
         t.add_row(escape(s.candidate), escape(f"{s.agent_id}/{s.scenario_id} #{s.repeat}"), escape(s.reason))
-    console.print(t)
+    print_table(console, t)
     if len(report.skipped) > MAX_SKIPPED_ROWS:
         console.print(
             f"... and {len(report.skipped) - MAX_SKIPPED_ROWS} more (all in the HTML and JSON reports)"
@@ -421,7 +434,7 @@ def _cost(report: Report, console: Console) -> None:
         "[b]Cost and tokens[/b] (input, output, cached input; from traces and grades; judges included)"
     )
     for c in report.candidates:
-        console.print(f"  [b]{escape(c.candidate)}[/b]", soft_wrap=True)
+        print_wrapped(console, f"  {c.candidate}", style="bold")
         t = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0))
         t.add_column("  role", no_wrap=True, min_width=len("  conversation_judge"))
         for col in ("calls", "input", "output", "cached in", "cost"):
@@ -445,5 +458,5 @@ def _cost(report: Report, console: Console) -> None:
             f"{sum(u.cached_input_tokens for u in usages):,}",
             fmt_cost(c.cost_usd),
         )
-        console.print(t)
+        print_table(console, t)
     console.print(f"Tokens in total (input + output, every role, judges included): {total_tokens(report):,}")

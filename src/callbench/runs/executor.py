@@ -24,6 +24,7 @@ from callbench.bundle.models import Bundle
 from callbench.bundle.provenance import review_counts, unreviewed_generated
 from callbench.models.base import ModelClient, ModelSettings
 from callbench.models.faults import FaultLedger, collect_faults
+from callbench.runs.budget import Budget, BudgetReached
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
 from callbench.runs.guard import limit_providers as guard_limit
 from callbench.runs.manifest import EpisodeKey, RunManifest
@@ -72,6 +73,9 @@ class RunConfig(BaseModel):
     Not part of the run's identity: a run started on one may be resumed on the other."""
     ray_address: str | None = None
     """The Ray cluster for ``executor="ray"`` (``auto``, ``ray://host:10001``; None: start one)."""
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    """Stop starting episodes before the run's spend would pass this many USD
+    (:mod:`callbench.runs.budget`). Not part of the run's identity: resume with a higher one."""
 
 
 class RunConflict(ValueError):
@@ -372,6 +376,7 @@ async def execute_run(
     grade_hook: GradeHook | None = None,
     on_plan: Callable[[list[EpisodeKey], set[str]], None] | None = None,
     store: RunStore | None = None,
+    budget: Budget | None = None,
 ) -> RunManifest:
     """Run (or resume) every planned episode and return the final manifest.
 
@@ -384,6 +389,9 @@ async def execute_run(
     when ``config.out`` holds a different run, ``BundleError`` for a bad bundle, ``ValueError``
     for bad filters or an unreadable trace file.
     Infrastructure failures never raise: the episode is saved as skipped with its reason.
+    With ``budget``, an episode starts only if the budget allows it (:meth:`Budget.reserve`);
+    once one is refused, none starts, and :class:`BudgetReached` is raised after the episodes in
+    flight are saved and graded and the manifest written.
     """
     bundle = bundle or load_bundle(config.bundle_path)
     own_store = store is None
@@ -404,12 +412,29 @@ async def execute_run(
                 async with gate:
                     if health.stopped:
                         return
-                    trace, ledger = await simulate(key, bundle, wrapped, config, version)
+                    if budget is not None and not budget.reserve(key):
+                        return
+                    try:
+                        trace, ledger = await simulate(key, bundle, wrapped, config, version)
+                    except BaseException:
+                        if budget is not None:
+                            budget.release(key, finished=False)
+                        raise
                 if health.stopped and trace.skipped:
+                    if budget is not None:
+                        budget.release(key, finished=False)
                     return  # not saved: run again when the run is resumed
+                if budget is not None:
+                    budget.charge(key.episode_id, trace.usage.values())
                 await saver.save(trace, ledger)
+                if budget is not None:
+                    budget.release(key, finished=True)
 
         await run_all(one(k) for k in todo)
+        if budget is not None and budget.stopped and health.message is None:
+            saver.counts.apply(manifest)
+            await store.submit(store.save_manifest, manifest)
+            raise BudgetReached(budget.message(manifest.completed, len(manifest.planned)))
         return await finish_run(store, manifest, saver, health.message)
     finally:
         if own_store:

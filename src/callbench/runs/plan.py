@@ -46,13 +46,23 @@ KNOWN_LISTED = 12
 """Up to this many known values are listed in a filter error; beyond it, the closest ones."""
 
 
-def _known_hint(name: str, unknown: list[str], known: set[str]) -> str:
+LISTING = {
+    "scenarios": "callbench inspect {root} --scenarios lists them",
+    "agents": "callbench inspect {root} lists them (table Agents)",
+    "languages": "callbench inspect {root} lists them (table Scenarios by language and difficulty)",
+    "difficulty": "callbench inspect {root} lists them (table Scenarios by language and difficulty)",
+}
+"""The command that lists every value a filter can take, by filter."""
+
+
+def _known_hint(name: str, unknown: list[str], known: set[str], root: str = "BUNDLE") -> str:
     """``known: a, b, c`` when there are at most :data:`KNOWN_LISTED` known values, else the
-    closest known values to each unknown one (``difflib.get_close_matches``) and how to list all."""
+    closest known values to each unknown one (``difflib.get_close_matches``) and the command that
+    lists them all (:data:`LISTING`)."""
     if len(known) <= KNOWN_LISTED:
         return f"known: {', '.join(sorted(known))}"
     close = sorted({m for u in unknown for m in difflib.get_close_matches(u, sorted(known), n=3, cutoff=0.5)})
-    where = "callbench inspect BUNDLE lists them"
+    where = LISTING[name].format(root=root)
     if close:
         return f"did you mean {', '.join(close)}? {len(known)} {name} in all; {where}"
     return f"{len(known)} {name} in all; {where}"
@@ -79,7 +89,7 @@ def select_scenarios(bundle: Bundle, filters: ScenarioFilters) -> list[tuple[Loa
     ):
         unknown = sorted(set(values) - known[name])
         if unknown:
-            hint = _known_hint(name, unknown, known[name])
+            hint = _known_hint(name, unknown, known[name], str(bundle.root) if bundle.root else "BUNDLE")
             raise ValueError(f"--{name} {', '.join(unknown)}: not in the bundle ({hint})")
     out = [
         (a, s)

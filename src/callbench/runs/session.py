@@ -26,6 +26,7 @@ from callbench.grade.grader import (
     load_grade_set,
 )
 from callbench.grade.models import EpisodeGrade
+from callbench.models import activity
 from callbench.models.base import ModelClient, Role, Usage
 from callbench.models.cache import CacheMode, ResponseCache
 from callbench.models.faults import collect_faults
@@ -97,8 +98,20 @@ async def run_and_grade(
     false or the cache is ``replay_only``, every network role model is checked first
     (:mod:`callbench.runs.preflight`; raises :class:`PreflightError` before any episode). A run
     refused before it saved anything (``ValueError`` for filters that match nothing,
-    :class:`RunConflict`) leaves no new folder behind."""
+    :class:`RunConflict`) leaves no new folder behind. With ``config.max_cost_usd`` the run stops
+    starting episodes at that budget (:mod:`callbench.runs.budget`; raises
+    :class:`~callbench.runs.budget.BudgetReached` after saving and grading those in flight;
+    ``ValueError`` up front when a role's price is unknown)."""
     bundle = bundle or load_bundle(config.bundle_path)
+    budget = None
+    if config.max_cost_usd is not None:
+        if config.executor == "ray":
+            raise ValueError("--max-cost is not supported with --executor ray yet; run without it")
+        from callbench.runs.budget import Budget
+        from callbench.runs.costplan import plan_for_run
+
+        plan = plan_for_run(config, bundle)
+        budget = Budget(config.max_cost_usd, plan.spent_usd, plan.per_episode_usd)
     own = clients is None
     cluster = None
     if config.executor == "ray":
@@ -155,6 +168,8 @@ async def run_and_grade(
                     g.passed,
                     g.judge_errors,
                 )
+                if budget is not None:
+                    budget.charge(trace.episode_id, g.usage.values())
                 if on_graded:
                     on_graded(g)
 
@@ -162,12 +177,14 @@ async def run_and_grade(
             check_request_rules(clients, select_scenarios(bundle, config.filters))
             # the preflight's requests, retries and faults go into the run's fault ledger
             # (a refused new run keeps no folder, so its ledger is only in the error line)
+            activity.report("preflight: one minimal request to each network role model")
             with collect_faults() as pre_ledger:
                 passed = False
                 try:
                     await preflight(clients)
                     passed = True
                 finally:
+                    activity.clear()
                     if pre_ledger.snapshot() and (passed or (Path(config.out) / MANIFEST).exists()):
                         store.save_preflight_faults(pre_ledger)
         if cluster is not None:
@@ -180,7 +197,7 @@ async def run_and_grade(
         else:
             manifest = await execute_run(
                 config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan,
-                store=store,
+                store=store, budget=budget,
             )
         if hook is not None:
             # Grade traces a killed run saved but never graded, traces of earlier invocations when
@@ -191,8 +208,12 @@ async def run_and_grade(
                 else set()
             )
             planned = {k.episode_id for k in manifest.planned}
-            for eid in sorted(store.finished_ids() & planned - graded):
+            left = sorted(store.finished_ids() & planned - graded)
+            for i, eid in enumerate(left):
+                activity.report(f"grading saved episodes not graded yet ({i + 1} of {len(left)})")
                 await hook(store.load_trace(eid))
+            if left:
+                activity.clear()
             if grade_set is not None:
                 finalize_grade_set(Path(config.out), grade_set)
                 manifest = store.load_manifest() or manifest

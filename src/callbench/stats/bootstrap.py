@@ -39,10 +39,15 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 DEFAULT_SAMPLES = 2000
 DEFAULT_CONFIDENCE = 0.95
+MIN_SCORED_FOR_INTERVAL = 10
+"""An interval from fewer scored calls is marked too few to mean much (``BootstrapResult.too_few``):
+a bootstrap over a handful of calls can come out as [0.0, 0.0] and look like certainty. The same
+minimum as a slice's (``stats.summary.SLICE_MIN_SCENARIOS``) and a paired comparison's
+(``stats.paired.MIN_PAIRED_SCENARIOS``); a project rule (docs/validity.md), not the paper's."""
 _CHUNK_ELEMENTS = 4_000_000  # bound on the size of one chunk of drawn indices (memory)
 
 
@@ -64,6 +69,12 @@ class BootstrapResult(BaseModel):
     n_agents: int = 0
     n_scenarios: int = 0
     warning: str | None = None  # set on report slices that draw on too few agents or scenarios
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def too_few(self) -> bool:
+        """True when an estimate stands on fewer than :data:`MIN_SCORED_FOR_INTERVAL` values."""
+        return self.estimate is not None and self.n_episodes < MIN_SCORED_FOR_INTERVAL
 
     @property
     def width(self) -> float | None:

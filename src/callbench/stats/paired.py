@@ -11,7 +11,10 @@ score differences on the cases both models completed"):
 4. The interval comes from the hierarchical bootstrap of :mod:`callbench.stats.bootstrap` over d
    with two levels: agents, then scenarios within each drawn agent (the repeat level is already
    averaged into d).
-5. Wins/losses/ties count scenarios with ``d > tol``, ``d < -tol`` and ``|d| <= tol``;
+5. A comparison on fewer than :data:`MIN_PAIRED_SCENARIOS` shared scenarios is marked
+   ``too_few`` (every output shows the mark): with three scenarios a percentile interval
+   "excludes 0" by chance far more often than its confidence says.
+6. Wins/losses/ties count scenarios with ``d > tol``, ``d < -tol`` and ``|d| <= tol``;
    ``tol = 1e-9`` score points by default, which only absorbs floating-point noise (scores are
    exact multiples of small fractions, so any real difference is far larger).
 """
@@ -22,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
@@ -33,6 +36,9 @@ from callbench.stats.bootstrap import (
 )
 
 TIE_TOLERANCE = 1e-9
+MIN_PAIRED_SCENARIOS = 10
+"""Fewer shared scenarios than this make a paired comparison too few to mean much (the same
+minimum as a report slice's, ``stats.summary.SLICE_MIN_SCENARIOS``)."""
 
 ScenarioKey = tuple[str, str]  # (agent_id, scenario_id)
 
@@ -56,6 +62,21 @@ class PairedComparison(BaseModel):
     losses: int = 0
     ties: int = 0
     tie_tolerance: float = TIE_TOLERANCE
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def too_few(self) -> bool:
+        """True when the difference stands on fewer than :data:`MIN_PAIRED_SCENARIOS` scenarios."""
+        return self.mean_difference is not None and self.n_scenarios < MIN_PAIRED_SCENARIOS
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def too_few_note(self) -> str | None:
+        """The one-line reason shown beside a too-few comparison, or None."""
+        if not self.too_few:
+            return None
+        return (f"too few: {self.n_scenarios} shared scenario(s), fewer than {MIN_PAIRED_SCENARIOS}; "
+                "the interval means little however it falls")
 
     @property
     def excludes_zero(self) -> bool:

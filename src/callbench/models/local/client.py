@@ -27,6 +27,11 @@
   ``decode``) and on elsewhere (repacking is faster), ``CALLBENCH_LOCAL_EXTRA_BUFTS`` overrides
   (:mod:`.safeguards`); every construction and computation leaves a note for the CLI's crash
   supervisor (:mod:`callbench.runs.supervisor`).
+- Progress: loading an instance and reading a long prompt are reported to
+  :mod:`callbench.models.activity` (what, tokens read of how many, rate): a prompt with at least
+  :data:`PREFILL_MIN` tokens still to read is read in chunks of :data:`PREFILL_CHUNK` before
+  generation (all but its last token, which generation reads as before), so a progress line moves
+  every few seconds instead of sitting silent for minutes.
 - Sampling seed: ``settings.seed`` mixed with the episode, attempt, turn, role and message count,
   so every call is reproducible and repeats differ.
 """
@@ -45,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from callbench.models import activity
 from callbench.models.base import (
     InfrastructureError,
     ModelRequest,
@@ -72,6 +78,10 @@ DEFAULT_MAX_TOKENS_JSON = 2048
 CTX_STEP = 2048
 CTX_HEADROOM = 4096
 DEFAULT_CONTEXT_LIMIT = 32768
+PREFILL_CHUNK = 256
+"""Tokens read per step of a reported prompt read (about 3 s at 87 tok/s, 2 cores)."""
+PREFILL_MIN = 512
+"""A prompt with fewer tokens left to read is read by generation itself, unreported."""
 CHATML = (
     "{% for message in messages %}"
     "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n'}}"
@@ -271,6 +281,36 @@ def grammar_schema(request: ModelRequest) -> dict[str, Any]:
 _PARSES: dict[str, bool] = {}
 
 
+def prefill(llm: Any, tokens: list[int], what: str, *, chunk: int | None = None,
+            minimum: int | None = None) -> int:
+    """Read all but the last of ``tokens`` into ``llm`` in chunks of ``chunk`` tokens, reporting
+    each step to :mod:`callbench.models.activity` as ``what``; generation then finds them cached
+    (llama-cpp-python's longest-prefix reuse) and reads only the last token. Returns the tokens
+    read here: 0 when fewer than ``minimum`` were left to read (generation reads them, as
+    before) or when the instance cannot drop the end of its cache. ``chunk`` and ``minimum``
+    default to :data:`PREFILL_CHUNK` and :data:`PREFILL_MIN`."""
+    chunk = PREFILL_CHUNK if chunk is None else chunk
+    minimum = PREFILL_MIN if minimum is None else minimum
+    target = tokens[:-1]
+    held = list(llm._input_ids)
+    prefix = 0
+    for a, b in zip(held, target, strict=False):
+        if a != b:
+            break
+        prefix += 1
+    if len(target) - prefix < minimum:
+        return 0
+    if prefix < len(held) and not llm._ctx.kv_cache_seq_rm(-1, prefix, -1):
+        return 0
+    llm.n_tokens = prefix
+    started = time.monotonic()
+    activity.report(what, prefix, len(tokens), started=started)
+    for i in range(prefix, len(target), chunk):
+        llm.eval(target[i : i + chunk])
+        activity.report(what, min(len(target), i + chunk), len(tokens), started=started)
+    return len(target) - prefix
+
+
 def _parsable_grammar(llm: Any, schemas: list[dict[str, Any]]) -> Any:
     """The grammar of the first of ``schemas`` that llama.cpp's own grammar parser accepts. The
     Python converter can write a grammar the C parser refuses ("number of rules that are going to
@@ -401,6 +441,7 @@ class LocalClient:
                     f"llama.cpp loaded {self.spec} for the {request.context.role} "
                     f"(n_ctx {n_ctx}, extra buffer types {'on' if extra else 'off'})"
                 )
+                activity.report(f"{self.spec} loading for the {request.context.role} (context {n_ctx:,})")
                 with _INIT_LOCK, extra_bufts_guard(extra):
                     engine.llm = fast_llama_class()(
                         str(self.model_path), n_ctx=n_ctx, verbose=False, n_threads=local_threads()
@@ -415,7 +456,12 @@ class LocalClient:
             )
             llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
             start = time.perf_counter()
-            out = llm.create_completion(tokens, **kwargs)
+            try:
+                prefill(llm, tokens, f"{self.spec} reading the {request.context.role} prompt")
+                activity.report(f"{self.spec} writing the {request.context.role}'s answer")
+                out = llm.create_completion(tokens, **kwargs)
+            finally:
+                activity.clear()
             elapsed = time.perf_counter() - start
             perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
             sampler = getattr(llm, "last_sampler", None)
@@ -424,6 +470,8 @@ class LocalClient:
         text = choice["text"]
         gen_s = perf.t_eval_ms / 1000
         prompt_s = perf.t_p_eval_ms / 1000
+        # tokens read for this call: llama.cpp's prompt counter covers the prefill's chunks too
+        read = int(perf.n_p_eval)
         self.last_timings = {
             "prompt_tokens": float(len(tokens)),
             "prompt_tokens_evaluated": float(perf.n_p_eval),
@@ -444,7 +492,7 @@ class LocalClient:
         usage = Usage(
             input_tokens=len(tokens),
             output_tokens=int(out["usage"]["completion_tokens"]),
-            cached_input_tokens=max(0, len(tokens) - int(perf.n_p_eval)),
+            cached_input_tokens=max(0, len(tokens) - read),
             calls=1,
             latency_s=elapsed,
             tokens_per_second=(perf.n_eval / gen_s) if gen_s > 0 else None,

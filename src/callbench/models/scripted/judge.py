@@ -41,6 +41,11 @@ SCRIPTED_JUDGE_PREFIXES = (
     "scripted:garbage",
     "scripted:infra-error",
 )
+SCRIPTED_JUDGE_SPECS = (
+    "scripted:met", "scripted:partial", "scripted:not_met", "scripted:file:<path>", "scripted:garbage",
+    "scripted:infra-error",
+)
+"""Every scripted judge spec, as error messages list them."""
 _FIXED = {"scripted:met": ("met", 5), "scripted:partial": ("partial", 3), "scripted:not_met": ("not_met", 1)}
 
 

@@ -43,6 +43,7 @@ The judges' scripted models (``scripted:met`` ...) live in :mod:`callbench.model
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from typing import Any
@@ -303,4 +304,13 @@ def create_scripted(
         if not path:
             raise ValueError("scripted:file: needs a path, e.g. scripted:file:dialogue.yaml")
         return ScriptedFileModel.from_file(path, settings)
-    raise ValueError(f"unknown scripted model {spec!r}; use one of {', '.join(SCRIPTED_SPECS)}")
+    from callbench.models.scripted.judge import SCRIPTED_JUDGE_SPECS
+
+    every = [*SCRIPTED_SPECS, *SCRIPTED_JUDGE_SPECS]
+    if spec in SCRIPTED_JUDGE_SPECS:
+        raise ValueError(f"{spec} is a scripted judge, for --task-judge and --conversation-judge; as a "
+                         f"candidate or caller use one of {', '.join(SCRIPTED_SPECS)}")
+    close = difflib.get_close_matches(spec, every, n=2, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise ValueError(f"unknown scripted model {spec!r}; {hint}candidates and callers: "
+                     f"{', '.join(SCRIPTED_SPECS)}; judges: {', '.join(SCRIPTED_JUDGE_SPECS)}")
