@@ -16,6 +16,7 @@ goodbye. A gold ``transfer_to_human_agents`` (always last in the source) ends th
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from callbench.bundle.state_engine import StateStore
@@ -115,6 +116,47 @@ def _identify(store: StateStore, known_info: str) -> dict[str, Any] | None:
     }
 
 
+def _arg_leaves(v: Any) -> list[str]:
+    if isinstance(v, dict):
+        return [x for y in v.values() for x in _arg_leaves(y)]
+    if isinstance(v, list):
+        return [x for y in v for x in _arg_leaves(y)]
+    return [] if v is None or isinstance(v, bool) else [str(v).lower()]
+
+
+def causal_order(actions: list[dict[str, Any]], results: list[Any], known: str) -> list[int]:
+    """Indices of ``actions`` in an order where each read uses only values known before it.
+
+    tau2's gold actions are not always in the order an agent could make them (task 2 looks up a
+    product before the order that names it). Within each run of reads between two writes, a read
+    whose argument values are not yet in ``known`` (the caller's facts, lower-cased) or in an
+    earlier result waits until a read placed before it reveals them (when no read of the run is
+    ready, the first one left goes next). Writes keep their positions, so the state they change
+    and the order of the action checks are the source's. ``results``: each action's result in the
+    source order (reads change no state, so a moved read's values are the same)."""
+    seen = known.lower()
+    order: list[int] = []
+    i = 0
+    while i < len(actions):
+        if actions[i]["name"] in WRITE_TOOLS:
+            order.append(i)
+            seen += " " + json.dumps(results[i], ensure_ascii=False).lower()
+            i += 1
+            continue
+        j = i
+        while j < len(actions) and actions[j]["name"] not in WRITE_TOOLS:
+            j += 1
+        pending = list(range(i, j))
+        while pending:
+            ready = next((k for k in pending
+                          if all(v in seen for v in _arg_leaves(actions[k]["arguments"]))), pending[0])
+            pending.remove(ready)
+            order.append(ready)
+            seen += " " + json.dumps(results[ready], ensure_ascii=False).lower()
+        i = j
+    return order
+
+
 def _segments(actions: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
     """The calls of each candidate turn after the greeting, with the caller step it answers."""
     segs: list[tuple[str, list[dict[str, Any]]]] = [("request", [])]
@@ -165,7 +207,12 @@ def _turn(step_id: str, calls: list[dict[str, Any]], last: bool) -> dict[str, An
             if not step_id.startswith("confirm_")
             else "Thank you, I am doing that now."
         )
-        turn["tool_calls"] = [{"name": c["name"], "arguments": c["arguments"]} for c in calls]
+        # tau2's gold actions run one after another, each able to use the results before it: every
+        # call after a turn's first is sent after those results (a causal reference path)
+        turn["tool_calls"] = [
+            {"name": c["name"], "arguments": c["arguments"], **({"after_results": True} if i else {})}
+            for i, c in enumerate(calls)
+        ]
     if calls and calls[-1]["name"] == TRANSFER:
         turn["before_tools"] = "I am transferring you to a colleague who can help with this. Goodbye."
         return turn
@@ -272,7 +319,8 @@ def convert_task(
                 o: store.base["orders"][o] for o in user.get("orders", []) if o in store.base["orders"]
             },
         }
-    segs = _segments(actions)
+    known = json.dumps(ins, ensure_ascii=False)
+    segs = _segments([actions[k] for k in causal_order(actions, results, known)])
     steps = [_step(sid) for sid, _ in segs] + ([] if ends else [_step("close")])
     path = [{"speech": "Thank you for calling the store's customer service. How can I help you today?"}]
     path += [_turn(sid, calls, k == len(segs) - 1) for k, (sid, calls) in enumerate(segs)]
