@@ -204,10 +204,20 @@ def test_twenty_percent_mixed_faults_charge_nothing_to_the_candidate(
     # number is checked against the server's own log
     assert "Fault ledger" in report.output
     faults = json.loads(files["json"].read_text())["runs"][0]["faults"]
+    # the report adds the preflight's ledger (faults/preflight/, issue 25 item 7): its faults are
+    # exactly those the server injected into the probes
+    preflight = {r: c for path in (out / "faults" / "preflight").glob("*.json")
+                 for r, c in json.loads(path.read_text())["roles"].items()}
+    probe_faults = Counter(LEDGER_KIND[e.kind or ""] for e in injected if e.role == "probe")
+    assert sum((Counter(c["faults"]) for c in preflight.values()), Counter()) == probe_faults
+    assert sum(c["requests"] for c in preflight.values()) == sum(1 for e in log if e.role == "probe")
+    expected = {r: expected.get(r, Counter()) + Counter(preflight.get(r, {}).get("faults", {}))
+                for r in set(expected) | set(preflight)}
+    expected = {r: c for r, c in expected.items() if c}
     assert {r: Counter(c["faults"]) for r, c in faults["roles"].items() if c["faults"]} == expected
     html = files["html"].read_text()
     for role in sorted(expected):
-        sent_for_role = sum(1 for e in log if e.role == role)
+        sent_for_role = sum(1 for e in log if e.role == role) + preflight.get(role, {}).get("requests", 0)
         counts = faults["roles"][role]
         assert counts["requests"] == sent_for_role, role
         assert counts["retries"] <= sum(counts["faults"].values())
