@@ -105,5 +105,11 @@ def test_tool_calls_as_text_are_visible_output_errors_by_default(tmp_path: Path)
     report = CliRunner().invoke(app, ["report", str(out), "--no-html", "--json", str(report_json)])
     assert report.exit_code == 0, report.output
     faults = json.loads(report_json.read_text())["runs"][0]["faults"]
-    assert faults["tool_calls_in_content"] == len(errors)
-    assert faults["roles"]["candidate"]["faults"]["tool_call_in_content"] == len(errors)
+    # the report adds the preflight's ledger (faults/preflight/, issue 25 item 7): the candidate's
+    # probe got its call as text too
+    pre = sum(c["faults"].get("tool_call_in_content", 0)
+              for path in (out / "faults" / "preflight").glob("*.json")
+              for r, c in json.loads(path.read_text())["roles"].items() if r == "candidate")
+    assert pre == 1
+    assert faults["tool_calls_in_content"] == len(errors)  # messages of episodes
+    assert faults["roles"]["candidate"]["faults"]["tool_call_in_content"] == len(errors) + pre
