@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from callbench.report.build import Report
+from callbench.report.fit import print_table, print_wrapped
 from callbench.report.validation import GradeSetInfo
 from callbench.stats.sources import SOURCE_NAMES
 
@@ -73,11 +74,11 @@ def source_cells(report: Report) -> list[tuple[str, list[str]]]:
 
 def render_validation_terminal(report: Report, console: Console) -> None:
     """The judge-validation lines of every grade set, then the score-sources table."""
-    console.print("[b]Judge validation[/b] (callbench audit --judges; docs/validity.md)")
+    print_wrapped(console, "Judge validation (callbench audit --judges; docs/validity.md)", style="bold")
     for info in report.grade_sets:
         for line in validation_lines(info):
             style = None if info.judge_validation.status in ("validated", "human_labels") else "red"
-            console.print(escape(line), soft_wrap=True, style=style)
+            print_wrapped(console, line, style=style)
     rows = source_cells(report)
     if not rows:
         return
@@ -88,5 +89,5 @@ def render_validation_terminal(report: Report, console: Console) -> None:
         t.add_column(SOURCE_LABELS[s], justify="right")
     for cand, cells in rows:
         t.add_row(escape(cand), *cells)
-    console.print(t)
-    console.print(SOURCES_NOTE)
+    print_table(console, t)
+    print_wrapped(console, SOURCES_NOTE)
