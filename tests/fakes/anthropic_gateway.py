@@ -17,11 +17,11 @@ status) per request.
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fakes.json_post_server import JsonPostServer
 
 OPAQUE_500 = {"type": "error", "error": {"type": "api_error",
                                          "message": "litellm.InternalServerError: Internal Server Error"}}
@@ -97,49 +97,14 @@ def to_anthropic(body: dict[str, Any], completion: dict[str, Any]) -> dict[str, 
                       "output_tokens": usage.get("completion_tokens", 0)}}
 
 
-class AnthropicGateway:
+class AnthropicGateway(JsonPostServer):
     """Use as a context manager; :attr:`root` is the Anthropic base URL (the SDK adds
     ``/v1/messages``). ``backend`` is the OpenAI-compatible ``/v1`` base URL it forwards to."""
 
     def __init__(self, backend: str) -> None:
+        super().__init__()
         self.backend = backend.rstrip("/")
         self.log: list[tuple[str, int]] = []
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-
-    def __enter__(self) -> AnthropicGateway:
-        gateway = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, data = gateway.answer(json.loads(raw))
-                out = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-
-    @property
-    def root(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """The status and body answered to a Messages API request ``body``."""

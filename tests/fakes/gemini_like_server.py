@@ -18,11 +18,10 @@ that complete an episode). :attr:`GeminiLikeServer.log` keeps (role, status, mes
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from fakes.fault_server import FaultServer, role_of
+from fakes.json_post_server import JsonPostServer
 
 UNKNOWN = ("additionalProperties", "$ref", "$defs")
 
@@ -58,48 +57,17 @@ def gemini_problem(schema: Any, where: str) -> str | None:
     return None
 
 
-class GeminiLikeServer:
+class GeminiLikeServer(JsonPostServer):
     """Use as a context manager; :attr:`url` is the ``/v1`` base URL."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.log: list[tuple[str, int, str]] = []
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
         self._answers = FaultServer()
-
-    def __enter__(self) -> GeminiLikeServer:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, data = server.answer(json.loads(raw))
-                out = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
 
     @property
     def url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"{self.root}/v1"
 
     def problem(self, body: dict[str, Any]) -> str | None:
         """Gemini's message for the first rejected schema in ``body``, or None."""

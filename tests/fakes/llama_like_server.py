@@ -20,12 +20,11 @@ Measured against the real server (``callbench serve-local``) and reproduced here
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from fakes.fault_server import FaultServer, smallest_instance
+from fakes.json_post_server import JsonPostServer
 
 _NAMES = {"expressed_step": "caller_turn", "criteria": "task_judgement", "ratings": "conversation_judgement"}
 
@@ -65,49 +64,18 @@ class Entry:
     reply: dict[str, Any] = field(default_factory=dict)
 
 
-class LlamaLikeServer:
+class LlamaLikeServer(JsonPostServer):
     """Use as a context manager; :attr:`url` is the ``/v1`` base URL. ``calls_as`` is how tool calls
     come back (see the module docstring); ``timings`` adds llama.cpp-style timings."""
 
     def __init__(self, *, calls_as: str = "tool_calls", timings: bool = False) -> None:
+        super().__init__()
         self.calls_as, self.timings = calls_as, timings
         self.log: list[Entry] = []
-        self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-
-    def __enter__(self) -> LlamaLikeServer:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, data = server.answer(json.loads(raw))
-                out = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
 
     @property
     def url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"{self.root}/v1"
 
     def statuses(self) -> list[int]:
         return [e.status for e in self.log]
