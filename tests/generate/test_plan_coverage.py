@@ -95,12 +95,16 @@ def test_coverage_reports_gaps(agent_bundle: Path) -> None:
     scen.write_text(text, encoding="utf-8")
     cov = agent_coverage(load_bundle(agent_bundle).agents[AGENT])
     used = {u.name: u.scenarios for u in cov.sections}
+    mentioned = {u.name: u.mentioned for u in cov.sections}
     assert used["Supply complaints"] == [VALID]  # an excerpt is quoted from it
-    # calling verify_consumer, which the section names, does not test the section (issue 26 item 5)
-    assert used["Verifying the caller"] == []
+    # the check 'verified' grades verify_consumer, which only this section names: tested
+    assert used["Verifying the caller"] == [VALID]
+    # the reference path calls end_call, which the section names, but nothing grades it: only
+    # mentioned, so not exercised (issue 26 item 5)
+    assert used["Ending the call"] == [] and mentioned["Ending the call"] == [VALID]
     assert cov.unexercised_sections == [
-        "Jal Seva water helpline: operating instructions", "Verifying the caller", "Ending the call",
-        "Call context"]
+        "Jal Seva water helpline: operating instructions", "Ending the call", "Call context"]
+    assert cov.mentioned_only_sections == ["Ending the call"]
     assert cov.unexercised_tools == []
     # drop the booking: book_tanker is then only under the negative check
     import yaml

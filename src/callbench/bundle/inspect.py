@@ -190,12 +190,20 @@ def _tools_gap(cov: AgentCoverage) -> str:
     return text or "-"
 
 
+def _sections_gap(cov: AgentCoverage) -> str:
+    text = "; ".join(cov.unexercised_sections)
+    if cov.mentioned_only_sections:
+        text += f" (mentioned, not tested: {'; '.join(cov.mentioned_only_sections)})"
+    return text or "-"
+
+
 def coverage_tables(c: Composition, agent: str | None = None) -> list[Table]:
     """Rich tables of coverage: one row per agent (sections and tools exercised, and the ones no
     scenario exercises); with ``agent``, that agent's sections and tools with their scenario counts
     and ids instead. Raises KeyError naming an unknown agent."""
-    rule = ("a section is exercised when a criterion quotes it or the reference path calls a tool it "
-            "names; a tool when the reference path calls it or a positive check expects it")
+    rule = ("a section is exercised when a criterion quotes it or an action check grades a tool or "
+            "code value only it names (calling a tool it names only mentions it); a tool when the "
+            "reference path calls it or a positive check expects it")
     if agent is None:
         t = Table(title=f"Coverage ({rule})")
         for col in ("agent", "sections", "tools", "sections no scenario exercises",
@@ -204,18 +212,25 @@ def coverage_tables(c: Composition, agent: str | None = None) -> list[Table]:
         for cov in c.coverage:
             t.add_row(cov.agent, f"{len(cov.sections) - len(cov.unexercised_sections)}/{len(cov.sections)}",
                       f"{len(cov.tools) - len(cov.unexercised_tools)}/{len(cov.tools)}",
-                      "; ".join(cov.unexercised_sections) or "-",
+                      _sections_gap(cov),
                       _tools_gap(cov))
         return [t]
     one = next((x for x in c.coverage if x.agent == agent), None)
     if one is None:
         raise KeyError(f"no agent {agent!r} (agents: {', '.join(x.agent for x in c.coverage)})")
     out = []
-    for title, uses in (("section of the operating document", one.sections), ("tool", one.tools)):
-        t = Table(title=f"{agent}: {title}s exercised by its {one.scenarios} scenario(s)")
-        for col in (title, "scenarios", "ids"):
-            t.add_column(col, justify="right" if col == "scenarios" else "left", overflow="fold")
-        for u in uses:
-            t.add_row(u.name, str(len(u.scenarios)), ", ".join(u.scenarios) or "NONE")
-        out.append(t)
+    t = Table(title=f"{agent}: sections of the operating document tested by its {one.scenarios} "
+              f"scenario(s) ({rule})")
+    for col in ("section", "tested", "ids", "only mentioned by"):
+        t.add_column(col, justify="right" if col == "tested" else "left", overflow="fold")
+    for u in one.sections:
+        t.add_row(u.name, str(len(u.scenarios)), ", ".join(u.scenarios) or "NONE",
+                  ", ".join(u.mentioned) or "-")
+    out.append(t)
+    t = Table(title=f"{agent}: tools exercised by its {one.scenarios} scenario(s)")
+    for col in ("tool", "scenarios", "ids"):
+        t.add_column(col, justify="right" if col == "scenarios" else "left", overflow="fold")
+    for u in one.tools:
+        t.add_row(u.name, str(len(u.scenarios)), ", ".join(u.scenarios) or "NONE")
+    out.append(t)
     return out

@@ -5,7 +5,14 @@ its ``language`` and ``brief.language`` must be the item's language (code ``gene
 its ``difficulty`` the item's difficulty (``generate.plan_difficulty``), and its channel program must
 carry every channel event kind the item asks for, or none at all when the item asks for a clean
 channel (``generate.plan_channel``). Each is a located problem sent back for repair, like an audit
-problem. :func:`written_facts` gives what was written, recorded in ``generation.yaml`` beside what was
+problem.
+
+:func:`section_problems` holds the scenario to the sections its plan item names (issue 26 item 5):
+each must be *tested*, by a criterion quoting it or an action check on a tool or code value only it
+names (the rule of :mod:`callbench.bundle.section_tests`); naming a tool of the section, calling it
+in the reference path or citing the section's title does not count (``generate.plan_section``).
+
+:func:`written_facts` gives what was written, recorded in ``generation.yaml`` beside what was
 planned (:class:`~callbench.generate.manifest.PlanFacts`).
 """
 
@@ -13,9 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from callbench.bundle.loader import Problem
+from pydantic import ValidationError
+
+from callbench.bundle.loader import Problem, render_instructions
+from callbench.bundle.models import LoadedAgent, Scenario
+from callbench.bundle.section_tests import sections_of_text
+from callbench.bundle.sections import Section, document_sections
 from callbench.generate.manifest import PlanFacts
-from callbench.generate.plan import PlanItem
+from callbench.generate.plan import NO_SECTIONS, PlanItem
 
 
 def channel_kinds(channel: Any) -> list[str]:
@@ -37,16 +49,78 @@ def channel_kinds(channel: Any) -> list[str]:
 
 def planned_facts(item: PlanItem) -> PlanFacts:
     """What ``item`` asked for, in the manifest's form."""
-    return PlanFacts(language=item.language, difficulty=item.difficulty, channel=sorted(item.channel_kinds))
+    return PlanFacts(language=item.language, difficulty=item.difficulty, channel=sorted(item.channel_kinds),
+                     sections=[t for t in item.sections if t != NO_SECTIONS])
 
 
-def written_facts(data: dict[str, Any]) -> PlanFacts:
-    """What a scenario (its JSON form) is: language, difficulty and channel event kinds."""
+def _rendered(agent: LoadedAgent, data: dict[str, Any]) -> tuple[Scenario, str, list[Section]] | None:
+    try:
+        scen = Scenario.model_validate(data)
+        text = render_instructions(agent, scen)
+    except (ValidationError, ValueError):
+        return None  # the schema audit or validate reports why
+    return scen, text, document_sections(text)
+
+
+def tested_sections(agent: LoadedAgent, data: dict[str, Any]) -> list[str]:
+    """The titles of the sections of ``agent``'s document that the scenario ``data`` (its JSON
+    form) tests, in document order; empty when it is not a valid scenario or does not render."""
+    got = _rendered(agent, data)
+    return list(sections_of_text(*got).tested) if got else []
+
+
+def written_facts(data: dict[str, Any], agent: LoadedAgent | None = None) -> PlanFacts:
+    """What a scenario (its JSON form) is: language, difficulty, channel event kinds and (given
+    its ``agent``) the sections it tests."""
     return PlanFacts(
         language=str(data.get("language", "")),
         difficulty=str(data.get("difficulty", "")),
         channel=channel_kinds(data.get("channel")),
+        sections=tested_sections(agent, data) if agent is not None else [],
     )
+
+
+def _hint(text: str, section: Section) -> str:
+    """The first line of body text of ``section`` (at most 100 characters), to show the model
+    what quoting the section means."""
+    for line in text[section.start : section.end].splitlines()[1:]:
+        line = line.strip().lstrip("-*+ ").strip()
+        if line:
+            return line if len(line) <= 100 else line[:97] + "..."
+    return ""
+
+
+def section_problems(item: PlanItem, agent: LoadedAgent, data: dict[str, Any], file: str) -> list[Problem]:
+    """One ``generate.plan_section`` problem, located in ``file`` at ``criteria``, per section of
+    ``item`` that the scenario ``data`` does not test (module docstring). None when the item names
+    no section, or when ``data`` is not a valid scenario or its document does not render (the
+    schema audit and validate report that)."""
+    wanted = [t for t in item.sections if t != NO_SECTIONS]
+    got = _rendered(agent, data) if wanted else None
+    if got is None:
+        return []
+    scen, text, sections = got
+    found = sections_of_text(scen, text, sections)
+    by_title = {s.title: s for s in sections}
+    out: list[Problem] = []
+    for title in wanted:
+        if title in found.tested:
+            continue
+        sec = by_title.get(title)
+        if sec is None:
+            message = (f"plan item {item.index + 1} asks to test section {title!r}, which the document "
+                       "rendered for this scenario (its date and variables) does not have")
+        else:
+            only = (" (the scenario only mentions it: it calls or names a tool the section names, "
+                    "which grades nothing)") if title in found.mentioned else ""
+            hint = _hint(text, sec)
+            example = f", e.g. a whole sentence of {hint!r}" if hint else ""
+            message = (f"plan item {item.index + 1} asks to test section {title!r}, and no check or "
+                       f"criterion tests it{only}; add a criterion whose excerpts quote the section "
+                       f"verbatim{example}, or an action check on a tool or code value that only this "
+                       "section names")
+        out.append(Problem(file=file, path="criteria", code="generate.plan_section", message=message))
+    return out
 
 
 def plan_problems(item: PlanItem, data: dict[str, Any], file: str) -> list[Problem]:

@@ -252,7 +252,7 @@ async def generate_batch(
                 item=item.index,
                 file=rel,
                 planned=planned_facts(item),
-                written=written_facts(data),
+                written=written_facts(data, agent),
                 attempts=len(records),
                 audit=records,
                 prompt_sha256=records[0].request_sha256,

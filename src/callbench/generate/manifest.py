@@ -78,12 +78,16 @@ class ReviewRecord(_Strict):
 
 
 class PlanFacts(_Strict):
-    """What a plan item asked for, or what a scenario is: language, difficulty, and channel event
-    kinds (``asr_substitute``, ``asr_drop``, ``asr_double``, ``vad_split``, ``seeded_noise``)."""
+    """What a plan item asked for, or what a scenario is: language, difficulty, channel event
+    kinds (``asr_substitute``, ``asr_drop``, ``asr_double``, ``vad_split``, ``seeded_noise``) and
+    the sections of the operating document: planned to be tested, or tested by the scenario's
+    checks and criteria (:mod:`callbench.bundle.section_tests`; empty in manifests written before
+    sections were recorded)."""
 
     language: str
     difficulty: str
     channel: list[str] = Field(default_factory=list)
+    sections: list[str] = Field(default_factory=list)
 
 
 class ScenarioRecord(_Strict):

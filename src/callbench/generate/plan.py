@@ -1,9 +1,11 @@
 """The batch plan: what a generation batch must cover (issue 13 item 2).
 
 A plan assigns each of the ``n`` requested scenarios a language, a difficulty, the sections of the
-operating document it should test (round robin over the document's sections, Markdown and
+operating document it must test (round robin over the document's sections, Markdown and
 ``[Bracketed]`` headings and a substantial preamble, see
-:func:`callbench.bundle.coverage.document_sections`, in an order drawn from the seed), the tools
+:func:`callbench.bundle.sections.document_sections`, in an order drawn from the seed; a section
+without body text or holding only the call's date and time is not assigned, :func:`plannable`;
+what "test" means: :mod:`callbench.bundle.section_tests`), the tools
 those sections name (else the next tools in turn), a failure mode and a channel program. The
 whole plan goes with every request, so the model sees what the other items cover and writes
 distinct intents. Every choice derives from the seed (``random.Random`` seeded with SHA-256
@@ -14,12 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-import re
 
 from pydantic import BaseModel, Field
 
-from callbench.bundle.coverage import PREAMBLE, document_sections
 from callbench.bundle.models import LoadedAgent
+from callbench.bundle.sections import PREAMBLE, Section, document_sections, names_word
 
 FAILURE_MODES: tuple[str, ...] = (
     "the caller gives an identifier with one digit wrong, the tool rejects it, and the caller corrects it",
@@ -56,6 +57,35 @@ CHANNEL_KINDS: tuple[str, ...] = ("asr_substitute", "asr_drop", "asr_double", "v
 PREAMBLE_MIN_LINES = 3
 """Text before the first heading is planned like a section when it has more lines than this (a
 prompt's rules often come before any heading; a one-line title does not need a scenario)."""
+
+
+NO_SECTIONS = "the whole document"
+"""The section name of a plan item when the document has no sections (nothing to hold it to)."""
+
+
+CALL_VALUES = ("{{date}}", "{{time}}", "{{weekday}}", "{{now}}")
+"""What the call's own values render as in the neutral document
+(:func:`callbench.bundle.loader.render_instructions` without a scenario)."""
+
+
+def call_data_only(body: str) -> bool:
+    """Whether a section's ``body`` (neutral rendering, heading line excluded) is only the call's
+    own values: every non-blank line holds one of :data:`CALL_VALUES` ("Today is {{weekday}},
+    {{date}}"). Such a section (docs/authoring.md "Call context") states no rule to test, so the
+    plan does not assign it."""
+    lines = [x for x in body.splitlines() if x.strip()]
+    return bool(lines) and all(any(v in x for v in CALL_VALUES) for x in lines)
+
+
+def plannable(rendered: str, section: Section) -> bool:
+    """Whether the plan assigns ``section`` of the neutral document ``rendered``: it has more
+    than one line (more than :data:`PREAMBLE_MIN_LINES` for the preamble) and is not only call
+    data (:func:`call_data_only`)."""
+    text = rendered[section.start : section.end]
+    if text.count("\n") <= (PREAMBLE_MIN_LINES if section.title == PREAMBLE else 1):
+        return False
+    body = text if section.title == PREAMBLE else text.partition("\n")[2]
+    return not call_data_only(body)
 
 
 class PlanItem(BaseModel):
@@ -127,7 +157,7 @@ def parse_mix(text: str | None, n: int, allowed: tuple[str, ...] | None, flag: s
 
 
 def _tools_named(text: str, tools: list[str]) -> list[str]:
-    return [t for t in tools if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", text)]
+    return [t for t in tools if names_word(text, t)]
 
 
 def make_plan(
@@ -165,11 +195,10 @@ def make_plan(
     diff_list = [x for x, c in diffs.items() for _ in range(c)]
     _rng(seed, aid, "languages").shuffle(lang_list)
     _rng(seed, aid, "difficulty").shuffle(diff_list)
-    sections = [
-        s
-        for s in document_sections(rendered)
-        if rendered[s.start : s.end].count("\n") > (PREAMBLE_MIN_LINES if s.title == PREAMBLE else 1)
-    ] or document_sections(rendered)
+    every = document_sections(rendered)
+    sections = [s for s in every if plannable(rendered, s)] or [
+        s for s in every if not call_data_only(rendered[s.start : s.end].partition("\n")[2])
+    ]
     order = list(range(len(sections)))
     _rng(seed, aid, "sections").shuffle(order)
     modes = list(FAILURE_MODES)
@@ -182,7 +211,7 @@ def make_plan(
     next_tool = 0
     for i in range(n):
         picked = [sections[order[(i * per_item + j) % len(order)]] for j in range(per_item)] if order else []
-        titles = list(dict.fromkeys(s.title for s in picked)) or ["the whole document"]
+        titles = list(dict.fromkeys(s.title for s in picked)) or [NO_SECTIONS]
         named = list(
             dict.fromkeys(t for s in picked for t in _tools_named(rendered[s.start : s.end], tool_names))
         )

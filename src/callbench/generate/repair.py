@@ -24,7 +24,7 @@ from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.generate.answer import read_answer
 from callbench.generate.audit import audit_candidate
 from callbench.generate.budget import repair_budget
-from callbench.generate.contract import plan_problems
+from callbench.generate.contract import plan_problems, section_problems
 from callbench.generate.duplicates import near_duplicate
 from callbench.generate.manifest import AttemptRecord, UsageRecord
 from callbench.generate.plan import PlanItem
@@ -162,6 +162,7 @@ async def request_and_repair(
                     )
                 )
             problems += plan_problems(plan_item, data, sfile)
+            problems += section_problems(plan_item, agent, data, sfile)
             problems += await audit_candidate(bundle_dir, aid, data)
             codes = {p.code for p in problems}
             reason = "near_duplicate" if codes == {"generate.near_duplicate"} else "audit"

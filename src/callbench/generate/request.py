@@ -29,8 +29,10 @@ PLAN_ITEM_MARK = "The plan item is a contract; the scenario must match it exactl
 
 def plan_item_contract(item: PlanItem) -> dict[str, Any]:
     """What the scenario of ``item`` is checked against (:mod:`callbench.generate.contract`):
-    ``{"language", "difficulty", "channel_kinds"}`` (an empty list: a clean channel)."""
-    return {"language": item.language, "difficulty": item.difficulty, "channel_kinds": item.channel_kinds}
+    ``{"language", "difficulty", "channel_kinds", "sections"}`` (``channel_kinds`` empty: a clean
+    channel; ``sections``: the titles of the sections it must test)."""
+    return {"language": item.language, "difficulty": item.difficulty, "channel_kinds": item.channel_kinds,
+            "sections": item.sections}
 
 
 ANY_JSON: dict[str, Any] = {"type": ["string", "number", "integer", "boolean", "null", "array", "object"]}
@@ -112,7 +114,8 @@ def user_message(
         f"# Batch plan ({len(plan.items)} scenarios; each covers its own intent)\n{lines}\n\n"
         f"# This request: item {item.index + 1}\n"
         f"Write the scenario for item {item.index + 1}: language {item.language}, difficulty "
-        f"{item.difficulty}. Test the document's sections: {'; '.join(item.sections)}. Use the tools: "
+        f"{item.difficulty}. Test the document's sections: {'; '.join(item.sections)} (each by a criterion "
+        "whose excerpts quote it, or an action check on a tool or code value only it names). Use the tools: "
         f"{', '.join(item.tools) or 'as the call needs'}. Failure mode: {item.failure_mode}. Channel: "
         f"{item.channel}.\n"
         f"{PLAN_ITEM_MARK}{json.dumps(plan_item_contract(item), ensure_ascii=False, sort_keys=True)}\n\n"

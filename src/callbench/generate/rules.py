@@ -59,7 +59,9 @@ Criteria. {id, pillar task|conversation, importance 1-3, statement, anchors {met
 written for this call, excerpts, diagnostic}. Every criterion that holds the agent to a rule of its
 instructions carries excerpts that quote the rendered operating document verbatim (whole sentences
 or clauses, on one line even when the document wraps them). Quote rendered text, never template
-syntax.
+syntax. Test every section the plan item names: a criterion whose excerpts quote it, or an
+action check on a tool or code value (snake_case) that only this section names; calling or naming
+one of its tools elsewhere does not test it.
 
 Diagnostics (each check and criterion names one): tool_choice, argument_accuracy, outcome_reached,
 policy_compliance, grounding, memory, speech_around_tools, speakability, language_and_script,

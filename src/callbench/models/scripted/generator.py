@@ -21,7 +21,11 @@ item (the contract line the request carries, ``callbench.generate.request.PLAN_I
 ``language``, ``brief.language`` and ``difficulty`` are set from it, and ``channel`` is built from
 ``follow_plan.channel``, one fragment per asked kind (``asr_substitute``, ``asr_drop``,
 ``asr_double``: an ASR event; ``vad_split``: a VAD split; ``seeded_noise``: ``true``), or emptied
-for a clean channel. That is the offline generator that writes a valid scenario for any plan.
+for a clean channel. ``follow_plan.sections`` maps a section title to a criterion (or a list of
+them): each criterion of a section the plan item asks to test is appended to ``criteria`` (unless
+one with its id is there), the way a model writes a criterion quoting the section it was asked to
+test (:mod:`callbench.bundle.section_tests`). That is the offline generator that writes a valid
+scenario for any plan.
 """
 
 from __future__ import annotations
@@ -146,6 +150,16 @@ class ScriptedGenerator:
             else:
                 channel.setdefault("asr_events", []).append(copy.deepcopy(fragments[kind]))
         data["channel"] = channel
+        by_section = self.follow_plan.get("sections") or {}
+        criteria = data.setdefault("criteria", [])
+        if isinstance(by_section, dict) and isinstance(criteria, list):
+            have = {c.get("id") for c in criteria if isinstance(c, dict)}
+            for title in item.get("sections") or []:
+                entry = by_section.get(title) or []
+                for crit in entry if isinstance(entry, list) else [entry]:
+                    if isinstance(crit, dict) and crit.get("id") not in have:
+                        criteria.append(copy.deepcopy(crit))
+                        have.add(crit.get("id"))
         return json.dumps(data, ensure_ascii=False)
 
     async def aclose(self) -> None:

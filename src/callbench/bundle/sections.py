@@ -1,0 +1,104 @@
+"""The sections of an operating document (issue 13 item 6, issue 26 item 5).
+
+Sections are the headings of the rendered document, outside fenced code blocks: Markdown ATX
+headings (``#`` to ``######`` at the start of a line) and, as voice-agent platforms write them
+(Vapi, Retell), bracketed headings: a line holding only ``[Title]`` (optionally followed by a
+colon), which counts as level 1. A section runs from its heading to the next heading of any level,
+and text before the first heading is the section ``(preamble)`` when it is not blank. A title
+used by more than one heading (``1. Greet`` in the booking flow and in the cancellation flow) is
+qualified by its enclosing headings until it is unique: ``Booking flow > 1. Greet``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_BRACKETED = re.compile(r"^[ \t]*\[([^\[\]\n]*[^\[\]\s][^\[\]\n]*)\][ \t]*:?[ \t]*$")
+QUALIFIER = " > "
+"""Joins an enclosing heading's title to a repeated title (``Booking flow > 1. Greet``)."""
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+PREAMBLE = "(preamble)"
+
+
+class Section(BaseModel):
+    """One section of a document: heading ``title`` (without the ``#``), heading ``level`` (0 for
+    the preamble), and its ``start``/``end`` character offsets in the text."""
+
+    title: str
+    level: int
+    start: int
+    end: int
+
+
+def document_sections(text: str) -> list[Section]:
+    """The sections of a Markdown document (rules in the module docstring), in order."""
+    heads: list[tuple[int, int, str]] = []
+    offset = 0
+    fenced = False
+    for line in text.splitlines(keepends=True):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            m = _HEADING.match(line.rstrip("\r\n"))
+            b = _BRACKETED.match(line.rstrip("\r\n")) if m is None else None
+            if m:
+                heads.append((offset, len(m.group(1)), m.group(2).strip()))
+            elif b:
+                heads.append((offset, 1, b.group(1).strip()))
+        offset += len(line)
+    heads = _qualified(heads)
+    out: list[Section] = []
+    first = heads[0][0] if heads else len(text)
+    if text[:first].strip():
+        out.append(Section(title=PREAMBLE, level=0, start=0, end=first))
+    for i, (start, level, title) in enumerate(heads):
+        end = heads[i + 1][0] if i + 1 < len(heads) else len(text)
+        out.append(Section(title=title, level=level, start=start, end=end))
+    return out
+
+
+def _qualified(heads: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """``heads`` with every repeated title prefixed by its enclosing headings' titles (nearest
+    first, as many as make it unique, or all there are)."""
+    parents: list[list[str]] = []
+    stack: list[tuple[int, str]] = []
+    for _, level, title in heads:
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        parents.append([t for _, t in reversed(stack)])
+        stack.append((level, title))
+    titles = [t for _, _, t in heads]
+    out = []
+    for i, (start, level, title) in enumerate(heads):
+        name = title
+        depth = 0
+        while titles.count(title) > 1 and depth < len(parents[i]):
+            depth += 1
+            name = QUALIFIER.join([*reversed(parents[i][:depth]), title])
+            if sum(1 for j in range(len(heads)) if titles[j] == title and _name(parents[j], title, depth)
+                   == name) == 1:
+                break
+        out.append((start, level, name))
+    return out
+
+
+def _name(parents: list[str], title: str, depth: int) -> str:
+    return QUALIFIER.join([*reversed(parents[:depth]), title])
+
+
+def section_at(sections: list[Section], pos: int) -> int | None:
+    """The index of the section holding character ``pos``, or None."""
+    for i, sec in enumerate(sections):
+        if sec.start <= pos < sec.end:
+            return i
+    return None
+
+
+def names_word(text: str, word: str) -> bool:
+    """Whether ``text`` holds ``word`` as a whole identifier (not inside a longer one of letters,
+    digits and underscores): ``book_tanker`` is named by "with book_tanker." but not by
+    "rebook_tanker"."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text) is not None
