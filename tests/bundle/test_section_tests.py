@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from callbench.bundle.excerpts import excerpt_cut
 from callbench.bundle.models import Scenario
 from callbench.bundle.section_tests import code_values, sections_of_text
 from callbench.bundle.sections import document_sections
@@ -91,3 +92,12 @@ def test_code_values_are_snake_case_words_of_the_matchers() -> None:
     assert code_values(by_id["complaint_logged"]) == ["no_water"]
     assert code_values(by_id["evening_booked"]) == []  # T13-EVE is an id, not a code word
     assert code_values(by_id["verified"]) == []  # ${caller.*} references resolve to the caller's values
+
+
+def test_the_first_sentence_after_a_bracketed_heading_is_whole() -> None:
+    # "[Closing]" starts a section as "## Closing" does, so its first sentence can be quoted
+    assert excerpt_cut(DOC, "Ask whether there is anything else.") is None
+    assert excerpt_cut(DOC.replace("[Closing]", "## Closing"), "Ask whether there is anything else.") is None
+    # a line that runs on from the previous one still starts mid-sentence
+    text = "[Closing]\nWhen the caller is done\nask whether there is anything else.\n"
+    assert excerpt_cut(text, "ask whether there is anything else.") == "starts mid-sentence"

@@ -103,7 +103,7 @@ def test_coverage_reports_gaps(agent_bundle: Path) -> None:
     # mentioned, so not exercised (issue 26 item 5)
     assert used["Ending the call"] == [] and mentioned["Ending the call"] == [VALID]
     assert cov.unexercised_sections == [
-        "Jal Seva water helpline: operating instructions", "Ending the call", "Call context"]
+        "Jal Seva water helpline: operating instructions", "Ending the call"]  # Call context: call data
     assert cov.mentioned_only_sections == ["Ending the call"]
     assert cov.unexercised_tools == []
     # drop the booking: book_tanker is then only under the negative check

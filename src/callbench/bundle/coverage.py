@@ -2,7 +2,10 @@
 item 6), so a reviewer sees the gaps.
 
 Sections are those of :func:`callbench.bundle.sections.document_sections` (Markdown and
-``[Bracketed]`` headings, repeated titles qualified by their flow, a non-blank preamble).
+``[Bracketed]`` headings, repeated titles qualified by their flow, a non-blank preamble) that have
+something to test, the ones a generation plan assigns
+(:func:`callbench.bundle.sections.testable_sections`: not a heading without body, not a short
+preamble, not a section holding only the call's date and time).
 
 Rules (stated in ``callbench inspect --agent AGENT`` and docs/generating.md):
 
@@ -24,7 +27,7 @@ from pydantic import BaseModel, Field
 from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.bundle.section_tests import sections_of_text
-from callbench.bundle.sections import PREAMBLE, QUALIFIER, Section, document_sections
+from callbench.bundle.sections import PREAMBLE, QUALIFIER, Section, document_sections, testable_sections
 
 __all__ = [
     "PREAMBLE", "QUALIFIER", "AgentCoverage", "Section", "Use", "agent_coverage", "bundle_coverage",
@@ -67,10 +70,12 @@ def agent_coverage(agent: LoadedAgent) -> AgentCoverage:
     the document rendered with neutral values; a scenario is matched against its own rendering
     (same headings, its own dates), and listed under ``not_rendered`` when that fails."""
     try:
-        neutral = document_sections(render_instructions(agent))
+        neutral_text = render_instructions(agent)
     except ValueError:
-        neutral = []
-    sec_uses = [Use(name=s.title) for s in neutral]
+        neutral_text = ""
+    neutral = document_sections(neutral_text)
+    sec_uses = [Use(name=s.title) for s in testable_sections(neutral_text)]
+    by_title = {u.name: u for u in sec_uses}
     tool_names = [t.name for t in agent.config.tools]
     tool_uses = {n: Use(name=n) for n in tool_names}
     negative: set[str] = set()
@@ -91,11 +96,11 @@ def agent_coverage(agent: LoadedAgent) -> AgentCoverage:
             not_rendered.append(s.id)
             continue
         found = sections_of_text(s, text, sections)
-        for i, sec in enumerate(sections):
-            if sec.title in found.tested:
-                sec_uses[i].scenarios.append(s.id)
-            elif sec.title in found.mentioned:
-                sec_uses[i].mentioned.append(s.id)
+        for title, use in by_title.items():
+            if title in found.tested:
+                use.scenarios.append(s.id)
+            elif title in found.mentioned:
+                use.mentioned.append(s.id)
     tools = [tool_uses[n] for n in tool_names]
     return AgentCoverage(
         agent=agent.config.id,

@@ -12,7 +12,8 @@ Unicode NFC).
 
 An excerpt must also be *whole*: a judge handed half a rule ("...block with reason suspected_fraud
 after a") grades against a rule the document never stated. It must start where a sentence or
-clause starts (the start of a paragraph, list item, heading or table cell, or just after ``. ! ? ;
+clause starts (the start of a paragraph, list item, heading or table cell, the line after a
+Markdown or ``[Bracketed]`` heading, or just after ``. ! ? ;
 :``, the Devanagari danda ``।``/``॥``, or the end of a quotation or bracket that follows one) and
 end where one ends (its last character, or the first after it, is one of those marks, or the list
 item, paragraph or line of a table ends there). A comma does not end a clause here: cutting at a
@@ -25,6 +26,8 @@ import bisect
 import functools
 import re
 import unicodedata
+
+from callbench.bundle.sections import is_heading
 
 TERMINATORS = frozenset(".!?;:।॥…")
 """Marks that end a sentence or clause (Latin, and the Devanagari danda and double danda used in
@@ -118,7 +121,7 @@ def _starts_whole(text: str, start: int) -> bool:
         return True
     prev_start = text.rfind("\n", 0, line_start - 1) + 1
     prev = text[prev_start:line_start - 1]
-    return not prev.strip() or prev.lstrip().startswith("#") or _ends_clause(prev)
+    return not prev.strip() or prev.lstrip().startswith("#") or is_heading(prev) or _ends_clause(prev)
 
 
 def _ends_whole(text: str, end: int) -> bool:

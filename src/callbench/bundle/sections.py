@@ -89,6 +89,11 @@ def _name(parents: list[str], title: str, depth: int) -> str:
     return QUALIFIER.join([*reversed(parents[:depth]), title])
 
 
+def is_heading(line: str) -> bool:
+    """Whether ``line`` (without its line break) is a heading: Markdown ATX or ``[Bracketed]``."""
+    return _HEADING.match(line) is not None or _BRACKETED.match(line) is not None
+
+
 def section_at(sections: list[Section], pos: int) -> int | None:
     """The index of the section holding character ``pos``, or None."""
     for i, sec in enumerate(sections):
@@ -102,3 +107,45 @@ def names_word(text: str, word: str) -> bool:
     digits and underscores): ``book_tanker`` is named by "with book_tanker." but not by
     "rebook_tanker"."""
     return re.search(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text) is not None
+
+
+PREAMBLE_MIN_LINES = 3
+"""Text before the first heading is planned like a section when it has more lines than this (a
+prompt's rules often come before any heading; a one-line title does not need a scenario)."""
+
+
+CALL_VALUES = ("{{date}}", "{{time}}", "{{weekday}}", "{{now}}")
+"""What the call's own values render as in the neutral document
+(:func:`callbench.bundle.loader.render_instructions` without a scenario)."""
+
+
+def call_data_only(body: str) -> bool:
+    """Whether a section's ``body`` (neutral rendering, heading line excluded) is only the call's
+    own values: every non-blank line holds one of :data:`CALL_VALUES` ("Today is {{weekday}},
+    {{date}}"). Such a section (docs/authoring.md "Call context") states no rule to test, so the
+    plan does not assign it and coverage does not count it."""
+    lines = [x for x in body.splitlines() if x.strip()]
+    return bool(lines) and all(any(v in x for v in CALL_VALUES) for x in lines)
+
+
+def plannable(rendered: str, section: Section) -> bool:
+    """Whether ``section`` of the neutral document ``rendered`` states something to test, so a
+    generation plan assigns it and coverage counts it: it has more than one line (more than
+    :data:`PREAMBLE_MIN_LINES` for the preamble; a heading with no body, such as ``[Booking
+    Flow]`` right before its steps, has nothing to test) and is not only call data
+    (:func:`call_data_only`)."""
+    text = rendered[section.start : section.end]
+    if text.count("\n") <= (PREAMBLE_MIN_LINES if section.title == PREAMBLE else 1):
+        return False
+    body = text if section.title == PREAMBLE else text.partition("\n")[2]
+    return not call_data_only(body)
+
+
+def testable_sections(rendered: str) -> list[Section]:
+    """The sections of the neutral document ``rendered`` that a generation plan assigns and
+    coverage counts: the :func:`plannable` ones, or, when none is, every section that is not only
+    call data (a short document still gets its sections tested)."""
+    every = document_sections(rendered)
+    return [s for s in every if plannable(rendered, s)] or [
+        s for s in every if not call_data_only(rendered[s.start : s.end].partition("\n")[2])
+    ]

@@ -4,7 +4,8 @@ A plan assigns each of the ``n`` requested scenarios a language, a difficulty, t
 operating document it must test (round robin over the document's sections, Markdown and
 ``[Bracketed]`` headings and a substantial preamble, see
 :func:`callbench.bundle.sections.document_sections`, in an order drawn from the seed; a section
-without body text or holding only the call's date and time is not assigned, :func:`plannable`;
+without body text or holding only the call's date and time is not assigned,
+:func:`callbench.bundle.sections.testable_sections`;
 what "test" means: :mod:`callbench.bundle.section_tests`), the tools
 those sections name (else the next tools in turn), a failure mode and a channel program. The
 whole plan goes with every request, so the model sees what the other items cover and writes
@@ -20,7 +21,7 @@ import random
 from pydantic import BaseModel, Field
 
 from callbench.bundle.models import LoadedAgent
-from callbench.bundle.sections import PREAMBLE, Section, document_sections, names_word
+from callbench.bundle.sections import names_word, testable_sections
 
 FAILURE_MODES: tuple[str, ...] = (
     "the caller gives an identifier with one digit wrong, the tool rejects it, and the caller corrects it",
@@ -54,38 +55,8 @@ CHANNEL_KINDS: tuple[str, ...] = ("asr_substitute", "asr_drop", "asr_double", "v
 (:func:`callbench.generate.contract.channel_kinds`)."""
 
 
-PREAMBLE_MIN_LINES = 3
-"""Text before the first heading is planned like a section when it has more lines than this (a
-prompt's rules often come before any heading; a one-line title does not need a scenario)."""
-
-
 NO_SECTIONS = "the whole document"
 """The section name of a plan item when the document has no sections (nothing to hold it to)."""
-
-
-CALL_VALUES = ("{{date}}", "{{time}}", "{{weekday}}", "{{now}}")
-"""What the call's own values render as in the neutral document
-(:func:`callbench.bundle.loader.render_instructions` without a scenario)."""
-
-
-def call_data_only(body: str) -> bool:
-    """Whether a section's ``body`` (neutral rendering, heading line excluded) is only the call's
-    own values: every non-blank line holds one of :data:`CALL_VALUES` ("Today is {{weekday}},
-    {{date}}"). Such a section (docs/authoring.md "Call context") states no rule to test, so the
-    plan does not assign it."""
-    lines = [x for x in body.splitlines() if x.strip()]
-    return bool(lines) and all(any(v in x for v in CALL_VALUES) for x in lines)
-
-
-def plannable(rendered: str, section: Section) -> bool:
-    """Whether the plan assigns ``section`` of the neutral document ``rendered``: it has more
-    than one line (more than :data:`PREAMBLE_MIN_LINES` for the preamble) and is not only call
-    data (:func:`call_data_only`)."""
-    text = rendered[section.start : section.end]
-    if text.count("\n") <= (PREAMBLE_MIN_LINES if section.title == PREAMBLE else 1):
-        return False
-    body = text if section.title == PREAMBLE else text.partition("\n")[2]
-    return not call_data_only(body)
 
 
 class PlanItem(BaseModel):
@@ -195,10 +166,7 @@ def make_plan(
     diff_list = [x for x, c in diffs.items() for _ in range(c)]
     _rng(seed, aid, "languages").shuffle(lang_list)
     _rng(seed, aid, "difficulty").shuffle(diff_list)
-    every = document_sections(rendered)
-    sections = [s for s in every if plannable(rendered, s)] or [
-        s for s in every if not call_data_only(rendered[s.start : s.end].partition("\n")[2])
-    ]
+    sections = testable_sections(rendered)
     order = list(range(len(sections)))
     _rng(seed, aid, "sections").shuffle(order)
     modes = list(FAILURE_MODES)
