@@ -105,6 +105,12 @@ def test_coverage_reports_gaps(agent_bundle: Path) -> None:
     assert cov.unexercised_sections == [
         "Jal Seva water helpline: operating instructions", "Ending the call"]  # Call context: call data
     assert cov.mentioned_only_sections == ["Ending the call"]
+    import json
+
+    code, out, _ = invoke("inspect", str(agent_bundle), "--json")
+    shown = json.loads(out)["coverage"][0]
+    assert code == 0 and shown["mentioned_only_sections"] == ["Ending the call"]
+    assert {u["name"]: u["mentioned"] for u in shown["sections"]}["Ending the call"] == [VALID]
     assert cov.unexercised_tools == []
     # drop the booking: book_tanker is then only under the negative check
     import yaml
