@@ -21,6 +21,7 @@ from callbench.generate.contract import section_problems
 from callbench.generate.generator import GenerateOptions, generate_batch
 from callbench.generate.manifest import load_manifest
 from callbench.generate.plan import PlanItem
+from callbench.generate.review import pending, render_pending
 from callbench.models.registry import create_client
 
 from .conftest import AGENT, DATA, SCRIPT, VALID, invoke
@@ -122,6 +123,12 @@ def test_vapi_prompt_imports_plans_every_section_and_the_scenarios_test_each(tmp
         assert rec.written is not None and want <= set(rec.written.sections)
         # each planned section is tested by a criterion quoting it or a check only it grades
         assert all(tested[t] for t in want)
+    # the reviewer reads what each scenario was to test and what it tests
+    shown = render_pending(pending(root, "vapi_vet")[0])
+    rec = manifest.scenarios[pending(root, "vapi_vet")[0].scenario_id]
+    assert rec.planned is not None and rec.written is not None
+    assert f"sections to test: {'; '.join(rec.planned.sections)}" in shown
+    assert f"sections tested: {'; '.join(rec.written.sections)}" in shown
     cov = agent_coverage(loaded)
     assert [u.name for u in cov.sections] == body
     assert cov.unexercised_sections == [] and cov.mentioned_only_sections == []

@@ -155,11 +155,18 @@ def render_scenario(s: Scenario) -> str:
 
 
 def render_pending(p: PendingScenario) -> str:
-    """:func:`render_scenario` with the generation record (batch, attempts, file)."""
+    """:func:`render_scenario` with the generation record (batch, attempts, file) and, when the
+    manifest recorded them, the sections its plan item asked it to test and the sections it tests
+    (a criterion quoting them or a check only they name, :mod:`callbench.bundle.section_tests`):
+    the reviewer judges whether those checks and criteria really test what the sections say."""
     head = (
         f"[{p.record.review.status}] generated in batch {p.record.batch}, item {p.record.item + 1}, "
         f"{p.record.attempts} attempt(s); {p.record.file}"
     )
+    planned, written = p.record.planned, p.record.written
+    if planned is not None and planned.sections:
+        tested = "; ".join(written.sections) if written is not None and written.sections else "-"
+        head += f"\nsections to test: {'; '.join(planned.sections)}\nsections tested: {tested}"
     body = (
         render_scenario(p.scenario)
         if p.scenario is not None
