@@ -101,3 +101,17 @@ def test_the_first_sentence_after_a_bracketed_heading_is_whole() -> None:
     # a line that runs on from the previous one still starts mid-sentence
     text = "[Closing]\nWhen the caller is done\nask whether there is anything else.\n"
     assert excerpt_cut(text, "ask whether there is anything else.") == "starts mid-sentence"
+
+
+def test_quoting_only_a_heading_names_the_section_and_tests_nothing() -> None:
+    doc = "## Closing\n\nAsk whether there is anything else.\n"
+    crit = {"id": "closing", "pillar": "task", "statement": "Closes well.", "excerpts": ["Closing"],
+            "anchors": {"met": "m", "partial": "p", "not_met": "n"}, "diagnostic": "channel_and_closing"}
+    # the excerpt is whole (a heading is a block), so validate accepts it, but it is only a name
+    assert excerpt_cut(doc, "Closing") is None
+    scen = _water(action_checks=[], criteria=[crit])
+    assert sections_of_text(scen, doc, document_sections(doc)).tested == {}
+    crit["excerpts"] = ["Ask whether there is anything else."]
+    scen = _water(action_checks=[], criteria=[crit])
+    assert sections_of_text(scen, doc, document_sections(doc)).tested == {
+        "Closing": ["criterion closing quotes it"]}

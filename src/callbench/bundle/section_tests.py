@@ -4,9 +4,11 @@ criteria test it, not when it names a tool").
 
 A scenario **tests** a section when one of its graded items traces back to that section alone:
 
-* a criterion quotes an excerpt located in the section (:func:`callbench.bundle.excerpts.locate_excerpt`
-  on the document rendered for this scenario): the judge is handed the section's own words
-  (paper, section 3: criteria carry exact excerpts of the instructions);
+* a criterion quotes an excerpt located in the section and reaching into its body
+  (:func:`callbench.bundle.excerpts.locate_excerpt` on the document rendered for this scenario):
+  the judge is handed the section's own words (paper, section 3: criteria carry exact excerpts of
+  the instructions). Quoting only the heading ("Ending the call") names the section and does not
+  count;
 * an action check (positive, or negative and guarded by ``applies_after``) whose tool is named in
   this section and in no other one: the check grades what the section alone tells the agent to do;
 * an action check whose argument matchers expect a code value (a snake_case word with an
@@ -34,7 +36,7 @@ from pydantic import BaseModel, Field
 from callbench.bundle.excerpts import locate_excerpt
 from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import ActionCheck, LoadedAgent, Scenario
-from callbench.bundle.sections import Section, document_sections, names_word, section_at
+from callbench.bundle.sections import PREAMBLE, Section, document_sections, names_word, section_at
 
 CODE_VALUE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
 """A code value in an action check's argument matchers: snake_case with at least one underscore."""
@@ -71,6 +73,14 @@ def _graded(check: ActionCheck) -> bool:
     return not negative or bool(check.applies_after)
 
 
+def _body_start(text: str, section: Section) -> int:
+    """Where the body of ``section`` starts: after its heading line (the preamble has none)."""
+    if section.title == PREAMBLE:
+        return section.start
+    nl = text.find("\n", section.start, section.end)
+    return section.end if nl < 0 else nl + 1
+
+
 def _only_section(text: str, sections: list[Section], word: str) -> int | None:
     hits = [i for i, s in enumerate(sections) if names_word(text[s.start : s.end], word)]
     return hits[0] if len(hits) == 1 else None
@@ -84,7 +94,7 @@ def sections_of_text(scenario: Scenario, text: str, sections: list[Section]) -> 
         for ex in crit.excerpts:
             span = locate_excerpt(text, ex)
             idx = section_at(sections, span[0]) if span else None
-            if idx is not None:
+            if span and idx is not None and span[1] > _body_start(text, sections[idx]):
                 tested.setdefault(idx, []).append(f"criterion {crit.id} quotes it")
     for check in scenario.action_checks:
         if not _graded(check):
