@@ -46,3 +46,11 @@ def import_tau2_command(
         f"({summary.hard} hard, {summary.medium} medium). "
         f"Check it with: callbench validate {summary.out} && callbench audit {summary.out}"
     )
+    notes = summary.lookups
+    typer.echo(
+        f"Reference paths: {notes.inserted} lookup(s) the gold actions leave out inserted, "
+        f"{notes.told} value(s) from the user's instructions added to the caller's known facts, "
+        f"{len(notes.unresolved)} value(s) with no source (docs/peers.md)."
+    )
+    for line in notes.unresolved:
+        typer.echo(f"  no source: {line}")

@@ -23,6 +23,7 @@ import yaml
 from callbench.bundle.provenance import file_sha256
 from callbench.bundle.state_engine import StateStore
 from callbench.bundle.state_models import StateSpec
+from callbench.importers.tau2.paths import PathNotes
 from callbench.importers.tau2.tasks import TaskError, convert_task
 from callbench.importers.tau2.tools import STATE_OPS, TRANSFERRED, tool_specs
 
@@ -40,12 +41,15 @@ class Tau2ImportError(Exception):
 
 @dataclass
 class ImportSummary:
-    """What an import wrote: the bundle folder, scenario count, and per-difficulty counts."""
+    """What an import wrote: the bundle folder, scenario count, per-difficulty counts, and the
+    reference paths' ``lookups`` (:class:`~callbench.importers.tau2.paths.PathNotes`: lookups
+    inserted, values told, values no lookup reveals, located)."""
 
     out: Path
     scenarios: int
     hard: int
     medium: int
+    lookups: PathNotes
 
 
 def _read_json(path: Path) -> Any:
@@ -119,6 +123,7 @@ def import_tau2(
             for i in ids:
                 split_of.setdefault(str(i), []).append(name)
     scenarios = []
+    notes = PathNotes()
     for task in tasks:
         try:
             scenarios.append(
@@ -128,6 +133,7 @@ def import_tau2(
                     agent_id=agent_id,
                     splits=sorted(split_of.get(str(task.get("id")), [])),
                     source=str(ddir / "tasks.json"),
+                    notes=notes,
                 )
             )
         except TaskError as e:
@@ -193,4 +199,6 @@ def import_tau2(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     hard = sum(s["difficulty"] == "hard" for s in scenarios)
-    return ImportSummary(out=out, scenarios=len(scenarios), hard=hard, medium=len(scenarios) - hard)
+    return ImportSummary(
+        out=out, scenarios=len(scenarios), hard=hard, medium=len(scenarios) - hard, lookups=notes
+    )

@@ -20,6 +20,7 @@ import json
 from typing import Any
 
 from callbench.bundle.state_engine import StateStore
+from callbench.importers.tau2.paths import PathNotes, causal_order, complete_path, identify_by_email
 from callbench.importers.tau2.tools import WRITE_TOOLS
 
 MAX_CALLS = 10
@@ -116,47 +117,6 @@ def _identify(store: StateStore, known_info: str) -> dict[str, Any] | None:
     }
 
 
-def _arg_leaves(v: Any) -> list[str]:
-    if isinstance(v, dict):
-        return [x for y in v.values() for x in _arg_leaves(y)]
-    if isinstance(v, list):
-        return [x for y in v for x in _arg_leaves(y)]
-    return [] if v is None or isinstance(v, bool) else [str(v).lower()]
-
-
-def causal_order(actions: list[dict[str, Any]], results: list[Any], known: str) -> list[int]:
-    """Indices of ``actions`` in an order where each read uses only values known before it.
-
-    tau2's gold actions are not always in the order an agent could make them (task 2 looks up a
-    product before the order that names it). Within each run of reads between two writes, a read
-    whose argument values are not yet in ``known`` (the caller's facts, lower-cased) or in an
-    earlier result waits until a read placed before it reveals them (when no read of the run is
-    ready, the first one left goes next). Writes keep their positions, so the state they change
-    and the order of the action checks are the source's. ``results``: each action's result in the
-    source order (reads change no state, so a moved read's values are the same)."""
-    seen = known.lower()
-    order: list[int] = []
-    i = 0
-    while i < len(actions):
-        if actions[i]["name"] in WRITE_TOOLS:
-            order.append(i)
-            seen += " " + json.dumps(results[i], ensure_ascii=False).lower()
-            i += 1
-            continue
-        j = i
-        while j < len(actions) and actions[j]["name"] not in WRITE_TOOLS:
-            j += 1
-        pending = list(range(i, j))
-        while pending:
-            ready = next((k for k in pending
-                          if all(v in seen for v in _arg_leaves(actions[k]["arguments"]))), pending[0])
-            pending.remove(ready)
-            order.append(ready)
-            seen += " " + json.dumps(results[ready], ensure_ascii=False).lower()
-        i = j
-    return order
-
-
 def _segments(actions: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
     """The calls of each candidate turn after the greeting, with the caller step it answers."""
     segs: list[tuple[str, list[dict[str, Any]]]] = [("request", [])]
@@ -225,11 +185,20 @@ def _turn(step_id: str, calls: list[dict[str, Any]], last: bool) -> dict[str, An
 
 
 def convert_task(
-    task: dict[str, Any], store: StateStore, *, agent_id: str, splits: list[str], source: str
+    task: dict[str, Any],
+    store: StateStore,
+    *,
+    agent_id: str,
+    splits: list[str],
+    source: str,
+    notes: PathNotes | None = None,
 ) -> dict[str, Any]:
     """The scenario (``agents/<agent>/scenarios/<id>.yaml`` data) of one tau2 ``task``. ``store``
     is a fresh state of the domain (the gold actions are replayed on it to find the caller's user
-    record and which gold writes succeed). Raises :class:`TaskError` naming the task and field."""
+    record and which gold writes succeed). The reference path is the gold actions in causal order
+    with the lookups they leave out inserted (:mod:`callbench.importers.tau2.paths`); ``notes``, when
+    given, collects how many were inserted and the values no lookup reveals. Raises
+    :class:`TaskError` naming the task and field."""
     tid = str(task.get("id", "?"))
     where = f"{source}: task {tid}"
     try:
@@ -320,12 +289,13 @@ def convert_task(
             },
         }
     known = json.dumps(ins, ensure_ascii=False)
-    segs = _segments([actions[k] for k in causal_order(actions, results, known)])
-    steps = [_step(sid) for sid, _ in segs] + ([] if ends else [_step("close")])
-    path = [{"speech": "Thank you for calling the store's customer service. How can I help you today?"}]
-    path += [_turn(sid, calls, k == len(segs) - 1) for k, (sid, calls) in enumerate(segs)]
-    if not ends:
-        path.append({"speech": "You are welcome. Thank you for calling, goodbye."})
+    ordered = [actions[k] for k in causal_order(actions, results, known)]
+    if not any(a["name"].startswith("find_user_id") for a in ordered):
+        # the caller gives an email: the reference path authenticates with it first (a read that
+        # reveals the user id the lookups need; no check is added: the gold list has no lookup)
+        found = identify_by_email(store, str(ins.get("known_info") or ""))
+        ordered = ([found] if found is not None else []) + ordered
+    steps, path = _conversation(ordered, ends)  # provisional: the lookups need the known facts
     goal = "The agent authenticates the caller (email, or name and zip code) and "
     goal += (
         ("then " + "; then ".join(writes_ok) + ".")
@@ -426,7 +396,40 @@ def convert_task(
     named = _named_in_brief(scenario)
     if named:  # values of the caller's own records that its instructions name: facts it knows
         brief["known_facts"]["details_in_your_instructions"] = named
+    # the lookups tau2's gold list leaves out, so that every reference value is known before its
+    # call (paths.complete_path; the gold writes and the checks above are unchanged)
+    facts = [f"{k} {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+             for k, v in brief["known_facts"].items()]
+    done = complete_path(ordered, StateStore(store.base, store.spec), facts, _said(ins))
+    if done.told:  # values tau2's instructions give the user that no record of theirs holds
+        brief["known_facts"]["details_in_your_instructions"] = named + [
+            v for v in done.told if v not in named
+        ]
+    brief["plan"], path = _conversation(done.calls, ends)
+    scenario["reference_path"] = path
+    if notes is not None:
+        notes.add(str(scenario["id"]), done, path)
     return scenario
+
+
+def _said(ins: dict[str, Any]) -> str:
+    """The tau2 user's instructions as one text (what the caller is told)."""
+    return "\n".join(str(ins.get(k) or "") for k in ("reason_for_call", "known_info", "task_instructions"))
+
+
+def _conversation(
+    calls: list[dict[str, Any]], ends: bool
+) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """The caller's plan steps and the reference path for the candidate's ``calls`` in order."""
+    segs = _segments(calls)
+    steps = [_step(sid) for sid, _ in segs] + ([] if ends else [_step("close")])
+    path: list[dict[str, Any]] = [
+        {"speech": "Thank you for calling the store's customer service. How can I help you today?"}
+    ]
+    path += [_turn(sid, c, k == len(segs) - 1) for k, (sid, c) in enumerate(segs)]
+    if not ends:
+        path.append({"speech": "You are welcome. Thank you for calling, goodbye."})
+    return steps, path
 
 
 def _named_in_brief(scenario: dict[str, Any]) -> list[Any]:
