@@ -27,7 +27,8 @@ def import_tau2_command(
     """Write tau2-bench's tasks (sierra-research/tau2-bench, MIT) as a bundle: one agent (the
     source policy, its tools answered from a stateful backend over the source database) and one
     scenario per task, with action checks from the gold writes, a state check, criteria from
-    communicate_info and nl_assertions, and the gold actions as the reference path (docs/peers.md).
+    communicate_info and nl_assertions, and the gold actions as the reference path, with the lookups
+    they leave out inserted (docs/peers.md); prints those figures and any value with no source.
 
     Exit codes: 0 written; 2 unusable input (a missing or malformed source file, an unknown domain,
     an existing --out without --force)."""

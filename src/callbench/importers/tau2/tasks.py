@@ -1,7 +1,8 @@
 """One tau2-bench task as one callbench scenario (issue 29 item 3).
 
 A task's user scenario becomes the caller's brief; its gold actions become the reference path
-(the candidate side of a correct call), action checks (the gold *write* actions that succeed, with
+(the candidate side of a correct call, with the lookups the gold list leaves out inserted:
+:mod:`callbench.importers.tau2.paths`), action checks (the gold *write* actions that succeed, with
 their arguments, in order) and one state check (the final state equals the reference path's);
 ``communicate_info`` and ``nl_assertions`` become judged task criteria. The decisions are recorded
 in docs/decisions.md ("tau2 import").
