@@ -231,6 +231,10 @@ def test_cli_import_then_run_and_report(tmp_path: Path) -> None:
     out = tmp_path / "retail-bundle"
     res = runner.invoke(app, ["import", "tau2", str(src), "--out", str(out)])
     assert res.exit_code == 0 and "3 scenario(s)" in res.output
+    # task 2's gold lookup of a product id no record has is listed, located, as a value with no source
+    assert "1 value(s) with no source" in res.output
+    where = "tau2_retail_002: reference_path.1.tool_calls.9.arguments.product_id = '6086499569'"
+    assert f"no source: {where}" in res.output
     again = runner.invoke(app, ["import", "tau2", str(src), "--out", str(out)])
     assert again.exit_code == 2 and "already exists" in again.output
     assert validate_path(out)[1] == []

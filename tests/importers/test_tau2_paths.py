@@ -136,6 +136,9 @@ def test_a_value_the_instructions_give_is_told_not_looked_up() -> None:
     said = "You want your pending order shipped to 101 Highway, New York, NY 10001."
     done = complete_path([FIND, write], store(), KNOWN, said)
     assert done.told == ["101 Highway", "10001"]
+    # written only inside a longer token, a value is not one the caller is told
+    inside = complete_path([FIND, write], store(), KNOWN, "Ship it to 9101 Highway, zip 100012.")
+    assert inside.told == [] and len(inside.unresolved) == 2
     assert [c["name"] for c in done.calls] == [
         "find_user_id_by_name_zip", "get_user_details", "modify_pending_order_address",
     ]

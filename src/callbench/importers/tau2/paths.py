@@ -116,6 +116,14 @@ def needs_source(v: Any) -> bool:
     return identifying(v) is not None and not _DATE.match(str(v))
 
 
+def _written_in(tokens: list[str], v: Any) -> bool:
+    """Whether ``v`` is written in a text whose folded tokens are ``tokens``, as whole tokens (so
+    ``10001`` is not found inside ``100012``)."""
+    want = [f for t in _TOKEN.findall(str(v)) if (f := fold(t))]
+    n = len(want)
+    return n > 0 and any(tokens[i : i + n] == want for i in range(len(tokens) - n + 1))
+
+
 @dataclass
 class Unresolved:
     """An argument value no known fact, instruction or lookup reveals: the ``call`` index in the
@@ -252,10 +260,10 @@ def complete_path(
     is one the caller is told (returned in ``told``, for the importer to add to the known facts).
     Gold calls keep their arguments and relative order."""
     out = Completion()
-    seen, said = _Known(), Seen()
+    seen = _Known()
     for text in known:
         seen.add(text)
-    said.add(instructions)
+    said = [f for t in _TOKEN.findall(instructions) if (f := fold(t))]
     lookup = _Lookup(store)
     done: set[str] = set()
 
@@ -273,7 +281,7 @@ def complete_path(
         for path, v in _leaves(call["arguments"]):
             if call["name"] in COMPOSED or not needs_source(v) or seen.seen.holds(v):
                 continue
-            if said.holds(v):
+            if _written_in(said, v):
                 out.told.append(v)
                 seen.add(str(v))
                 continue
