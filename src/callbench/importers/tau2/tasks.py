@@ -217,11 +217,12 @@ def convert_task(
         }
     known = json.dumps(ins, ensure_ascii=False)
     ordered = [actions[k] for k in causal_order(actions, results, known)]
+    email = None
     if not any(a["name"].startswith("find_user_id") for a in ordered):
         # the caller gives an email: the reference path authenticates with it first (a read that
         # reveals the user id the lookups need; no check is added: the gold list has no lookup)
-        found = identify_by_email(store, str(ins.get("known_info") or ""))
-        ordered = ([found] if found is not None else []) + ordered
+        email = identify_by_email(store, str(ins.get("known_info") or ""))
+        ordered = ([email] if email is not None else []) + ordered
     steps, path = conversation(ordered, ends)  # provisional: the lookups need the known facts
     goal = "The agent authenticates the caller (email, or name and zip code) and "
     goal += (
@@ -328,6 +329,7 @@ def convert_task(
     facts = [f"{k} {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
              for k, v in brief["known_facts"].items()]
     done = complete_path(ordered, StateStore(store.base, store.spec), facts, _said(ins))
+    done.inserted += email is not None  # the email lookup is one the gold list leaves out too
     if done.told:  # values tau2's instructions give the user that no record of theirs holds
         brief["known_facts"]["details_in_your_instructions"] = named + [
             v for v in done.told if v not in named
