@@ -1,8 +1,9 @@
 """The Ray executor against a separately started Ray cluster (issue 27 item 4): a head node started
 with ``ray start --head --block`` on loopback as its own process group, a scripted run sent to it by
 address (the driver here and through ``callbench run --executor ray --ray-address``), a worker
-killed mid-run, and traces byte-identical to a local run with nothing lost or doubled. Skipped when
-Ray is not installed (extra ``[distributed]``)."""
+killed mid-run, and traces byte-identical to a local run with nothing lost or doubled; two drivers
+on one run folder against the cluster, the second refused by the run-folder lock (issue 25 item 2).
+Skipped when Ray is not installed (extra ``[distributed]``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -31,6 +33,7 @@ from callbench.runs.store import RunStore  # noqa: E402
 
 from .conftest import DAIRY, scripted_clients, scripted_config  # noqa: E402
 from .test_ray_executor import DieOnce, _traces  # noqa: E402
+from .test_signals import _children, _wait_for  # noqa: E402
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import tests
 
@@ -154,3 +157,70 @@ def test_callbench_run_by_address_equals_a_local_run(tmp_path: Path, ray_head: s
         runs[name] = _traces(out)
     assert len(runs["local"]) == 2 * len(list(DAIRY.glob("agents/*/scenarios/*.yaml")))
     assert runs["ray"] == runs["local"]
+
+
+GATED_SAVES = textwrap.dedent(
+    """
+    import os
+    if os.environ.get("CALLBENCH_SUPERVISED") and os.environ.get("SAVE_LOG"):
+        import threading, time
+        from callbench.runs.store import RunStore
+        real, one_at_a_time = RunStore.save_episode, threading.Lock()
+        def logged(self, trace, ledger):
+            with one_at_a_time:
+                log = os.environ["SAVE_LOG"]
+                gate = os.environ.get("GATE")
+                if gate and os.path.exists(log):  # the first save passes, later ones wait for the gate
+                    while not os.path.exists(gate):
+                        time.sleep(0.05)
+                with open(log, "a", encoding="utf-8") as f:
+                    f.write(trace.episode_id + "\\n")
+                return real(self, trace, ledger)
+        RunStore.save_episode = logged
+    """
+)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split() if path.exists() else []
+
+
+def test_a_second_driver_on_the_folder_of_a_cluster_run_is_refused(tmp_path: Path, ray_head: str) -> None:
+    """The first driver's saves (in the driver: every trace is written there) are held after its
+    first one until the second driver has been refused, so the two surely overlap. The second fails
+    at once with the located lock error naming the first driver's pid and host, exit 2, saves
+    nothing; the first finishes with every episode saved exactly once."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(GATED_SAVES, encoding="utf-8")
+    out, gate = tmp_path / "run", tmp_path / "gate"
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    command = [sys.executable, "-m", "callbench", "run", str(DAIRY), "--candidate", "scripted:reference",
+               "--caller", "scripted:plan", "--task-judge", "scripted:met",
+               "--conversation-judge", "scripted:met", "--repeats", "4", "--no-grade",
+               "--executor", "ray", "--ray-address", ray_head, "--out", str(out)]
+    # the fixture's Ray settings, the supervisor on (its child holds the lock)
+    env = {k: v for k, v in os.environ.items() if k != "CALLBENCH_NO_SUPERVISOR"}
+    env["PYTHONPATH"] = f"{site}{os.pathsep}{Path(__file__).parents[2] / 'src'}"
+    first = subprocess.Popen(command, env={**env, "SAVE_LOG": str(first_log), "GATE": str(gate)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             stdin=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: len(_lines(first_log)) >= 1, "the first driver's first saved episode", limit=240)
+        driver = _children(first.pid)[0]  # the supervised child runs the command and holds the lock
+        second = subprocess.run(command, env={**env, "SAVE_LOG": str(second_log)}, capture_output=True,
+                                text=True, timeout=240, stdin=subprocess.DEVNULL)
+        assert first.poll() is None  # the first was still running, holding the folder
+    finally:
+        gate.touch()
+    _, err1 = first.communicate(timeout=300)
+    assert second.returncode == 2, second.stderr
+    lines = [line for line in second.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, second.stderr
+    assert lines[0].startswith(f"error: run folder {out} is in use by callbench run ray "
+                               f"(pid {driver} on host {socket.gethostname()}); "), lines[0]
+    assert not second_log.exists()  # the second driver saved nothing
+    assert first.returncode == 0, err1[-2000:]
+    saved = _lines(first_log)
+    assert len(saved) == 4 and len(set(saved)) == 4  # every episode once: nothing doubled
+    assert sorted(p.stem for p in (out / "traces").glob("*.json")) == sorted(saved)
