@@ -118,6 +118,21 @@ def test_first_user_message_auto_is_the_recorded_call_connected_turn(keys) -> No
     assert first_user_message(AnthropicClient("anthropic:m", text)) == "Namaste"
 
 
+def test_the_agents_first_turn_on_anthropic(keys) -> None:
+    """The agent's convention is the default of ``auto``, except ``none``: the Messages API needs a
+    user turn first, so the adapter's recorded ``[call connected]`` stays."""
+    from callbench.models.base import first_user_message
+    from callbench.models.remote.anthropic_client import AnthropicClient
+
+    auto = AnthropicClient("anthropic:m", ModelSettings())
+    assert first_user_message(auto, "none") == "[call connected]"
+    assert first_user_message(auto, "empty") == ""
+    assert first_user_message(auto, "text", "Hello?") == "Hello?"
+    said = ModelSettings(first_user_message="text", first_user_message_text="Hi")
+    text = AnthropicClient("anthropic:m", said)
+    assert first_user_message(text, "empty") == "Hi"  # the role setting over the agent
+
+
 def test_first_user_message_text_is_checked() -> None:
     from pydantic import ValidationError
 

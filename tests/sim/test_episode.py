@@ -194,3 +194,38 @@ async def test_first_user_message_setting_is_sent_and_recorded(
         assert [(m.role, m.content) for m in cand.requests[0].messages][1:] == [("user", expected)]
     assert t.candidate.settings.first_user_message == setting.get("first_user_message", "auto")
     assert t.end_reason == EndReason.CALL_ENDED
+
+
+@pytest.mark.parametrize(
+    ("agent_turn", "setting", "limits", "expected"),
+    [
+        ({"first_user_message": "empty"}, {}, {}, ""),  # auto: the agent's convention
+        ({"first_user_message": "text", "first_user_message_text": "Hello?"}, {}, {}, "Hello?"),
+        ({"first_user_message": "none"}, {}, {}, None),
+        ({"first_user_message": "empty"}, {"first_user_message": "none"}, {}, None),  # run settings win
+        ({"first_user_message": "none"}, {"first_user_message": "text", "first_user_message_text": "Hi"}, {},
+         "Hi"),
+        ({"first_user_message": "text", "first_user_message_text": "Hello?"}, {"first_user_message": "empty"},
+         {}, ""),
+        ({"first_user_message": "text", "first_user_message_text": "Hello?"}, {},
+         {"empty_first_user_message": True}, ""),  # the library flag over both
+    ],
+)
+async def test_the_agents_first_turn_is_the_default_that_run_settings_override(
+    run, recorder, bundle, dairy, agent_turn, setting, limits, expected
+) -> None:
+    from callbench.models.base import ModelSettings
+
+    agent, _ = dairy
+    agent = agent.model_copy(update={"config": agent.config.model_validate(
+        {**agent.config.model_dump(mode="json", exclude_none=True), **agent_turn})})
+    cand = recorder(create_scripted("scripted:reference", ModelSettings(**setting), bundle))
+    t = await run(candidate=cand, agent=agent, limits=LoopLimits(**limits))
+    first = t.messages[1]
+    if expected is None:
+        assert first.role == "assistant"
+        assert [m.role for m in cand.requests[0].messages] == ["system"]
+    else:
+        assert (first.role, first.content, first.caller_turn) == ("user", expected, None)
+        assert [(m.role, m.content) for m in cand.requests[0].messages][1:] == [("user", expected)]
+    assert t.end_reason == EndReason.CALL_ENDED

@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from callbench.bundle.matchers import Matcher
 from callbench.bundle.state_models import StateSpec
@@ -144,6 +144,25 @@ class AgentConfig(Strict):
         description="A stateful backend: tables loaded from data files and the operation answering "
         "each stateful tool (callbench.bundle.state_models; docs/authoring.md).",
     )
+    first_user_message: Literal["none", "empty", "text"] | None = Field(
+        default=None,
+        description="The agent's first-turn convention: whether a user turn comes before its greeting "
+        "(none: the agent speaks first; empty or text: the user does, e.g. a Vapi "
+        "assistant-waits-for-user or a Retell begin_message of \"\"). The default of the candidate's "
+        "first_user_message role setting when that is auto (docs/decisions.md).",
+    )
+    first_user_message_text: str | None = Field(default=None, max_length=2000)
+
+    @model_validator(mode="after")
+    def _first_turn(self) -> AgentConfig:
+        """``first_user_message: text`` needs a non-blank ``first_user_message_text``, which any
+        other value refuses (as the role setting of the same name)."""
+        has_text = bool(self.first_user_message_text and self.first_user_message_text.strip())
+        if self.first_user_message == "text" and not has_text:
+            raise ValueError("first_user_message: text needs first_user_message_text (the text)")
+        if self.first_user_message != "text" and self.first_user_message_text is not None:
+            raise ValueError("first_user_message_text is only used with first_user_message: text")
+        return self
 
 
 # ---------------------------------------------------------------- scenario: caller brief

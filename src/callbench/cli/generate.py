@@ -40,6 +40,13 @@ def new_agent(
     template: str = typer.Option(
         "auto", "--template", help="auto: translate the prompt's {{ }} (Liquid, as Vapi and Retell write "
         "it) into declared variables with defaults; none: keep the prompt verbatim, no templating."),
+    platform_export: Path | None = typer.Option(
+        None, "--platform-export", help="The agent's export from a voice platform (JSON: a Vapi "
+        "assistant, a Retell LLM or agent): who speaks first is read from it (firstMessageMode and "
+        "firstMessage; begin_message, start_speaker) into the agent's first_user_message."),
+    first_user_message: str | None = typer.Option(
+        None, "--first-user-message", help="Who speaks first, over what --platform-export says: "
+        "none (the agent greets first), empty (an empty user turn comes first) or text:WORDS."),
 ) -> None:
     """Make an agent folder from a system prompt and a tools file, and validate it.
 
@@ -80,6 +87,8 @@ def new_agent(
             call_ending=_split(endings),
             success=conds,
             template="none" if template == "none" else "auto",
+            platform_export=platform_export,
+            first_user_message=first_user_message,
         )
     except NewAgentError as e:
         typer.echo(f"error: {e}", err=True)

@@ -9,6 +9,10 @@ Writes ``agents/<id>/agent.yaml`` and ``agents/<id>/prompt.md`` into a bundle fo
 problems, everything written is removed again and the problems are returned, so a failed attempt
 leaves the bundle as it was.
 
+Who speaks first (the agent's ``first_user_message`` convention, :mod:`.first_turn`) comes from
+``--first-user-message`` when given, else from a voice platform's export (``--platform-export``:
+a Vapi assistant, a Retell LLM or agent), else is left out (the role setting decides).
+
 Success conditions are given as ``TOOL:FIELD=VALUE`` (repeatable): ``FIELD`` is a dotted path into
 the tool's returned object, ``VALUE`` is read as a YAML scalar (``ended``, ``true``, ``3``) or a
 matcher in YAML flow form (``{one_of: [ended, transferred]}``); several for one tool must all hold.
@@ -28,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 from callbench.bundle.loader import Problem, sha256_text
 from callbench.bundle.models import ID_PATTERN, AgentConfig, ToolSpec
 from callbench.bundle.validate import validate_path
+from callbench.generate.first_turn import FirstTurn, FirstTurnError, parse_option, read_export_file
 from callbench.generate.liquid import TemplateImportError, TemplateMode, import_template
 from callbench.generate.tools_import import read_tools_file
 from callbench.trace import atomic_write_text
@@ -86,10 +91,13 @@ def build_config(
     success: dict[str, dict[str, Any]],
     description: str = "",
     variables: dict[str, str] | None = None,
+    first_turn: FirstTurn | None = None,
 ) -> AgentConfig:
-    """The typed agent configuration. Raises :class:`NewAgentError` when no call-ending tool is
-    given, when one is no tool of the list, or has no success condition, or when a success
-    condition names a tool that is not call-ending; and for a field that fails the schema."""
+    """The typed agent configuration (``first_turn``: who speaks first, written as the agent's
+    ``first_user_message`` convention; None leaves it out). Raises :class:`NewAgentError` when
+    no call-ending tool is given, when one is no tool of the list, or has no success condition,
+    or when a success condition names a tool that is not call-ending; and for a field that fails
+    the schema."""
     names = [t.name for t in tools]
     endings = list(dict.fromkeys(call_ending))
     if not endings:
@@ -121,6 +129,10 @@ def build_config(
         "call_ending_tools": [{"tool": t, "success": success[t]} for t in endings],
         "variables": variables or {},
     }
+    if first_turn is not None:
+        data["first_user_message"] = first_turn.first_user_message
+        if first_turn.text is not None:
+            data["first_user_message_text"] = first_turn.text
     try:
         return AgentConfig.model_validate(data)
     except ValidationError as e:
@@ -129,9 +141,12 @@ def build_config(
         raise NewAgentError(f"agent {loc}: {first['msg']}") from None
 
 
-def agent_yaml(config: AgentConfig, success: dict[str, dict[str, Any]]) -> str:
+def agent_yaml(
+    config: AgentConfig, success: dict[str, dict[str, Any]], first_turn: FirstTurn | None = None
+) -> str:
     """The ``agent.yaml`` text (keys in schema order; success conditions as given on the command
-    line, since matcher objects do not dump back to their on-disk form)."""
+    line, since matcher objects do not dump back to their on-disk form; the first-turn convention
+    with a comment saying where it came from)."""
     data = config.model_dump(mode="json", exclude_none=True, exclude={"call_ending_tools"})
     data.pop("instructions_file", None)
     data.pop("active", None)
@@ -140,9 +155,11 @@ def agent_yaml(config: AgentConfig, success: dict[str, dict[str, Any]]) -> str:
     data["call_ending_tools"] = [
         {"tool": e.tool, "success": success[e.tool]} for e in config.call_ending_tools
     ]
-    return "# Made by `callbench new-agent` from a system prompt and a tools file.\n" + yaml.safe_dump(
-        data, allow_unicode=True, sort_keys=False, width=100
-    )
+    text = yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100)
+    if first_turn is not None:
+        text = text.replace("\nfirst_user_message:", f"\n# who speaks first: {first_turn.source}\n"
+                            "first_user_message:", 1)
+    return "# Made by `callbench new-agent` from a system prompt and a tools file.\n" + text
 
 
 def make_agent(
@@ -159,12 +176,17 @@ def make_agent(
     success: list[str],
     description: str = "",
     template: TemplateMode = "auto",
+    platform_export: Path | None = None,
+    first_user_message: str | None = None,
 ) -> NewAgentResult:
     """Write a new agent into ``bundle_dir`` and validate it (see the module docstring).
+    ``first_user_message`` is the ``--first-user-message`` value (``none``, ``empty``,
+    ``text:WORDS``); it takes precedence over what ``platform_export`` says.
 
-    Raises :class:`NewAgentError` for a bad argument, an unreadable prompt or tools file, or an
-    agent folder that already exists; returns the problems when the written agent does not
-    validate (the files are then removed again)."""
+    Raises :class:`NewAgentError` for a bad argument, an unreadable prompt, tools or export file,
+    an export that says nothing about who speaks first, or an agent folder that already exists;
+    returns the problems when the written agent does not validate (the files are then removed
+    again)."""
     try:
         prompt_text = prompt_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -182,6 +204,11 @@ def make_agent(
         tools = read_tools_file(tools_path)
     except ValueError as e:
         raise NewAgentError(f"--tools {e}") from None
+    try:
+        first_turn = (parse_option(first_user_message) if first_user_message is not None
+                      else read_export_file(platform_export) if platform_export is not None else None)
+    except FirstTurnError as e:
+        raise NewAgentError(str(e)) from None
     aid = agent_id or agent_id_from(prompt_path)
     if not re.fullmatch(ID_PATTERN, aid):
         raise NewAgentError(
@@ -200,6 +227,7 @@ def make_agent(
         success=conds,
         description=description,
         variables=imported.variables,
+        first_turn=first_turn,
     )
     folder = bundle_dir / "agents" / aid
     if folder.exists():
@@ -217,7 +245,7 @@ def make_agent(
         atomic_write_text(bundle_file, yaml.safe_dump(meta, allow_unicode=True, sort_keys=False))
     (folder / "scenarios").mkdir(parents=True)
     atomic_write_text(folder / "prompt.md", prompt_text)
-    atomic_write_text(folder / "agent.yaml", agent_yaml(config, conds))
+    atomic_write_text(folder / "agent.yaml", agent_yaml(config, conds, first_turn))
     _, problems = validate_path(bundle_dir)
     rel = f"agents/{aid}/"
     mine = [p for p in problems if p.file.startswith(rel) or (created and p.file.startswith("bundle"))]
@@ -228,5 +256,8 @@ def make_agent(
         for d in reversed(made):  # folders this call made, innermost first, if left empty
             with contextlib.suppress(OSError):
                 d.rmdir()
-    return NewAgentResult(agent_dir=str(folder), created_bundle_file=created, problems=mine,
-                          notes=imported.notes)
+    notes = list(imported.notes)
+    if first_turn is not None:
+        notes.append(f"first turn: first_user_message {first_turn.first_user_message} "
+                     f"({first_turn.source})")
+    return NewAgentResult(agent_dir=str(folder), created_bundle_file=created, problems=mine, notes=notes)

@@ -316,20 +316,33 @@ class ModelClient(Protocol):
     async def aclose(self) -> None: ...
 
 
-def first_user_message(client: Any) -> str | None:
+def first_user_message(
+    client: Any, agent_mode: str | None = None, agent_text: str | None = None
+) -> str | None:
     """The user message a conversation with ``client`` as the candidate starts with (before the
-    greeting), or None for none: ``settings.first_user_message`` resolved (``auto`` takes the
-    client's ``default_first_user_message`` attribute when it has one, else None)."""
+    greeting), or None for none. Order: the role setting ``settings.first_user_message`` when it
+    is not ``auto``; else the agent's first-turn convention ``agent_mode`` (``none``, ``empty``,
+    ``text`` with ``agent_text``; from ``agent.yaml``, e.g. imported from a Vapi or Retell export
+    by ``new-agent``), except that ``none`` on a client whose API needs a user turn first (one
+    with a ``default_first_user_message``: ``anthropic:``) keeps that default; else the client's
+    ``default_first_user_message`` when it has one, else None. Raises ``ValueError`` for an
+    unknown ``agent_mode`` or ``text`` without a text."""
     settings: ModelSettings = client.settings
-    mode = settings.first_user_message
+    default = getattr(client, "default_first_user_message", None)
+    default = default if isinstance(default, str) else None
+    mode: str = settings.first_user_message
+    text = settings.first_user_message_text
     if mode == "auto":
-        default = getattr(client, "default_first_user_message", None)
-        return default if isinstance(default, str) else None
+        if agent_mode is None or (agent_mode == "none" and default is not None):
+            return default
+        mode, text = agent_mode, agent_text
     if mode == "none":
         return None
     if mode == "empty":
         return ""
-    return settings.first_user_message_text
+    if mode == "text" and text:
+        return text
+    raise ValueError(f"first_user_message: {mode!r} needs to be none, empty or text with its text")
 
 
 def identity_settings(settings: ModelSettings, exclude: set[str] | frozenset[str]) -> dict[str, Any]:

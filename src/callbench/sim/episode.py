@@ -188,7 +188,8 @@ async def run_episode(
             usage=usage,
             max_caller_turns=limits.max_caller_turns,
             max_tool_calls=limits.max_tool_calls_per_turn,
-            first_user_message="" if limits.empty_first_user_message else first_user_message(candidate),
+            first_user_message="" if limits.empty_first_user_message else first_user_message(
+                candidate, agent.config.first_user_message, agent.config.first_user_message_text),
             caller_attempts=limits.caller_turn_attempts,
             static_system_chars=const.static_chars,
         )
