@@ -208,9 +208,14 @@ def test_a_second_driver_on_the_folder_of_a_cluster_run_is_refused(tmp_path: Pat
     try:
         _wait_for(lambda: len(_lines(first_log)) >= 1, "the first driver's first saved episode", limit=240)
         driver = _children(first.pid)[0]  # the supervised child runs the command and holds the lock
+        # refused at once; a second driver let through would wait for the cluster's CPUs instead
         second = subprocess.run(command, env={**env, "SAVE_LOG": str(second_log)}, capture_output=True,
-                                text=True, timeout=240, stdin=subprocess.DEVNULL)
+                                text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert first.poll() is None  # the first was still running, holding the folder
+    except BaseException:
+        first.kill()  # the parent; its child follows it (the supervisor's parent-death signal)
+        first.communicate(timeout=60)
+        raise
     finally:
         gate.touch()
     _, err1 = first.communicate(timeout=300)
