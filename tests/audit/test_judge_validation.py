@@ -220,3 +220,33 @@ def test_shipped_validations_load_and_say_what_they_cover(starter: Bundle) -> No
             f"{f.name} was measured on another starter: rerun benchmarks/judge_validation_bench.py"
         )
         assert audit.prompt_version == PROMPT_VERSION
+
+
+def test_the_demo_judges_find_the_shipped_validation_and_it_fails(starter: Bundle) -> None:
+    # issue 23 Done when: the embedded 0.5B judge fails the gate and the demo's report says so.
+    # The demo records its judges as RoleInfo(spec, the client's settings), which for the local
+    # client are demo_config's settings unchanged (checked against the real client in CI stage 2).
+    from types import SimpleNamespace
+
+    from callbench.report.validation import judge_validation
+    from callbench.runs.demo import demo_config
+    from callbench.trace import RoleInfo
+
+    config = demo_config(None, model="local:0.5b", bundle=starter)
+    audits = [JudgeAudit.model_validate_json(f.read_text(encoding="utf-8"))
+              for f in sorted(PACKAGED_VALIDATIONS.glob("*.json"))]
+    grade_set = SimpleNamespace(
+        kind="llm",
+        prompt_version=PROMPT_VERSION,
+        task_judge=RoleInfo(spec=config.task_judge.spec, settings=config.task_judge.settings),
+        conversation_judge=RoleInfo(spec=config.conversation_judge.spec,
+                                    settings=config.conversation_judge.settings),
+    )
+    run = SimpleNamespace(grade_set=grade_set, manifest=SimpleNamespace(bundle_hash=starter.content_hash))
+    v = judge_validation(run, audits)  # type: ignore[arg-type]
+    assert set(v.judges) == {"task_judge", "conversation_judge"}
+    assert v.status == "failed"
+    low = min(r.balanced_accuracy for r in v.judges.values() if r.balanced_accuracy is not None)
+    assert low < 0.80
+    assert v.text.startswith(f"judges failed validation: balanced accuracy {low:.2f}")
+    assert v.text.endswith(f"(on 1 of {len(starter.scenarios())} scenarios)")
