@@ -78,7 +78,8 @@ def _finalize(value: Any) -> Any:
         return ""
     if isinstance(value, Markup):
         return value
-    return Markup(str(escape(value)).replace("://", "&#58;//"))
+    text = escape(value)  # the common case holds no "://": no second copy of the text
+    return text if "://" not in text else Markup(str(text).replace("://", "&#58;//"))
 
 
 def break_points(value: Any) -> Markup:
