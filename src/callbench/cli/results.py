@@ -129,7 +129,7 @@ def report(
         Path | None,
         typer.Option("--html-folder", help="Write the HTML report as a folder DIR (DIR/index.html plus one "
                      "file per call, loaded when opened; works from file:// with no server), whatever the "
-                     "run's size. Runs of more than 500 calls get a folder anyway: --html PATH then "
+                     "run's size. Runs of more than 250 calls get a folder anyway: --html PATH then "
                      "writes the folder PATH without its .html suffix."),
     ] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the HTML report.")] = False,
@@ -157,7 +157,7 @@ def report(
 ) -> None:
     """Report runs: terminal tables, an offline HTML report, optional JSON/CSV exports.
 
-    The HTML report is one file up to 500 calls and a folder beyond (or with --html-folder):
+    The HTML report is one file up to 250 calls and a folder beyond (or with --html-folder):
     DIR/index.html holds every table and figure and one row per call, and each call loads from
     its own file when opened (docs/report.md).
 

@@ -38,10 +38,11 @@ from callbench.report.html import embed_fonts, render_episode, render_page, scri
 from callbench.report.viewer import CallData, SharedTexts, episode_row, episode_view
 from callbench.trace import atomic_write_text
 
-SINGLE_FILE_MAX_CALLS = 500
-"""Calls up to which ``callbench report`` writes one HTML file; beyond it, a folder. At 500
-synthetic-sized calls the single file is a few MB; at 1,500 starter calls it was 27.5 MB and took
-12 s to open in Chromium (issue 27), and the file grows with every call's transcript."""
+SINGLE_FILE_MAX_CALLS = 250
+"""Calls up to which ``callbench report`` writes one HTML file; beyond it, a folder. Measured with
+starter-shaped calls (``benchmarks/html_bench.py``, 2 cores at load average 11): 250 calls make
+an 8.7 MB file that opens in Chromium in 2.0 s, within the 3 s asked of the folder's first page;
+500 calls 15.4 MB in 3.7 s; 1,000 calls 28.6 MB in 7.3 s (issue 27: 1,500 calls, 27.5 MB, 12 s)."""
 
 SHARD_BYTES = 2_000_000
 """Search text per ``search/s<k>.js`` file, in UTF-8 bytes (a file closes once it passes this)."""
