@@ -13,7 +13,8 @@ Figures, each printed beside its target:
 
 Reading the run: until ``report/load.py`` streams (issue 27 item 1), this script reads each trace
 and grade once for the statistics and again, one at a time, for the HTML writer (the iterator of
-``CallData`` the writer takes), so it measures the writer, not the loader. Times are wall clock on
+``CallData`` the writer takes), so it measures the writer, not the loader. The single files are
+written from runs of their own size by the report's loader. Times are wall clock on
 this machine under whatever load it has; ``uptime``'s load average is printed beside them.
 
 Run: ``python benchmarks/html_bench.py [--episodes 10000] [--run DIR] [--opens 5] [--single 100,250]``.
@@ -39,8 +40,8 @@ from callbench.grade.models import EpisodeGrade, GradeSetManifest
 from callbench.report.build import build_report
 from callbench.report.html import write_html
 from callbench.report.html_folder import SINGLE_FILE_MAX_CALLS, write_html_folder
-from callbench.report.load import RunData, _record, read_model
-from callbench.report.viewer import CallData
+from callbench.report.load import RunData, _record, load_runs, read_model
+from callbench.report.viewer import CallData, call_data
 from callbench.runs.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
 from callbench.trace import Trace
 
@@ -67,6 +68,11 @@ def _trace(run_dir: Path, episode_id: str) -> Trace | None:
 def _grade(run_dir: Path, gid: str, episode_id: str) -> EpisodeGrade | None:
     path = grades_dir(run_dir, gid) / "episodes" / f"{episode_id}.json"
     return EpisodeGrade.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+STREAMING = hasattr(RunData, "iter_episodes")
+"""True once ``report/load.py`` streams (issue 27 item 1); until then the two functions below
+stand in for it, reading each trace once for the records and again for the writer."""
 
 
 def records_only(run_dir: Path, limit: int | None = None) -> RunData:
@@ -144,11 +150,15 @@ def main(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         run_dir = a.run or synthetic_run(tmp / "run", a.episodes)
         print(f"run folder: {run_dir} ({time.perf_counter() - t:.0f} s to make)")
-        run = records_only(run_dir)
-        report = build_report([run], n_samples=a.samples)
+        if STREAMING:  # the report's own loader reads traces one at a time
+            runs = load_runs([run_dir])
+            report, calls = build_report(runs, n_samples=a.samples), call_data(runs)
+        else:
+            run = records_only(run_dir)
+            report, calls = build_report([run], n_samples=a.samples), stream_calls(run)
         folder = tmp / "report"
         t, c = time.perf_counter(), time.process_time()
-        n = write_html_folder(report, stream_calls(run), folder, reason="benchmark")
+        n = write_html_folder(report, calls, folder, reason="benchmark")
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         index_mb = (folder / "index.html").stat().st_size / 1e6
         calls, search = folder_bytes(folder, "calls"), folder_bytes(folder, "search")
@@ -170,17 +180,13 @@ def main(argv: list[str] | None = None) -> int:
             for size in sorted({SINGLE_FILE_MAX_CALLS, *(int(x) for x in a.single.split(",") if x)}):
                 if size > n:
                     continue
-                part = records_only(run_dir, size)
-                calls_in = list(stream_calls(part))
-                full = RunData(part.run_dir, part.manifest, part.grade_set, part.records,
-                               {c.record.episode_id: c.trace for c in calls_in if c.trace},
-                               {c.record.episode_id: c.grade for c in calls_in if c.grade})
+                runs = load_runs([synthetic_run(tmp / f"run-{size}", size)])
                 path = tmp / f"single-{size}.html"
-                write_html(build_report([full], n_samples=a.samples), [full], path)
+                write_html(build_report(runs, n_samples=a.samples), runs, path)
                 times = load_times(browser, path.as_uri(), a.opens)
                 limit = " (the limit)" if size == SINGLE_FILE_MAX_CALLS else ""
                 size_mb = path.stat().st_size / 1e6
-                print(f"single file, {len(calls_in):,} calls{limit}: {size_mb:.1f} MB, opens in "
+                print(f"single file, {size:,} calls{limit}: {size_mb:.1f} MB, opens in "
                       f"{statistics.median(times):.2f} s (median of {len(times)})")
             browser.close()
     finally:

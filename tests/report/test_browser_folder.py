@@ -2,10 +2,10 @@
 from ``file://`` with no server; filters, sort, search and the score matrix work; opening a call
 loads its file and shows its transcript; no request leaves the folder.
 
-The calls are built in memory with the report tests' contracts (``conftest.make_trace`` and
-``make_grade``: 4 candidates x 25 agents x 50 scenarios x 2 repeats) and written through the real
-writer (:func:`callbench.report.html_folder.write_html_folder` over
-:func:`callbench.report.viewer.call_data`). Open times are measured in ``benchmarks/html_bench.py``,
+The run folder is written with the report tests' contracts (``conftest.make_trace`` and
+``make_grade``: 4 candidates x 25 agents x 50 scenarios x 2 repeats), loaded by the report's
+loader and written through the real writer (:func:`callbench.report.html_folder.write_html_folder`
+over :func:`callbench.report.viewer.call_data`). Open times are measured in ``benchmarks/html_bench.py``,
 not here. Skipped when playwright or chromium is missing.
 """
 
@@ -23,7 +23,7 @@ import pytest
 from callbench.grade.models import GradeSetManifest
 from callbench.report.build import build_report
 from callbench.report.html_folder import write_html_folder
-from callbench.report.load import RunData, _record
+from callbench.report.load import load_runs
 from callbench.report.viewer import call_data
 from callbench.runs.manifest import EpisodeKey, RunManifest
 from callbench.trace import RoleInfo
@@ -42,45 +42,49 @@ NEEDLE_AT = ("cand-c", 17, 33, 1)  # the one call whose reply holds the search w
 NEEDLE = "quokka"
 
 
-def synthetic_run() -> RunData:
-    """A 10,000-call run held in memory (traces and grades as the loader would give them)."""
+def synthetic_run(run_dir: Path) -> Path:
+    """Write a 10,000-call run folder (the report loader's layout; plain writes, no fsync)."""
     caller, gs = RoleInfo(spec="scripted:caller"), "gs1"
-    planned, records, traces, grades = [], [], {}, {}
+    (run_dir / "traces").mkdir(parents=True)
+    (run_dir / "grades" / gs / "episodes").mkdir(parents=True)
+    planned = []
     for ci, cand in enumerate(CANDS):
         for a in range(AGENTS):
             for s in range(SCENARIOS):
                 for r in range(REPEATS):
                     eid = f"{cand}__ag{a}__sc{s}__r{r}"
-                    key = EpisodeKey(episode_id=eid, candidate=cand, agent_id=f"ag{a}", scenario_id=f"sc{s}",
-                                     repeat=r)  # fmt: skip
+                    planned.append(EpisodeKey(episode_id=eid, candidate=cand, agent_id=f"ag{a}",
+                                              scenario_id=f"sc{s}", repeat=r))  # fmt: skip
                     reply = f"Booked, {NEEDLE} noted." if (cand, a, s, r) == NEEDLE_AT else "Booked. Goodbye."
                     trace = make_trace(eid, RoleInfo(spec=cand), caller, f"ag{a}", f"sc{s}", r,
                                        bundle_hash="b" * 64, lang=LANGS[a % 3], diff=DIFFS[s % 2],
                                        reply=reply, skipped=False,
                                        caller_prompt="You are a caller.")  # fmt: skip
+                    (run_dir / "traces" / f"{eid}.json").write_text(trace.canonical_json() + "\n", "utf-8")
                     score = (37 * a + 11 * s + 23 * ci + 5 * r) % 101
                     grade = make_grade(trace, cand, gs, score, score, 70.0)
-                    planned.append(key)
-                    traces[eid], grades[eid] = trace, grade
-                    records.append(_record("r1", eid, key, trace, grade))
+                    (run_dir / "grades" / gs / "episodes" / f"{eid}.json").write_text(grade.model_dump_json())
+    judge = RoleInfo(spec="scripted:judge")
     manifest = RunManifest(
         run_id="r1", bundle_name="synthetic", bundle_version="1", bundle_hash="b" * 64, bundle_path="x",
         callbench_version="0.1.0", git_commit="abc", git_dirty=False,
-        candidates=[RoleInfo(spec=c) for c in CANDS], caller=caller,
-        task_judge=RoleInfo(spec="scripted:judge"), conversation_judge=RoleInfo(spec="scripted:judge"),
-        seed=7, repeats=REPEATS, planned=planned,
+        candidates=[RoleInfo(spec=c) for c in CANDS], caller=caller, task_judge=judge,
+        conversation_judge=judge, seed=7, repeats=REPEATS, planned=planned,
         started="2026-01-01T00:00:00Z", grade_sets=[gs],
     )  # fmt: skip
-    gsm = GradeSetManifest(grade_set_id=gs, created="2026-01-01T00:00:00Z", task_judge=manifest.task_judge,
-                           conversation_judge=manifest.conversation_judge, cutoff=70.0)  # fmt: skip
-    return RunData(Path("r1"), manifest, gsm, records, traces, grades)
+    (run_dir / "manifest.json").write_text(manifest.model_dump_json())
+    gsm = GradeSetManifest(grade_set_id=gs, created="2026-01-01T00:00:00Z", task_judge=judge,
+                           conversation_judge=judge, cutoff=70.0)  # fmt: skip
+    (run_dir / "grades" / gs / "grade_set.json").write_text(gsm.model_dump_json())
+    return run_dir
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = synthetic_run()
-    out = tmp_path_factory.mktemp("folder") / "report"
-    assert write_html_folder(build_report([run], n_samples=20), call_data([run]), out, reason="test") == N
+    root = tmp_path_factory.mktemp("folder")
+    runs = load_runs([synthetic_run(root / "run")])
+    out = root / "report"
+    assert write_html_folder(build_report(runs, n_samples=20), call_data(runs), out, reason="test") == N
     return out
 
 
