@@ -152,6 +152,12 @@ def test_folder_report_of_10000_calls_in_chromium(browser: Any, folder: Path) ->
     )
     assert f"Booked, {NEEDLE} noted." in transcript and "I want to book" in transcript
     assert page.evaluate("location.hash") == f"#{target}"
+    # its operating-instructions link opens the shared block on the index page
+    instr = page.locator(f"#{target} tr.role-system a")
+    block = instr.get_attribute("href")[1:]
+    instr.click()
+    assert page.evaluate("b => document.getElementById(b).open", block)
+    assert f"ag{a} · scenario" in page.text_content(f"#{block} > summary")
     # a judge citation inside the loaded call leads to its message row
     page.click(f"#{target} a[href='#{target}-m5']")
     assert page.evaluate("document.activeElement !== null && location.hash") == f"#{target}-m5"
