@@ -21,7 +21,7 @@ from callbench.report.html_folder import (
     write_html_folder,
 )
 from callbench.report.load import load_runs
-from callbench.report.viewer import CallData, call_data
+from callbench.report.viewer import CallData, call_count, call_data
 
 MakeRun = Callable[..., Path]
 HOSTILE = 'Booked <script>alert("x")</script> </script><!-- see https://evil.example/ & Tamil தமிழ்'
@@ -58,7 +58,7 @@ def test_folder_layout_rows_calls_and_search(run: Path, tmp_path: Path) -> None:
     out = tmp_path / "rep"
     n = write_html_folder(report, call_data(runs), out, reason="asked for")
     episodes = sorted(p.stem for p in (run / "traces").glob("*.json"))
-    assert n == len(episodes) == 24
+    assert n == len(episodes) == 24 == call_count(runs)
     index = (out / "index.html").read_text(encoding="utf-8")
     # the page holds one data row per call and no call markup
     rows = json.loads(
@@ -172,3 +172,11 @@ def test_cli_html_folder_option(run: Path, tmp_path: Path) -> None:
     assert "Traceback" not in bad.output
     owned = cli.invoke(app, ["report", str(run), "--html-folder", str(run / "traces"), "--samples", "20"])
     assert owned.exit_code == 2 and "would overwrite the saved data of run" in owned.output
+
+
+def test_call_count_matches_the_calls_written(make_run: MakeRun, tmp_path: Path) -> None:
+    run = make_run(not_run=lambda c, a, s, r: a == 0, skip=lambda c, a, s, r: (a, s) == (1, 0))
+    runs = load_runs([run], None)
+    assert call_count(runs) == len(list(call_data(runs))) == 16  # 8 planned episodes never ran
+    n = write_html_folder(build_report(runs, n_samples=20), call_data(runs), tmp_path / "f", reason="r")
+    assert n == 16 and len(list((tmp_path / "f" / "calls").iterdir())) == 16

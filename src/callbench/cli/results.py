@@ -262,11 +262,11 @@ def _html_target(
     """One file up to SINGLE_FILE_MAX_CALLS calls (or without traces), else a folder: the one
     asked for, ``--html`` without its ``.html`` suffix, or ``RUN_DIR/report``."""
     from callbench.report.html_folder import SINGLE_FILE_MAX_CALLS
-    from callbench.report.viewer import call_data
+    from callbench.report.viewer import call_count
 
     if html_folder is not None:
         return _HtmlTarget(html_folder, True, True, "asked for with --html-folder", True)
-    n = sum(1 for _ in call_data(runs)) if include_traces else 0
+    n = call_count(runs) if include_traces else 0
     if n <= SINGLE_FILE_MAX_CALLS:
         return _HtmlTarget(html or run_dir / "report.html", html is not None, False, "", include_traces)
     reason = f"{n:,} calls, more than the {SINGLE_FILE_MAX_CALLS:,} one file holds"

@@ -254,6 +254,12 @@ def call_data(runs: list[RunData]) -> Iterator[CallData]:
                 yield CallData(rec, trace, grade)
 
 
+def call_count(runs: list[RunData]) -> int:
+    """How many calls :func:`call_data` yields, from the records alone (an episode with neither
+    trace nor grade is the only kind recorded ``not_run``), so no trace is read to count them."""
+    return sum(1 for run in runs for rec in run.records if rec.status != "not_run")
+
+
 def episode_view(call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts) -> dict[str, Any]:
     """The view of the ``n``-th call (anchor ``e<n>``), adding its operating instructions and
     caller brief to ``instructions`` and ``briefs``."""
