@@ -1,8 +1,8 @@
 // callbench report viewer: filters, sort and search on the episodes table; links that open what
 // they point to. Plain DOM, no library; text goes in through textContent only, except a folder
 // report's call markup, rendered and escaped in Python by the report's own template.
-// Folder report (body[data-calls]): a call's <details> is loaded from calls/<anchor>.js when it is
-// opened, and the search text from search/s<k>.js on the first search, by <script src> (fetch()
+// Folder report (body[data-calls]): a call's details element is loaded from calls/e<n>.js when it is
+// opened, and the search text from search/s<k>.js on the first search, by adding script elements (fetch()
 // of file:// is blocked; a script beside the page is not).
 (function () {
   "use strict";
