@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -167,6 +166,7 @@ def report(
     from rich.console import Console
 
     from callbench.audit.store import load_judge_audits
+    from callbench.cli.html_output import html_target, write_default_html
     from callbench.report.build import build_report
     from callbench.report.export import write_csv, write_json
     from callbench.report.fairness import UnfairComparisonError
@@ -195,7 +195,7 @@ def report(
     except (ReportInputError, UnfairComparisonError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
-    target = None if no_html else _html_target(runs, run_dirs[0], html, html_folder,
+    target = None if no_html else html_target(runs, run_dirs[0], html, html_folder,
                                                include_traces=not no_traces)
     problem = _output_problem(run_dirs, {"--json": json_path, "--csv": csv_path,
                                          "--html": target.path if target else None})
@@ -216,7 +216,7 @@ def report(
             typer.echo("\n".join(labelled_path("HTML report:", target.page(target.path).resolve().as_uri())))
         elif target is not None:
             with status.status("report: writing the HTML report"):
-                _write_default_html(result, runs, target)
+                write_default_html(result, runs, target)
     except ReportFolderError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -229,74 +229,6 @@ def report(
             raise typer.Exit(EXIT_MACHINE_FAULT) from None
         typer.echo(f"error: cannot write report: {e}", err=True)
         raise typer.Exit(2) from None
-
-
-@dataclass
-class _HtmlTarget:
-    """Where and how the HTML report is written: ``path`` (a file, or a folder when ``folder``),
-    ``named`` when the user gave the path, and why it is a folder (shown on its page)."""
-
-    path: Path
-    named: bool
-    folder: bool
-    reason: str
-    include_traces: bool
-
-    def page(self, path: Path) -> Path:
-        return path / "index.html" if self.folder else path
-
-    def write(self, result: object, runs: list, path: Path) -> None:
-        from callbench.report.html import write_html
-        from callbench.report.html_folder import write_html_folder
-        from callbench.report.viewer import call_data
-
-        if self.folder:
-            write_html_folder(result, call_data(runs), path, reason=self.reason)  # type: ignore[arg-type]
-        else:
-            write_html(result, runs, path, include_traces=self.include_traces)  # type: ignore[arg-type]
-
-
-def _html_target(
-    runs: list, run_dir: Path, html: Path | None, html_folder: Path | None, *, include_traces: bool
-) -> _HtmlTarget:
-    """One file up to SINGLE_FILE_MAX_CALLS calls (or without traces), else a folder: the one
-    asked for, ``--html`` without its ``.html`` suffix, or ``RUN_DIR/report``."""
-    from callbench.report.html_folder import SINGLE_FILE_MAX_CALLS
-    from callbench.report.viewer import call_count
-
-    if html_folder is not None:
-        return _HtmlTarget(html_folder, True, True, "asked for with --html-folder", True)
-    n = call_count(runs) if include_traces else 0
-    if n <= SINGLE_FILE_MAX_CALLS:
-        return _HtmlTarget(html or run_dir / "report.html", html is not None, False, "", include_traces)
-    reason = f"{n:,} calls, more than the {SINGLE_FILE_MAX_CALLS:,} one file holds"
-    if html is None:
-        return _HtmlTarget(run_dir / "report", False, True, reason, True)
-    folder = html.with_suffix("") if html.suffix.lower() in (".html", ".htm") else html
-    typer.echo(f"note: {reason}: the HTML report is the folder {folder} (open {folder / 'index.html'})",
-               err=True)
-    return _HtmlTarget(folder, True, True, reason, True)
-
-
-def _write_default_html(result: object, runs: list, target: _HtmlTarget) -> None:
-    """The default HTML report: ``RUN_DIR/report.html`` (or the folder ``RUN_DIR/report``), else
-    beside the run folder (``<RUN_DIR>.report.html`` or ``<RUN_DIR>.report``) when the folder
-    cannot be written (a read-only run folder, issue 25 item 8); when neither can be written, one
-    warning line names both and the command still succeeds (the terminal report was shown; the
-    HTML was not asked for by name)."""
-    first = target.path
-    beside = first.parent.parent / f"{first.parent.name}.{first.name}"
-    reasons: list[str] = []
-    for path in (first, beside):
-        try:
-            target.write(result, runs, path)
-        except OSError as e:
-            reasons.append(f"{path}: {(e.strerror or str(e)).lower()}")
-            continue
-        typer.echo(f"HTML report: {target.page(path).resolve().as_uri()}")
-        return
-    typer.echo(f"warning: no HTML report written ({'; '.join(reasons)}); give --html PATH in a writable "
-               "folder, or --no-html", err=True)
 
 
 @app.command()
