@@ -124,6 +124,13 @@ def report(
         Path | None, typer.Option("--html", help="HTML report path (default: RUN_DIR/report.html, or "
                                   "<RUN_DIR>.report.html beside it when the run folder is read-only).")
     ] = None,
+    html_folder: Annotated[
+        Path | None,
+        typer.Option("--html-folder", help="Write the HTML report as a folder DIR (DIR/index.html plus one "
+                     "file per call, loaded when opened; works from file:// with no server), whatever the "
+                     "run's size. Runs of more than 250 calls get a folder anyway: --html PATH then "
+                     "writes the folder PATH without its .html suffix."),
+    ] = None,
     no_html: Annotated[bool, typer.Option("--no-html", help="Do not write the HTML report.")] = False,
     no_traces: Annotated[bool, typer.Option("--no-traces", help="HTML without the trace viewer.")] = False,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON.")] = None,
@@ -147,7 +154,11 @@ def report(
                      "always read)."),
     ] = None,
 ) -> None:
-    """Report runs: terminal tables, one offline HTML file, optional JSON/CSV exports.
+    """Report runs: terminal tables, an offline HTML report, optional JSON/CSV exports.
+
+    The HTML report is one file up to 250 calls and a folder beyond (or with --html-folder):
+    DIR/index.html holds every table and figure and one row per call, and each call loads from
+    its own file when opened (docs/report.md).
 
     Exit codes: 0 ok; 2 unreadable input or runs that cannot be compared fairly; 4 a report file
     cannot be written (disk full, permission denied, read-only folder).
@@ -155,14 +166,20 @@ def report(
     from rich.console import Console
 
     from callbench.audit.store import load_judge_audits
+    from callbench.cli.html_output import html_target, write_default_html
     from callbench.report.build import build_report
     from callbench.report.export import write_csv, write_json
     from callbench.report.fairness import UnfairComparisonError
     from callbench.report.fit import labelled_path
-    from callbench.report.html import write_html
+    from callbench.report.html_folder import ReportFolderError
     from callbench.report.load import ReportInputError, load_runs
     from callbench.report.terminal import render_terminal
 
+    if html_folder is not None and (no_html or no_traces or html is not None):
+        other = "--no-html" if no_html else "--no-traces" if no_traces else "--html"
+        typer.echo(f"error: --html-folder and {other} cannot be used together: the folder holds the calls' "
+                   "traces; give one of them", err=True)
+        raise typer.Exit(2)
     audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [], packaged=True)
     for w in audit_warnings:
         typer.echo(f"warning: {w}", err=True)
@@ -178,8 +195,10 @@ def report(
     except (ReportInputError, UnfairComparisonError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
-    html_out = None if no_html else (html if html is not None else run_dirs[0] / "report.html")
-    problem = _output_problem(run_dirs, {"--json": json_path, "--csv": csv_path, "--html": html_out})
+    target = None if no_html else html_target(runs, run_dirs[0], html, html_folder,
+                                               include_traces=not no_traces)
+    problem = _output_problem(run_dirs, {"--json": json_path, "--csv": csv_path,
+                                         "--html": target.path if target else None})
     if problem:
         typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
@@ -191,13 +210,16 @@ def report(
         if csv_path is not None:
             write_csv([r for run in runs for r in run.records], csv_path)
             typer.echo("\n".join(labelled_path("CSV (one row per episode):", str(csv_path))))
-        if html_out is not None and html is not None:
+        if target is not None and target.named:
             with status.status("report: writing the HTML report"):
-                write_html(result, runs, html_out, include_traces=not no_traces)
-            typer.echo("\n".join(labelled_path("HTML report:", html_out.resolve().as_uri())))
-        elif html_out is not None:
+                target.write(result, runs, target.path)
+            typer.echo("\n".join(labelled_path("HTML report:", target.page(target.path).resolve().as_uri())))
+        elif target is not None:
             with status.status("report: writing the HTML report"):
-                _write_default_html(result, runs, html_out, include_traces=not no_traces)
+                write_default_html(result, runs, target)
+    except ReportFolderError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
     except OSError as e:
         from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
 
@@ -207,27 +229,6 @@ def report(
             raise typer.Exit(EXIT_MACHINE_FAULT) from None
         typer.echo(f"error: cannot write report: {e}", err=True)
         raise typer.Exit(2) from None
-
-
-def _write_default_html(result: object, runs: list, first: Path, *, include_traces: bool) -> None:
-    """The default HTML report: ``RUN_DIR/report.html``, else beside the run folder
-    (``<RUN_DIR>.report.html``) when the folder cannot be written (a read-only run folder, issue 25
-    item 8); when neither can be written, one warning line names both and the command still
-    succeeds (the terminal report was shown; the HTML was not asked for by name)."""
-    from callbench.report.html import write_html
-
-    beside = first.parent.parent / f"{first.parent.name}.report.html"
-    reasons: list[str] = []
-    for path in (first, beside):
-        try:
-            write_html(result, runs, path, include_traces=include_traces)  # type: ignore[arg-type]
-        except OSError as e:
-            reasons.append(f"{path}: {(e.strerror or str(e)).lower()}")
-            continue
-        typer.echo(f"HTML report: {path.resolve().as_uri()}")
-        return
-    typer.echo(f"warning: no HTML report written ({'; '.join(reasons)}); give --html PATH in a writable "
-               "folder, or --no-html", err=True)
 
 
 @app.command()

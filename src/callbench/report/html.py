@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment
+from jinja2 import Environment, Template
 from markupsafe import Markup, escape
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
@@ -36,7 +36,7 @@ from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
 from callbench.report.sources_view import SOURCE_LABELS, SOURCES_NOTE, source_cells, validation_lines
 from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
-from callbench.report.viewer import episode_views
+from callbench.report.viewer import episode_row, episode_views
 from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 from callbench.stats.sources import SOURCE_NAMES
@@ -44,6 +44,7 @@ from callbench.trace import atomic_write_text
 
 TEMPLATE = "report.html.j2"
 SCRIPT = "report.js"
+EPISODE_TEMPLATE = "episode.html.j2"
 
 
 def neutralise_js(text: str) -> str:
@@ -77,7 +78,8 @@ def _finalize(value: Any) -> Any:
         return ""
     if isinstance(value, Markup):
         return value
-    return Markup(str(escape(value)).replace("://", "&#58;//"))
+    text = escape(value)  # the common case holds no "://": no second copy of the text
+    return text if "://" not in text else Markup(str(text).replace("://", "&#58;//"))
 
 
 def break_points(value: Any) -> Markup:
@@ -96,34 +98,61 @@ def _environment() -> Environment:
     return env
 
 
-def _template_source() -> str:
-    return (resources.files("callbench.report") / "templates" / TEMPLATE).read_text(encoding="utf-8")
+def _template_source(name: str = TEMPLATE) -> str:
+    return (resources.files("callbench.report") / "templates" / name).read_text(encoding="utf-8")
 
 
-def render_html(report: Report, runs: list[RunData], *, include_traces: bool = True) -> str:
-    """The report as one HTML document (module docstring for the offline and escaping rules).
-    ``include_traces=False`` leaves out the per-episode trace viewer (for very large runs, where
-    it dominates the file size)."""
-    views, instructions, briefs = episode_views(runs) if include_traces else ([], [], [])
+@lru_cache(maxsize=1)
+def _templates() -> tuple[Template, Template]:
     env = _environment()
-    template = env.from_string(_template_source())
-    anchors = {v["episode_id"]: v["anchor"] for v in views}
-    for block in instructions + briefs:
-        block["ops_json"] = script_json([[i1, i2, new] for i1, i2, new in block["ops"]])
-    facets = {
-        key: sorted({str(v[key]) for v in views})
+    return env.from_string(_template_source()), env.from_string(_template_source(EPISODE_TEMPLATE))
+
+
+def render_episode(view: dict[str, Any]) -> Markup:
+    """One call's ``<details class="episode">`` element (``templates/episode.html.j2``) from its
+    :func:`~callbench.report.viewer.episode_view`, every value escaped as in the page."""
+    return Markup(_templates()[1].render(e=view))
+
+
+def facet_values(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The filter menus' values: for each facet of the episodes table, its distinct values sorted."""
+    return {
+        key: sorted({str(r[key]) for r in rows})
         for key in ("candidate", "agent_id", "language", "difficulty", "end_reason")
     }
+
+
+def render_page(
+    report: Report,
+    rows: list[dict[str, Any]],
+    instructions: list[dict[str, Any]],
+    briefs: list[dict[str, Any]],
+    *,
+    episode_html: list[Markup] | None,
+    folder: dict[str, Any] | None = None,
+    include_traces: bool = True,
+) -> str:
+    """The report page: every table and figure, the episodes table from ``rows``
+    (:func:`~callbench.report.viewer.episode_row`), the shared instruction and brief blocks, and
+    either the calls themselves (``episode_html``, the single file) or, with ``folder`` (keys
+    ``calls``, ``search``, ``shards``, ``search_mb``, ``reason``), an empty container the viewer
+    script fills from the folder's call files. Fonts are not embedded here (:func:`embed_fonts`)."""
+    template = _templates()[0]
+    anchors = {r["episode_id"]: r["anchor"] for r in rows}
+    for block in instructions + briefs:
+        block["ops_json"] = script_json([[i1, i2, new] for i1, i2, new in block["ops"]])
     diffs = sorted({d for c in report.candidates for d in c.by_difficulty})
-    page = template.render(
+    return template.render(
         report=report,
         viewer_js=Markup(viewer_js()),
         figures=figures(report, anchors),
-        facets=facets,
+        facets=facet_values(rows),
         briefs=briefs,
         difficulties=diffs,
         diagnostics=[(d, DIAGNOSTIC_LABELS[d]) for d in Diagnostic],
-        episodes=views,
+        episodes=rows,
+        episode_html=episode_html or [],
+        folder=folder,
         instructions=instructions,
         smoke_test_text=SMOKE_TEST_TEXT,
         reference_text=REFERENCE_TEXT,
@@ -146,14 +175,30 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
         min_scored=MIN_SCORED_FOR_INTERVAL,
         min_paired=MIN_PAIRED_SCENARIOS,
     )
+
+
+def render_html(report: Report, runs: list[RunData], *, include_traces: bool = True) -> str:
+    """The report as one HTML document (module docstring for the offline and escaping rules).
+    ``include_traces=False`` leaves out the per-episode trace viewer (for very large runs, where
+    it dominates the file size). Trace data is read through :func:`~callbench.report.viewer.call_data`."""
+    views, instructions, briefs = episode_views(runs) if include_traces else ([], [], [])
+    page = render_page(
+        report,
+        [episode_row(v) for v in views],
+        instructions,
+        briefs,
+        episode_html=[render_episode(v) for v in views],
+        include_traces=include_traces,
+    )
     return embed_fonts(page)
 
 
-def embed_fonts(page: str) -> str:
+def embed_fonts(page: str, *, extra_text: str = "") -> str:
     """``page`` with ``@font-face`` rules embedding subsets of the shipped Noto fonts for the
-    Indic scripts its text uses (:func:`callbench.report.fonts.font_face_css`), in a ``<style>``
-    element at the end of its head; unchanged when it uses none."""
-    css = font_face_css(page)
+    Indic scripts its text uses, and those of ``extra_text`` (the folder report's call files)
+    (:func:`callbench.report.fonts.font_face_css`), in a ``<style>`` element at the end of its
+    head; unchanged when it uses none."""
+    css = font_face_css(page + extra_text)
     if not css:
         return page
     return page.replace("</head>", f'<style id="embedded-fonts">\n{css}\n</style>\n</head>', 1)

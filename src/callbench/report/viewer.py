@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS
 from callbench.grade.models import EpisodeGrade
 from callbench.report.load import RunData
 from callbench.report.textdiff import apply_line_ops, line_ops, word_diff
+from callbench.stats.summary import EpisodeRecord
 from callbench.trace import Trace
 
 
@@ -232,6 +234,91 @@ def _items(grade: EpisodeGrade | None, prefix: str, trace: Trace | None) -> list
     ]
 
 
+class CallData(NamedTuple):
+    """One planned episode as the HTML report reads it: its summary record, its trace and its
+    grade (either may be None: a skipped episode has no grade, an episode not run has neither)."""
+
+    record: EpisodeRecord
+    trace: Trace | None
+    grade: EpisodeGrade | None
+
+
+def call_data(runs: list[RunData]) -> Iterator[CallData]:
+    """Every episode of ``runs`` that has a trace or a grade, in run then plan order: the one
+    place the HTML report reads trace data (a streaming loader can hand the writers any iterator
+    of :class:`CallData` in the same order instead)."""
+    for run in runs:
+        for rec in run.records:
+            trace, grade = run.traces.get(rec.episode_id), run.grades.get(rec.episode_id)
+            if trace is not None or grade is not None:
+                yield CallData(rec, trace, grade)
+
+
+def call_count(runs: list[RunData]) -> int:
+    """How many calls :func:`call_data` yields, from the records alone (an episode with neither
+    trace nor grade is the only kind recorded ``not_run``), so no trace is read to count them."""
+    return sum(1 for run in runs for rec in run.records if rec.status != "not_run")
+
+
+def episode_view(call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts) -> dict[str, Any]:
+    """The view of the ``n``-th call (anchor ``e<n>``), adding its operating instructions and
+    caller brief to ``instructions`` and ``briefs``."""
+    rec, trace, grade = call
+    prefix = f"e{n}"
+    return {
+        "anchor": prefix,
+        "run_id": rec.run_id,
+        "episode_id": rec.episode_id,
+        "candidate": rec.candidate,
+        "agent_id": rec.agent_id,
+        "scenario_id": rec.scenario_id,
+        "repeat": rec.repeat,
+        "language": rec.language,
+        "difficulty": rec.difficulty,
+        "status": rec.status,
+        "skip_reason": rec.skip_reason,
+        "end_reason": trace.end_reason.value if trace else grade.end_reason if grade else "",
+        "caller": trace.caller.spec if trace else "",
+        "brief": (
+            briefs.add(
+                trace.caller_view.system_prompt,
+                trace.language,
+                trace.agent_id,
+                trace.scenario_id,
+                trace.language,
+            )
+            if trace and trace.caller_view.system_prompt
+            else None
+        ),
+        "passed": grade.passed if grade else None,
+        "grade": grade,
+        "messages": _messages(trace, prefix, instructions) if trace else [],
+        "tool_events": _tool_events(trace, prefix) if trace else [],
+        "caller_turns": _caller_turns(trace, prefix) if trace else [],
+        "unreached_channel_events": (
+            [ev.model_dump(mode="json") for ev in trace.unreached_channel_events] if trace else []
+        ),
+        "judged": _items(grade, prefix, trace),
+        "usage": {k: v.model_dump(mode="json") for k, v in trace.usage.items()} if trace else {},
+    }
+
+
+def episode_row(view: dict[str, Any]) -> dict[str, Any]:
+    """The few fields of a view the episodes table shows and filters on (what the folder report
+    keeps in memory per call): anchor, ids, language, difficulty, status, end reason, the number
+    of tool calls, the overall score (0-100 or None) and the verdict (pass, fail or none)."""
+    grade = view["grade"]
+    passed = view["passed"]
+    return {
+        **{k: view[k] for k in ("anchor", "episode_id", "candidate", "agent_id", "scenario_id", "repeat",
+                                "language", "difficulty", "status", "end_reason")},
+        "tool_calls": len(view["tool_events"]),
+        "overall": grade.overall if grade is not None else None,
+        "graded": grade is not None,
+        "verdict": "pass" if passed else ("fail" if passed is not None else "none"),
+    }
+
+
 def episode_views(
     runs: list[RunData],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -239,49 +326,5 @@ def episode_views(
     distinct operating instructions and caller briefs they link to (:meth:`SharedTexts.views`)."""
     instructions = SharedTexts("instr")
     briefs = SharedTexts("brief")
-    views: list[dict[str, Any]] = []
-    for run in runs:
-        for rec in run.records:
-            trace, grade = run.traces.get(rec.episode_id), run.grades.get(rec.episode_id)
-            if trace is None and grade is None:
-                continue
-            prefix = f"e{len(views)}"
-            views.append(
-                {
-                    "anchor": prefix,
-                    "run_id": rec.run_id,
-                    "episode_id": rec.episode_id,
-                    "candidate": rec.candidate,
-                    "agent_id": rec.agent_id,
-                    "scenario_id": rec.scenario_id,
-                    "repeat": rec.repeat,
-                    "language": rec.language,
-                    "difficulty": rec.difficulty,
-                    "status": rec.status,
-                    "skip_reason": rec.skip_reason,
-                    "end_reason": trace.end_reason.value if trace else grade.end_reason if grade else "",
-                    "caller": trace.caller.spec if trace else "",
-                    "brief": (
-                        briefs.add(
-                            trace.caller_view.system_prompt,
-                            trace.language,
-                            trace.agent_id,
-                            trace.scenario_id,
-                            trace.language,
-                        )
-                        if trace and trace.caller_view.system_prompt
-                        else None
-                    ),
-                    "passed": grade.passed if grade else None,
-                    "grade": grade,
-                    "messages": _messages(trace, prefix, instructions) if trace else [],
-                    "tool_events": _tool_events(trace, prefix) if trace else [],
-                    "caller_turns": _caller_turns(trace, prefix) if trace else [],
-                    "unreached_channel_events": (
-                        [ev.model_dump(mode="json") for ev in trace.unreached_channel_events] if trace else []
-                    ),
-                    "judged": _items(grade, prefix, trace),
-                    "usage": {k: v.model_dump(mode="json") for k, v in trace.usage.items()} if trace else {},
-                }
-            )
+    views = [episode_view(c, n, instructions, briefs) for n, c in enumerate(call_data(runs))]
     return views, instructions.views(), briefs.views()

@@ -1,0 +1,81 @@
+"""Where ``callbench report`` writes its HTML report: one file up to
+:data:`~callbench.report.html_folder.SINGLE_FILE_MAX_CALLS` calls, else a folder (docs/report.md),
+and the fallback beside a read-only run folder (issue 25 item 8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+
+
+@dataclass
+class HtmlTarget:
+    """Where and how the HTML report is written: ``path`` (a file, or a folder when ``folder``),
+    ``named`` when the user gave the path, and why it is a folder (shown on its page)."""
+
+    path: Path
+    named: bool
+    folder: bool
+    reason: str
+    include_traces: bool
+
+    def page(self, path: Path) -> Path:
+        """The page to open: ``path`` itself, or ``path/index.html`` for a folder."""
+        return path / "index.html" if self.folder else path
+
+    def write(self, result: object, runs: list, path: Path) -> None:
+        """Write the report at ``path`` (raises OSError, or ReportFolderError for a folder path
+        that is a file or a folder not made by a report)."""
+        from callbench.report.html import write_html
+        from callbench.report.html_folder import write_html_folder
+        from callbench.report.viewer import call_data
+
+        if self.folder:
+            write_html_folder(result, call_data(runs), path, reason=self.reason)  # type: ignore[arg-type]
+        else:
+            write_html(result, runs, path, include_traces=self.include_traces)  # type: ignore[arg-type]
+
+
+def html_target(
+    runs: list, run_dir: Path, html: Path | None, html_folder: Path | None, *, include_traces: bool
+) -> HtmlTarget:
+    """One file up to SINGLE_FILE_MAX_CALLS calls (or without traces), else a folder: the one
+    asked for, ``--html`` without its ``.html`` suffix, or ``RUN_DIR/report``."""
+    from callbench.report.html_folder import SINGLE_FILE_MAX_CALLS
+    from callbench.report.viewer import call_count
+
+    if html_folder is not None:
+        return HtmlTarget(html_folder, True, True, "asked for with --html-folder", True)
+    n = call_count(runs) if include_traces else 0
+    if n <= SINGLE_FILE_MAX_CALLS:
+        return HtmlTarget(html or run_dir / "report.html", html is not None, False, "", include_traces)
+    reason = f"{n:,} calls, more than the {SINGLE_FILE_MAX_CALLS:,} one file holds"
+    if html is None:
+        return HtmlTarget(run_dir / "report", False, True, reason, True)
+    folder = html.with_suffix("") if html.suffix.lower() in (".html", ".htm") else html
+    typer.echo(f"note: {reason}: the HTML report is the folder {folder} (open {folder / 'index.html'})",
+               err=True)
+    return HtmlTarget(folder, True, True, reason, True)
+
+
+def write_default_html(result: object, runs: list, target: HtmlTarget) -> None:
+    """The default HTML report: ``RUN_DIR/report.html`` (or the folder ``RUN_DIR/report``), else
+    beside the run folder (``<RUN_DIR>.report.html`` or ``<RUN_DIR>.report``) when the folder
+    cannot be written (a read-only run folder, issue 25 item 8); when neither can be written, one
+    warning line names both and the command still succeeds (the terminal report was shown; the
+    HTML was not asked for by name)."""
+    first = target.path
+    beside = first.parent.parent / f"{first.parent.name}.{first.name}"
+    reasons: list[str] = []
+    for path in (first, beside):
+        try:
+            target.write(result, runs, path)
+        except OSError as e:
+            reasons.append(f"{path}: {(e.strerror or str(e)).lower()}")
+            continue
+        typer.echo(f"HTML report: {target.page(path).resolve().as_uri()}")
+        return
+    typer.echo(f"warning: no HTML report written ({'; '.join(reasons)}); give --html PATH in a writable "
+               "folder, or --no-html", err=True)
