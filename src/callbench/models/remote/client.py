@@ -131,7 +131,9 @@ class RemoteClient:
                                       retryable=True, kind="empty_reply", role=role)
         if request.response_schema is not None:
             check_json_output(response.content, request.response_schema, usage=usage)
-        return response.model_copy(update={"usage": usage})
+        if response.usage is not usage:  # _check_reply made a reply of its own usage
+            response = response.model_copy(update={"usage": usage})
+        return response
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` with retries. Raises InfrastructureError (retries exhausted or not

@@ -119,7 +119,7 @@ async def post_json(client: Any, path: str, body: dict[str, Any], *, headers: di
     extra = payload.pop("extra_body", None)
     if extra:
         payload.update(extra)
-    if _lean_capable(client):
+    if _lean_capable_cached(client):
         return await within_deadline(timeout, _lean_post(client, path, payload, headers, timeout))
     options: dict[str, Any] = {"timeout": timeout}
     if headers:
@@ -135,11 +135,16 @@ async def within_deadline(timeout: float | None, request: Awaitable[T]) -> T:
     The transport's own timeout (httpx) limits each read, not the exchange: a body sent one byte
     at a time just under it was waited for in full (a 2 s ``timeout_s`` took 30.2 s, issue 25).
     Raises ``TimeoutError`` when the deadline passes (a ``timeout`` fault, retried:
-    :func:`callbench.models.remote.retry.classify_exception`)."""
+    :func:`callbench.models.remote.retry.classify_exception`).
+
+    The deadline is ``asyncio.timeout`` (Python 3.11+) around the exchange in the caller's own task,
+    not ``asyncio.wait_for``, which ran every request in a task of its own (issue 27 item 5: one
+    task and its scheduling less per request)."""
     if timeout is None:
         return await request
     try:
-        return await asyncio.wait_for(request, timeout)
+        async with asyncio.timeout(timeout):
+            return await request
     except TimeoutError:
         raise TimeoutError(f"no complete answer within timeout_s {timeout:g} s") from None
 
@@ -151,9 +156,9 @@ LONG_TEXT = 2048
 MAX_TEXTS = 64
 """Long strings whose JSON text is kept (least recently used dropped): an episode's requests
 repeat its operating document, so a few per concurrent episode are enough."""
-_texts: OrderedDict[str, str] = OrderedDict()
+_texts: OrderedDict[str, bytes] = OrderedDict()
 _shared: OrderedDict[tuple[Any, ...], tuple[tuple[Any, ...], list[Any]]] = OrderedDict()
-_shared_text: dict[int, tuple[list[Any], str | None]] = {}  # a shared list's JSON, once encoded
+_shared_text: dict[int, tuple[list[Any], bytes | None]] = {}  # a shared list's JSON, once encoded
 
 
 def shared_list(tag: str, owners: tuple[Any, ...], make: Callable[[], list[Any]]) -> list[Any]:
@@ -177,38 +182,82 @@ def shared_list(tag: str, owners: tuple[Any, ...], make: Callable[[], list[Any]]
     return made
 
 
-def _encoded(value: Any, depth: int = 0) -> str:
-    """``_ENCODER.encode(value)``, from kept pieces where there are some: long strings, shared
-    lists, and the objects and arrays holding them near the top (a body, its messages)."""
+def _holds_long_text(value: dict[Any, Any]) -> bool:
+    return any(isinstance(v, str) and len(v) >= LONG_TEXT for v in value.values())
+
+
+def _kept(value: Any) -> bytes | None:
+    """The kept UTF-8 JSON of a long string or of a :func:`shared_list` list, else None."""
     if isinstance(value, str):
         if len(value) >= LONG_TEXT:
-            return _remember(_texts, value, lambda: _ENCODER.encode(value), MAX_TEXTS)
+            return _remember(_texts, value, lambda: _ENCODER.encode(value).encode(), MAX_TEXTS)
     elif isinstance(value, list):
         hit = _shared_text.get(id(value))
         if hit is not None and hit[0] is value:
             if hit[1] is None:
-                text = _ENCODER.encode(value)
+                text = _ENCODER.encode(value).encode()
                 with _lock:
                     _shared_text[id(value)] = (value, text)
                 return text
             return hit[1]
-        if depth < 2:
-            return "[" + ",".join([_encoded(v, depth + 1) for v in value]) + "]"
-    elif (isinstance(value, dict) and all(isinstance(k, str) for k in value)
-          and (depth == 0 or any(isinstance(v, str) and len(v) >= LONG_TEXT for v in value.values()))):
-        return "{" + ",".join([f"{_ENCODER.encode(k)}:{_encoded(v, depth + 1)}"
-                               for k, v in value.items()]) + "}"
-    return _ENCODER.encode(value)
+    return None
+
+
+def _pieces(value: Any, depth: int, out: list[bytes]) -> None:
+    """Append ``_ENCODER.encode(value)``'s UTF-8 to ``out``, from kept pieces where there are some:
+    long strings, shared lists, and the objects and arrays holding them near the top (a body, its
+    messages). Runs of array items with nothing kept in them are encoded in one call."""
+    kept = _kept(value)
+    if kept is not None:
+        out.append(kept)
+    elif isinstance(value, list) and depth < 2:
+        out.append(b"[")
+        run: list[Any] = []
+        first = True
+        for item in value:
+            if _splits(item, depth + 1):
+                if run:
+                    out.append((b"" if first else b",") + _ENCODER.encode(run)[1:-1].encode())
+                    first, run = False, []
+                if not first:
+                    out.append(b",")
+                _pieces(item, depth + 1, out)
+                first = False
+            else:
+                run.append(item)
+        if run:
+            out.append((b"" if first else b",") + _ENCODER.encode(run)[1:-1].encode())
+        out.append(b"]")
+    elif _splits(value, depth):
+        out.append(b"{")
+        for n, (k, v) in enumerate(value.items()):
+            out.append(f"{',' if n else ''}{_ENCODER.encode(k)}:".encode())
+            _pieces(v, depth + 1, out)
+        out.append(b"}")
+    else:
+        out.append(_ENCODER.encode(value).encode())
+
+
+def _splits(value: Any, depth: int) -> bool:
+    """Whether :func:`_pieces` encodes ``value`` piece by piece rather than in one call."""
+    if isinstance(value, dict):
+        return (depth == 0 or _holds_long_text(value)) and all(isinstance(k, str) for k in value)
+    if isinstance(value, list):
+        return depth < 2 or _kept(value) is not None
+    return isinstance(value, str) and len(value) >= LONG_TEXT
 
 
 def encode_body(payload: dict[str, Any]) -> bytes:
     """``payload`` as the openai SDK encodes a body (compact JSON, non-ASCII kept, NaN refused,
-    UTF-8), byte for byte, reusing the JSON text of long strings and of :func:`shared_list` lists
-    in its top level (the same operating document and tools go into every request of a run)."""
-    return _encoded(payload).encode()
+    UTF-8), byte for byte, reusing the UTF-8 JSON of long strings and of :func:`shared_list` lists
+    in its top level (the same operating document and tools go into every request of a run).
+    Raises ``ValueError`` for NaN or infinity, ``TypeError`` for a value JSON cannot hold."""
+    out: list[bytes] = []
+    _pieces(payload, 0, out)
+    return b"".join(out)
 
 
-_templates: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], tuple[Any, list[tuple[str, str]], Any]]] = (
+_templates: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], tuple[Any, httpx2.Headers, Any]]] = (
     weakref.WeakKeyDictionary())
 
 
@@ -220,6 +269,21 @@ def _lean_capable(client: Any) -> bool:
             and all(getattr(client, name, None) is None for name in (
                 "_provider_runtime", "_workload_identity_auth", "_api_key_provider", "custom_auth"))
             and _SDK_PARTS is not None)
+
+
+_lean_flags: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _lean_capable_cached(client: Any) -> bool:
+    """:func:`_lean_capable`, decided once per client object (an SDK client's auth is fixed when it
+    is made; reading it costs several property lookups per request)."""
+    try:
+        flag = _lean_flags.get(client)
+    except TypeError:  # not weak-referenceable: not an SDK client
+        return _lean_capable(client)
+    if flag is None:
+        flag = _lean_flags[client] = _lean_capable(client)
+    return flag
 
 
 async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: dict[str, str] | None,
@@ -242,8 +306,9 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
             options["headers"] = headers
         built = client._build_request(
             final_options.construct(method="post", url=path, json_data=b"", **options))
-        template = (built.url,
-                    [(k, v) for k, v in built.headers.multi_items() if k.lower() != "content-length"],
+        template = (built.url,  # the headers normalised once, copied by each Request
+                    httpx2.Headers([(k, v) for k, v in built.headers.multi_items()
+                                    if k.lower() != "content-length"]),
                     built.extensions.get("timeout"))
         per_client[key] = template
     url, header_items, timeout_ext = template
