@@ -1,8 +1,21 @@
 """callbench: an open benchmark harness for LLM phone agents."""
 
-from importlib.metadata import PackageNotFoundError, version
+__version__: str
+"""The installed distribution's version (``importlib.metadata``), read on first use: importing
+``importlib.metadata`` costs tens of milliseconds that every command's start-up (and the
+supervising parent's) paid whether or not it printed a version (issue 27 item 5)."""
 
-try:
-    __version__ = version("callbench")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
+
+def __getattr__(name: str) -> str:
+    """PEP 562: ``callbench.__version__`` (and ``from callbench import __version__``), computed once;
+    ``0.0.0+unknown`` from a source tree that is not installed. Raises AttributeError otherwise."""
+    if name != "__version__":
+        raise AttributeError(f"module 'callbench' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("callbench")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        found = "0.0.0+unknown"
+    globals()["__version__"] = found
+    return found

@@ -3,13 +3,16 @@ caller reads, in normalised forms, and known facts that launder them."""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from callbench.bundle.isolation import audit_caller_isolation
 from callbench.bundle.models import Scenario
-from callbench.bundle.normalize import compact, find_value
+from callbench.bundle.normalize import compact, find_value, norm_text, value_pattern
 from callbench.bundle.provenance import GENERATED_HEADER
 
 from .conftest import BOOKING, MiniBundle
@@ -99,3 +102,39 @@ def test_normal_forms() -> None:
     assert find_value("Asha Rao", "I am ASHA\u00a0 Rao.") and not find_value("Asha Rao", "asharao")
     assert not find_value("cash_on_delivery", "I pay cash on delivery")
     assert not find_value("PK", "PK") and find_value("1275", "you owe 1,275", min_chars=3)
+
+
+def _find_by_pattern(value: str, text: str, min_chars: int) -> bool:
+    """find_value's definition through value_pattern's regex (what it did before issue 27 item 5)."""
+    pat = value_pattern(value, min_chars)
+    if pat is None:
+        return False
+    hay = norm_text(text)
+    for m in pat.finditer(hay):
+        before = hay[m.start() - 1] if m.start() else " "
+        after = hay[m.end()] if m.end() < len(hay) else " "
+        if not (before.isalnum() or unicodedata.category(before).startswith("M")) and not (
+                after.isalnum() or unicodedata.category(after).startswith("M")):
+            return True
+    return False
+
+
+_ALPHABET = "aA1234 -_.,/#\u00a0\u2013x\u0ae7\u0967\u0915\u093f()"
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.text(alphabet=_ALPHABET, min_size=0, max_size=9),
+       text=st.text(alphabet=_ALPHABET, min_size=0, max_size=30), min_chars=st.integers(1, 5))
+def test_find_value_is_the_patterns_search(value: str, text: str, min_chars: int) -> None:
+    """The compact search finds a value exactly where its pattern (characters with any separators
+    between them; words with any white space) does: same spans, same glue rule, same answer."""
+    for hay in (text, f"{text} {value}", f"{text}{value}{text}"):
+        assert find_value(value, hay, min_chars) is _find_by_pattern(value, hay, min_chars)
+
+
+def test_find_value_compact_search_spans() -> None:
+    """Separators between the characters of an identifier, and a hit next to a glued miss."""
+    assert find_value("PK-1001", "ref p k 1 0\u2013 0 1, please")
+    assert not find_value("PK-1001", "ref pk10012")
+    assert find_value("PK-1001", "pk10012 or PK1001")  # the second, unglued occurrence counts
+    assert find_value("\u0ae7\u0ae8\u0ae9\u0aea", "call 1234 now")  # Gujarati digits as ASCII

@@ -56,27 +56,26 @@ _SPACE_RUN = re.compile(r"\s+")
 """A whitespace run: ``\\s`` of a str pattern is Unicode whitespace, as ``str.isspace``."""
 
 
+_LONG_SPACE_RUN = re.compile(r"\s{2,}")
+"""A whitespace run of two characters or more: the runs that drop characters when squashed."""
+
+
 @functools.lru_cache(maxsize=64)
 def _squash(text: str) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
     """``text`` with every whitespace run read as one space, with what :func:`_source_index` needs
     to map a character of the result to the one it came from (a run maps to its first character):
-    for each run, the index in the result just after its space and the characters dropped up to
-    it. Cached: the same rendered document is squashed for each of its excerpts."""
-    parts: list[str] = []
+    for each run that drops characters, the index in the result just after its space and the
+    characters dropped up to it (a one-character run drops none and moves nothing, so it needs no
+    entry). Cached: the same rendered document is squashed for each of its excerpts."""
     after: list[int] = []
     dropped: list[int] = []
-    pos = length = gone = 0
-    for m in _SPACE_RUN.finditer(text):
+    gone = 0
+    for m in _LONG_SPACE_RUN.finditer(text):
         s, e = m.span()
-        parts.append(text[pos:s])
-        parts.append(" ")
-        length += s - pos + 1
+        after.append(s - gone + 1)
         gone += e - s - 1
-        after.append(length)
         dropped.append(gone)
-        pos = e
-    parts.append(text[pos:])
-    return "".join(parts), tuple(after), tuple(dropped)
+    return _SPACE_RUN.sub(" ", text), tuple(after), tuple(dropped)
 
 
 def _source_index(k: int, after: tuple[int, ...], dropped: tuple[int, ...]) -> int:

@@ -56,17 +56,63 @@ def value_pattern(value: str, min_chars: int = MIN_VALUE_CHARS) -> re.Pattern[st
     return re.compile(body)
 
 
+@lru_cache(maxsize=4096)
+def _value_form(value: str, min_chars: int) -> str | re.Pattern[str] | None:
+    """How :func:`find_value` looks for ``value``: its compact form (a string) for a value holding
+    a digit (its characters with any separators between them: :func:`value_pattern`'s rule), else
+    :func:`value_pattern`'s pattern; None when :func:`value_pattern` is None."""
+    norm = norm_text(value).strip()
+    core = compact(norm)
+    if sum(c.isalnum() for c in core) < min_chars:
+        return None
+    if any(c.isdigit() for c in core):
+        return core
+    return re.compile(r"\s+".join(re.escape(w) for w in norm.split()))
+
+
+_SEPARATOR_SET = frozenset(SEPARATORS)
+
+
+@lru_cache(maxsize=1024)
+def _haystack(text: str) -> tuple[str, str, tuple[int, ...]]:
+    """``text`` normalised (:func:`norm_text`), the same without separators, and for each character
+    of the latter its index in the former. A validator searches the same brief texts for every
+    secret of a scenario: each is normalised once."""
+    hay = norm_text(text)
+    index = tuple(i for i, c in enumerate(hay) if c not in _SEPARATOR_SET)
+    return hay, "".join([hay[i] for i in index]), index
+
+
+def _spans(value: str, text: str, min_chars: int) -> tuple[str, list[tuple[int, int]]]:
+    """The normalised ``text`` and the spans in it that :func:`value_pattern`'s ``finditer`` would
+    give (leftmost, non-overlapping). A value holding digits is found as its compact form in the
+    text's compact form, which is what its pattern (its characters with any separators between
+    them) matches, without compiling one pattern per value: compiling the separator class once per
+    character cost most of ``callbench validate``'s time (issue 27 item 5)."""
+    what = _value_form(value, min_chars)
+    hay, packed, index = _haystack(text)
+    if what is None:
+        return hay, []
+    if isinstance(what, re.Pattern):
+        return hay, [(m.start(), m.end()) for m in what.finditer(hay)]
+    out: list[tuple[int, int]] = []
+    i = packed.find(what)
+    while i >= 0:
+        out.append((index[i], index[i + len(what) - 1] + 1))
+        i = packed.find(what, i + len(what))
+    return hay, out
+
+
 def find_value(value: str, text: str, min_chars: int = MIN_VALUE_CHARS) -> bool:
     """True when ``value`` occurs in ``text`` (normalised here) in any of the forms of
     :func:`value_pattern`, with no letter, digit or combining mark glued to either side (and, for
     a value holding digits, no digit glued: ``1001`` is not found in ``410012``)."""
-    pat = value_pattern(value, min_chars)
-    if pat is None:
+    if _value_form(value, min_chars) is None:
         return False
-    hay = norm_text(text)
-    for m in pat.finditer(hay):
-        before = hay[m.start() - 1] if m.start() else " "
-        after = hay[m.end()] if m.end() < len(hay) else " "
+    hay, spans = _spans(value, text, min_chars)
+    for start, end in spans:
+        before = hay[start - 1] if start else " "
+        after = hay[end] if end < len(hay) else " "
         if not _glued(before) and not _glued(after):
             return True
     return False

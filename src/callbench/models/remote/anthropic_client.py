@@ -44,8 +44,6 @@ import re
 import threading
 from typing import Any, Literal
 
-import anthropic
-
 from callbench.models.base import (
     ChatMessage,
     InfrastructureError,
@@ -258,6 +256,8 @@ class AnthropicClient(RemoteClient):
             settings.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None, self.redactor)
         self.custom_endpoint = False
         self.gateway = base_url is not None and ANTHROPIC_HOST not in base_url
+        import anthropic  # here, not at module level: the request-body builders serve validate without it
+
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0,
                                                 timeout=settings.timeout_s, http_client=http_client,
                                                 default_query=query)
@@ -299,6 +299,8 @@ class AnthropicClient(RemoteClient):
     async def _send(self, request: ModelRequest) -> ModelResponse:
         """One request, with the ``system`` form negotiated (see the class docstring); the raw
         body is checked first (``anomalies.py``), as for OpenAI."""
+        import anthropic
+
         role = request.context.role
         who = f"{self.provider} {role}"
         for _ in range(2):

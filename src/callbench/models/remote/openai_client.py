@@ -50,9 +50,6 @@ import re
 import time
 from typing import Any
 
-import httpx2
-import openai
-
 from callbench.models.base import (
     InfrastructureError,
     ModelOutputError,
@@ -247,6 +244,8 @@ class OpenAIClient(RemoteClient):
         self.custom_endpoint = not self.official_endpoint
         self.capabilities = Capabilities(settings.structured_output)
         self._headers = resolve_headers(settings.extra_headers, self.redactor)
+        import openai  # here, not at module level: the request-body builders serve validate without it
+
         self._client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0,
                                           timeout=settings.timeout_s, http_client=http_client,
                                           default_query=query)
@@ -256,6 +255,9 @@ class OpenAIClient(RemoteClient):
         request is sent again (each send is counted), or fails at once as ``invalid_request``.
         The raw body is checked before the SDK reads it (``anomalies.py``): a 200 that is not a
         usable completion is an InfrastructureError of its fault kind."""
+        import httpx2
+        import openai
+
         role = request.context.role
         who = f"{self.provider} {role}"
         caps = self.capabilities

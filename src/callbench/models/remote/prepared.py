@@ -30,19 +30,21 @@ Returned schemas, validators and shared lists are shared: callers must not mutat
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpx2
 import jsonschema
-import openai
 
 from callbench.models.base import ToolSchema
 from callbench.models.remote.schemas import clean_schema, clean_tool_parameters
+
+if TYPE_CHECKING:
+    import httpx2
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -264,11 +266,14 @@ _templates: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], tuple[Any, http
 def _lean_capable(client: Any) -> bool:
     """True for an ``openai.AsyncOpenAI`` over an ``httpx2.AsyncClient`` whose requests the SDK
     changes in no per-request way (plain key auth; nothing that rewrites or signs requests)."""
+    import httpx2
+    import openai
+
     return (isinstance(client, openai.AsyncOpenAI)
             and isinstance(getattr(client, "_client", None), httpx2.AsyncClient)
             and all(getattr(client, name, None) is None for name in (
                 "_provider_runtime", "_workload_identity_auth", "_api_key_provider", "custom_auth"))
-            and _SDK_PARTS is not None)
+            and _sdk_parts() is not None)
 
 
 _lean_flags: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
@@ -293,8 +298,12 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
     ``(path, headers, timeout)``: sent by the SDK's own ``httpx2`` client, errors raised as the SDK
     raises them (timeout -> ``APITimeoutError``, transport error -> ``APIConnectionError``,
     any other status than 2xx -> the SDK's ``_make_status_error_from_response``)."""
-    assert _SDK_PARTS is not None
-    final_options, get_platform, asyncify, request_errors = _SDK_PARTS
+    import httpx2
+    import openai
+
+    parts = _sdk_parts()
+    assert parts is not None
+    final_options, get_platform, asyncify, request_errors = parts
     key = (path, tuple(sorted((headers or {}).items())), timeout)
     per_client = _templates.setdefault(client, {})
     template = per_client.get(key)
@@ -334,9 +343,12 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
     return response
 
 
+@functools.cache
 def _sdk_parts() -> tuple[Any, Any, Any, tuple[type[BaseException], ...]] | None:
     """The openai SDK internals :func:`_lean_post` uses, or None when this SDK version lacks one
     (every request then goes through ``post``)."""
+    import openai
+
     try:
         from openai._base_client import get_platform
         from openai._httpx2 import request_exceptions
@@ -349,8 +361,6 @@ def _sdk_parts() -> tuple[Any, Any, Any, tuple[type[BaseException], ...]] | None
         return None
     return FinalRequestOptions, get_platform, asyncify, request_exceptions()
 
-
-_SDK_PARTS = _sdk_parts()
 
 
 class JsonView:

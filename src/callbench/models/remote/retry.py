@@ -21,17 +21,19 @@ import email.utils
 import json
 import math
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import anthropic
-import httpx2
-import openai
 from pydantic import BaseModel
 
 from callbench.models.base import InfrastructureError
 from callbench.models.remote.secrets import Redactor
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
 T = TypeVar("T")
 
@@ -125,6 +127,22 @@ def status_kind(status: int) -> str:
     return "client_error"
 
 
+_SDKS = ("openai", "anthropic", "httpx2")
+
+
+def _sdk_classes(*names: str) -> tuple[type[BaseException], ...]:
+    """The classes called ``names`` in the SDKs (openai, anthropic) and their transport (httpx2)
+    that this process has imported. An SDK not imported raised nothing, so its classes need not be
+    loaded to classify (importing the SDKs costs about a second: ``callbench validate`` never needs
+    them)."""
+    found: list[Any] = []
+    for sdk in _SDKS:
+        module = sys.modules.get(sdk)
+        if module is not None:
+            found += [getattr(module, n) for n in names if isinstance(getattr(module, n, None), type)]
+    return tuple(found)
+
+
 def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
                        role: str = "") -> InfrastructureError | None:
     """Map an SDK or transport exception to an :class:`InfrastructureError` with its fault
@@ -136,11 +154,9 @@ def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
     secret.
     """
     who = f"{provider} {role}".strip()
-    timeouts = (openai.APITimeoutError, anthropic.APITimeoutError, asyncio.TimeoutError, TimeoutError,
-                httpx2.TimeoutException)
-    connections = (openai.APIConnectionError, anthropic.APIConnectionError, ConnectionError,
-                   httpx2.TransportError)
-    statuses = (openai.APIStatusError, anthropic.APIStatusError)
+    timeouts = (asyncio.TimeoutError, TimeoutError, *_sdk_classes("APITimeoutError", "TimeoutException"))
+    connections = (ConnectionError, *_sdk_classes("APIConnectionError", "TransportError"))
+    statuses = _sdk_classes("APIStatusError")
     if isinstance(exc, timeouts):
         return InfrastructureError(f"{who}: timeout: request timed out", retryable=True, kind="timeout")
     if isinstance(exc, connections):
