@@ -154,8 +154,10 @@ def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
     secret.
     """
     who = f"{provider} {role}".strip()
-    timeouts = (asyncio.TimeoutError, TimeoutError, *_sdk_classes("APITimeoutError", "TimeoutException"))
-    connections = (ConnectionError, *_sdk_classes("APIConnectionError", "TransportError"))
+    timeouts: tuple[type[BaseException], ...] = (
+        asyncio.TimeoutError, TimeoutError, *_sdk_classes("APITimeoutError", "TimeoutException"))
+    connections: tuple[type[BaseException], ...] = (
+        ConnectionError, *_sdk_classes("APIConnectionError", "TransportError"))
     statuses = _sdk_classes("APIStatusError")
     if isinstance(exc, timeouts):
         return InfrastructureError(f"{who}: timeout: request timed out", retryable=True, kind="timeout")
@@ -172,10 +174,11 @@ def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
                                    f"({exc.msg} at line {exc.lineno} column {exc.colno})",
                                    retryable=True, kind="malformed_body")
     if isinstance(exc, statuses):
-        status = exc.status_code
-        retry_after = parse_retry_after(dict(exc.response.headers))
+        failed: Any = exc  # an openai or anthropic APIStatusError
+        status = failed.status_code
+        retry_after = parse_retry_after(dict(failed.response.headers))
         kind = status_kind(status)
-        text = redactor.clean(f"{who}: {kind}: {_status_message(exc)}")
+        text = redactor.clean(f"{who}: {kind}: {_status_message(failed)}")
         if status in AUTH_STATUS:
             key_var = "ANTHROPIC_API_KEY" if provider == "anthropic" else "OPENAI_API_KEY"
             return InfrastructureError(f"{text} (authentication failed: check {key_var})",
