@@ -19,9 +19,10 @@ deterministic from ``seed``.
 Episodes are spread evenly over candidates and scenarios: repeat ``r`` of every scenario for
 every candidate comes before repeat ``r + 1``; ``episodes`` need not be a multiple of
 ``candidates * scenarios`` (the manifest's plan lists exactly the episodes written, and
-``repeats`` is the highest repeat count). Traces are written in the run store's trace file format
-(:mod:`callbench.runs.store`), without the fsync a real run does per file (a generator needs no
-crash safety): 10,000 episodes take about 15-25 s on 2 shared cores.
+``repeats`` is the highest repeat count). Traces and grades are written in the run folder's
+current file format (:mod:`callbench.runs.episode_files`: gzip JSON) without the fsync a real run
+does per file (a generator needs no crash safety): 10,000 episodes take about 20-40 s on 2 shared
+cores (about 18 s of CPU, plus the template run).
 
 Use from a test by path (the file needs only callbench)::
 
@@ -49,8 +50,9 @@ from typing import Any
 
 from callbench.grade.models import EpisodeGrade, GradedItem, GradeSetManifest, Label
 from callbench.grade.scoring import overall_score, score_items
-from callbench.grade.store import GRADE_SET_FILE, episode_path, grade_set_id_for
+from callbench.grade.store import GRADE_SET_FILE, episode_path, grade_set_id_for, read_episode_grade
 from callbench.models.base import ModelSettings, Usage
+from callbench.runs import episode_files
 from callbench.runs.manifest import FAULTS, MANIFEST, EpisodeKey, RunManifest
 from callbench.runs.plan import ScenarioFilters, candidate_slug
 from callbench.runs.store import RunStore, text_sha256
@@ -121,8 +123,7 @@ def _scripted_run(limit: int) -> tuple[dict[str, Any], list[_Template]]:
             end_reason = trace["end_reason"]
             for name in _PLACEHOLDERS:
                 trace[name] = f"@@{name}@@"
-            grade = EpisodeGrade.model_validate_json(
-                episode_path(out, gid, eid).read_text(encoding="utf-8"))
+            grade = read_episode_grade(episode_path(out, gid, eid))
             templates.append(_Template(
                 scenario_id=key["scenario_id"], agent_id=key["agent_id"], trace_text=_canonical(trace),
                 end_reason=end_reason, usage=usage,
@@ -213,7 +214,7 @@ def make_synthetic_run(run_dir: Path, episodes: int, *, seed: int = 0, candidate
                 g = _lowered(t.grade, share, rng).model_copy(update={
                     "grade_set_id": gid, "episode_id": "@@episode_id@@", "trace_sha256": "@@sha@@",
                     "candidate": "@@candidate@@", "repeat": 987654321})
-                vs.append(g.model_dump_json(indent=1) + "\n")
+                vs.append(g.model_dump_json() + "\n")
             variants[(t_i, c)] = vs
 
     per_round = candidates * len(templates)
@@ -249,7 +250,7 @@ def make_synthetic_run(run_dir: Path, episodes: int, *, seed: int = 0, candidate
                         .replace('"@@end_reason@@"', _canonical(end), 1)
                         .replace('"@@skip_reason@@"', _canonical(SKIP_REASON if skip else None), 1))
                 sha = text_sha256(text)
-                _write(store.trace_path(eid), text + "\n")
+                episode_files.write_text(traces_dir, eid, text + "\n", sync=False)
                 _write(store.faults_path(eid), t.ledger_text)
                 if skip:
                     skipped += 1
@@ -260,7 +261,7 @@ def make_synthetic_run(run_dir: Path, episodes: int, *, seed: int = 0, candidate
                          .replace('"@@sha@@"', json.dumps(sha), 1)
                          .replace('"@@candidate@@"', json.dumps(roles[c].spec), 1)
                          .replace("987654321", str(r), 1))
-                _write(gdir / f"{eid}.json", gtext)
+                episode_files.write_text(gdir, eid, gtext, sync=False)
                 planned.append(EpisodeKey(episode_id=eid, candidate=slugs[c], agent_id=t.agent_id,
                                           scenario_id=t.scenario_id, repeat=r).model_dump(mode="json"))
                 inp = sum(u["input_tokens"] for u in usage.values())
@@ -295,7 +296,7 @@ def _skipped_grade_text(t: _Template, gid: str) -> str:
         "candidate": "@@candidate@@", "repeat": 987654321, "skipped": True, "skip_reason": SKIP_REASON,
         "end_reason": "skipped", "items": [], "task_score": None, "conversation_score": None,
         "overall": None, "passed": None, "diagnostics": {}, "usage": {}, "judge_attempts": {}})
-    return g.model_dump_json(indent=1) + "\n"
+    return g.model_dump_json() + "\n"
 
 
 def _rubric() -> Any:

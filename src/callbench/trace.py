@@ -152,7 +152,8 @@ class CallerView(BaseModel):
 
 
 class Trace(BaseModel):
-    """One episode. Saved atomically as ``traces/<episode_id>.json``."""
+    """One episode. Saved atomically as ``traces/<episode_id>.json.gz`` (gzip JSON; older runs:
+    ``.json``; :mod:`callbench.runs.episode_files`)."""
 
     schema_version: int = TRACE_SCHEMA_VERSION
     episode_id: str
@@ -238,8 +239,11 @@ def save_trace(trace: Trace, path: Path) -> None:
 
 
 def load_trace(path: Path) -> Trace:
-    """Load a trace file; raises ``ValueError`` naming the file on bad content."""
+    """Load a trace file of either form a run folder holds (gzip ``.json.gz`` or plain ``.json``:
+    :mod:`callbench.runs.episode_files`); raises ``ValueError`` naming the file on bad content."""
+    from callbench.runs.episode_files import read_text
+
     try:
-        return Trace.model_validate_json(path.read_text(encoding="utf-8"))
+        return Trace.model_validate_json(read_text(path))
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: not a readable trace: {e}") from None

@@ -45,7 +45,7 @@ def test_an_episode_scores_through_the_gateway(tmp_path: Path, monkeypatch: pyte
     assert [(r["status"], r["skip_reason"]) for r in rows] == [("scored", "")], rows
     assert rows[0]["overall"] != ""
     # the Messages API needs a user turn first: first_user_message auto, recorded in the trace
-    (trace_path,) = (out / "traces").glob("*.json")
+    (trace_path,) = (out / "traces").glob("*.json.gz")
     first = json.loads(trace_path.read_text())["messages"][1]
     assert (first["role"], first["content"], first.get("caller_turn")) == ("user", "[call connected]", None)
     # each client sends blocks until the second 500 in a row, then plain strings only

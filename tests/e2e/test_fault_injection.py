@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from callbench.cli import app
 from callbench.models.faults import FAULT_KINDS as KNOWN_KINDS
+from callbench.runs import episode_files
 from callbench.runs.machine import EXIT_PROVIDER
 from fakes.fault_server import FAULT_KINDS, LEDGER_KIND, RETRYABLE_KINDS, FaultServer
 
@@ -144,7 +145,7 @@ def test_twenty_percent_mixed_faults_charge_nothing_to_the_candidate(
     # every candidate message in every trace is a reply the server sent validly
     valid_speech = {e.content for e in log if e.kind is None and e.role == "candidate" and e.content}
     messages = 0
-    traces = [json.loads(p.read_text()) for p in sorted((out / "traces").glob("*.json"))]
+    traces = [json.loads(episode_files.read_text(p)) for p in sorted((out / "traces").glob("*.json.gz"))]
     for trace in traces:
         for m in trace["messages"]:
             if m["role"] != "assistant":
@@ -337,7 +338,8 @@ def test_judge_down_mid_run_leaves_episodes_not_graded_then_grade_fills_them(
             assert json.loads((out / "manifest.json").read_text())["grade_sets"][-1] == gid
         judge_requests = [e for e in server.log[before:] if e.model == "fake-judge" and e.role != "probe"]
         assert len(judge_requests) == 2 * len(not_graded)  # task and conversation judge, once each
-    after = [json.loads(p.read_text()) for p in (out / "grades" / gid / "episodes").glob("*.json")]
+    after = [json.loads(episode_files.read_text(p))
+             for p in (out / "grades" / gid / "episodes").glob("*.json.gz")]
     assert not any(g["not_graded"] for g in after)
     assert all(g["overall"] is not None for g in after if not g["skipped"])
     with sqlite3.connect(out / "index.sqlite") as db:

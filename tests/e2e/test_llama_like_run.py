@@ -56,7 +56,7 @@ def _run(tmp: Path, url: str, parse: bool) -> tuple[Path, object]:
 
 
 def _trace(out: Path) -> dict:
-    (path,) = (out / "traces").glob("*.json")
+    (path,) = (out / "traces").glob("*.json.gz")
     return json.loads(path.read_text())
 
 

@@ -111,7 +111,7 @@ def test_run_against_openai_compatible_server_then_replay(
     assert first["body"]["model"] == "test-model"
     assert first["body"]["messages"][0]["role"] == "system"
     assert {t["function"]["name"] for t in first["body"]["tools"]} >= {"log_zero_supply_reason"}
-    live = sorted((tmp_path / "live" / "traces").glob("*.json"))
+    live = sorted((tmp_path / "live" / "traces").glob("*.json.gz"))
     assert live
     trace = json.loads(live[0].read_text())
     assert trace["end_reason"] in ("caller_done", "max_turns")
@@ -122,7 +122,7 @@ def test_run_against_openai_compatible_server_then_replay(
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     _run(tmp_path / "replay", cache, "replay_only")
     assert len(_Handler.requests) == n_requests
-    replay = sorted((tmp_path / "replay" / "traces").glob("*.json"))
+    replay = sorted((tmp_path / "replay" / "traces").glob("*.json.gz"))
     assert [p.name for p in replay] == [p.name for p in live]
     for a, b in zip(live, replay, strict=True):
         assert a.read_bytes() == b.read_bytes()

@@ -175,7 +175,7 @@ def test_a_scored_episode_with_every_role_on_serve_local(server: tuple[str, Path
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
     assert [(r["status"], r["skip_reason"]) for r in rows] == [("scored", "")], rows
     assert rows[0]["overall"] != ""
-    (trace_path,) = (out / "traces").glob("*.json")
+    (trace_path,) = (out / "traces").glob("*.json.gz")
     trace = json.loads(trace_path.read_text())
     assert 1 <= len(trace["caller_turns"]) <= TURNS
     errors = [m["error"] for m in trace["messages"] if m["role"] == "assistant" and m.get("error")]

@@ -28,6 +28,7 @@ from callbench.models.base import (
 from callbench.models.faults import collect_faults
 from callbench.models.registry import create_client
 from callbench.models.remote.anomalies import anthropic_content, openai_choices
+from callbench.runs import episode_files
 from fakes.fault_server import FaultServer, role_of
 
 DAIRY = Path(__file__).parents[1] / "sim" / "data" / "dairy_bundle"
@@ -145,6 +146,6 @@ def test_the_run_command_counts_negative_usage_and_reports_nothing_negative(tmp_
         env=env, capture_output=True, text=True, timeout=300,
     )
     assert report.returncode == 0, report.stderr
-    saved = [json.loads(p.read_text()) for p in (out / "traces").glob("*.json")]
+    saved = [json.loads(episode_files.read_text(p)) for p in (out / "traces").glob("*.json.gz")]
     saved.append(json.loads((tmp_path / "r.json").read_text()))
     assert saved and min(_numbers(saved)) >= 0

@@ -17,6 +17,7 @@ from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Diagnostic, Pillar
 from callbench.grade.models import EpisodeGrade, GradedItem, GradeSetManifest, Label, PointTotals
 from callbench.models.base import ToolCall, Usage
+from callbench.runs import episode_files
 from callbench.runs.manifest import EpisodeKey, RunManifest
 from callbench.trace import (
     CallerTurn,
@@ -311,5 +312,5 @@ def starter_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     done = subprocess.run([*cli, "report", str(out), "--html", str(html), "--samples", "200"],
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    traces = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((out / "traces").glob("*.json"))]
+    traces = [json.loads(episode_files.read_text(p)) for p in sorted((out / "traces").glob("*.json.gz"))]
     return {"html": html, "languages": sorted(first), "traces": traces}

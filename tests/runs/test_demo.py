@@ -243,7 +243,7 @@ def test_scenario_major_runs_every_candidate_of_a_scenario_together(tmp_path: Pa
             assert order == [(sid, spec) for sid in ids for spec in ("scripted:talk", REFERENCE_SPEC)]
         else:
             assert order == [(sid, spec) for spec in ("scripted:talk", REFERENCE_SPEC) for sid in ids]
-        seen.append(",".join(sorted(p.name for p in (out / "traces").glob("*.json"))))
+        seen.append(",".join(sorted(p.name for p in (out / "traces").glob("*.json.gz"))))
     assert seen[0] == seen[1]  # the same episodes, ids and files either way
 
 
@@ -273,7 +273,8 @@ def test_demo_report_shows_tools_checks_scripts_and_a_comparison(tmp_path: Path)
     config.preflight = False
     asyncio.run(run_and_grade(config, bundle=bundle))
     (run,) = load_runs([tmp_path / "d"])
-    ref = {t.scenario_id: t for t in run.traces.values() if t.candidate.spec == REFERENCE_SPEC}
+    episodes = list(run.iter_episodes())
+    ref = {t.scenario_id: t for _, t, _ in episodes if t is not None and t.candidate.spec == REFERENCE_SPEC}
     assert sorted(ref) == sorted(config.filters.scenarios)
     events = [e for t in ref.values() for e in t.tool_events]
     assert {e.name for e in events} >= {"verify_consumer", "transfer_call"}
@@ -286,7 +287,7 @@ def test_demo_report_shows_tools_checks_scripts_and_a_comparison(tmp_path: Path)
         spoken = " ".join(m.content or "" for m in t.messages if m.role == "assistant")
         if lang in scripts:
             assert len(re.findall(f"[{scripts[lang]}]", spoken)) > 20, t.scenario_id
-    checks = [i for g in run.grades.values() for i in g.items
+    checks = [i for _, _, g in episodes if g is not None for i in g.items
               if i.source == "action_check" and i.r is not None]
     assert {i.r for i in checks} >= {0.0, 1.0}  # checks met and checks not met
     report = build_report([run], n_samples=200)
@@ -313,7 +314,7 @@ def test_demo_run_state_says_when_a_run_is_reused_or_resumed(tmp_path: Path) -> 
     msg = state.message()
     assert msg and msg.startswith(f"Reusing the finished demo run in {tmp_path / 'd'}, finished ")
     assert "--fresh" in msg
-    first = sorted((tmp_path / "d" / "traces").glob("*.json"))[0]
+    first = sorted((tmp_path / "d" / "traces").glob("*.json.gz"))[0]
     first.unlink()
     partial = demo_run_state(config, bundle).message()
     assert partial == (

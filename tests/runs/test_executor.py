@@ -106,13 +106,13 @@ async def test_kill_9_mid_run_loses_nothing_finished(tmp_path: Path, dairy: Bund
     traces = out / "traces"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if traces.is_dir() and len(list(traces.glob("*.json"))) >= 2:
+        if traces.is_dir() and len(list(traces.glob("*.json.gz"))) >= 2:
             break
         time.sleep(0.02)
     assert proc.poll() is None, "the slow run finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    saved = {p.name: p.read_bytes() for p in traces.glob("*.json")}
+    saved = {p.name: p.read_bytes() for p in traces.glob("*.json.gz")}
     assert len(saved) >= 2
     for data in saved.values():
         json.loads(data)  # every saved trace is complete JSON

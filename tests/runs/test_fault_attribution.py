@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from callbench.cli import app
 from callbench.models.base import ModelSettings
+from callbench.runs import episode_files
 from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER
 from callbench.runs.preflight import preflight
 from callbench.runs.session import build_clients
@@ -46,11 +47,11 @@ def test_disk_full_while_saving_a_trace_is_one_line_and_the_same_command_resumes
     real = store_module.write_trace_text
     calls = {"n": 0}
 
-    def full_after_one(path, text):  # type: ignore[no-untyped-def]
+    def full_after_one(*args):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         if calls["n"] > 1:
             raise OSError(errno.ENOSPC, "No space left on device")
-        real(path, text)
+        return real(*args)
 
     monkeypatch.setattr(store_module, "write_trace_text", full_after_one)
     out = tmp_path / "run"
@@ -59,14 +60,14 @@ def test_disk_full_while_saving_a_trace_is_one_line_and_the_same_command_resumes
     lines = _error_lines(output)
     assert len(lines) == 1 and f"cannot write {out}: the disk is full" in lines[0]
     assert "run the same command again" in lines[0] and "Traceback" not in output
-    saved = sorted((out / "traces").glob("*.json"))
+    saved = sorted((out / "traces").glob("*.json.gz"))
     assert len(saved) == 1
     first = saved[0].read_bytes()
-    assert json.loads(first)["end_reason"] != "skipped"
+    assert json.loads(episode_files.read_text(saved[0]))["end_reason"] != "skipped"
     monkeypatch.setattr(store_module, "write_trace_text", real)
     code, output = _invoke([*SCRIPTED, "--out", str(out)])
     assert code == 0, output
-    assert len(list((out / "traces").glob("*.json"))) == 3
+    assert len(list((out / "traces").glob("*.json.gz"))) == 3
     assert saved[0].read_bytes() == first  # the finished episode was kept, not rerun
 
 
@@ -148,7 +149,7 @@ def test_a_role_failing_401_three_times_in_a_row_stops_the_run_then_resumes(
         monkeypatch.setenv("BAD", "Bearer sk-good-key-1")
         code, output = _invoke(args)
         assert code == 0, output
-    traces = [json.loads(p.read_text()) for p in (out / "traces").glob("*.json")]
+    traces = [json.loads(episode_files.read_text(p)) for p in (out / "traces").glob("*.json.gz")]
     assert len(traces) == 5 and not any(t["end_reason"] == "skipped" for t in traces)
 
 
@@ -236,22 +237,23 @@ def test_a_kill_between_a_grade_file_and_its_index_row_is_repaired_by_the_same_c
     code, output = _invoke([*SCRIPTED, "--out", str(out)])
     assert code == EXIT_MACHINE_FAULT, output
     gid = json.loads((out / "manifest.json").read_text())["grade_sets"][-1]
-    files = {p.stem for p in (out / "grades" / gid / "episodes").glob("*.json")}
+    files = {p.name.removesuffix(".json.gz") for p in (out / "grades" / gid / "episodes").glob("*.json.gz")}
     with sqlite3.connect(out / "index.sqlite") as db:
         indexed = {r[0] for r in db.execute("SELECT episode_id FROM grades")}
     assert len(files) == 2 and len(indexed) == 1 and indexed < files  # one grade file lacks its row
     orphan = (files - indexed).pop()
-    graded_before = (out / "grades" / gid / "episodes" / f"{orphan}.json").read_bytes()
+    graded_before = (out / "grades" / gid / "episodes" / f"{orphan}.json.gz").read_bytes()
     monkeypatch.setattr(RunStore, "index_grade", real)
     code, output = _invoke([*SCRIPTED, "--out", str(out)])
     assert code == 0, output
     with sqlite3.connect(out / "index.sqlite") as db:
         rows = {r[0]: r[1:] for r in db.execute("SELECT episode_id, overall, passed FROM grades")}
-    grades = {p.stem: json.loads(p.read_text()) for p in (out / "grades" / gid / "episodes").glob("*.json")}
+    grades = {eid: json.loads(episode_files.read_text(p))
+              for eid, p in episode_files.paths(out / "grades" / gid / "episodes").items()}
     assert set(rows) == set(grades) and len(rows) == 3
     assert all(rows[e] == (g["overall"], int(g["passed"])) for e, g in grades.items())
     # the orphan's grade was indexed from its file, not graded again
-    assert (out / "grades" / gid / "episodes" / f"{orphan}.json").read_bytes() == graded_before
+    assert (out / "grades" / gid / "episodes" / f"{orphan}.json.gz").read_bytes() == graded_before
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -280,7 +282,7 @@ def test_a_judge_failing_401_in_a_row_stops_the_run_then_resume_grades_everythin
         (line,) = _error_lines(output)
         assert "judge" in line and f"{spec} failed 3 times in a row with HTTP 401" in line, line
         assert "Traceback" not in output
-        traces = list((out / "traces").glob("*.json"))
+        traces = list((out / "traces").glob("*.json.gz"))
         assert 3 <= len(traces) < 5  # the run stopped instead of failing every remaining episode
         server.outages.clear()
         code, output = _invoke(args)

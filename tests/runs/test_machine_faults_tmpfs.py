@@ -65,7 +65,7 @@ def _fill(folder: Path) -> Path:
 
 
 def _snapshot(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((out / "traces").glob("*.json"))}
+    return {p.name: p.read_bytes() for p in sorted((out / "traces").glob("*.json.gz"))}
 
 
 def test_a_really_full_disk_is_one_line_and_the_same_command_resumes(tmpfs: Path) -> None:

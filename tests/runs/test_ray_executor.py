@@ -83,7 +83,7 @@ class Slow:
 
 
 def _traces(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((out / "traces").glob("*.json"))}
+    return {p.name: p.read_bytes() for p in sorted((out / "traces").glob("*.json.gz"))}
 
 
 async def test_ray_gives_the_local_executors_traces(tmp_path: Path, dairy: Bundle, local_ray: Any) -> None:

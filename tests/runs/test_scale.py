@@ -46,7 +46,7 @@ async def test_index_records_size_time_and_the_hash_of_the_file_text(tmp_path: P
     rows = _rows(out)
     assert set(rows) == {k.episode_id for k in manifest.planned}
     for eid, (sha, size, mtime) in rows.items():
-        path = out / "traces" / f"{eid}.json"
+        path = out / "traces" / f"{eid}.json.gz"
         text = path.read_text(encoding="utf-8")
         assert sha == text_sha256(text) == RunStore(out).load_trace(eid).sha256()
         assert (size, mtime) == (path.stat().st_size, path.stat().st_mtime_ns)
@@ -59,8 +59,8 @@ async def test_resume_trusts_unchanged_traces_and_reruns_a_missing_one(tmp_path:
     out = tmp_path / "run"
     manifest = await _run(out, dairy)
     ids = sorted(k.episode_id for k in manifest.planned)
-    gone = out / "traces" / f"{ids[0]}.json"
-    kept = {p.name: p.read_bytes() for p in (out / "traces").glob("*.json") if p != gone}
+    gone = out / "traces" / f"{ids[0]}.json.gz"
+    kept = {p.name: p.read_bytes() for p in (out / "traces").glob("*.json.gz") if p != gone}
     gone.unlink()
     store = RunStore(out)
     found = store.reconcile_index()
@@ -88,7 +88,7 @@ async def test_a_touched_but_equal_trace_is_rehashed_not_reparsed(tmp_path: Path
     out = tmp_path / "run"
     await _run(out, dairy)
     eid = min(_rows(out))
-    path = out / "traces" / f"{eid}.json"
+    path = out / "traces" / f"{eid}.json.gz"
     os.utime(path, ns=(1, 1))  # e.g. a copy that did not keep times
     store = RunStore(out)
     found = store.reconcile_index()
@@ -101,7 +101,7 @@ async def test_a_corrupt_trace_is_named_on_resume(tmp_path: Path, dairy: Bundle)
     out = tmp_path / "run"
     await _run(out, dairy)
     eid = min(_rows(out))
-    path = out / "traces" / f"{eid}.json"
+    path = out / "traces" / f"{eid}.json.gz"
     text = path.read_text(encoding="utf-8")
     path.write_text("{" + "x" * (len(text) - 1), encoding="utf-8")  # same size, other content
     with pytest.raises(ValueError, match=rf"{eid}\.json: not a readable trace.*delete it"):
@@ -188,7 +188,7 @@ async def test_resume_after_kill_9_of_a_1000_episode_run_gives_exactly_1000_trac
     assert proc.poll() is None, "the run finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    saved = {p.name: p.read_bytes() for p in traces.glob("*.json")}
+    saved = {p.name: p.read_bytes() for p in traces.glob("*.json.gz")}
     assert 100 <= len(saved) < 1000
     for data in saved.values():
         json.loads(data)

@@ -13,6 +13,7 @@ import pytest
 
 from callbench.grade.grader import grade_run
 from callbench.report.load import load_run
+from callbench.runs import episode_files
 from callbench.runs.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,12 +46,16 @@ def test_report_loads_every_episode_with_no_warning(synthetic: ModuleType, tmp_p
     assert len({r.candidate for r in data.records}) == 2
     # 7 scenarios (14 episodes / 2 candidates), every candidate's episode of each
     assert len({r.scenario_id for r in data.records}) == 7
-    for eid, t in data.traces.items():
-        text = RunStore(run).trace_path(eid).read_text(encoding="utf-8")
+    seen = 0
+    for rec, t, g in data.iter_episodes():
+        assert t is not None and g is not None
+        text = episode_files.read_text(RunStore(run).trace_path(rec.episode_id))
         assert text == t.canonical_json() + "\n"  # canonical: the hash definition holds
-        assert data.grades[eid].trace_sha256 == t.sha256()
+        assert g.trace_sha256 == t.sha256()
         assert len(t.messages) > 5 and t.tool_events  # real conversation shapes
         assert t.usage["candidate"].input_tokens > 0
+        seen += 1
+    assert seen == 14
     gs = data.grade_set
     assert gs.episodes == 14 and gs.finished
 
@@ -79,8 +84,9 @@ def test_grade_accepts_the_run(synthetic: ModuleType, tmp_path: Path) -> None:
     run = synthetic.make_synthetic_run(tmp_path / "g", 6, seed=0, candidates=2)
     gid = asyncio.run(grade_run(run, continue_latest=False))
     data = load_run(run, gid)
-    assert len(data.grades) == 6
-    assert all(g.trace_sha256 == data.traces[e].sha256() for e, g in data.grades.items())
+    pairs = [(t, g) for _, t, g in data.iter_episodes()]
+    assert len(pairs) == 6 and data.warnings == []
+    assert all(t is not None and g is not None and g.trace_sha256 == t.sha256() for t, g in pairs)
 
 
 def test_refuses_a_folder_in_use(synthetic: ModuleType, tmp_path: Path) -> None:

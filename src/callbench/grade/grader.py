@@ -5,7 +5,7 @@
 Grading reads only trace files and the bundle (DESIGN.md: "grade reads trace files, not the
 executor"), so saved runs can be regraded with another judge without rerunning a call. Each
 regrade writes a NEW grade set ``RUN_DIR/grades/<grade_set_id>/`` (``grade_set.json`` plus
-``episodes/<episode_id>.json``) and leaves earlier grade sets in place.
+``episodes/<episode_id>.json.gz``) and leaves earlier grade sets in place.
 
 Grade set files and ids: :mod:`callbench.grade.store`.
 """
@@ -31,15 +31,19 @@ from callbench.grade.store import (
     finalize_grade_set,
     grade_set_id_for,
     grade_set_summary,
+    iter_episode_grades,
     load_episode_grades,
     load_grade_set,
+    read_episode_grade,
     read_run_manifest,
     register_grade_set,
+    save_episode_grade,
 )
 from callbench.models.base import ModelClient, ModelSettings, Role
 from callbench.models.faults import RoleFaults, collect_faults
+from callbench.runs import episode_files
 from callbench.runs.manifest import MANIFEST, grades_dir, traces_dir
-from callbench.trace import RoleInfo, Trace, atomic_write_text, load_trace
+from callbench.trace import RoleInfo, Trace, load_trace
 
 __all__ = [
     "GradeError",
@@ -121,7 +125,7 @@ async def grade_into_set(
     conversation_judge: ModelClient,
 ) -> EpisodeGrade:
     """Grade one trace into an existing grade set (cutoff and rubric from its ``grade_set.json``)
-    and write ``episodes/<episode_id>.json`` atomically. For the runner, as each episode finishes.
+    and write ``episodes/<episode_id>.json.gz`` atomically. For the runner, as each episode finishes.
     An episode graded again because it was not graded keeps the judge fault counts of its earlier
     attempts (the set's ledger counts every request made for it)."""
     gs = load_grade_set(run_dir, grade_set_id)
@@ -132,15 +136,13 @@ async def grade_into_set(
     path = episode_path(run_dir, grade_set_id, trace.episode_id)
     if path.is_file():  # graded again (it was not graded): keep the judge requests made before
         try:
-            before = EpisodeGrade.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            before: EpisodeGrade | None = read_episode_grade(path)
+        except GradeError:
             before = None
         if before is not None and before.not_graded and before.trace_sha256 == grade.trace_sha256:
             for role, counts in before.faults.items():
                 grade.faults.setdefault(role, RoleFaults()).add(counts)
-    atomic_write_text(
-        episode_path(run_dir, grade_set_id, trace.episode_id), grade.model_dump_json(indent=1) + "\n"
-    )
+    save_episode_grade(run_dir, grade)
     return grade
 
 
@@ -185,16 +187,12 @@ def _judge(
     return make_judge_client(spec, settings, role), True
 
 
-def _load_traces(run_dir: Path) -> list[Trace]:
-    folder = traces_dir(run_dir)
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    out = []
-    for p in files:
-        try:
-            out.append(load_trace(p))
-        except ValueError as e:
-            raise GradeError(str(e)[:500]) from None
-    return out
+def _read_trace(path: Path) -> Trace:
+    """One trace file (either form); raises :class:`GradeError` naming it when unreadable."""
+    try:
+        return load_trace(path)
+    except ValueError as e:
+        raise GradeError(str(e)[:500]) from None
 
 
 async def grade_run(
@@ -247,23 +245,28 @@ async def grade_run(
         )
     if cutoff is None:
         cutoff = run_cutoff(run_dir, manifest.grade_sets)
-    traces = _load_traces(run_dir)
-    for t in traces:
+    # Traces are streamed (issue 27 item 1): checked one at a time here, before any is graded, then
+    # read again by the grading workers; none is kept, so memory does not grow with the run.
+    files = episode_files.paths(traces_dir(run_dir))
+    for path in files.values():
+        t = _read_trace(path)
         _check_hash(bundle, t)
         _scenario(bundle, t)
+    del t
     tj, own_t = _judge(task_judge, task_judge_settings, manifest.task_judge, "task_judge")
     cj, own_c = _judge(
         conversation_judge, conversation_judge_settings, manifest.conversation_judge, "conversation_judge"
     )
     try:
         resumed = (
-            _continuable(run_dir, manifest.grade_sets, _role(tj), _role(cj), cutoff, rubric, traces)
+            _continuable(run_dir, manifest.grade_sets, _role(tj), _role(cj), cutoff, rubric, list(files))
             if continue_latest
             else None
         )
         if resumed is not None:
-            gid, traces = resumed
+            gid, todo = resumed
         else:
+            todo = list(files)
             gid = create_grade_set(
                 run_dir,
                 _role(tj),
@@ -273,15 +276,15 @@ async def grade_run(
                 run_id=manifest.run_id,
                 bundle_hash=manifest.bundle_hash,
             ).grade_set_id
-        gate = asyncio.Semaphore(max(1, concurrency))
+        pending = iter(todo)
 
-        async def one(t: Trace) -> None:
-            async with gate:
-                g = await grade_into_set(run_dir, gid, t, bundle, tj, cj)
-            if on_episode is not None:
-                on_episode(g)
+        async def worker() -> None:  # ``concurrency`` workers share one iterator of episode ids
+            for eid in pending:
+                g = await grade_into_set(run_dir, gid, _read_trace(files[eid]), bundle, tj, cj)
+                if on_episode is not None:
+                    on_episode(g)
 
-        await asyncio.gather(*(one(t) for t in traces))
+        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
         finalize_grade_set(run_dir, gid)
     finally:
         for c, own in ((tj, own_t), (cj, own_c)):
@@ -310,8 +313,8 @@ def pending_episodes(run_dir: Path, grade_set_id: str) -> set[str]:
 
 
 def _continuable(run_dir: Path, grade_sets: list[str], tj: RoleInfo, cj: RoleInfo, cutoff: float,
-                 rubric: Rubric, traces: list[Trace]) -> tuple[str, list[Trace]] | None:
-    """(latest grade set id, traces it still needs) when that set can be continued, else None."""
+                 rubric: Rubric, episode_ids: list[str]) -> tuple[str, list[str]] | None:
+    """(latest grade set id, episode ids it still needs) when that set can be continued, else None."""
     if not grade_sets or not (grades_dir(run_dir, grade_sets[-1]) / "grade_set.json").is_file():
         return None
     gs = load_grade_set(run_dir, grade_sets[-1])
@@ -324,6 +327,6 @@ def _continuable(run_dir: Path, grade_sets: list[str], tj: RoleInfo, cj: RoleInf
     )
     if not same:
         return None
-    done = {g.episode_id for g in load_episode_grades(run_dir, gs.grade_set_id) if not g.not_graded}
-    todo = [t for t in traces if t.episode_id not in done]
+    done = {g.episode_id for g in iter_episode_grades(run_dir, gs.grade_set_id) if not g.not_graded}
+    todo = [e for e in episode_ids if e not in done]
     return (gs.grade_set_id, todo) if todo else None

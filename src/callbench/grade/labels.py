@@ -42,13 +42,14 @@ from callbench.grade.rubric import DEFAULT_RUBRIC, RatingSpec, Rubric
 from callbench.grade.scoring import item_value, overall_score, score_items
 from callbench.grade.store import (
     create_grade_set,
-    episode_path,
     finalize_grade_set,
     load_episode_grades,
     load_grade_set,
     read_run_manifest,
+    save_episode_grade,
     save_grade_set,
 )
+from callbench.runs import episode_files
 from callbench.runs.manifest import MANIFEST, traces_dir
 from callbench.trace import RoleInfo, Trace, TraceMessage, atomic_write_text, load_trace
 
@@ -137,7 +138,7 @@ def sheet_rows(run_dir: Path, grade_set_id: str | None = None) -> list[dict[str,
     for g in load_episode_grades(run_dir, grade_set_id):
         if g.skipped:
             continue
-        tpath = traces_dir(run_dir) / f"{g.episode_id}.json"
+        tpath = episode_files.path_for(traces_dir(run_dir), g.episode_id)
         try:
             trace = load_trace(tpath)
         except ValueError as e:
@@ -333,7 +334,7 @@ def import_labels(run_dir: Path, path: Path) -> LabelImport:
     for entry in labelled:
         by_episode.setdefault(entry[0].episode_id, []).append(entry)
     complete = 0
-    for eid, entries in sorted(by_episode.items()):
+    for _eid, entries in sorted(by_episode.items()):
         source = entries[0][0]
         items = [i.model_copy(deep=True) for i in source.items if i.source == "action_check"]
         items += [_human_item(item, label, note) for _, item, label, note in entries]
@@ -351,7 +352,7 @@ def import_labels(run_dir: Path, path: Path) -> LabelImport:
             grade.passed = None if grade.overall is None else grade.overall >= grade.cutoff
         else:
             _clear_scores(grade)
-        atomic_write_text(episode_path(run_dir, gs.grade_set_id, eid), grade.model_dump_json(indent=1) + "\n")
+        save_episode_grade(run_dir, grade)
     finalize_grade_set(run_dir, gs.grade_set_id, register=False)
     return LabelImport(gs.grade_set_id, len(labelled), unlabelled, len(by_episode), complete)
 

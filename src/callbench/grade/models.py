@@ -1,7 +1,7 @@
 """Typed grading output: one :class:`EpisodeGrade` per trace, grouped in a grade set.
 
 On disk (``RUN_DIR/grades/<grade_set_id>/``): ``grade_set.json`` (:class:`GradeSetManifest`) and
-``episodes/<episode_id>.json`` (:class:`EpisodeGrade`). A regrade writes a new grade set and leaves
+``episodes/<episode_id>.json.gz`` (:class:`EpisodeGrade`). A regrade writes a new grade set and leaves
 earlier ones in place.
 
 Scores follow the paper's equations (DESIGN.md "Scores"): labels not met / partial / met map to

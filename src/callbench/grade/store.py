@@ -1,7 +1,8 @@
 """Grade sets on disk: ids, ``grade_set.json``, episode grade files, registration in the run manifest.
 
 Layout (``runs/manifest.py``): ``RUN_DIR/grades/<grade_set_id>/grade_set.json``
-(:class:`GradeSetManifest`) and ``episodes/<episode_id>.json`` (:class:`EpisodeGrade`); every write
+(:class:`GradeSetManifest`) and ``episodes/<episode_id>.json.gz`` (:class:`EpisodeGrade`, gzip JSON;
+``.json`` in runs graded before issue 27, still read: :mod:`callbench.runs.episode_files`); every write
 is atomic (``trace.atomic_write_text``).
 
 Grade set ids: ``gs<NNN>-<hash10>``. ``NNN`` is a counter (1 + the highest counter already in
@@ -17,6 +18,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from callbench.grade.action_checks import GradeError
@@ -24,6 +26,7 @@ from callbench.grade.models import EpisodeGrade, GradeSetManifest
 from callbench.grade.prompts import PROMPT_VERSION
 from callbench.grade.rubric import DEFAULT_RUBRIC, Rubric
 from callbench.grade.scoring import DEFAULT_CUTOFF
+from callbench.runs import episode_files
 from callbench.runs.manifest import GRADES, MANIFEST, RunManifest, grades_dir
 from callbench.runs.provenance import code_version
 from callbench.trace import RoleInfo, atomic_write_text
@@ -33,9 +36,36 @@ EPISODES_DIR = "episodes"
 _ID = re.compile(r"^gs(\d{3,})-")
 
 
+def episodes_folder(run_dir: Path, grade_set_id: str) -> Path:
+    """``RUN_DIR/grades/<grade_set_id>/episodes``."""
+    return grades_dir(Path(run_dir), grade_set_id) / EPISODES_DIR
+
+
 def episode_path(run_dir: Path, grade_set_id: str, episode_id: str) -> Path:
-    """``RUN_DIR/grades/<grade_set_id>/episodes/<episode_id>.json``."""
-    return grades_dir(Path(run_dir), grade_set_id) / EPISODES_DIR / f"{episode_id}.json"
+    """An episode's grade file: ``RUN_DIR/grades/<grade_set_id>/episodes/<episode_id>.json.gz``
+    (gzip JSON), or ``.json`` in a run graded before issue 27 (:mod:`callbench.runs.episode_files`)."""
+    return episode_files.path_for(episodes_folder(run_dir, grade_set_id), episode_id)
+
+
+def save_episode_grade(run_dir: Path, grade: EpisodeGrade) -> Path:
+    """Write an episode grade atomically into its grade set (compressed JSON); returns the path."""
+    return episode_files.write_text(
+        episodes_folder(run_dir, grade.grade_set_id), grade.episode_id, grade.model_dump_json() + "\n")
+
+
+def read_episode_grade(path: Path) -> EpisodeGrade:
+    """One episode grade file of either form; raises :class:`GradeError` naming the file."""
+    try:
+        return EpisodeGrade.model_validate_json(episode_files.read_text(path))
+    except (OSError, ValueError) as e:
+        raise GradeError(f"{path}: not a readable episode grade: {str(e)[:300]}") from None
+
+
+def iter_episode_grades(run_dir: Path, grade_set_id: str) -> Iterator[EpisodeGrade]:
+    """The episode grades of a grade set one at a time, by episode id (nothing is kept); raises
+    :class:`GradeError` on a bad file."""
+    for p in episode_files.paths(episodes_folder(run_dir, grade_set_id)).values():
+        yield read_episode_grade(p)
 
 
 def grade_set_id_for(
@@ -140,14 +170,7 @@ def load_grade_set(run_dir: Path, grade_set_id: str) -> GradeSetManifest:
 
 def load_episode_grades(run_dir: Path, grade_set_id: str) -> list[EpisodeGrade]:
     """Every episode grade of a grade set, by episode id; raises :class:`GradeError` on a bad file."""
-    folder = grades_dir(Path(run_dir), grade_set_id) / EPISODES_DIR
-    out = []
-    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            out.append(EpisodeGrade.model_validate_json(p.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as e:
-            raise GradeError(f"{p}: not a readable episode grade: {str(e)[:300]}") from None
-    return out
+    return list(iter_episode_grades(run_dir, grade_set_id))
 
 
 def finalize_grade_set(run_dir: Path, grade_set_id: str, *, register: bool = True) -> GradeSetManifest:
@@ -158,11 +181,12 @@ def finalize_grade_set(run_dir: Path, grade_set_id: str, *, register: bool = Tru
     a runner that saved its in-memory manifest after :func:`create_grade_set` registered the set
     would otherwise have dropped it. Call it once the runner no longer rewrites the manifest."""
     gs = load_grade_set(run_dir, grade_set_id)
-    grades = load_episode_grades(run_dir, grade_set_id)
-    gs.episodes = len(grades)
-    gs.skipped = sum(1 for g in grades if g.skipped)
-    gs.judge_errors = sum(g.judge_errors for g in grades)
-    gs.not_graded = sum(1 for g in grades if g.not_graded)
+    gs.episodes = gs.skipped = gs.judge_errors = gs.not_graded = 0
+    for g in iter_episode_grades(run_dir, grade_set_id):  # one at a time: bounded memory
+        gs.episodes += 1
+        gs.skipped += g.skipped
+        gs.judge_errors += g.judge_errors
+        gs.not_graded += g.not_graded
     gs.finished = _now()
     save_grade_set(Path(run_dir), gs)
     if register:
@@ -173,24 +197,34 @@ def finalize_grade_set(run_dir: Path, grade_set_id: str, *, register: bool = Tru
 def grade_set_summary(run_dir: Path, grade_set_id: str) -> list[str]:
     """A few plain lines about a grade set: counts, judges, mean scores over scored episodes."""
     gs = load_grade_set(run_dir, grade_set_id)
-    scored = [g for g in load_episode_grades(run_dir, grade_set_id) if not g.skipped]
+    # per-episode numbers only, one grade at a time (bounded memory at any run size)
+    task: list[float | None] = []
+    conv: list[float | None] = []
+    overall: list[float | None] = []
+    n_not_graded = n_passed = 0
+    for g in iter_episode_grades(run_dir, grade_set_id):
+        if g.skipped:
+            continue
+        if g.not_graded:
+            n_not_graded += 1
+            continue
+        task.append(g.task_score)
+        conv.append(g.conversation_score)
+        overall.append(g.overall)
+        n_passed += bool(g.passed)
 
     def mean(xs: list[float | None]) -> str:
         vals = [x for x in xs if x is not None]
         return f"{sum(vals) / len(vals):.1f}" if vals else "n/a"
-
-    not_graded = [g for g in scored if g.not_graded]
-    scored = [g for g in scored if not g.not_graded]
     stand_ins = [r.spec for r in (gs.task_judge, gs.conversation_judge) if r.spec.startswith("scripted:")]
     note = ([f"stand-in judges ({', '.join(dict.fromkeys(stand_ins))}): scripted, no model; these "
              "grades show that grading works and are not a measurement of quality"] if stand_ins else [])
     return [
         f"grade set {gs.grade_set_id}: {gs.episodes} episode(s), {gs.skipped} skipped, "
-        f"{len(not_graded)} not graded, {gs.judge_errors} judge error(s)",
+        f"{n_not_graded} not graded, {gs.judge_errors} judge error(s)",
         f"judges: task {gs.task_judge.spec}, conversation {gs.conversation_judge.spec}; cutoff {gs.cutoff:g}",
         *note,
-        f"mean task {mean([g.task_score for g in scored])}, conversation "
-        f"{mean([g.conversation_score for g in scored])}, overall {mean([g.overall for g in scored])}; "
-        f"passed {sum(1 for g in scored if g.passed)} of {len(scored)}",
+        f"mean task {mean(task)}, conversation {mean(conv)}, overall {mean(overall)}; "
+        f"passed {n_passed} of {len(overall)}",
         f"written to {grades_dir(Path(run_dir), gs.grade_set_id)}",
     ]

@@ -82,7 +82,7 @@ def check_fairness(runs: list[RunData]) -> list[FairnessFlag]:
     callers: dict[str, set[str]] = defaultdict(set)
     caller_keys: set[str] = set()
     for run in runs:
-        roles = [run.manifest.caller, *(t.caller for t in run.traces.values())]
+        roles = [run.manifest.caller, *run.facts.callers]
         for role in roles:
             caller_keys.add(role_key(role))
             callers[run.manifest.run_id].add(describe_role(role))
@@ -92,8 +92,8 @@ def check_fairness(runs: list[RunData]) -> list[FairnessFlag]:
 
     prompts: dict[tuple[str, str], set[str]] = defaultdict(set)
     for run in runs:
-        for t in run.traces.values():
-            prompts[(t.agent_id, t.scenario_id)].add(t.caller_view.system_prompt)
+        for key, texts in run.facts.caller_prompts.items():
+            prompts[key] |= texts
     differing = sorted(k for k, v in prompts.items() if len(v) > 1)
     if differing:
         examples = ", ".join(f"{a}/{s}" for a, s in differing[:3])
@@ -143,8 +143,8 @@ def smoke_test_roles(runs: list[RunData]) -> list[str]:
             ("task judge", run.grade_set.task_judge),
             ("conversation judge", run.grade_set.conversation_judge),
             *((f"candidate {c.spec}", c) for c in m.candidates),
-            *((f"candidate {t.candidate.spec}", t.candidate) for t in run.traces.values()),
-            *(("caller", t.caller) for t in run.traces.values()),
+            *((f"candidate {c.spec}", c) for c in run.facts.candidates),
+            *(("caller", c) for c in run.facts.callers),
         ]
         for name, role in named:
             if role.embedded_smoke_test_model:

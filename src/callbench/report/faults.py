@@ -20,6 +20,8 @@ grades, and:
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 from rich.console import Console
@@ -28,9 +30,13 @@ from rich.table import Table
 
 from callbench.models.faults import FaultLedger, RoleFaults
 from callbench.report.fit import print_table, print_wrapped
-from callbench.report.load import RunData
 from callbench.runs.manifest import FAULTS
 from callbench.runs.store import PREFLIGHT
+from callbench.trace import Trace
+
+if TYPE_CHECKING:
+    from callbench.grade.models import EpisodeGrade
+    from callbench.report.load import RunData
 
 ROLE_ORDER = ("candidate", "caller", "task_judge", "conversation_judge")
 
@@ -55,54 +61,72 @@ def _category(text: str) -> str:
     return text.split(":", 1)[0].strip() or "unspecified"
 
 
-def _load_ledger(run: RunData, episode_id: str) -> FaultLedger | None:
-    path = run.run_dir / FAULTS / f"{episode_id}.json"
+def _load_ledger(run_dir: Path, episode_id: str) -> FaultLedger | None:
+    path = run_dir / FAULTS / f"{episode_id}.json"
     try:
         return FaultLedger.model_validate_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
-def run_faults(run: RunData) -> RunFaults:
-    """Count the fault ledger of one loaded run (its traces, their ledgers, the chosen grade set)."""
-    out = RunFaults()
-    roles: dict[str, RoleFaults] = {}
-    skipped: Counter[str] = Counter()
-    not_graded: Counter[str] = Counter()
-    for path in sorted((run.run_dir / FAULTS / PREFLIGHT).glob("*.json")):
-        try:  # the preflights' requests, retries and faults (issue 25 item 7)
-            pre = FaultLedger.model_validate_json(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        for role, counts in pre.roles.items():
-            roles.setdefault(role, RoleFaults()).add(counts)
-    for episode_id, trace in sorted(run.traces.items()):
+class FaultCounter:
+    """Counts a run's fault ledger one episode at a time (``report/load.py`` feeds it while it
+    reads each trace and grade once): the preflights' ledgers at creation, :meth:`add_trace` per
+    trace (reads its ``faults/<episode_id>.json``), :meth:`add_grade` per episode grade of the
+    chosen grade set, :meth:`result` at the end."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.out = RunFaults()
+        self.roles: dict[str, RoleFaults] = {}
+        self.skipped: Counter[str] = Counter()
+        self.not_graded: Counter[str] = Counter()
+        for path in sorted((self.run_dir / FAULTS / PREFLIGHT).glob("*.json")):
+            try:  # the preflights' requests, retries and faults (issue 25 item 7)
+                pre = FaultLedger.model_validate_json(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            for role, counts in pre.roles.items():
+                self.roles.setdefault(role, RoleFaults()).add(counts)
+
+    def add_trace(self, trace: Trace) -> None:
+        out = self.out
         out.episodes += 1
-        ledger = _load_ledger(run, episode_id)
+        ledger = _load_ledger(self.run_dir, trace.episode_id)
         if ledger is not None:
             out.episodes_with_ledger += 1
             for role, counts in ledger.roles.items():
-                roles.setdefault(role, RoleFaults()).add(counts)
+                self.roles.setdefault(role, RoleFaults()).add(counts)
         if trace.skipped:
             category = _category(trace.skip_reason or "")
             if category == "infrastructure" and ledger is not None and ledger.skip_kind:
                 category = f"infrastructure/{ledger.skip_kind}"
-            skipped[category] += 1
+            self.skipped[category] += 1
         out.empty_replies += sum(1 for m in trace.messages
                                  if m.role == "assistant" and (m.error or "").startswith("empty_reply"))
         out.tool_calls_in_content += sum(
             1 for m in trace.messages
             if m.role == "assistant" and (m.error or "").startswith("tool_call_in_content"))
-    for grade in run.grades.values():
+
+    def add_grade(self, grade: EpisodeGrade) -> None:
         for role, counts in grade.faults.items():
-            roles.setdefault(role, RoleFaults()).add(counts)
+            self.roles.setdefault(role, RoleFaults()).add(counts)
         if grade.not_graded:
-            not_graded[_category(grade.not_graded_reason or "")] += 1
-    order = {r: i for i, r in enumerate(ROLE_ORDER)}
-    out.roles = dict(sorted(roles.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
-    out.skipped = dict(sorted(skipped.items()))
-    out.not_graded = dict(sorted(not_graded.items()))
-    return out
+            self.not_graded[_category(grade.not_graded_reason or "")] += 1
+
+    def result(self) -> RunFaults:
+        out = self.out.model_copy()
+        order = {r: i for i, r in enumerate(ROLE_ORDER)}
+        out.roles = dict(sorted(self.roles.items(), key=lambda kv: (order.get(kv[0], 99), kv[0])))
+        out.skipped = dict(sorted(self.skipped.items()))
+        out.not_graded = dict(sorted(self.not_graded.items()))
+        return out
+
+
+def run_faults(run: RunData) -> RunFaults:
+    """The fault ledger of one loaded run (its traces, their ledgers, the chosen grade set), as
+    counted while it was loaded."""
+    return run.faults
 
 
 def _counts(d: dict[str, int]) -> str:

@@ -30,6 +30,7 @@ hence which channel events are reached); the report shows the split when candida
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 from rich.console import Console
@@ -38,8 +39,10 @@ from rich.table import Table
 
 from callbench.grade.models import EpisodeGrade, Label
 from callbench.report.fit import print_table
-from callbench.report.load import RunData
 from callbench.trace import EndReason, Trace
+
+if TYPE_CHECKING:
+    from callbench.report.load import RunData
 
 
 class ChannelLedger(BaseModel):
@@ -135,22 +138,34 @@ def _add(ledger: SimulatorLedger, trace: Trace | None, grade: EpisodeGrade | Non
         ledger.episodes_with_judge_errors += grade.judge_errors > 0
 
 
-def run_ledger(run: RunData) -> RunLedger:
-    """Count the ledger of one loaded run (its traces and the chosen grade set's episode grades),
-    in total and per candidate (the report's candidate labels)."""
-    total = RunLedger()
-    per: dict[str, SimulatorLedger] = {}
-    for rec in run.records:
-        trace = run.traces.get(rec.episode_id)
-        grade = run.grades.get(rec.episode_id)
+class LedgerCounter:
+    """Counts a run's ledger one episode at a time (``report/load.py`` feeds it while it reads
+    each trace once, so no trace is kept): :meth:`add` per episode, :meth:`result` at the end."""
+
+    def __init__(self) -> None:
+        self.total = RunLedger()
+        self.per: dict[str, SimulatorLedger] = {}
+
+    def add(self, candidate: str, trace: Trace | None, grade: EpisodeGrade | None) -> None:
+        """Count one episode (its trace and its grade in the chosen grade set, either may be None)
+        for the total and for ``candidate`` (the plan's label)."""
         if trace is None and grade is None:
-            continue
-        _add(total, trace, grade)
-        _add(per.setdefault(rec.candidate, SimulatorLedger()), trace, grade)
-    total.by_candidate = dict(sorted(per.items()))
-    dumps = {ledger.model_dump_json() for ledger in per.values()}
-    total.candidates_differ = len(dumps) > 1
-    return total
+            return
+        _add(self.total, trace, grade)
+        _add(self.per.setdefault(candidate, SimulatorLedger()), trace, grade)
+
+    def result(self) -> RunLedger:
+        """The counted ledger, per candidate too (``candidates_differ`` set)."""
+        total = self.total.model_copy()
+        total.by_candidate = dict(sorted(self.per.items()))
+        total.candidates_differ = len({ledger.model_dump_json() for ledger in self.per.values()}) > 1
+        return total
+
+
+def run_ledger(run: RunData) -> RunLedger:
+    """The ledger of one loaded run (its traces and the chosen grade set's episode grades), in
+    total and per candidate (the report's candidate labels), as counted while it was loaded."""
+    return run.ledger
 
 
 def _counts(d: dict[str, int]) -> str:

@@ -1,9 +1,16 @@
-"""Load run folders (``runs/manifest.py`` layout) into typed records for the report.
+"""Load run folders (``runs/manifest.py`` layout) into typed records for the report, streaming.
 
-Reads ``RUN_DIR/manifest.json`` (:class:`RunManifest`), every ``RUN_DIR/traces/<episode_id>.json``
-(:class:`Trace`) and the chosen grade set ``RUN_DIR/grades/<id>/grade_set.json``
-(:class:`GradeSetManifest`) with its ``episodes/<episode_id>.json`` (:class:`EpisodeGrade`).
-The default grade set is the last one listed in ``manifest.grade_sets`` (the latest regrade).
+Reads ``RUN_DIR/manifest.json`` (:class:`RunManifest`), each trace file
+(``RUN_DIR/traces/<episode_id>.json.gz``, or ``.json`` in older runs; :class:`Trace`) and the chosen
+grade set ``RUN_DIR/grades/<id>/grade_set.json`` (:class:`GradeSetManifest`) with its episode
+grades (:class:`EpisodeGrade`). The default grade set is the last one listed in
+``manifest.grade_sets`` (the latest regrade). File names and formats:
+:mod:`callbench.runs.episode_files`.
+
+Each trace is read once and dropped (issue 27 item 1): what the report needs from it is kept as
+the episode's :class:`EpisodeRecord` and counted into the run's simulator ledger, fault ledger and
+:class:`TraceFacts` as it goes, so memory holds per-episode summaries, not traces. The HTML trace
+viewer reads traces again one at a time through :meth:`RunData.iter_episodes`.
 
 Every problem with an input file raises :class:`ReportInputError` whose message names the file
 and says what is wrong; the CLI prints it and exits 2. Inconsistencies that still allow an honest
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -21,9 +29,12 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from callbench.grade.models import EpisodeGrade, GradeSetManifest
+from callbench.report.faults import FaultCounter, RunFaults
+from callbench.report.ledger import LedgerCounter, RunLedger
+from callbench.runs import episode_files
 from callbench.runs.manifest import MANIFEST, EpisodeKey, RunManifest, grades_dir, traces_dir
 from callbench.stats.summary import EpisodeRecord
-from callbench.trace import Trace
+from callbench.trace import RoleInfo, Trace
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -33,17 +44,57 @@ class ReportInputError(Exception):
 
 
 @dataclass
+class TraceFacts:
+    """What the fairness checks need from a run's traces: the distinct caller and candidate
+    roles the traces record (by their JSON) and, per (agent, scenario), the SHA-256 of each
+    distinct caller system prompt."""
+
+    callers: list[RoleInfo] = field(default_factory=list)
+    candidates: list[RoleInfo] = field(default_factory=list)
+    caller_prompts: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    _seen: set[str] = field(default_factory=set)
+
+    def add(self, trace: Trace) -> None:
+        for kind, role, into in (("caller", trace.caller, self.callers),
+                                 ("candidate", trace.candidate, self.candidates)):
+            key = kind + role.model_dump_json()
+            if key not in self._seen:
+                self._seen.add(key)
+                into.append(role)
+        digest = hashlib.sha256(trace.caller_view.system_prompt.encode()).hexdigest()
+        self.caller_prompts.setdefault((trace.agent_id, trace.scenario_id), set()).add(digest)
+
+
+@dataclass
 class RunData:
-    """One loaded run: its manifest, chosen grade set, one record per episode, and the traces
-    (by episode id) for the trace viewer."""
+    """One loaded run: its manifest, chosen grade set, one record per episode (plan order, then
+    episodes not in the plan by id), and what was counted from its traces and grades as they
+    were read (simulator ledger, fault ledger, :class:`TraceFacts`). Traces and grades are not
+    kept: :meth:`iter_episodes` reads them again, one at a time."""
 
     run_dir: Path
     manifest: RunManifest
     grade_set: GradeSetManifest
     records: list[EpisodeRecord]
-    traces: dict[str, Trace]
-    grades: dict[str, EpisodeGrade]
+    ledger: RunLedger
+    faults: RunFaults
+    facts: TraceFacts
     warnings: list[str] = field(default_factory=list)
+    trace_files: dict[str, Path] = field(default_factory=dict)
+    grade_files: dict[str, Path] = field(default_factory=dict)
+
+    def iter_episodes(self) -> Iterator[tuple[EpisodeRecord, Trace | None, EpisodeGrade | None]]:
+        """``(record, trace, grade)`` of every record that has a trace or a grade, in record
+        order, each read from its file when reached and not kept (for the HTML viewer). Raises
+        :class:`ReportInputError` naming the file when a file changed into an unreadable one since
+        :func:`load_run`."""
+        for rec in self.records:
+            tpath, gpath = self.trace_files.get(rec.episode_id), self.grade_files.get(rec.episode_id)
+            if tpath is None and gpath is None:
+                continue
+            trace = _parse(tpath, _read_text(tpath, "trace"), Trace, "trace") if tpath else None
+            grade = read_model(gpath, EpisodeGrade, "episode grade") if gpath else None
+            yield rec, trace, grade
 
 
 def _short_error(e: ValidationError) -> str:
@@ -57,7 +108,7 @@ def _short_error(e: ValidationError) -> str:
 
 def _read_text(path: Path, what: str) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return episode_files.read_text(path)
     except FileNotFoundError:
         raise ReportInputError(f"{path}: missing ({what})") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -93,15 +144,9 @@ def _text_sha256(text: str) -> str:
     return hashlib.sha256(text.removesuffix("\n").encode()).hexdigest()
 
 
-def _json_files(folder: Path) -> list[Path]:
-    """``*.json`` files of a folder, skipping hidden temp files left by interrupted atomic writes."""
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.json") if not p.name.startswith("."))
-
-
 def load_run(run_dir: Path, grade_set_id: str | None = None) -> RunData:
-    """Load one run folder. ``grade_set_id`` picks a grade set (default: the manifest's last).
+    """Load one run folder, reading each trace and grade file once (module docstring).
+    ``grade_set_id`` picks a grade set (default: the manifest's last).
 
     Raises :class:`ReportInputError` when the folder, manifest, grade set or any trace/grade file
     is missing or corrupt, or the run has no grade set.
@@ -122,44 +167,54 @@ def load_run(run_dir: Path, grade_set_id: str | None = None) -> RunData:
     grade_set = read_model(gdir / "grade_set.json", GradeSetManifest, "grade set manifest")
     warnings: list[str] = []
 
-    traces: dict[str, Trace] = {}
-    trace_hashes: dict[str, str] = {}
-    for path in _json_files(traces_dir(run_dir)):
-        text = _read_text(path, "trace")
-        t = _parse(path, text, Trace, "trace")
-        if t.episode_id != path.stem:
-            raise ReportInputError(f"{path}: episode_id {t.episode_id!r} does not match the file name")
-        traces[t.episode_id] = t
-        trace_hashes[t.episode_id] = _text_sha256(text)
-    grades: dict[str, EpisodeGrade] = {}
-    for path in _json_files(gdir / "episodes"):
-        g = read_model(path, EpisodeGrade, "episode grade")
-        if g.episode_id != path.stem:
-            raise ReportInputError(f"{path}: episode_id {g.episode_id!r} does not match the file name")
-        grades[g.episode_id] = g
-
+    trace_files = episode_files.paths(traces_dir(run_dir))
+    grade_files = episode_files.paths(gdir / "episodes")
     planned = {k.episode_id: k for k in manifest.planned}
-    records: list[EpisodeRecord] = []
-    for episode_id in [*planned, *sorted((set(traces) | set(grades)) - set(planned))]:
+    ledger = LedgerCounter()
+    faults = FaultCounter(run_dir)
+    facts = TraceFacts()
+    by_id: dict[str, EpisodeRecord] = {}
+    for episode_id in [*planned, *sorted((set(trace_files) | set(grade_files)) - set(planned))]:
         key = planned.get(episode_id)
-        trace: Trace | None = traces.get(episode_id)
-        grade: EpisodeGrade | None = grades.get(episode_id)
+        tpath, gpath = trace_files.get(episode_id), grade_files.get(episode_id)
+        trace: Trace | None = None
+        if tpath is not None:
+            text = _read_text(tpath, "trace")
+            trace = _parse(tpath, text, Trace, "trace")
+            if trace.episode_id != episode_id:
+                raise ReportInputError(
+                    f"{tpath}: episode_id {trace.episode_id!r} does not match the file name")
+        grade: EpisodeGrade | None = None
+        if gpath is not None:
+            grade = read_model(gpath, EpisodeGrade, "episode grade")
+            if grade.episode_id != episode_id:
+                raise ReportInputError(
+                    f"{gpath}: episode_id {grade.episode_id!r} does not match the file name")
         if key is None:
             warnings.append(f"{run_dir}: episode {episode_id} is not in the manifest's plan; included")
         if (
             trace is not None
             and grade is not None
-            and grade.trace_sha256 != trace_hashes[episode_id]
+            and grade.trace_sha256 != _text_sha256(text)
             and grade.trace_sha256 != trace.sha256()  # the file may be valid but not canonical
         ):
             warnings.append(
-                f"{gdir / 'episodes' / (episode_id + '.json')}: graded from a different version of "
-                f"its trace (trace_sha256 mismatch); regrade the run"
+                f"{gpath}: graded from a different version of its trace (trace_sha256 mismatch); "
+                "regrade the run"
             )
         if grade is not None and trace is None:
             warnings.append(f"{run_dir}: episode {episode_id} has a grade but no trace; trace not shown")
-        records.append(_record(manifest.run_id, episode_id, key, trace, grade))
-    return RunData(run_dir, manifest, grade_set, records, traces, grades, warnings)
+        rec = _record(manifest.run_id, episode_id, key, trace, grade)
+        by_id[episode_id] = rec
+        ledger.add(rec.candidate, trace, grade)
+        if trace is not None:
+            faults.add_trace(trace)
+            facts.add(trace)
+        if grade is not None:
+            faults.add_grade(grade)
+    records = list(by_id.values())
+    return RunData(run_dir, manifest, grade_set, records, ledger.result(), faults.result(), facts,
+                   warnings, trace_files, grade_files)
 
 
 def _record(
@@ -228,4 +283,8 @@ def load_runs(run_dirs: list[Path], grade_set_id: str | None = None) -> list[Run
             for r in run.records:
                 if len(owners[r.candidate]) > 1:
                     r.candidate = f"{r.candidate} [{run.manifest.run_id}]"
+            run.ledger.by_candidate = {
+                (f"{c} [{run.manifest.run_id}]" if len(owners.get(c, ())) > 1 else c): led
+                for c, led in run.ledger.by_candidate.items()
+            }
     return runs

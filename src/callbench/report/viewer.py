@@ -245,13 +245,11 @@ class CallData(NamedTuple):
 
 def call_data(runs: list[RunData]) -> Iterator[CallData]:
     """Every episode of ``runs`` that has a trace or a grade, in run then plan order: the one
-    place the HTML report reads trace data (a streaming loader can hand the writers any iterator
-    of :class:`CallData` in the same order instead)."""
+    place the HTML report reads trace data. Each trace and grade is read from its file when
+    reached and not kept (:meth:`RunData.iter_episodes`), so memory does not grow with the run."""
     for run in runs:
-        for rec in run.records:
-            trace, grade = run.traces.get(rec.episode_id), run.grades.get(rec.episode_id)
-            if trace is not None or grade is not None:
-                yield CallData(rec, trace, grade)
+        for rec, trace, grade in run.iter_episodes():
+            yield CallData(rec, trace, grade)
 
 
 def call_count(runs: list[RunData]) -> int:

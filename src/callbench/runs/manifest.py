@@ -3,9 +3,12 @@
 Layout::
 
     RUN_DIR/manifest.json                       RunManifest
-    RUN_DIR/traces/<episode_id>.json            one Trace per finished episode (atomic writes)
+    RUN_DIR/traces/<episode_id>.json.gz         one Trace per finished episode (gzip JSON, atomic writes;
+                                                runs before issue 27: <episode_id>.json, still read)
     RUN_DIR/faults/<episode_id>.json            its fault ledger (requests, retries, faults by role)
-    RUN_DIR/grades/<grade_set_id>/grade_set.json, episodes/<episode_id>.json
+    RUN_DIR/grades/<grade_set_id>/grade_set.json, episodes/<episode_id>.json.gz (or .json)
+
+Names and format of the per-episode trace and grade files: :mod:`callbench.runs.episode_files`.
     RUN_DIR/index.sqlite                        run index (episodes, status, scores)
 """
 

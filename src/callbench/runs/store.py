@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from callbench.models.faults import FaultLedger
+from callbench.runs import episode_files
 from callbench.runs.manifest import FAULTS, GRADES, MANIFEST, TRACES, RunManifest
 from callbench.trace import Trace, atomic_write_text, load_trace
 
@@ -194,29 +194,24 @@ class RunStore:
 
     # -------------------------------------------------------------- traces
     def trace_path(self, episode_id: str) -> Path:
-        return self.traces / f"{episode_id}.json"
+        """The episode's trace file: compressed, or plain in an older run; the path a save would
+        write when there is none (:func:`episode_files.path_for`)."""
+        return episode_files.path_for(self.traces, episode_id)
 
     def finished_ids(self) -> set[str]:
-        """Episode ids that have a complete trace file (leftover temp files are removed)."""
-        if not self.traces.is_dir():
-            return set()
-        ids = set()
-        with os.scandir(self.traces) as entries:
-            for e in entries:
-                if e.name.startswith(".") and e.name.endswith(".tmp"):
-                    Path(e.path).unlink(missing_ok=True)
-                elif e.name.endswith(".json") and not e.name.startswith("."):
-                    ids.add(e.name[: -len(".json")])
-        return ids
+        """Episode ids that have a complete trace file of either form (leftover temp files are
+        removed)."""
+        episode_files.remove_temp_files(self.traces)
+        return set(episode_files.scan(self.traces))
 
     def save_trace(self, trace: Trace) -> str:
-        """Save atomically, then index it; returns the trace's hash (:func:`text_sha256`).
+        """Save atomically (compressed, :mod:`callbench.runs.episode_files`), then index it;
+        returns the trace's hash (:func:`text_sha256` of the JSON text).
 
         The trace is serialised once (``Trace.canonical_json``, the C JSON encoder); the same text
         is written, hashed and its size recorded in the index."""
         text = trace.canonical_json()
-        path = self.trace_path(trace.episode_id)
-        write_trace_text(path, text)
+        path = write_trace_text(self.traces, trace.episode_id, text)
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
         st = path.stat()
         with self._lock:
@@ -232,6 +227,7 @@ class RunStore:
         return self.save_trace(trace)
 
     def load_trace(self, episode_id: str) -> Trace:
+        """The episode's trace (either file form); raises ``ValueError`` naming the file."""
         return load_trace(self.trace_path(episode_id))
 
     # -------------------------------------------------------------- fault ledgers
@@ -267,7 +263,8 @@ class RunStore:
 
     # -------------------------------------------------------------- index
     def grade_path(self, grade_set_id: str, episode_id: str) -> Path:
-        return self.root / GRADES / grade_set_id / "episodes" / f"{episode_id}.json"
+        """An episode's grade file of a grade set (either form; :func:`episode_files.path_for`)."""
+        return episode_files.path_for(self.root / GRADES / grade_set_id / "episodes", episode_id)
 
     def index_grade(
         self,
@@ -320,13 +317,10 @@ class RunStore:
         the grade files. Raises ``ValueError`` naming the file when a trace file is not a readable
         trace (delete it to run that episode again)."""
         found: dict[str, tuple[int, int]] = {}
-        self.finished_ids()  # removes leftover temp files
-        if self.traces.is_dir():
-            with os.scandir(self.traces) as entries:
-                for e in entries:
-                    if e.name.endswith(".json") and not e.name.startswith("."):
-                        st = e.stat()
-                        found[e.name[: -len(".json")]] = (st.st_size, st.st_mtime_ns)
+        episode_files.remove_temp_files(self.traces)
+        for eid, e in episode_files.scan(self.traces).items():
+            st = e.stat()
+            found[eid] = (st.st_size, st.st_mtime_ns)
         trusted = rehashed = reindexed = 0
         with self._lock:
             db = self._db()
@@ -379,15 +373,9 @@ class RunStore:
         grades = self.root / GRADES
         if grades.is_dir():
             for gdir in grades.iterdir():
-                edir = gdir / "episodes"
-                if not edir.is_dir():
-                    continue
-                with os.scandir(edir) as entries:
-                    for e in entries:
-                        if e.name.endswith(".json") and not e.name.startswith("."):
-                            st = e.stat()
-                            found[(gdir.name, e.name[: -len(".json")])] = (
-                                Path(e.path), st.st_size, st.st_mtime_ns)
+                for eid, e in episode_files.scan(gdir / "episodes").items():
+                    st = e.stat()
+                    found[(gdir.name, eid)] = (Path(e.path), st.st_size, st.st_mtime_ns)
         rows = {(r[0], r[1]): (r[2], r[3]) for r in
                 db.execute("SELECT grade_set_id, episode_id, file_size, file_mtime_ns FROM grades")}
         with db:
@@ -397,7 +385,7 @@ class RunStore:
                 if rows.get(key) == (size, mtime):
                     continue
                 try:
-                    g = EpisodeGrade.model_validate_json(path.read_text(encoding="utf-8"))
+                    g = EpisodeGrade.model_validate_json(episode_files.read_text(path))
                 except (OSError, ValueError):
                     continue  # an unreadable grade file is reported by the grader, not indexed
                 _index_grade(db, g.grade_set_id, g.episode_id, g.task_score, g.conversation_score,
@@ -419,14 +407,15 @@ class RunStore:
             )
 
 
-def write_trace_text(path: Path, text: str) -> None:
-    """Write a trace's canonical JSON ``text`` atomically as ``path`` (with a final newline)."""
-    atomic_write_text(path, text + "\n")
+def write_trace_text(traces: Path, episode_id: str, text: str) -> Path:
+    """Write a trace's canonical JSON ``text`` (plus a final newline) atomically and compressed
+    into the ``traces`` folder; returns the file's path (:func:`episode_files.write_text`)."""
+    return episode_files.write_text(traces, episode_id, text + "\n")
 
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return episode_files.read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not a readable trace: {e}; delete it to run the episode again") from None
 
