@@ -110,8 +110,8 @@ def env(monkeypatch: pytest.MonkeyPatch) -> None:
 def _ledgers(out: Path) -> dict[str, Counter[str]]:
     """Faults by role and kind over every episode's trace ledger and grade (judges)."""
     total: dict[str, Counter[str]] = {}
-    for path in [*(out / "faults").glob("*.json"), *(out / "grades").glob("*/episodes/*.json")]:
-        data = json.loads(path.read_text())
+    for path in [*(out / "faults").glob("*.json"), *(out / "grades").glob("*/episodes/*.json.gz")]:
+        data = json.loads(episode_files.read_text(path))
         for role, counts in (data.get("roles") or data.get("faults") or {}).items():
             total.setdefault(role, Counter()).update(counts["faults"])
     return {role: c for role, c in total.items() if c}
@@ -254,7 +254,7 @@ def test_judges_failing_often_in_every_retryable_way_still_grade_every_episode(
     assert result.exit_code == 0, result.output
     injected = Counter(LEDGER_KIND[e.kind] for e in log if e.kind is not None)
     assert sum(injected.values()) >= 2 and {e.role for e in log if e.kind} <= judges
-    grades = [json.loads(p.read_text()) for p in (out / "grades").glob("*/episodes/*.json")]
+    grades = [json.loads(episode_files.read_text(p)) for p in (out / "grades").glob("*/episodes/*.json.gz")]
     assert len(grades) == 3 and not any(g["not_graded"] or g["skipped"] for g in grades)
     assert all(g["judge_errors"] == 0 and g["overall"] is not None for g in grades)
     counted: Counter[str] = Counter()
@@ -306,7 +306,8 @@ def test_judge_down_mid_run_leaves_episodes_not_graded_then_grade_fills_them(
         server.valid_message = down_after_first_judgement  # type: ignore[method-assign]
         result = _run(out, settings, "--concurrency", "1")
         assert result.exit_code == 0, result.output
-        grades = [json.loads(p.read_text()) for p in (out / "grades").glob("*/episodes/*.json")]
+        grades = [json.loads(episode_files.read_text(p))
+                  for p in (out / "grades").glob("*/episodes/*.json.gz")]
         not_graded = [g for g in grades if g["not_graded"]]
         assert len(not_graded) >= 2, [(g["episode_id"], g["not_graded_reason"]) for g in grades]
         assert all(g["not_graded_reason"].startswith("judge_outage:") for g in not_graded)

@@ -13,6 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from callbench.cli import app
+from callbench.runs import episode_files
 from fakes.llama_like_server import LlamaLikeServer
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
@@ -88,8 +89,8 @@ def test_tool_calls_as_text_are_executed_when_parsing_is_on(tmp_path: Path) -> N
     # the tool call went back to the server as a structured call with "" content
     resent = [m for e in log if e.status == 200 for m in e.body["messages"] if m.get("tool_calls")]
     assert resent and all(m["content"] == "" for m in resent)
-    grades = list((out / "grades").glob("*/episodes/*.json"))
-    assert len(grades) == 1 and not json.loads(grades[0].read_text())["not_graded"]
+    grades = list((out / "grades").glob("*/episodes/*.json.gz"))
+    assert len(grades) == 1 and not json.loads(episode_files.read_text(grades[0]))["not_graded"]
 
 
 def test_tool_calls_as_text_are_visible_output_errors_by_default(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from callbench.grade.judges import run_conversation_judge, run_task_judge
 from callbench.grade.models import Label
 from callbench.models.base import InfrastructureError, ModelOutputError
 from callbench.models.scripted.judge import create_scripted_judge
+from callbench.runs import episode_files
 
 TASK_OK = {
     "criteria": {
@@ -345,7 +346,7 @@ def test_the_run_command_counts_a_duplicate_label_as_a_judge_error(tmp_path):
         "--task-judge", "scripted:met", "--conversation-judge", f"scripted:file:{script}",
         "--out", str(out)])
     assert res.exit_code == 0, res.output
-    grades = [json.loads(p.read_text()) for p in out.glob("grades/*/episodes/*.json")]
+    grades = [json.loads(episode_files.read_text(p)) for p in out.glob("grades/*/episodes/*.json.gz")]
     assert grades
     for g in grades:
         judged = [i for i in g["items"] if i["source"] in ("conversation_criterion", "rating")]

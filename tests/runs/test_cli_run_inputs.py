@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
+from callbench.runs import episode_files
 
 from .conftest import DAIRY
 
@@ -66,14 +67,14 @@ def test_corrupt_grade_file_on_resume_is_a_clear_error(tmp_path: Path) -> None:
     out_dir = tmp_path / "r"
     code, _ = _run("--limit", "2", "--out", str(out_dir))
     assert code == 0
-    grade_file = next((out_dir / "grades").glob("gs*/episodes/*.json"))
+    grade_file = next((out_dir / "grades").glob("gs*/episodes/*.json.gz"))
     grade_file.write_text('{"x":', encoding="utf-8")
     traces_before = sorted(p.name for p in (out_dir / "traces").glob("*.json.gz"))
     code, out = _run("--limit", "3", "--out", str(out_dir))
     assert code == 2 and grade_file.name in out
     traces = sorted((out_dir / "traces").glob("*.json.gz"))
     assert {p.name for p in traces} >= set(traces_before)
-    assert all(json.loads(p.read_text(encoding="utf-8")) for p in traces)
+    assert all(json.loads(episode_files.read_text(p)) for p in traces)
 
 
 @pytest.mark.parametrize("flag", [["--languages", "xx-XX"], ["--agents", "nope"], ["--difficulty", "easy"]])

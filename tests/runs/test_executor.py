@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -81,6 +82,7 @@ sys.path.insert(0, {tests!r})
 from runs.conftest import scripted_clients, scripted_config
 from callbench.bundle.loader import load_bundle
 from callbench.runs.session import run_and_grade
+from callbench.runs import episode_files
 
 class Slow:
     def __init__(self, inner):
@@ -115,7 +117,7 @@ async def test_kill_9_mid_run_loses_nothing_finished(tmp_path: Path, dairy: Bund
     saved = {p.name: p.read_bytes() for p in traces.glob("*.json.gz")}
     assert len(saved) >= 2
     for data in saved.values():
-        json.loads(data)  # every saved trace is complete JSON
+        json.loads(gzip.decompress(data))  # every saved trace is complete JSON
     config = scripted_config(out, repeats=6)
     manifest, gid = await run_and_grade(config, clients=scripted_clients(config, dairy), bundle=dairy)
     assert manifest.completed == len(manifest.planned)

@@ -100,10 +100,10 @@ def test_grade_on_a_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.Mo
     assert _invoke([*SCRIPTED, "--out", str(out), "--no-grade"])[0] == 0
     import callbench.grade.grader as grader
 
-    def full(path, text):  # type: ignore[no-untyped-def]
-        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+    def full(run_dir, grade):  # type: ignore[no-untyped-def]
+        raise OSError(errno.ENOSPC, "No space left on device", str(run_dir / "grades" / "episodes"))
 
-    monkeypatch.setattr(grader, "atomic_write_text", full)
+    monkeypatch.setattr(grader, "save_episode_grade", full)
     code, output = _invoke(["grade", str(out)])
     assert code == EXIT_MACHINE_FAULT
     (line,) = _error_lines(output)
@@ -287,7 +287,7 @@ def test_a_judge_failing_401_in_a_row_stops_the_run_then_resume_grades_everythin
         server.outages.clear()
         code, output = _invoke(args)
         assert code == 0, output
-    grades = [json.loads(p.read_text()) for p in (out / "grades").glob("*/episodes/*.json")]
+    grades = [json.loads(episode_files.read_text(p)) for p in (out / "grades").glob("*/episodes/*.json.gz")]
     assert len(grades) == 5 and not any(g["not_graded"] for g in grades)
     assert len({g["grade_set_id"] for g in grades}) == 1
 

@@ -72,7 +72,7 @@ def test_a_really_full_disk_is_one_line_and_the_same_command_resumes(tmpfs: Path
     out = tmpfs / "run"
     assert _run(out, 1)[0] == 0
     before = _snapshot(out)
-    grades_before = sorted((out / "grades").glob("*/episodes/*.json"))
+    grades_before = sorted((out / "grades").glob("*/episodes/*.json.gz"))
     filler = _fill(tmpfs)
     with pytest.raises(OSError) as full:
         (tmpfs / "probe").write_bytes(b"x" * 8192)
@@ -83,7 +83,7 @@ def test_a_really_full_disk_is_one_line_and_the_same_command_resumes(tmpfs: Path
     assert "the disk is full; free some space, then run the same command again" in line, line
     assert str(out) in line and "Traceback" not in output
     assert {k: v for k, v in _snapshot(out).items() if k in before} == before  # finished episodes intact
-    assert sorted((out / "grades").glob("*/episodes/*.json"))[: len(grades_before)] == grades_before
+    assert sorted((out / "grades").glob("*/episodes/*.json.gz"))[: len(grades_before)] == grades_before
     filler.unlink()
     code, output = _run(out, 3)
     assert code == 0, output

@@ -3,6 +3,7 @@ the manifest not rewritten per episode, and a kill -9 of a 1,000-episode run res
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from callbench.bundle.models import Bundle
+from callbench.runs import episode_files
 from callbench.runs import executor as executor_module
 from callbench.runs.executor import RunCounts, execute_run
 from callbench.runs.store import RunStore, text_sha256
@@ -47,7 +49,7 @@ async def test_index_records_size_time_and_the_hash_of_the_file_text(tmp_path: P
     assert set(rows) == {k.episode_id for k in manifest.planned}
     for eid, (sha, size, mtime) in rows.items():
         path = out / "traces" / f"{eid}.json.gz"
-        text = path.read_text(encoding="utf-8")
+        text = episode_files.read_text(path)
         assert sha == text_sha256(text) == RunStore(out).load_trace(eid).sha256()
         assert (size, mtime) == (path.stat().st_size, path.stat().st_mtime_ns)
         assert "\n" not in text.removesuffix("\n")  # compact canonical JSON (C encoder)
@@ -102,9 +104,9 @@ async def test_a_corrupt_trace_is_named_on_resume(tmp_path: Path, dairy: Bundle)
     await _run(out, dairy)
     eid = min(_rows(out))
     path = out / "traces" / f"{eid}.json.gz"
-    text = path.read_text(encoding="utf-8")
-    path.write_text("{" + "x" * (len(text) - 1), encoding="utf-8")  # same size, other content
-    with pytest.raises(ValueError, match=rf"{eid}\.json: not a readable trace.*delete it"):
+    size = path.stat().st_size
+    path.write_text("{" + "x" * (size - 1), encoding="utf-8")  # same size, other content
+    with pytest.raises(ValueError, match=rf"{eid}\.json\.gz: not a readable trace.*delete it"):
         await _run(out, dairy)
 
 
@@ -191,7 +193,7 @@ async def test_resume_after_kill_9_of_a_1000_episode_run_gives_exactly_1000_trac
     saved = {p.name: p.read_bytes() for p in traces.glob("*.json.gz")}
     assert 100 <= len(saved) < 1000
     for data in saved.values():
-        json.loads(data)
+        json.loads(gzip.decompress(data))
     manifest = await _run(out, dairy, repeats=repeats)
     files = sorted(p.name for p in traces.iterdir())
     assert len(files) == 1000 and not [n for n in files if n.startswith(".")]
