@@ -107,8 +107,8 @@ def test_a_damaged_compressed_file_is_named(tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[:12])  # truncated
     try:
         episode_files.read_text(path)
-    except OSError as e:
-        assert str(path) in str(e) and "damaged gzip data" in str(e)
+    except episode_files.DamagedFile as e:
+        assert e.filename == str(path) and str(e).startswith("damaged gzip data")
     else:
         raise AssertionError("a truncated gzip file was read")
 
@@ -123,3 +123,20 @@ def test_scan_skips_temp_and_hidden_files_and_prefers_the_compressed_form(tmp_pa
     found = episode_files.paths(tmp_path)
     assert list(found) == ["e2", "e3"]
     assert found["e3"].name == "e3.json.gz"
+
+
+def test_a_damaged_trace_is_one_line_naming_the_file_in_report(tmp_path: Path, dairy: Bundle) -> None:
+    from callbench.report.load import ReportInputError
+
+    out = tmp_path / "run"
+    _run(out, dairy, 1)
+    path = next(iter(episode_files.paths(out / "traces").values()))
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    try:
+        load_run(out)
+    except ReportInputError as e:
+        msg = str(e)
+    else:
+        raise AssertionError("a damaged trace was loaded")
+    assert msg.startswith(f"{path}: cannot read trace: damaged gzip data") and "\n" not in msg
+    assert msg.count(str(path)) == 1

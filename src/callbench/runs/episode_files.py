@@ -32,6 +32,14 @@ LEVEL = 6
 """gzip compression level (docs/scale.md: level 6 vs 1, 3 and 9)."""
 
 
+class DamagedFile(OSError):
+    """A compressed episode file whose gzip data is damaged or truncated. ``filename`` names the
+    file; ``str()`` is the reason alone (callers put the path in front)."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 def episode_id_of(name: str) -> str | None:
     """The episode id a file name in ``traces/`` or ``episodes/`` stands for, or None for any
     other name (hidden files, leftover ``.*.tmp`` files of interrupted writes, other suffixes)."""
@@ -98,8 +106,8 @@ def remove_temp_files(folder: Path) -> None:
 def read_text(path: Path) -> str:
     """The JSON text of an episode file of either form.
 
-    Raises ``OSError`` (missing or unreadable file; a damaged or truncated gzip stream, naming
-    the file) or ``UnicodeDecodeError`` (not UTF-8)."""
+    Raises ``OSError`` (missing or unreadable file; :class:`DamagedFile` for a damaged or
+    truncated gzip stream) or ``UnicodeDecodeError`` (not UTF-8)."""
     path = Path(path)
     if not path.name.endswith(".gz"):
         return path.read_text(encoding="utf-8")
@@ -107,7 +115,7 @@ def read_text(path: Path) -> str:
     try:
         raw = gzip.decompress(data)
     except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise OSError(errno.EIO, f"damaged gzip data ({e or 'truncated'})", str(path)) from None
+        raise DamagedFile(errno.EIO, f"damaged gzip data ({e or 'truncated'})", str(path)) from None
     return raw.decode("utf-8")
 
 
