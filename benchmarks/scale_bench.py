@@ -21,7 +21,9 @@ Prints, against the issue's targets (2 cores):
   supervised process); target: under 1 s (wall, idle; CPU time is what is compared on a shared
   machine);
 - ``ray``: wall per episode of the scripted run through ``--executor ray`` (local Ray, 2 CPUs)
-  against the local executor (needs the ``[distributed]`` extra; skipped without it).
+  against the local executor (needs the ``[distributed]`` extra; skipped without it);
+- ``report``, ``grade``, ``folder`` (issue 27): ``benchmarks/report_scale.py`` (report and grade
+  of a ``--big``-episode synthetic run: wall time and peak memory; run folder bytes per episode).
 
 Every figure is printed beside its target and the 1-minute load average; the concurrency figures
 also give the CPU per request of callbench and of the fake server, which share the 2 cores.
@@ -364,7 +366,7 @@ def bench_ray(tmp: Path, bundle: Bundle) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="save,resume,scripted,sdk,concurrency,validate,ray")
+    ap.add_argument("--only", default="save,resume,scripted,sdk,concurrency,validate,ray,report,grade,folder")
     ap.add_argument("--big", type=int, default=10000)
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -386,6 +388,10 @@ def main() -> None:
             bench_validate()
         if "ray" in only:
             bench_ray(tmp, bundle)
+        if only & {"report", "grade", "folder"}:  # issue 27 items 1 and 3: benchmarks/report_scale.py
+            subprocess.run([sys.executable, str(Path(__file__).with_name("report_scale.py")), "--only",
+                            ",".join(sorted(only & {"report", "grade", "folder"})), "--episodes",
+                            str(args.big)], check=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
