@@ -309,7 +309,7 @@ def run_cutoff(run_dir: Path, grade_sets: list[str]) -> float:
 
 def pending_episodes(run_dir: Path, grade_set_id: str) -> set[str]:
     """Episode ids of a grade set that were *not graded* (to be graded again)."""
-    return {g.episode_id for g in load_episode_grades(run_dir, grade_set_id) if g.not_graded}
+    return {g.episode_id for g in iter_episode_grades(run_dir, grade_set_id) if g.not_graded}
 
 
 def _continuable(run_dir: Path, grade_sets: list[str], tj: RoleInfo, cj: RoleInfo, cutoff: float,

@@ -43,6 +43,7 @@ from callbench.grade.scoring import item_value, overall_score, score_items
 from callbench.grade.store import (
     create_grade_set,
     finalize_grade_set,
+    iter_episode_grades,
     load_episode_grades,
     load_grade_set,
     read_run_manifest,
@@ -135,7 +136,7 @@ def sheet_rows(run_dir: Path, grade_set_id: str | None = None) -> list[dict[str,
     rubric = {r.id: r for r in _rubric(gs).ratings}
     bundle = _bundle_for(run_dir, manifest.bundle_path, manifest.bundle_hash)
     rows: list[dict[str, Any]] = []
-    for g in load_episode_grades(run_dir, grade_set_id):
+    for g in iter_episode_grades(run_dir, grade_set_id):
         if g.skipped:
             continue
         tpath = episode_files.path_for(traces_dir(run_dir), g.episode_id)

@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent, Pillar, Scenario
-from callbench.grade.store import load_episode_grades
+from callbench.grade.store import iter_episode_grades
 from callbench.models.base import Usage
 from callbench.models.pricing import PriceTable, call_cost
 from callbench.runs.executor import RoleSpec, RunConfig, rerun_ids
@@ -252,7 +252,7 @@ def _history(run_dir: Path, episode_ids: set[str]) -> tuple[dict[str, dict[str, 
         slug_of = {k.episode_id: k.candidate for k in manifest.planned}
         judged: dict[str, dict[str, Usage]] = {}
         for gs in manifest.grade_sets:
-            for g in load_episode_grades(run_dir, gs):
+            for g in iter_episode_grades(run_dir, gs):
                 charge(g.usage.values())
                 judged.setdefault(g.episode_id, {}).update(g.usage)
         for eid in sorted(store.finished_ids() & episode_ids):

@@ -22,7 +22,7 @@ from callbench.grade.grader import (
     create_grade_set,
     finalize_grade_set,
     grade_into_set,
-    load_episode_grades,
+    iter_episode_grades,
     load_grade_set,
 )
 from callbench.grade.models import EpisodeGrade
@@ -203,7 +203,7 @@ async def run_and_grade(
             # Grade traces a killed run saved but never graded, traces of earlier invocations when
             # this invocation started a new grade set, and episodes left not graded (a judge outage).
             graded = (
-                {g.episode_id for g in load_episode_grades(Path(config.out), grade_set) if not g.not_graded}
+                {g.episode_id for g in iter_episode_grades(Path(config.out), grade_set) if not g.not_graded}
                 if grade_set
                 else set()
             )
