@@ -14,6 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from callbench.cli import app
+from callbench.runs import episode_files
 from fakes.anthropic_gateway import AnthropicGateway
 from fakes.fault_server import FaultServer
 
@@ -46,7 +47,7 @@ def test_an_episode_scores_through_the_gateway(tmp_path: Path, monkeypatch: pyte
     assert rows[0]["overall"] != ""
     # the Messages API needs a user turn first: first_user_message auto, recorded in the trace
     (trace_path,) = (out / "traces").glob("*.json.gz")
-    first = json.loads(trace_path.read_text())["messages"][1]
+    first = json.loads(episode_files.read_text(trace_path))["messages"][1]
     assert (first["role"], first["content"], first.get("caller_turn")) == ("user", "[call connected]", None)
     # each client sends blocks until the second 500 in a row, then plain strings only
     lists = [status for kind, status in log if kind == "list"]

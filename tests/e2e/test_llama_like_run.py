@@ -58,7 +58,7 @@ def _run(tmp: Path, url: str, parse: bool) -> tuple[Path, object]:
 
 def _trace(out: Path) -> dict:
     (path,) = (out / "traces").glob("*.json.gz")
-    return json.loads(path.read_text())
+    return json.loads(episode_files.read_text(path))
 
 
 @pytest.fixture(autouse=True)

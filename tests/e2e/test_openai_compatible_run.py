@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
+from callbench.runs import episode_files
 
 DAIRY = Path(__file__).parents[1] / "sim" / "data" / "dairy_bundle"
 SECRET = "sk-test-never-saved-7f3a9c"
@@ -113,7 +114,7 @@ def test_run_against_openai_compatible_server_then_replay(
     assert {t["function"]["name"] for t in first["body"]["tools"]} >= {"log_zero_supply_reason"}
     live = sorted((tmp_path / "live" / "traces").glob("*.json.gz"))
     assert live
-    trace = json.loads(live[0].read_text())
+    trace = json.loads(episode_files.read_text(live[0]))
     assert trace["end_reason"] in ("caller_done", "max_turns")
     assert any("Test agent, turn 0" in (m.get("content") or "") for m in trace["messages"])
 
@@ -130,4 +131,4 @@ def test_run_against_openai_compatible_server_then_replay(
     # The key never reaches any saved file.
     for path in tmp_path.rglob("*"):
         if path.is_file():
-            assert SECRET.encode() not in path.read_bytes(), path
+            assert SECRET.encode() not in episode_files.file_bytes(path), path

@@ -55,6 +55,7 @@ if _MISSING:
 
 from callbench.bundle.loader import load_bundle  # noqa: E402
 from callbench.cli import app  # noqa: E402
+from callbench.runs import episode_files  # noqa: E402
 from callbench.runs.demo import DEMO_MAX_TOKENS, choose_demo_scenarios, starter_path  # noqa: E402
 
 SPEC = "openai:local-0.5b"
@@ -176,7 +177,7 @@ def test_a_scored_episode_with_every_role_on_serve_local(server: tuple[str, Path
     assert [(r["status"], r["skip_reason"]) for r in rows] == [("scored", "")], rows
     assert rows[0]["overall"] != ""
     (trace_path,) = (out / "traces").glob("*.json.gz")
-    trace = json.loads(trace_path.read_text())
+    trace = json.loads(episode_files.read_text(trace_path))
     assert 1 <= len(trace["caller_turns"]) <= TURNS
     errors = [m["error"] for m in trace["messages"] if m["role"] == "assistant" and m.get("error")]
     assert trace["tool_events"] or any(e.startswith("tool_call_in_content") for e in errors), (

@@ -15,6 +15,7 @@ import yaml
 
 from callbench.models.base import ModelSettings, saved_url
 from callbench.models.remote.secrets import Redactor, resolve_base_url
+from callbench.runs import episode_files
 from fakes.fault_server import FaultServer
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
@@ -98,7 +99,7 @@ def test_canaries_planted_everywhere_reach_no_file_and_no_output(tmp_path: Path)
     files = [p for p in tmp_path.rglob("*") if p.is_file() and p != path]
     assert any(p.name == "manifest.json" for p in files) and (reports / "r.html").exists()
     for p in files:
-        texts[str(p)] = p.read_bytes().decode("utf-8", errors="replace")
+        texts[str(p)] = episode_files.file_bytes(p).decode("utf-8", errors="replace")
     leaks = [(where, name) for where, text in texts.items() for name, canary in c.items() if canary in text]
     assert leaks == []
     manifest = (out / "manifest.json").read_text(encoding="utf-8")

@@ -24,6 +24,7 @@ from callbench.cli import app
 from callbench.importers.tau2 import Tau2ImportError, import_tau2
 from callbench.importers.tau2.bundle import ImportSummary
 from callbench.importers.tau2.tools import WRITE_TOOLS
+from callbench.runs import episode_files
 
 REPO = Path(__file__).resolve().parents[2]
 CANDIDATES = [REPO / ".." / "shared" / "peers" / "tau2", Path("/work/shared/peers/tau2")]
@@ -262,5 +263,5 @@ def test_cli_import_then_run_and_report(tmp_path: Path) -> None:
     assert rep.exit_code == 0 and "100.0" in rep.output
     page = html.read_text()  # the trace viewer lists each call's state changes
     assert "orders[#W2378156].status: &#34;delivered&#34; -&gt; &#34;exchange requested&#34;" in page
-    trace = json.loads(next((tmp_path / "run" / "traces").glob("*tau2_retail_000*")).read_text())
+    trace = json.loads(episode_files.read_text(next((tmp_path / "run" / "traces").glob("*tau2_retail_000*"))))
     assert trace["state"]["final"]["orders"]["#W2378156"]["status"] == "exchange requested"

@@ -186,7 +186,7 @@ def test_literal_credential_headers_are_refused_and_no_header_value_is_saved(tmp
     files = [p for p in tmp_path.rglob("*") if p.is_file() and p != settings]
     assert len(files) > 8
     for path in files:
-        assert literal.encode() not in path.read_bytes(), path
+        assert literal.encode() not in episode_files.file_bytes(path), path
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["candidates"][0]["settings"]["extra_headers"] == {"X-Tenant": "[not saved]"}
     # the same command resumes: header values never count when comparing runs
@@ -215,7 +215,7 @@ def test_grade_needs_the_judges_header_values_again(tmp_path: Path, monkeypatch:
         code, output = _invoke(["grade", str(out), "--new-set", "--settings", str(settings)])
         assert code == 0, output
         assert "0 not graded, 0 judge error(s)" in output
-    assert not any(b"sk-judge-key-2" in p.read_bytes() for p in out.rglob("*") if p.is_file())
+    assert not any(b"sk-judge-key-2" in episode_files.file_bytes(p) for p in out.rglob("*") if p.is_file())
 
 
 def test_a_kill_between_a_grade_file_and_its_index_row_is_repaired_by_the_same_command(

@@ -119,6 +119,20 @@ def read_text(path: Path) -> str:
     return raw.decode("utf-8")
 
 
+def file_bytes(path: Path) -> bytes:
+    """The content of any file of a run folder as a reader of its text sees it: decompressed for
+    a ``.gz`` file, as stored otherwise (for scans of a whole folder, e.g. that no secret was
+    saved). Raises ``OSError`` like :func:`read_text`."""
+    path = Path(path)
+    data = path.read_bytes()
+    if not path.name.endswith(".gz"):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise DamagedFile(errno.EIO, f"damaged gzip data ({e or 'truncated'})", str(path)) from None
+
+
 def iter_texts(folder: Path) -> Iterator[tuple[str, Path, str]]:
     """(episode id, path, JSON text) of every episode file of ``folder``, by id, one at a time
     (nothing is kept). Raises like :func:`read_text`."""
