@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from callbench.runs import episode_files
+
 from .conftest import DAIRY
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -65,8 +67,7 @@ def _command(out: Path) -> list[str]:
 
 
 def _traces(out: Path) -> int:
-    folder = out / "traces"
-    return len(list(folder.glob("*.json"))) if folder.is_dir() else 0
+    return len(episode_files.paths(out / "traces"))
 
 
 def _children(pid: int) -> list[int]:
