@@ -52,6 +52,7 @@ if _MISSING and os.environ.get("CALLBENCH_REQUIRE_LOCAL") == "1":
 if _MISSING:
     pytest.skip(_MISSING, allow_module_level=True)
 
+from callbench.runs import episode_files  # noqa: E402
 from callbench.runs.lock import hold_run_folder  # noqa: E402
 from callbench.runs.store import RunStore  # noqa: E402
 from callbench.runs.supervisor import GRACE_S  # noqa: E402
@@ -197,7 +198,7 @@ def test_ctrl_c_stops_the_demo_with_the_embedded_model_at_work(tmp_path: Path) -
     with RunStore(out) as store:
         manifest = store.load_manifest()
         assert manifest is not None and len(manifest.planned) == 2  # the model and the reference path
-        saved = sorted(p.stem for p in store.traces.glob("*.json")) if store.traces.is_dir() else []
+        saved = sorted(episode_files.paths(store.traces))
         for episode_id in saved:
             assert store.load_trace(episode_id).episode_id == episode_id
     index = out / "index.sqlite"

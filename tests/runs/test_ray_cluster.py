@@ -27,6 +27,7 @@ ray = pytest.importorskip("ray")
 
 from callbench.bundle.models import Bundle  # noqa: E402
 from callbench.models.base import ModelClient  # noqa: E402
+from callbench.runs import episode_files  # noqa: E402
 from callbench.runs.executor import RunConfig, execute_run  # noqa: E402
 from callbench.runs.ray_executor import default_clients, execute_run_ray  # noqa: E402
 from callbench.runs.store import RunStore  # noqa: E402
@@ -228,4 +229,4 @@ def test_a_second_driver_on_the_folder_of_a_cluster_run_is_refused(tmp_path: Pat
     assert first.returncode == 0, err1[-2000:]
     saved = _lines(first_log)
     assert len(saved) == 4 and len(set(saved)) == 4  # every episode once: nothing doubled
-    assert sorted(p.stem for p in (out / "traces").glob("*.json")) == sorted(saved)
+    assert sorted(episode_files.paths(out / "traces")) == sorted(saved)
