@@ -78,7 +78,8 @@ def bench_report(run: Path, episodes: int, out: Path) -> None:
                        ("terminal + JSON + HTML", ["--html", str(out / "report.html")])):
         load_before = load()
         wall, cpu, rss = child(["report", str(run), "--json", str(out / "report.json"), *args])
-        html = out / "report.html"
+        # one file up to the single-file limit, else a folder named without ".html" (docs/report.md)
+        html = next((h for h in (out / "report.html", out / "report") if h.exists()), out / "report.html")
         size = html.stat().st_size / 1e6 if html.is_file() else 0.0
         if html.is_dir():
             size = sum(p.stat().st_size for p in html.rglob("*") if p.is_file()) / 1e6
