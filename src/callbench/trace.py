@@ -208,7 +208,14 @@ def _umask() -> int:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same folder, fsync, rename).
+    """Write ``text`` (UTF-8) to ``path`` atomically: :func:`atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, sync: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename; the
+    file gets the usual mode ``0o666 & ~umask``). ``sync=False`` skips the fsync (generators of
+    test data only).
 
     An OSError that names no file (e.g. ENOSPC from ``write``) is raised again naming ``path``,
     with the same errno, so the message can say which file could not be written."""
@@ -220,10 +227,11 @@ def atomic_write_text(path: Path, text: str) -> None:
             raise OSError(e.errno, e.strerror or str(e), str(path)) from e
         raise
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException as e:

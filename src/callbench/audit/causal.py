@@ -39,16 +39,17 @@ from callbench.sim.episode import episode_constants
 from callbench.trace import Trace
 
 _REF_ID = re.compile(r"^ref_([0-9]+)_([0-9]+)$")
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}(-[0-9]{2}([T ][0-9:]+([+-][0-9:]+|Z)?)?)?$")
+DATE = re.compile(r"^[0-9]{4}-[0-9]{2}(-[0-9]{2}([T ][0-9:]+([+-][0-9:]+|Z)?)?)?$")
 """A date, month or date-time: the agent derives these from the caller's words and the call's date,
 so a hidden one that no result returns is not flagged (it cannot be told from a derived one)."""
 
 
-def _leaves(v: Any, where: str = "") -> list[tuple[str, Any]]:
+def leaves(v: Any, where: str = "") -> list[tuple[str, Any]]:
+    """Every scalar of a JSON value with its dotted path (``"items.0.id"``), depth first."""
     if isinstance(v, dict):
-        return [x for k, y in v.items() for x in _leaves(y, f"{where}.{k}".lstrip("."))]
+        return [x for k, y in v.items() for x in leaves(y, f"{where}.{k}".lstrip("."))]
     if isinstance(v, list):
-        return [x for i, y in enumerate(v) for x in _leaves(y, f"{where}.{i}".lstrip("."))]
+        return [x for i, y in enumerate(v) for x in leaves(y, f"{where}.{i}".lstrip("."))]
     return [(where, v)]
 
 
@@ -60,7 +61,7 @@ class _Values:
         self.numbers: set[Decimal] = set()
 
     def add(self, v: Any) -> None:
-        for _, leaf in _leaves(v):
+        for _, leaf in leaves(v):
             if leaf is None or isinstance(leaf, bool):
                 continue
             if (f := fold(str(leaf))):
@@ -124,11 +125,11 @@ def noncausal_values(agent: LoadedAgent, scen: Scenario, trace: Trace) -> list[N
         pending = [  # results not returned before this call, of other calls
             e for e in results.values() if e.message_index >= ev.message_index and e.executed and e is not ev
         ]
-        for path, v in _leaves(ev.arguments):
+        for path, v in leaves(ev.arguments):
             if v is None or isinstance(v, bool) or seen.holds(v):
                 continue
             source = ""
-            strong = identifying(v) is not None and not _DATE.match(str(v))
+            strong = identifying(v) is not None and not DATE.match(str(v))
             for e in pending:
                 if e.message_index > ev.message_index and not strong:
                     continue  # a later result holding a derived value (a date) is no source of it

@@ -19,10 +19,11 @@ from __future__ import annotations
 import errno
 import gzip
 import os
-import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+
+from callbench.trace import atomic_write_bytes
 
 COMPRESSED = ".json.gz"
 """Suffix of the current form."""
@@ -145,12 +146,6 @@ def encode(text: str) -> bytes:
     return gzip.compress(text.encode("utf-8"), compresslevel=LEVEL, mtime=0)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_text(folder: Path, episode_id: str, text: str, *, sync: bool = True) -> Path:
     """Write ``text`` compressed as ``folder/<episode_id>.json.gz`` atomically and return the path;
     a plain ``.json`` file of the same episode (an older run) is removed afterwards.
@@ -158,27 +153,7 @@ def write_text(folder: Path, episode_id: str, text: str, *, sync: bool = True) -
     ``sync=False`` skips the fsync (for generators of test data only). An OSError that names no
     file (e.g. ENOSPC) is raised again naming the path, with the same errno."""
     path = new_path(folder, episode_id)
-    data = encode(text)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as e:
-        if e.filename is None:
-            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
-        raise
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if sync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException as e:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(e, OSError) and e.filename is None:
-            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
-        raise
+    atomic_write_bytes(path, encode(text), sync=sync)
     (Path(folder) / f"{episode_id}{PLAIN}").unlink(missing_ok=True)
     return path
 

@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from callbench.audit.causal import DATE, leaves
 from callbench.audit.leaks import identifying
 from callbench.audit.normal import Seen, fold
 from callbench.bundle.state_engine import StateStore
@@ -40,7 +41,6 @@ COMPOSED = frozenset({"calculate"})
 """Tools whose arguments the agent composes (an arithmetic expression over amounts it has seen):
 no lookup reveals them, and the causal audit flags no such value."""
 _TOKEN = re.compile(r"[#\w]+")
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}(-[0-9]{2}([T ][0-9:]+([+-][0-9:]+|Z)?)?)?$")
 _TABLE_RANK = {"users": 0, "orders": 1, "products": 2}
 """Which lookup an agent tries first when several could reveal a value: the caller's account, then
 an order, then a product (after any record the call itself names)."""
@@ -101,19 +101,11 @@ def identify_by_email(store: StateStore, text: str) -> dict[str, Any] | None:
     return {"name": "find_user_id_by_email", "arguments": {"email": fits[0]}} if len(fits) == 1 else None
 
 
-def _leaves(v: Any, where: str = "") -> list[tuple[str, Any]]:
-    if isinstance(v, dict):
-        return [x for k, y in v.items() for x in _leaves(y, f"{where}.{k}".lstrip("."))]
-    if isinstance(v, list):
-        return [x for i, y in enumerate(v) for x in _leaves(y, f"{where}.{i}".lstrip("."))]
-    return [(where, v)]
-
-
 def needs_source(v: Any) -> bool:
     """Whether a reference argument value must come from somewhere the candidate saw: the values
     the causal audit checks against later results and the hidden state (identifying, not a date;
     :mod:`callbench.audit.causal`). Free text and small numbers an agent composes are not."""
-    return identifying(v) is not None and not _DATE.match(str(v))
+    return identifying(v) is not None and not DATE.match(str(v))
 
 
 def _written_in(tokens: list[str], v: Any) -> bool:
@@ -277,8 +269,8 @@ def complete_path(
         seen.add(json.dumps(ans.result, ensure_ascii=False))
 
     for call in calls:
-        prefer = {fold(str(v)) for _, v in _leaves(call["arguments"])}
-        for path, v in _leaves(call["arguments"]):
+        prefer = {fold(str(v)) for _, v in leaves(call["arguments"])}
+        for path, v in leaves(call["arguments"]):
             if call["name"] in COMPOSED or not needs_source(v) or seen.seen.holds(v):
                 continue
             if _written_in(said, v):
