@@ -171,3 +171,19 @@ def test_agent_yaml_checks_the_text_rule(tmp_path: Path) -> None:
     code, out, _ = invoke("validate", str(tmp_path / "b"))
     assert code != 0 and f"agents/{AGENT}/agent.yaml" in out
     assert "first_user_message: text needs first_user_message_text" in out
+
+
+def test_exports_and_tools_saved_with_a_byte_order_mark_are_read(tmp_path: Path) -> None:
+    # a UTF-8 BOM (common in Windows downloads) was "not JSON: Unexpected UTF-8 BOM"
+    from callbench.generate.first_turn import read_export_file
+    from callbench.generate.tools_import import read_tools_file
+
+    export = tmp_path / "vapi.json"
+    waits = {"firstMessageMode": "assistant-waits-for-user"}
+    export.write_bytes(b"\xef\xbb\xbf" + json.dumps(waits).encode())
+    assert read_export_file(export) == read_first_turn(waits, "x")
+    tools = tmp_path / "tools.json"
+    tool = {"type": "function", "function": {"name": "find_client", "description": "Find a client.",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    tools.write_bytes(b"\xef\xbb\xbf" + json.dumps([tool]).encode())
+    assert [t.name for t in read_tools_file(tools)] == ["find_client"]

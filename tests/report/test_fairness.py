@@ -93,3 +93,19 @@ def test_smoke_test_roles_and_banner(make_run: MakeRun) -> None:
     )
     assert smoke_test_roles(load_runs([r3])) == ["task judge (run r3)"]
     assert 'id="smoke-test"' not in render_html(build_report(load_runs([r2]), n_samples=10), load_runs([r2]))
+
+
+def test_describe_role_shows_only_settings_that_differ_from_the_defaults() -> None:
+    # base_url and extra_headers have serializers, which defeated exclude_defaults: every role
+    # read "scripted:plan (base_url=None, extra_headers=[])" in the terminal, HTML and JSON
+    from callbench.models.base import ModelSettings
+    from callbench.report.fairness import describe_role
+    from callbench.trace import RoleInfo
+
+    assert describe_role(RoleInfo(spec="scripted:plan")) == "scripted:plan"
+    settings = ModelSettings(temperature=0.3, base_url="http://u:pw@h/v1?key=k1",
+                             extra_headers={"X-B": "env:B", "X-A": "env:A"})
+    assert describe_role(RoleInfo(spec="openai:m", settings=settings)) == (
+        "openai:m (base_url=http://not-saved@h/v1?key=not-saved, extra_headers=['X-A', 'X-B'], "
+        "temperature=0.3)"
+    )

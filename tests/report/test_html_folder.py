@@ -132,6 +132,14 @@ def test_replaces_only_a_report_folder_and_leaves_nothing_on_failure(run: Path, 
     with pytest.raises(ReportFolderError, match=r"mine: a folder that is not a callbench report folder"):
         write_html_folder(report, call_data(runs), mine, reason="r")
     assert (mine / "notes.txt").read_text() == "keep" and len(list(mine.iterdir())) == 1
+    (mine / "report-folder.json").write_text("{}")  # a marker this command did not write
+    with pytest.raises(ReportFolderError, match=r"mine: a folder that is not a callbench report folder"):
+        write_html_folder(report, call_data(runs), mine, reason="r")
+    assert (mine / "notes.txt").read_text() == "keep"
+    (out / "notes.txt").write_text("mine")  # a user's file put into an earlier report folder
+    with pytest.raises(ReportFolderError, match=r"rep: a report folder that also holds .*\(notes\.txt\)"):
+        write_html_folder(report, call_data(runs), out, reason="r")
+    assert (out / "notes.txt").read_text() == "mine" and (out / "index.html").is_file()
     (tmp_path / "f.html").write_text("x")
     with pytest.raises(ReportFolderError, match="exists and is not a folder"):
         write_html_folder(report, call_data(runs), tmp_path / "f.html", reason="r")

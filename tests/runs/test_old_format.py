@@ -140,3 +140,4 @@ def test_a_damaged_trace_is_one_line_naming_the_file_in_report(tmp_path: Path, d
         raise AssertionError("a damaged trace was loaded")
     assert msg.startswith(f"{path}: cannot read trace: damaged gzip data") and "\n" not in msg
     assert msg.count(str(path)) == 1
+    assert msg.endswith("delete it and run the same `callbench run` command to simulate that episode again")

@@ -160,7 +160,7 @@ def read_export_file(path: Path) -> FirstTurn:
     file or invalid JSON (with line and column)."""
     where = f"--platform-export {path}"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows downloads) is not an error
     except (OSError, UnicodeDecodeError) as e:
         raise FirstTurnError(f"{where}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     try:

@@ -188,7 +188,7 @@ def make_agent(
     returns the problems when the written agent does not validate (the files are then removed
     again)."""
     try:
-        prompt_text = prompt_path.read_text(encoding="utf-8")
+        prompt_text = prompt_path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise NewAgentError(
             f"--prompt {prompt_path}: cannot read: {getattr(e, 'strerror', None) or e}"

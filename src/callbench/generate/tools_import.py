@@ -103,7 +103,7 @@ def read_tools_file(path: Path) -> list[ToolSpec]:
     """:func:`parse_tools` over a JSON file. Raises :class:`ToolsFileError` (unreadable file,
     invalid JSON with line and column, or a bad tool)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows downloads) is not an error
     except (OSError, UnicodeDecodeError) as e:
         raise ToolsFileError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     try:

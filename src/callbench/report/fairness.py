@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from callbench.models.base import ModelSettings
 from callbench.report.load import RunData
 from callbench.trace import RoleInfo
 
@@ -44,9 +45,16 @@ def role_key(role: RoleInfo) -> str:
     )
 
 
+_DEFAULT_SETTINGS: dict[str, Any] = ModelSettings().model_dump(mode="json")
+
+
 def describe_role(role: RoleInfo) -> str:
     """``spec`` plus non-default settings, header values hidden (they may hold credentials)."""
-    settings: dict[str, Any] = role.settings.model_dump(mode="json", exclude_defaults=True)
+    # exclude_defaults does not drop fields whose serializer rewrites them (base_url, extra_headers),
+    # so compare with the defaults' own serialised form
+    defaults = _DEFAULT_SETTINGS
+    dumped: dict[str, Any] = role.settings.model_dump(mode="json")
+    settings = {k: v for k, v in dumped.items() if k not in defaults or v != defaults[k]}
     if "extra_headers" in settings:
         settings["extra_headers"] = sorted(settings["extra_headers"])
     extra = ", ".join(f"{k}={v}" for k, v in sorted(settings.items()))

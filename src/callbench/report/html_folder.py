@@ -50,6 +50,8 @@ SHARD_BYTES = 2_000_000
 MARKER = "report-folder.json"
 CALLS = "calls/"
 SEARCH = "search/"
+_REPORT_ENTRIES = frozenset({"index.html", MARKER, CALLS.rstrip("/"), SEARCH.rstrip("/")})
+"""What a folder report holds at its top level (anything else there is not ours to delete)."""
 _TAG = re.compile(r"<[^>]*>")
 
 
@@ -82,12 +84,29 @@ def _row_values(row: dict[str, Any]) -> list[Any]:
 
 
 def _check_target(folder: Path) -> None:
+    """Refuse to replace anything but a report folder this command wrote: a file, a symlink, a
+    folder without a valid :data:`MARKER`, or a report folder holding anything a report does not
+    write (a user's own file would be lost with it). Raises :class:`ReportFolderError`."""
     if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
         raise ReportFolderError(f"{folder}: exists and is not a folder; choose another path")
-    if folder.is_dir() and any(folder.iterdir()) and not (folder / MARKER).is_file():
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        ours = isinstance(marker, dict) and marker.get("written_by") == "callbench report"
+    except (OSError, ValueError):
+        ours = False
+    if not ours:
         raise ReportFolderError(
-            f"{folder}: a folder that is not a callbench report folder (no {MARKER}); it is never "
-            "replaced: choose another path"
+            f"{folder}: a folder that is not a callbench report folder (no valid {MARKER}); it is "
+            "never replaced: choose another path"
+        )
+    foreign = sorted(p.name for p in folder.iterdir() if p.name not in _REPORT_ENTRIES)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" (+{len(foreign) - 5} more)" if len(foreign) > 5 else "")
+        raise ReportFolderError(
+            f"{folder}: a report folder that also holds files a report does not write ({shown}); "
+            "replacing it would delete them: move them out or choose another path"
         )
 
 

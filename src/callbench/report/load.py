@@ -106,13 +106,21 @@ def _short_error(e: ValidationError) -> str:
     return "; ".join(parts) + more
 
 
+_RECOVER = {
+    "trace": "; delete it and run the same `callbench run` command to simulate that episode again",
+    "episode grade": "; delete it and regrade the run (`callbench grade RUN_DIR`)",
+}
+"""How to recover from a damaged per-episode file, appended to its error (everything else in the
+run folder is kept; report it again afterwards)."""
+
+
 def _read_text(path: Path, what: str) -> str:
     try:
         return episode_files.read_text(path)
     except FileNotFoundError:
         raise ReportInputError(f"{path}: missing ({what})") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise ReportInputError(f"{path}: cannot read {what}: {e}") from None
+        raise ReportInputError(f"{path}: cannot read {what}: {e}{_RECOVER.get(what, '')}") from None
 
 
 def _parse(path: Path, text: str, model: type[M], what: str) -> M:
@@ -123,8 +131,10 @@ def _parse(path: Path, text: str, model: type[M], what: str) -> M:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
+        empty = " (the file is empty)" if not text.strip() else ""
         raise ReportInputError(
-            f"{path}: not valid JSON ({what}): line {e.lineno} column {e.colno}: {e.msg}"
+            f"{path}: not valid JSON ({what}){empty}: line {e.lineno} column {e.colno}: {e.msg}"
+            f"{_RECOVER.get(what, '')}"
         ) from None
     try:
         return model.model_validate(data)
