@@ -40,7 +40,7 @@ STAND_IN_TEXT = (
 )
 OFFICIAL_TEXT = (
     "official = every planned call finished, none skipped, one callbench version, from a clean git "
-    "checkout (git state unknown: not run from a git checkout, so it cannot be official), no "
+    "checkout (a run whose git state is unknown, made outside a git checkout, cannot be), no "
     "generated scenario awaiting review."
 )
 
