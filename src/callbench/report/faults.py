@@ -32,10 +32,10 @@ from callbench.models.faults import FaultLedger, RoleFaults
 from callbench.report.fit import print_table, print_wrapped
 from callbench.runs.manifest import FAULTS
 from callbench.runs.store import PREFLIGHT
-from callbench.trace import Trace
 
 if TYPE_CHECKING:
     from callbench.grade.models import EpisodeGrade
+    from callbench.report.episode_read import TraceSummary
     from callbench.report.load import RunData
 
 ROLE_ORDER = ("candidate", "caller", "task_judge", "conversation_judge")
@@ -61,19 +61,11 @@ def _category(text: str) -> str:
     return text.split(":", 1)[0].strip() or "unspecified"
 
 
-def _load_ledger(run_dir: Path, episode_id: str) -> FaultLedger | None:
-    path = run_dir / FAULTS / f"{episode_id}.json"
-    try:
-        return FaultLedger.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 class FaultCounter:
     """Counts a run's fault ledger one episode at a time (``report/load.py`` feeds it while it
     reads each trace and grade once): the preflights' ledgers at creation, :meth:`add_trace` per
-    trace (reads its ``faults/<episode_id>.json``), :meth:`add_grade` per episode grade of the
-    chosen grade set, :meth:`result` at the end."""
+    trace with its ``faults/<episode_id>.json`` (read by ``report/episode_read.py``),
+    :meth:`add_grade` per episode grade of the chosen grade set, :meth:`result` at the end."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
@@ -89,10 +81,11 @@ class FaultCounter:
             for role, counts in pre.roles.items():
                 self.roles.setdefault(role, RoleFaults()).add(counts)
 
-    def add_trace(self, trace: Trace) -> None:
+    def add_trace(self, trace: TraceSummary, ledger: FaultLedger | None) -> None:
+        """Count one trace (its summary) and its saved fault ledger (None when the episode has
+        none: runs before issue 16, or an unreadable ledger file)."""
         out = self.out
         out.episodes += 1
-        ledger = _load_ledger(self.run_dir, trace.episode_id)
         if ledger is not None:
             out.episodes_with_ledger += 1
             for role, counts in ledger.roles.items():
@@ -102,11 +95,8 @@ class FaultCounter:
             if category == "infrastructure" and ledger is not None and ledger.skip_kind:
                 category = f"infrastructure/{ledger.skip_kind}"
             self.skipped[category] += 1
-        out.empty_replies += sum(1 for m in trace.messages
-                                 if m.role == "assistant" and (m.error or "").startswith("empty_reply"))
-        out.tool_calls_in_content += sum(
-            1 for m in trace.messages
-            if m.role == "assistant" and (m.error or "").startswith("tool_call_in_content"))
+        out.empty_replies += trace.empty_replies
+        out.tool_calls_in_content += trace.tool_calls_in_content
 
     def add_grade(self, grade: EpisodeGrade) -> None:
         for role, counts in grade.faults.items():

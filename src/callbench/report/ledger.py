@@ -39,9 +39,10 @@ from rich.table import Table
 
 from callbench.grade.models import EpisodeGrade, Label
 from callbench.report.fit import print_table
-from callbench.trace import EndReason, Trace
+from callbench.trace import EndReason
 
 if TYPE_CHECKING:
+    from callbench.report.episode_read import TraceSummary
     from callbench.report.load import RunData
 
 
@@ -98,27 +99,23 @@ def reason_code(text: str) -> str:
     return text.split(":", 1)[0].strip() or "unspecified"
 
 
-def _add(ledger: SimulatorLedger, trace: Trace | None, grade: EpisodeGrade | None) -> None:
+def _add(ledger: SimulatorLedger, trace: TraceSummary | None, grade: EpisodeGrade | None) -> None:
     if trace is not None:
         ledger.episodes += 1
-        ledger.caller_turns += len(trace.caller_turns)
+        ledger.caller_turns += trace.caller_turns
+        ledger.caller_turns_with_rejections += trace.caller_turns_with_rejections
         rejections = Counter(ledger.caller_rejections)
-        for turn in trace.caller_turns:
-            rejections.update(reason_code(r) for r in turn.rejections)
-            ledger.caller_turns_with_rejections += bool(turn.rejections)
-            for ev in turn.channel_events:
-                ledger.channel.applied += ev.applied
-                ledger.channel.not_applied += not ev.applied
-                if ev.source == "seeded":
-                    ledger.channel.seeded_applied += ev.applied
-                    ledger.channel.seeded_not_applied += not ev.applied
-                else:
-                    ledger.channel.authored_applied += ev.applied
-                    ledger.channel.authored_not_applied += not ev.applied
-        rejections.update(reason_code(r) for r in trace.rerun_rejections)
-        ledger.caller_rejections_in_reruns += len(trace.rerun_rejections)
+        rejections.update(trace.rejection_codes)
         ledger.caller_rejections = dict(sorted(rejections.items()))
-        ledger.channel.never_reached += len(trace.unreached_channel_events)
+        ch = ledger.channel
+        ch.applied += trace.channel["applied"]
+        ch.not_applied += trace.channel["not_applied"]
+        ch.seeded_applied += trace.channel["seeded_applied"]
+        ch.seeded_not_applied += trace.channel["seeded_not_applied"]
+        ch.authored_applied += trace.channel["authored_applied"]
+        ch.authored_not_applied += trace.channel["authored_not_applied"]
+        ledger.caller_rejections_in_reruns += trace.rerun_rejections
+        ledger.channel.never_reached += trace.never_reached
         ledger.conversation_reruns += trace.reruns
         ledger.episodes_rerun += trace.reruns > 0
         ledger.caller_done_early += trace.end_reason == EndReason.CALLER_DONE_EARLY
@@ -146,8 +143,8 @@ class LedgerCounter:
         self.total = RunLedger()
         self.per: dict[str, SimulatorLedger] = {}
 
-    def add(self, candidate: str, trace: Trace | None, grade: EpisodeGrade | None) -> None:
-        """Count one episode (its trace and its grade in the chosen grade set, either may be None)
+    def add(self, candidate: str, trace: TraceSummary | None, grade: EpisodeGrade | None) -> None:
+        """Count one episode (its trace's summary and its grade in the chosen grade set, either may be None)
         for the total and for ``candidate`` (the plan's label)."""
         if trace is None and grade is None:
             return

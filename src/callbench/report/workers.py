@@ -1,0 +1,164 @@
+"""Per-episode report work spread over worker processes (issue 27 item 1: a 10,000-episode report
+in under 30 s on 2 cores).
+
+Reading an episode (decompressing and validating its trace and grade, reading its fault ledger,
+building its summary) and writing its call file for the HTML folder cost about a millisecond each
+and are independent per episode, so :func:`map_ordered` runs them in chunks on a
+:class:`concurrent.futures.ProcessPoolExecutor` and hands the results back in input order: the
+report is byte-for-byte the one a single process makes (tests/report/test_workers.py).
+
+The pool follows the project's process rules (DESIGN.md, "process control"):
+
+- workers are started with ``spawn`` (a fresh interpreter: no copied threads or locks);
+- a worker ignores SIGINT (Ctrl-C reaches the whole process group; the parent alone decides) and
+  dies with its parent (``PR_SET_PDEATHSIG`` on Linux, plus a watcher thread elsewhere);
+- when the parent stops for any reason (an input error from a worker, Ctrl-C, a crash of a
+  worker), pending chunks are cancelled and every worker is terminated before the exception goes
+  on, so nothing the report started outlives it;
+- an exception raised in a worker (e.g. :class:`~callbench.report.load.ReportInputError` naming a
+  damaged file) is raised again in the parent unchanged; a worker killed by the system surfaces as
+  :class:`WorkerCrash` with a plain message.
+
+Small inputs run in the calling process (:data:`PARALLEL_MIN_ITEMS`): starting interpreters costs
+about half a second of CPU each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+PARALLEL_MIN_ITEMS = 1_000
+"""Fewer items than this run in the calling process (the pool's start-up would cost more)."""
+
+CHUNK_ITEMS = 200
+"""Items per task sent to a worker: large enough that pickling the task and its results is small
+beside the work (~1 ms per episode), small enough that the pool stays balanced at the end."""
+
+WORKERS_ENV = "CALLBENCH_REPORT_WORKERS"
+"""Environment variable overriding :func:`default_workers` (an integer >= 1; 1 = no pool)."""
+
+_PR_SET_PDEATHSIG = 1
+
+
+class WorkerCrash(RuntimeError):
+    """A worker process died without an answer (killed by the system, out of memory, a native
+    crash); the message says so and how to retry in one process."""
+
+
+def default_workers() -> int:
+    """Worker processes for report work: ``$CALLBENCH_REPORT_WORKERS`` when set to an integer >= 1,
+    else the CPUs this process may use (``os.sched_getaffinity`` where available), at most 8.
+    Raises ``ValueError`` naming the variable when it is set to anything else."""
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise ValueError(f"${WORKERS_ENV}={raw!r}: expected a whole number >= 1")
+        return int(raw)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8))
+
+
+def _worker_init(parent: int) -> None:
+    """In each worker: ignore SIGINT (the parent handles Ctrl-C and terminates the pool) and die
+    with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    if os.getppid() != parent:
+        os._exit(1)
+    threading.Thread(target=watch, name="callbench-worker-watch", daemon=True).start()
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and stop every worker now (a running chunk is not waited for)."""
+    processes = list(getattr(pool, "_processes", {}).values())  # CPython's table of its workers
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        with contextlib.suppress(Exception):
+            p.terminate()
+    for p in processes:
+        with contextlib.suppress(Exception):
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+
+
+def chunks(items: Sequence[T], size: int = CHUNK_ITEMS) -> list[list[T]]:
+    """``items`` cut into consecutive lists of at most ``size`` (order kept)."""
+    return [list(items[i:i + size]) for i in range(0, len(items), size)]
+
+
+def map_ordered(
+    fn: Callable[[list[T]], list[R]], items: Sequence[T], *, workers: int | None = None,
+    chunk: int | None = None, min_items: int | None = None,
+) -> Iterator[R]:
+    """Yield ``fn(c)``'s results for consecutive chunks ``c`` of ``items``, flattened, in input
+    order. ``fn`` must be a module-level function (it is pickled by reference) taking a list and
+    returning one result per item. Chunks hold ``chunk`` items (default :data:`CHUNK_ITEMS`). With
+    ``workers`` (default :func:`default_workers`) > 1 and at least ``min_items`` items (default
+    :data:`PARALLEL_MIN_ITEMS`), chunks run on a spawn-started process pool, at most ``2 * workers``
+    chunks ahead of the consumer (bounded memory); otherwise in this process.
+
+    Raises whatever ``fn`` raises (from the first failing chunk in order), :class:`WorkerCrash`
+    when a worker dies; either way every worker is stopped first."""
+    workers = default_workers() if workers is None else workers
+    parts = chunks(items, CHUNK_ITEMS if chunk is None else chunk)
+    threshold = PARALLEL_MIN_ITEMS if min_items is None else min_items
+    if workers <= 1 or len(items) < threshold or len(parts) < 2:
+        for part in parts:
+            yield from fn(part)
+        return
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_init, initargs=(os.getpid(),),
+    )
+    ahead: deque[Future[list[R]]] = deque()
+    todo = iter(parts)
+    try:
+        for part in todo:
+            ahead.append(pool.submit(fn, part))
+            if len(ahead) >= 2 * workers:
+                break
+        while ahead:
+            try:
+                done = ahead.popleft().result()
+            except BrokenProcessPool:
+                raise WorkerCrash(
+                    "a report worker process died (killed by the system, out of memory, or a native "
+                    f"crash); nothing was written. Retry, or run in one process with {WORKERS_ENV}=1"
+                ) from None
+            nxt = next(todo, None)
+            if nxt is not None:
+                ahead.append(pool.submit(fn, nxt))
+            yield from done
+    except BaseException:
+        _terminate(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)

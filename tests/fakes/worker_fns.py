@@ -1,0 +1,38 @@
+"""Module-level functions for tests of ``callbench.report.workers`` (a spawned worker imports the
+function it runs by name, so these cannot live in a test module)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from callbench.report.episode_read import ReportInputError
+
+
+def square_with_pid(items: list[int]) -> list[tuple[int, int]]:
+    """Each item squared, with the pid of the process that did it."""
+    return [(i * i, os.getpid()) for i in items]
+
+
+def fail_at_seven(items: list[int]) -> list[int]:
+    """Raise a ReportInputError naming item 7 when the chunk holds it."""
+    if 7 in items:
+        raise ReportInputError("/run/traces/e7.json.gz: not valid JSON (trace): line 1 column 1")
+    return items
+
+
+def die_at_seven(items: list[int]) -> list[int]:
+    """Kill this worker (as the system's OOM killer would) when the chunk holds item 7."""
+    if 7 in items:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return items
+
+
+def slow_recording_pid(items: list[str]) -> list[str]:
+    """Write this worker's pid into the folder each item names, then sleep (for Ctrl-C tests)."""
+    for folder in items:
+        Path(folder, f"{os.getpid()}.pid").write_text("", encoding="utf-8")
+    time.sleep(60)
+    return items

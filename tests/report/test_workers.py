@@ -1,0 +1,142 @@
+"""callbench.report.workers and the parallel report load (issue 27 item 1): the same results in the
+same order as one process, errors raised again unchanged, and no worker outliving the report."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from callbench.report import workers
+from callbench.report.episode_read import ReportInputError
+from callbench.report.load import load_run
+from callbench.report.workers import WorkerCrash, chunks, default_workers, map_ordered
+from fakes import worker_fns
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"
+
+
+def test_chunks_keep_order_and_sizes() -> None:
+    assert chunks(list(range(7)), 3) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert chunks([], 3) == []
+
+
+def test_results_come_back_in_input_order_from_worker_processes() -> None:
+    out = list(map_ordered(worker_fns.square_with_pid, list(range(23)), workers=2, chunk=2, min_items=0))
+    assert [v for v, _ in out] == [i * i for i in range(23)]
+    pids = {pid for _, pid in out}
+    assert os.getpid() not in pids and len(pids) == 2
+
+
+def test_small_inputs_run_in_this_process() -> None:
+    out = list(map_ordered(worker_fns.square_with_pid, list(range(5)), workers=2, chunk=2))
+    assert {pid for _, pid in out} == {os.getpid()}
+    assert [v for v, _ in out] == [0, 1, 4, 9, 16]
+
+
+def test_an_error_in_a_worker_is_raised_unchanged() -> None:
+    with pytest.raises(ReportInputError, match=r"^/run/traces/e7\.json\.gz: not valid JSON \(trace\)"):
+        list(map_ordered(worker_fns.fail_at_seven, list(range(20)), workers=2, chunk=3, min_items=0))
+
+
+def test_a_killed_worker_is_a_plain_error() -> None:
+    with pytest.raises(WorkerCrash, match="CALLBENCH_REPORT_WORKERS=1"):
+        list(map_ordered(worker_fns.die_at_seven, list(range(20)), workers=2, chunk=3, min_items=0))
+
+
+def test_workers_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(workers.WORKERS_ENV, "3")
+    assert default_workers() == 3
+    monkeypatch.setenv(workers.WORKERS_ENV, "0")
+    with pytest.raises(ValueError, match="CALLBENCH_REPORT_WORKERS='0'"):
+        default_workers()
+    monkeypatch.delenv(workers.WORKERS_ENV)
+    assert 1 <= default_workers() <= 8
+
+
+_STOPPABLE = """
+import sys
+from callbench.report.workers import map_ordered
+from fakes.worker_fns import slow_recording_pid
+list(map_ordered(slow_recording_pid, [sys.argv[1]] * 8, workers=2, chunk=1, min_items=0))
+"""
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "kill-9"])
+def test_no_worker_outlives_the_report(tmp_path: Path, how: str) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "src")])}
+    proc = subprocess.Popen([sys.executable, "-c", _STOPPABLE, str(tmp_path)], env=env,
+                            start_new_session=True, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pids = [int(p.stem) for p in tmp_path.glob("*.pid")]
+    assert len(pids) == 2
+    if how == "ctrl-c":
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
+    else:
+        os.kill(proc.pid, signal.SIGKILL)  # the parent alone, with no chance to clean up
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 15
+    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [p for p in pids if not _gone(p)] == []
+    if how == "ctrl-c":
+        assert proc.returncode != 0
+        assert b"KeyboardInterrupt" in proc.stderr.read()  # the parent's, not one per worker  # type: ignore[union-attr]
+
+
+def _synthetic() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("synthetic_runs", ROOT / "benchmarks" / "synthetic_runs.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["synthetic_runs"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_run_loads_the_same_in_one_process_and_in_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _synthetic().make_synthetic_run(tmp_path / "syn", 40, seed=5, candidates=3)
+    monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
+    monkeypatch.setattr(workers, "CHUNK_ITEMS", 7)
+    one, many = load_run(run, workers=1), load_run(run, workers=2)
+    assert [r.model_dump() for r in one.records] == [r.model_dump() for r in many.records]
+    assert len(one.records) == 40
+    assert one.ledger == many.ledger and one.faults == many.faults
+    assert one.facts.callers == many.facts.callers and one.facts.candidates == many.facts.candidates
+    assert one.facts.caller_prompts == many.facts.caller_prompts
+    assert one.warnings == many.warnings
+    assert one.ledger.episodes == 40
+
+
+def test_a_damaged_trace_names_its_file_from_a_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _synthetic().make_synthetic_run(tmp_path / "syn", 30, seed=2, candidates=2)
+    victim = sorted((run / "traces").iterdir())[17]
+    victim.write_bytes(b"\x1f\x8b not really gzip")
+    monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
+    monkeypatch.setattr(workers, "CHUNK_ITEMS", 4)
+    with pytest.raises(ReportInputError) as one:
+        load_run(run, workers=1)
+    with pytest.raises(ReportInputError) as many:
+        load_run(run, workers=2)
+    assert str(one.value) == str(many.value)
+    assert str(many.value).startswith(f"{victim}: cannot read trace")
