@@ -99,40 +99,56 @@ def reason_code(text: str) -> str:
     return text.split(":", 1)[0].strip() or "unspecified"
 
 
-def _add(ledger: SimulatorLedger, trace: TraceSummary | None, grade: EpisodeGrade | None) -> None:
-    if trace is not None:
-        ledger.episodes += 1
-        ledger.caller_turns += trace.caller_turns
-        ledger.caller_turns_with_rejections += trace.caller_turns_with_rejections
-        rejections = Counter(ledger.caller_rejections)
-        rejections.update(trace.rejection_codes)
-        ledger.caller_rejections = dict(sorted(rejections.items()))
-        ch = ledger.channel
-        ch.applied += trace.channel["applied"]
-        ch.not_applied += trace.channel["not_applied"]
-        ch.seeded_applied += trace.channel["seeded_applied"]
-        ch.seeded_not_applied += trace.channel["seeded_not_applied"]
-        ch.authored_applied += trace.channel["authored_applied"]
-        ch.authored_not_applied += trace.channel["authored_not_applied"]
-        ledger.caller_rejections_in_reruns += trace.rerun_rejections
-        ledger.channel.never_reached += trace.never_reached
-        ledger.conversation_reruns += trace.reruns
-        ledger.episodes_rerun += trace.reruns > 0
-        ledger.caller_done_early += trace.end_reason == EndReason.CALLER_DONE_EARLY
-    skip_reason = (
-        trace.skip_reason if trace is not None and trace.skipped
-        else grade.skip_reason if grade is not None and grade.skipped
-        else None
-    )  # fmt: skip
-    if (trace is not None and trace.skipped) or (grade is not None and grade.skipped):
-        code = reason_code(skip_reason or "")
-        ledger.skipped = dict(sorted((Counter(ledger.skipped) + Counter([code])).items()))
-    if grade is not None and not grade.skipped:
-        by_source = Counter(ledger.judge_errors_by_source)
-        by_source.update(i.source for i in grade.items if i.label == Label.JUDGE_ERROR)
-        ledger.judge_errors_by_source = dict(sorted(by_source.items()))
-        ledger.judge_errors += grade.judge_errors
-        ledger.episodes_with_judge_errors += grade.judge_errors > 0
+_CHANNEL = ("applied", "not_applied", "seeded_applied", "seeded_not_applied", "authored_applied",
+            "authored_not_applied")
+
+
+class _Tally:
+    """One :class:`SimulatorLedger` being counted in plain Python (a pydantic model per update
+    costs more than the reading of the episode it counts)."""
+
+    _INTS = ("episodes", "caller_turns", "caller_turns_with_rejections", "caller_rejections_in_reruns",
+             "conversation_reruns", "episodes_rerun", "caller_done_early", "judge_errors",
+             "episodes_with_judge_errors")
+
+    def __init__(self) -> None:
+        self.ints: Counter[str] = Counter(dict.fromkeys(self._INTS, 0))
+        self.channel: Counter[str] = Counter(dict.fromkeys((*_CHANNEL, "never_reached"), 0))
+        self.rejections: Counter[str] = Counter()
+        self.skipped: Counter[str] = Counter()
+        self.judge_errors_by_source: Counter[str] = Counter()
+
+    def add(self, trace: TraceSummary | None, grade: EpisodeGrade | None) -> None:
+        ints = self.ints
+        if trace is not None:
+            ints["episodes"] += 1
+            ints["caller_turns"] += trace.caller_turns
+            ints["caller_turns_with_rejections"] += trace.caller_turns_with_rejections
+            self.rejections.update(trace.rejection_codes)
+            for key in _CHANNEL:
+                self.channel[key] += trace.channel[key]
+            self.channel["never_reached"] += trace.never_reached
+            ints["caller_rejections_in_reruns"] += trace.rerun_rejections
+            ints["conversation_reruns"] += trace.reruns
+            ints["episodes_rerun"] += trace.reruns > 0
+            ints["caller_done_early"] += trace.end_reason == EndReason.CALLER_DONE_EARLY
+        if trace is not None and trace.skipped:
+            self.skipped[reason_code(trace.skip_reason or "")] += 1
+        elif grade is not None and grade.skipped:
+            self.skipped[reason_code(grade.skip_reason or "")] += 1
+        if grade is not None and not grade.skipped:
+            self.judge_errors_by_source.update(i.source for i in grade.items if i.label == Label.JUDGE_ERROR)
+            ints["judge_errors"] += grade.judge_errors
+            ints["episodes_with_judge_errors"] += grade.judge_errors > 0
+
+    def ledger(self) -> SimulatorLedger:
+        return SimulatorLedger(
+            **dict(self.ints),
+            caller_rejections=dict(sorted(self.rejections.items())),
+            skipped=dict(sorted(self.skipped.items())),
+            channel=ChannelLedger(**dict(self.channel)),
+            judge_errors_by_source=dict(sorted(self.judge_errors_by_source.items())),
+        )
 
 
 class LedgerCounter:
@@ -140,22 +156,22 @@ class LedgerCounter:
     each trace once, so no trace is kept): :meth:`add` per episode, :meth:`result` at the end."""
 
     def __init__(self) -> None:
-        self.total = RunLedger()
-        self.per: dict[str, SimulatorLedger] = {}
+        self.total = _Tally()
+        self.per: dict[str, _Tally] = {}
 
     def add(self, candidate: str, trace: TraceSummary | None, grade: EpisodeGrade | None) -> None:
-        """Count one episode (its trace's summary and its grade in the chosen grade set, either may be None)
-        for the total and for ``candidate`` (the plan's label)."""
+        """Count one episode (its trace's summary and its grade in the chosen grade set, either
+        may be None) for the total and for ``candidate`` (the plan's label)."""
         if trace is None and grade is None:
             return
-        _add(self.total, trace, grade)
-        _add(self.per.setdefault(candidate, SimulatorLedger()), trace, grade)
+        self.total.add(trace, grade)
+        self.per.setdefault(candidate, _Tally()).add(trace, grade)
 
     def result(self) -> RunLedger:
         """The counted ledger, per candidate too (``candidates_differ`` set)."""
-        total = self.total.model_copy()
-        total.by_candidate = dict(sorted(self.per.items()))
-        total.candidates_differ = len({ledger.model_dump_json() for ledger in self.per.values()}) > 1
+        per = {c: t.ledger() for c, t in sorted(self.per.items())}
+        total = RunLedger(**self.total.ledger().model_dump(), by_candidate=per)
+        total.candidates_differ = len({ledger.model_dump_json() for ledger in per.values()}) > 1
         return total
 
 
