@@ -36,3 +36,10 @@ def slow_recording_pid(items: list[str]) -> list[str]:
         Path(folder, f"{os.getpid()}.pid").write_text("", encoding="utf-8")
     time.sleep(60)
     return items
+
+
+def record_pid(items: list[str]) -> list[str]:
+    """Write this worker's pid into the folder each item names (no wait)."""
+    for folder in items:
+        Path(folder, f"{os.getpid()}.pid").write_text("", encoding="utf-8")
+    return items

@@ -140,3 +140,17 @@ def test_a_damaged_trace_names_its_file_from_a_worker(
         load_run(run, workers=2)
     assert str(one.value) == str(many.value)
     assert str(many.value).startswith(f"{victim}: cannot read trace")
+
+
+def test_the_shared_pool_ends_with_the_process(tmp_path: Path) -> None:
+    script = ("import sys\nfrom callbench.report.workers import map_ordered\n"
+              "from fakes.worker_fns import record_pid\n"
+              "for _ in range(2):\n"
+              "    list(map_ordered(record_pid, [sys.argv[1]] * 8, workers=2, chunk=1, min_items=0))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "src")])}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    pids = [int(p.stem) for p in tmp_path.glob("*.pid")]
+    assert len(pids) == 2  # both maps ran on the same two workers
+    assert all(_gone(p) for p in pids)

@@ -20,11 +20,13 @@ The pool follows the project's process rules (DESIGN.md, "process control"):
   :class:`WorkerCrash` with a plain message.
 
 Small inputs run in the calling process (:data:`PARALLEL_MIN_ITEMS`): starting interpreters costs
-about half a second of CPU each.
+about half a second of CPU each. One pool serves every map of a process (the report reads the
+episodes, then writes the call files): it is started on first use and shut down at exit.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing
 import os
@@ -109,6 +111,40 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
                 p.kill()
 
 
+_pool: ProcessPoolExecutor | None = None
+_pool_workers = 0
+
+
+def _shared_pool(workers: int) -> ProcessPoolExecutor:
+    """The process's pool of ``workers`` workers, started on first use (a different size replaces it)."""
+    global _pool, _pool_workers
+    if _pool is not None and _pool_workers != workers:
+        close_pool()
+    if _pool is None:
+        _pool = ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init, initargs=(os.getpid(),),
+        )
+        _pool_workers = workers
+    return _pool
+
+
+def close_pool(*, terminate: bool = False) -> None:
+    """Shut the shared pool down (waiting for its workers to exit), or with ``terminate`` stop
+    them at once; a later map starts a new one. Registered to run at exit."""
+    global _pool
+    pool, _pool = _pool, None
+    if pool is None:
+        return
+    if terminate:
+        _terminate(pool)
+    else:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+atexit.register(close_pool)
+
+
 def chunks(items: Sequence[T], size: int = CHUNK_ITEMS) -> list[list[T]]:
     """``items`` cut into consecutive lists of at most ``size`` (order kept)."""
     return [list(items[i:i + size]) for i in range(0, len(items), size)]
@@ -134,10 +170,7 @@ def map_ordered(
         for part in parts:
             yield from fn(part)
         return
-    pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn"),
-        initializer=_worker_init, initargs=(os.getpid(),),
-    )
+    pool = _shared_pool(workers)
     ahead: deque[Future[list[R]]] = deque()
     todo = iter(parts)
     try:
@@ -157,8 +190,6 @@ def map_ordered(
             if nxt is not None:
                 ahead.append(pool.submit(fn, nxt))
             yield from done
-    except BaseException:
-        _terminate(pool)
+    except BaseException:  # an error, Ctrl-C, or the consumer stopped early: stop every worker now
+        close_pool(terminate=True)
         raise
-    else:
-        pool.shutdown(wait=True)
