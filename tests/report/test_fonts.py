@@ -61,3 +61,10 @@ def test_the_report_embeds_fonts_for_its_languages(make_run: MakeRun) -> None:
     head = page[: page.index("</head>")]
     assert head.count("@font-face") == 2 and 'id="embedded-fonts"' in head
     assert set(_faces(head)) == {"Noto Sans Devanagari", "Noto Sans Tamil"}
+
+
+def test_fonts_subset_in_worker_processes_are_the_same_bytes() -> None:
+    text = "नमस्ते বাংলা ગુજરાતી தமிழ் hello"
+    serial = font_face_css(text)
+    assert serial.count("@font-face") == 4
+    assert font_face_css(text, parallel=True) == serial

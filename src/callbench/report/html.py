@@ -193,12 +193,13 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
     return embed_fonts(page)
 
 
-def embed_fonts(page: str, *, extra_text: str = "") -> str:
+def embed_fonts(page: str, *, extra_text: str = "", parallel: bool = False) -> str:
     """``page`` with ``@font-face`` rules embedding subsets of the shipped Noto fonts for the
     Indic scripts its text uses, and those of ``extra_text`` (the folder report's call files)
     (:func:`callbench.report.fonts.font_face_css`), in a ``<style>`` element at the end of its
-    head; unchanged when it uses none."""
-    css = font_face_css(page + extra_text)
+    head; unchanged when it uses none. ``parallel``: subset the fonts in the report's worker
+    processes (for large reports)."""
+    css = font_face_css(page + extra_text, parallel=parallel)
     if not css:
         return page
     return page.replace("</head>", f'<style id="embedded-fonts">\n{css}\n</style>\n</head>', 1)
