@@ -38,6 +38,7 @@ from typing import Any
 
 from callbench.grade.models import EpisodeGrade, GradeSetManifest
 from callbench.report.build import build_report
+from callbench.report.episode_read import TraceSummary
 from callbench.report.html import write_html
 from callbench.report.html_folder import SINGLE_FILE_MAX_CALLS, write_html_folder
 from callbench.report.load import RunData, _record, load_runs, read_model
@@ -85,7 +86,7 @@ def records_only(run_dir: Path, limit: int | None = None) -> RunData:
     records = []
     for key in manifest.planned[:limit]:
         trace, grade = _trace(run_dir, key.episode_id), _grade(run_dir, gid, key.episode_id)
-        records.append(_record(manifest.run_id, key.episode_id, key, trace, grade))
+        records.append(_record(manifest.run_id, key.episode_id, key, TraceSummary.of(trace), grade))
     return RunData(run_dir, manifest, gset, records, {}, {})
 
 

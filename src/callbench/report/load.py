@@ -142,15 +142,16 @@ def load_run(run_dir: Path, grade_set_id: str | None = None, *, workers: int | N
     facts = TraceFacts()
     records: list[EpisodeRecord] = []
     for read in map_ordered(read_episodes, jobs, workers=workers):
-        rec = read.record
+        grade = read.grade()
+        rec = read.record(grade)
         records.append(rec)
         warnings.extend(read.warnings)
-        ledger.add(rec.candidate, read.trace, read.grade)
+        ledger.add(rec.candidate, read.trace, grade)
         if read.trace is not None:
-            faults.add_trace(read.trace, read.fault_ledger)
+            faults.add_trace(read.trace, read.ledger())
             facts.add(read.trace)
-        if read.grade is not None:
-            faults.add_grade(read.grade)
+        if grade is not None:
+            faults.add_grade(grade)
     return RunData(run_dir, manifest, grade_set, records, ledger.result(), faults.result(), facts,
                    warnings, trace_files, grade_files)
 
