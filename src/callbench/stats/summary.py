@@ -17,7 +17,7 @@ per-episode diagnostic scores where defined. They explain the pillars; they do n
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -136,8 +136,12 @@ class CandidateSummary(BaseModel):
     tokens: int = 0  # input + output tokens over all roles in the traces
 
 
-def _add_totals(a: PointTotals, b: PointTotals) -> PointTotals:
-    return PointTotals(points=a.points + b.points, weight=a.weight + b.weight, items=a.items + b.items)
+def _sum_totals(parts: Iterable[PointTotals]) -> PointTotals:
+    """The sum of ``parts`` field by field, added in order from zero (one model, not one per step)."""
+    points, weight, items = 0.0, 0.0, 0
+    for t in parts:
+        points, weight, items = points + t.points, weight + t.weight, items + t.items
+    return PointTotals(points=points, weight=weight, items=items)
 
 
 def summarize_candidate(
@@ -196,9 +200,8 @@ def summarize_candidate(
     summary.score_sources = score_sources(grades)
     summary.judge_errors = sum(g.judge_errors for g in grades)
     summary.episodes_with_judge_errors = sum(g.judge_errors > 0 for g in grades)
-    for g in grades:
-        summary.task_totals = _add_totals(summary.task_totals, g.task)
-        summary.conversation_totals = _add_totals(summary.conversation_totals, g.conversation)
+    summary.task_totals = _sum_totals(g.task for g in grades)
+    summary.conversation_totals = _sum_totals(g.conversation for g in grades)
 
     by_lang: dict[str, list[EpisodeRecord]] = defaultdict(list)
     by_diff: dict[str, list[EpisodeRecord]] = defaultdict(list)
@@ -262,15 +265,9 @@ def summarize_diagnostics(grades: Sequence[EpisodeGrade]) -> dict[Diagnostic, Di
     """Per diagnostic: summed point totals, their score, and the mean of per-episode scores."""
     out: dict[Diagnostic, DiagnosticSummary] = {}
     for diag in Diagnostic:
-        totals = PointTotals()
-        episode_scores: list[float] = []
-        for g in grades:
-            t = g.diagnostics.get(diag)
-            if t is None:
-                continue
-            totals = _add_totals(totals, t)
-            if t.score is not None:
-                episode_scores.append(t.score)
+        parts = [t for t in (g.diagnostics.get(diag) for g in grades) if t is not None]
+        totals = _sum_totals(parts)
+        episode_scores = [score for score in (t.score for t in parts) if score is not None]
         out[diag] = DiagnosticSummary(
             points=totals.points,
             weight=totals.weight,
