@@ -23,7 +23,9 @@ Prints, against the issue's targets (2 cores):
 - ``ray``: wall per episode of the scripted run through ``--executor ray`` (local Ray, 2 CPUs)
   against the local executor (needs the ``[distributed]`` extra; skipped without it);
 - ``report``, ``grade``, ``folder`` (issue 27): ``benchmarks/report_scale.py`` (report and grade
-  of a ``--big``-episode synthetic run: wall time and peak memory; run folder bytes per episode).
+  of a ``--big``-episode synthetic run: wall time and peak memory; run folder bytes per episode);
+- ``html`` (issue 27 item 2): ``benchmarks/html_bench.py`` (the folder report of ``--big`` calls:
+  first page size and open time in Chromium, filter, search, opening a call).
 
 Every figure is printed beside its target and the 1-minute load average; the concurrency figures
 also give the CPU per request of callbench and of the fake server, which share the 2 cores.
@@ -358,15 +360,17 @@ def bench_ray(tmp: Path, bundle: Bundle) -> None:
             finally:
                 cluster.close()
         walls[name] = time.perf_counter() - t0
+    overhead = (walls["ray"] - walls["local"]) / n * 1000
     print(f"ray executor (local Ray, 2 CPUs, {n} scripted episodes): {walls['ray'] / n * 1000:.1f} ms per"
-          f" episode vs local {walls['local'] / n * 1000:.1f} ms; overhead"
-          f" {(walls['ray'] - walls['local']) / n * 1000:.1f} ms per episode (worker start-up included,"
-          f" ray.init {walls['init']:.1f} s not)")
+          f" episode vs local {walls['local'] / n * 1000:.1f} ms; overhead {overhead:.1f} ms per episode"
+          f" (target < 10) {'OK' if overhead < 10 else 'MISSED'} (worker start-up included, ray.init"
+          f" {walls['init']:.1f} s not) [{load()}]")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default="save,resume,scripted,sdk,concurrency,validate,ray,report,grade,folder")
+    ap.add_argument("--only",
+                    default="save,resume,scripted,sdk,concurrency,validate,ray,report,grade,folder,html")
     ap.add_argument("--big", type=int, default=10000)
     args = ap.parse_args()
     only = set(args.only.split(","))
@@ -392,6 +396,9 @@ def main() -> None:
             subprocess.run([sys.executable, str(Path(__file__).with_name("report_scale.py")), "--only",
                             ",".join(sorted(only & {"report", "grade", "folder"})), "--episodes",
                             str(args.big)], check=True)
+        if "html" in only:  # issue 27 item 2: the folder report's first page in Chromium
+            subprocess.run([sys.executable, str(Path(__file__).with_name("html_bench.py")), "--episodes",
+                            str(args.big), "--single", ""], check=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
