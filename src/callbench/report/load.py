@@ -62,11 +62,11 @@ class TraceFacts:
     _seen: set[str] = field(default_factory=set)
 
     def add(self, trace: TraceSummary) -> None:
-        for key, role, into in (("caller" + trace.caller_key, trace.caller, self.callers),
-                                ("candidate" + trace.candidate_key, trace.candidate, self.candidates)):
-            if key not in self._seen:
-                self._seen.add(key)
-                into.append(role)
+        for kind, role_key, into in (("caller", trace.caller_key, self.callers),
+                                     ("candidate", trace.candidate_key, self.candidates)):
+            if kind + role_key not in self._seen:
+                self._seen.add(kind + role_key)
+                into.append(RoleInfo.model_validate_json(role_key))
         self.caller_prompts.setdefault((trace.agent_id, trace.scenario_id), set()).add(
             trace.caller_prompt_sha256)
 
