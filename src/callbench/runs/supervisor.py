@@ -26,10 +26,18 @@ The child dies with its parent however the parent dies: ``prctl(PR_SET_PDEATHSIG
 ``prctl(2)``) and, everywhere, a daemon thread that checks once a second that the parent's pid
 (``$CALLBENCH_PARENT_PID``) is still its parent. ``CALLBENCH_NO_SUPERVISOR=1`` runs commands in one
 process (for debuggers); the child runs with ``CALLBENCH_SUPERVISED=1``.
+
+Scratch folder: the note and stack files live in ``$TMPDIR/callbench-supervisor-<parent pid>-*``,
+removed by the parent when the child ends unless the stack file holds a crash. A parent that is
+killed (SIGKILL) cannot remove it, so an orphaned child removes its own scratch folder when it
+stops (while the stack file is empty), and every supervised start removes the empty scratch
+folders of parents that are no longer running (:func:`remove_orphaned_scratch`), for the case
+where parent and child were killed together.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -72,6 +80,9 @@ GRACE_S = 10.0
 """How long a graceful stop may take before the child exits at once (a native call that does not
 return, such as a llama.cpp generation, cannot be cancelled)."""
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+SCRATCH_PREFIX = "callbench-supervisor-"
+"""Scratch folders are ``<TMPDIR>/callbench-supervisor-<parent pid>-<random>``."""
+_STACK_NAME, _NOTE_NAME = "crash-stack.txt", "native-note.txt"
 
 
 def signal_name(signum: int) -> str:
@@ -131,6 +142,7 @@ def stop_status() -> int:
 
 
 def _hard_exit(signum: int, why: str) -> None:
+    _remove_own_scratch()
     with contextlib.suppress(Exception):
         sys.stderr.write(f"{why}: finished episodes are saved; run the same command to resume\n")
         sys.stderr.flush()
@@ -181,11 +193,84 @@ def _die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="callbench-parent-watch", daemon=True).start()
 
 
+def _holds_no_crash(folder: Path) -> bool:
+    """True when ``folder``'s stack file is missing or empty (no crash was written there)."""
+    try:
+        return (folder / _STACK_NAME).stat().st_size == 0
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+class _OwnScratch:
+    """In the child: the supervisor's pid and its scratch folder, once :func:`child_setup` ran."""
+
+    parent: int = 0
+    folder: Path | None = None
+
+
+_own = _OwnScratch()
+
+
+def _remove_own_scratch() -> None:
+    """In the child, at exit: remove the scratch folder when the parent that should have removed it
+    is gone (it was killed) and no crash stack was written there."""
+    folder = _own.folder
+    if folder is None or os.getppid() == _own.parent or not _holds_no_crash(folder):
+        return
+    _own.folder = None
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _pid_running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it runs, as another user
+        return True
+    return True
+
+
+def remove_orphaned_scratch(tmpdir: Path | str | None = None) -> int:
+    """Remove the scratch folders in ``tmpdir`` (default :func:`tempfile.gettempdir`) left by
+    supervisors that are no longer running: named ``callbench-supervisor-<pid>-*`` with that pid
+    not running, owned by this user, and with an empty or no stack file (a folder holding a crash
+    stack is kept: the crash message named it). Folders of the older name without a pid are left
+    alone (whether their supervisor still runs cannot be told). Returns how many were removed;
+    never raises."""
+    root = Path(tempfile.gettempdir() if tmpdir is None else tmpdir)
+    removed = 0
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return 0
+    for entry in entries:
+        pid_text = entry.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        if not entry.name.startswith(SCRATCH_PREFIX) or not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        try:
+            st = entry.stat(follow_symlinks=False)
+            mine = entry.is_dir(follow_symlinks=False) and st.st_uid == os.getuid()
+        except OSError:
+            continue
+        if not mine or pid == os.getpid() or _pid_running(pid) or not _holds_no_crash(Path(entry.path)):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed += not os.path.exists(entry.path)
+    return removed
+
+
 def child_setup() -> None:
     """In the child: stop gracefully on SIGINT/SIGTERM/SIGHUP (:func:`install_stop_handlers`), die
     with the parent (``$CALLBENCH_PARENT_PID``), and write the Python stack to
     ``$CALLBENCH_CRASH_STACK`` on a fatal signal (``faulthandler``; the signal still kills the
-    process, so the parent sees it). Without a supervisor only the stop handlers are installed."""
+    process, so the parent sees it). When the parent is gone by the time this process exits, the
+    scratch folder is removed here (:func:`_remove_own_scratch`). Without a supervisor only the stop
+    handlers are installed."""
     install_stop_handlers()
     ready = os.environ.pop(READY_ENV, "")
     if ready.isdigit():
@@ -193,9 +278,13 @@ def child_setup() -> None:
             os.write(int(ready), b"1")
             os.close(int(ready))
     parent = os.environ.get(PARENT_ENV, "")
+    path = os.environ.get(STACK_ENV)
+    if parent.isdigit() and path and Path(path).parent.name.startswith(f"{SCRATCH_PREFIX}{parent}-"):
+        # only a folder named for this parent is ours to remove if the parent dies
+        _own.parent, _own.folder = int(parent), Path(path).parent
+        atexit.register(_remove_own_scratch)
     if parent.isdigit():
         _die_with_parent(int(parent))
-    path = os.environ.get(STACK_ENV)
     if not path:
         return
     import faulthandler
@@ -216,11 +305,13 @@ def run_supervised(
     SIGINT/SIGTERM/SIGHUP, gets the line of :func:`stop_message`; one killed by another signal N
     gets the line of :func:`crash_message` on ``err`` (default stderr); both return 128 + N. The
     note and stack files live in a temporary folder that is removed unless the stack file holds
-    something worth reading. Raises OSError when the child cannot start.
+    something worth reading (or, when this process is killed, by the child or the next start:
+    :func:`remove_orphaned_scratch`). Raises OSError when the child cannot start.
     """
     err = sys.stderr if err is None else err
-    scratch = Path(tempfile.mkdtemp(prefix="callbench-supervisor-"))
-    note, stack = scratch / "native-note.txt", scratch / "crash-stack.txt"
+    remove_orphaned_scratch()
+    scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+    note, stack = scratch / _NOTE_NAME, scratch / _STACK_NAME
     child_env = dict(os.environ if env is None else env)
     child_env.update({SUPERVISED_ENV: "1", NOTE_ENV: str(note), STACK_ENV: str(stack),
                       PARENT_ENV: str(os.getpid())})
