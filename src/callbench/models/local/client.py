@@ -66,6 +66,7 @@ from callbench.models.local.format import (
     parse_candidate_output,
     tool_arguments_schema,
 )
+from callbench.models.local.native_stderr import silenced_stderr
 from callbench.models.local.openmp import import_llama_cpp
 from callbench.models.local.safeguards import extra_bufts_enabled, extra_bufts_guard, note_native
 from callbench.models.local.sampling import fast_llama_class
@@ -317,21 +318,33 @@ def _parsable_grammar(llm: Any, schemas: list[dict[str, Any]]) -> Any:
     be repeated ... exceeds sane defaults": the scenario schema of ``callbench generate``, capped
     to 400-character strings, has hundreds of bounded repetitions), which would fail the call;
     the next, looser schema is tried then (the output is still checked against the request's
-    schema; a looser grammar only lets more wrong answers through to that check). Raises
+    schema; a looser grammar only lets more wrong answers through to that check). The C parser
+    prints a grammar it refuses whole to fd 2, so the probe runs with fd 2 silenced
+    (:func:`~callbench.models.local.native_stderr.silenced_stderr`) and a fallback is logged as one
+    warning line instead (once per set of schemas: verdicts are kept for the process). Raises
     ValueError when none parses."""
     llama_cpp = _llama()
+    refused = 0
     for schema in schemas:
         key = json.dumps(schema, sort_keys=True)
         if not _converts(schema):
             continue
         grammar = _grammar(schema)
         if key not in _PARSES:
-            handle = llama_cpp.llama_sampler_init_grammar(
-                llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
+            with silenced_stderr():
+                handle = llama_cpp.llama_sampler_init_grammar(
+                    llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
             _PARSES[key] = bool(handle)
             if handle:
                 llama_cpp.llama_sampler_free(handle)
+            else:
+                refused += 1
         if _PARSES[key]:
+            if refused:
+                LOG.warning(
+                    "llama.cpp refused the grammar of %d of %d output schema(s); decoding with a looser "
+                    "one (the answer is still checked against the request's schema)", refused, len(schemas),
+                )
             return grammar
     raise ValueError("llama.cpp cannot parse a grammar for this output schema")
 
