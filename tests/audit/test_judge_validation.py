@@ -182,7 +182,9 @@ def test_constant_judges_get_one_half_and_fail_the_gate(starter: Bundle) -> None
     assert tj.by_kind["wrong_argument"].n == 3  # salary_confirmed, debits_truthful, booking_grounded
     gates = [p for p in rep.problems if p.code == "audit.judge_gate"]
     where = [(p.file, p.path) for p in gates]
-    assert where == [("bundle.yaml", "task_judge"), ("bundle.yaml", "conversation_judge")]
+    # the judges come from the command line, not the bundle: located at the option that named each
+    assert where == [("--task-judge", ""), ("--conversation-judge", "")]
+    assert str(gates[0]).startswith("--task-judge: [audit.judge_gate] the task judge scripted:met fails")
     assert "balanced accuracy 0.50 < 0.80" in gates[0].message
 
 
@@ -206,6 +208,13 @@ def test_audit_cli_exits_1_on_the_gate_and_thresholds_are_settable() -> None:
     out = json.loads(res.stdout)
     assert {p["code"] for p in out["problems"]} == {"audit.judge_gate"}
     assert out["judges"]["judges"]["task_judge"]["gate"]["passed"] is False
+    assert [(p["file"], p["path"]) for p in out["problems"]] == [("--task-judge", ""),
+                                                                   ("--conversation-judge", "")]
+    shown = runner.invoke(app, [a for a in args if a != "--json"])
+    assert shown.exit_code == 1
+    lines = [line for line in shown.stdout.splitlines() if "[audit.judge_gate]" in line]
+    assert [line.split(":", 1)[0] for line in lines] == ["--task-judge", "--conversation-judge"]
+    assert "2 problem(s) on 2 command-line option(s)" in shown.stdout
     res = runner.invoke(app, [*args, "--min-balanced-accuracy", "0.5", "--max-null-met", "1.0"])
     assert res.exit_code == 0, res.stdout[-2000:]
 

@@ -26,9 +26,11 @@ models (:mod:`callbench.models.scripted`), no network:
 - *judges on known answers* (optional): the reference, null-floor and contrastive traces
   (:mod:`callbench.audit.contrast`) graded by the judges (:mod:`callbench.audit.judges`); a judge
   that fails the validation gate (:mod:`callbench.audit.validation`) is a problem
-  (``audit.judge_gate``, on ``bundle.yaml``, path the judge role).
+  (``audit.judge_gate``, located at the option that named the judge: ``--task-judge`` or
+  ``--conversation-judge``, :attr:`AuditJudges.sources`).
 
-Every problem is a :class:`~callbench.bundle.loader.Problem` located at a file and field path.
+Every problem is a :class:`~callbench.bundle.loader.Problem` located at a file and field path (or,
+for a judge, at its command-line option).
 """
 
 from __future__ import annotations
@@ -399,9 +401,8 @@ async def audit_bundle(
         for role, acc in report.judges.judges.items():
             if not acc.gate.passed:
                 report.problems.append(
-                    Problem(
-                        file=files.bundle_file,
-                        path=role,
+                    Problem(  # the judges come from the command line, not from the bundle
+                        file=judges.sources.get(role, role),
                         code="audit.judge_gate",
                         message=f"the {role.replace('_', ' ')} {acc.judge.spec} fails the judge-validation "
                         f"gate: {'; '.join(acc.gate.reasons)}",

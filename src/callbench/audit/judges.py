@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from callbench.audit.contrast import contrast_expectation, contrast_kind
@@ -56,16 +56,23 @@ REFERENCE_TRACES = "reference"
 __all__ = ["AuditJudges", "JudgeAccuracy", "JudgeAudit", "audit_judges", "expected_label"]
 
 
+JUDGE_OPTIONS: dict[str, str] = {"task_judge": "--task-judge", "conversation_judge": "--conversation-judge"}
+"""The ``callbench audit`` option that names each judge role."""
+
+
 @dataclass
 class AuditJudges:
     """The judges to audit (clients built as for ``callbench run``), how many traces to grade at
-    once, and the gate's thresholds (:mod:`callbench.audit.validation`)."""
+    once, and the gate's thresholds (:mod:`callbench.audit.validation`). ``sources`` says where
+    each role's judge was named, where an ``audit.judge_gate`` problem is located (default: the
+    ``callbench audit`` options ``--task-judge`` and ``--conversation-judge``)."""
 
     task_judge: ModelClient
     conversation_judge: ModelClient
     concurrency: int = 4
     min_balanced_accuracy: float = MIN_BALANCED_ACCURACY
     max_null_met: float = MAX_NULL_MET
+    sources: dict[str, str] = field(default_factory=lambda: dict(JUDGE_OPTIONS))
 
 
 def expected_label(criterion: Criterion, traces: str, bundle: Bundle | None = None) -> str | None:

@@ -163,9 +163,12 @@ def render_audit(report: AuditReport, console: Console) -> None:
             console.print(escape(f"contrastive traces derived: {derived}"), soft_wrap=True)
     for p in report.problems:
         console.print(escape(str(p)), style="red", soft_wrap=True)
-    n_files = len({p.file for p in report.problems})
+    files = {p.file for p in report.problems if not p.file.startswith("--")}
+    options = {p.file for p in report.problems} - files  # judge gates: located at --task-judge ...
+    where = [f"in {len(files)} file(s)"] if files else []
+    where += [f"on {len(options)} command-line option(s)"] if options else []
     if report.problems:
-        console.print(f"{len(report.problems)} problem(s) in {n_files} file(s)", style="bold red")
+        console.print(f"{len(report.problems)} problem(s) {' and '.join(where)}", style="bold red")
     else:
         console.print(
             escape(f"OK: {len(report.scenarios)} scenario(s) audited, no problems"), style="bold green"
