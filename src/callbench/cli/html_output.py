@@ -25,6 +25,26 @@ class HtmlTarget:
         """The page to open: ``path`` itself, or ``path/index.html`` for a folder."""
         return path / "index.html" if self.folder else path
 
+    def problem(self, option: str) -> str | None:
+        """Why the named target cannot be written, as one line located at ``option`` (``--html`` or
+        ``--html-folder``), or None; checked before the report is computed. A file target may
+        not be a folder; a folder target must be one the folder report may replace
+        (``report.html_folder``'s own refusal rules, unchanged); either must be creatable
+        (:func:`callbench.cli.output_paths.creatable_problem`)."""
+        from callbench.cli.output_paths import creatable_problem, file_path_problem
+
+        if not self.folder:
+            return file_path_problem(option, self.path,
+                                     folder_hint="a folder report is written with --html-folder DIR")
+        from callbench.report.html_folder import ReportFolderError
+        from callbench.report.html_folder import _check_target as check_folder_target
+
+        try:
+            check_folder_target(self.path.absolute())
+        except ReportFolderError as e:
+            return f"{option} {e}"
+        return creatable_problem(option, self.path)
+
     def write(self, result: object, runs: list, path: Path) -> None:
         """Write the report at ``path`` (raises OSError, or ReportFolderError for a folder path
         that is a file or a folder not made by a report)."""

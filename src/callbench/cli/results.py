@@ -160,13 +160,17 @@ def report(
     DIR/index.html holds every table and figure and one row per call, and each call loads from
     its own file when opened (docs/report.md).
 
-    Exit codes: 0 ok; 2 unreadable input or runs that cannot be compared fairly; 4 a report file
-    cannot be written (disk full, permission denied, read-only folder).
+    Output paths are checked before anything is computed (a folder given as --html, a path under
+    a file, a folder that cannot be written): one line naming the option, exit 2, nothing written.
+
+    Exit codes: 0 ok; 2 unreadable input, runs that cannot be compared fairly, or an output path
+    that cannot be written; 4 a write that fails midway (disk full, I/O error).
     """
     from rich.console import Console
 
     from callbench.audit.store import load_judge_audits
     from callbench.cli.html_output import html_target, write_default_html
+    from callbench.cli.output_paths import first_problem
     from callbench.report.build import build_report
     from callbench.report.export import write_csv, write_json
     from callbench.report.fairness import UnfairComparisonError
@@ -180,28 +184,42 @@ def report(
         typer.echo(f"error: --html-folder and {other} cannot be used together: the folder holds the calls' "
                    "traces; give one of them", err=True)
         raise typer.Exit(2)
+    # output paths first: a bad one costs nothing and writes nothing (the HTML target's kind, one
+    # file or a folder, is known once the runs are read; it is checked then, before any statistics)
+    files = {"--json": json_path, "--csv": csv_path}
+    html_paths = {"--html": html, "--html-folder": html_folder}
+    problem = _output_problem(run_dirs, {**files, **html_paths}) or first_problem(files, html_paths)
+    if problem:
+        typer.echo(f"error: {problem}", err=True)
+        raise typer.Exit(2)
     audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [], packaged=True)
     for w in audit_warnings:
         typer.echo(f"warning: {w}", err=True)
     status = Console(stderr=True, emoji=False)
     try:
-        # the statistics take seconds to minutes on a large run: say so while they run (a transient
-        # line on a terminal; nothing in a pipe)
-        with status.status(f"statistics: reading the run(s) and drawing {samples:,} bootstrap samples per "
-                           "interval"):
+        with status.status("report: reading the run(s)"):
             runs = load_runs(run_dirs, grade_set)
-            result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence,
-                                  judge_audits=audits)
-    except (ReportInputError, UnfairComparisonError) as e:
+    except ReportInputError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     target = None if no_html else html_target(runs, run_dirs[0], html, html_folder,
                                                include_traces=not no_traces)
     problem = _output_problem(run_dirs, {"--json": json_path, "--csv": csv_path,
                                          "--html": target.path if target else None})
+    if problem is None and target is not None and target.named:
+        problem = target.problem("--html-folder" if html_folder is not None else "--html")
     if problem:
         typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
+    try:
+        # the statistics take seconds to minutes on a large run: say so while they run (a transient
+        # line on a terminal; nothing in a pipe)
+        with status.status(f"statistics: drawing {samples:,} bootstrap samples per interval"):
+            result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence,
+                                  judge_audits=audits)
+    except (ReportInputError, UnfairComparisonError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
     render_terminal(result, Console(emoji=False))
     try:
         if json_path is not None:
@@ -227,7 +245,8 @@ def report(
         if line is not None:
             typer.echo(f"error: {line}", err=True)
             raise typer.Exit(EXIT_MACHINE_FAULT) from None
-        typer.echo(f"error: cannot write report: {e}", err=True)
+        where = f"{e.filename}: " if e.filename else ""
+        typer.echo(f"error: cannot write the report: {where}{(e.strerror or str(e)).lower()}", err=True)
         raise typer.Exit(2) from None
 
 
