@@ -27,6 +27,7 @@ from callbench.report.faults import RunFaults, run_faults
 from callbench.report.judge_accuracy import run_judge_accuracy
 from callbench.report.ledger import RunLedger, run_ledger
 from callbench.report.load import RunData
+from callbench.report.official import missing_traces, run_is_official
 from callbench.report.validation import GradeSetInfo, grade_set_info, judged_status
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
@@ -51,6 +52,9 @@ class RunInfo(BaseModel):
     git_commit: str | None = None
     git_dirty: bool | None = None
     official: bool = False
+    """The manifest's ``official``, unless a planned call lost its trace file (report/official.py)."""
+    missing_traces: list[str] = Field(default_factory=list)
+    """Planned calls with no trace file (episode ids): the run is then not official."""
     awaiting_review: int = 0
     """Generated scenarios of the run still awaiting review (the run is then not official)."""
     started: str
@@ -169,7 +173,8 @@ def run_info(run: RunData, judge_audits: list[JudgeAudit] | None = None) -> RunI
         callbench_version=m.callbench_version,
         git_commit=m.git_commit,
         git_dirty=m.git_dirty,
-        official=m.official,
+        official=run_is_official(run),
+        missing_traces=missing_traces(run),
         awaiting_review=m.awaiting_review,
         started=m.started,
         ended=m.ended,

@@ -16,6 +16,7 @@ from callbench.report.faults import render_faults_terminal
 from callbench.report.fit import print_table, print_wrapped
 from callbench.report.judge_accuracy import render_judge_accuracy_terminal
 from callbench.report.ledger import render_ledger_terminal
+from callbench.report.official import missing_traces_text
 from callbench.report.sources_view import render_validation_terminal
 from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL, BootstrapResult
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
@@ -41,7 +42,7 @@ STAND_IN_TEXT = (
 OFFICIAL_TEXT = (
     "official = every planned call finished, none skipped, one callbench version, from a clean git "
     "checkout (a run whose git state is unknown, made outside a git checkout, cannot be), no "
-    "generated scenario awaiting review."
+    "generated scenario awaiting review, and every planned call's trace still on disk."
 )
 
 
@@ -138,6 +139,8 @@ def _runs(report: Report, console: Console) -> None:
     for r in report.runs:
         dirty = "dirty tree" if r.git_dirty else "clean tree" if r.git_dirty is False else "git state unknown"
         pending = f"; {r.awaiting_review} generated scenario(s) awaiting review" if r.awaiting_review else ""
+        if r.missing_traces:
+            pending += f"; {missing_traces_text(r.missing_traces)}"
         # wrapped at spaces only: ids and paths are never broken
         print_wrapped(
             console,

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from callbench.audit.store import FloorScore, JudgeAudit, JudgeRole, matching_audit
 from callbench.report.load import RunData
+from callbench.report.official import run_is_official
 
 ROLES: tuple[JudgeRole, ...] = ("task_judge", "conversation_judge")
 NOT_VALIDATED = "judges not validated"
@@ -57,7 +58,8 @@ class JudgeValidation(BaseModel):
 
 class GradeSetInfo(BaseModel):
     """The grade set a report shows for one run: id, kind, cutoff, whether it is official (the run
-    is official and its judges passed validation) and its judge validation."""
+    is official, :func:`callbench.report.official.run_is_official`, and its judges passed
+    validation) and its judge validation."""
 
     run_id: str
     grade_set_id: str
@@ -136,7 +138,7 @@ def grade_set_info(run: RunData, audits: list[JudgeAudit]) -> GradeSetInfo:
         grade_set_id=gs.grade_set_id,
         kind=gs.kind,
         cutoff=gs.cutoff,
-        official=run.manifest.official and v.status == "validated",
+        official=run_is_official(run) and v.status == "validated",
         judge_validation=v,
     )
 

@@ -1,0 +1,33 @@
+"""Whether the report may call a run official: its manifest says so (``RunManifest.official``,
+decided when the run finished: every planned call finished, none skipped, one callbench version, a
+clean git checkout, no generated scenario awaiting review) *and* what the manifest vouches for is
+still on disk: every planned call that finished still has its trace file. A trace deleted or lost
+after the run (the manifest still counts it as completed) leaves a result that cannot be
+re-graded or checked, so the run is not official and the report names the calls.
+"""
+
+from __future__ import annotations
+
+from callbench.report.load import RunData
+
+SHOWN_IDS = 5
+"""How many missing episode ids a reason names before "(+N more)"."""
+
+
+def missing_traces(run: RunData) -> list[str]:
+    """The planned episodes of ``run`` that have no trace file, in plan order (episode ids)."""
+    return [k.episode_id for k in run.manifest.planned if k.episode_id not in run.trace_files]
+
+
+def run_is_official(run: RunData) -> bool:
+    """``run``'s manifest says official and no planned call lost its trace file."""
+    return run.manifest.official and not missing_traces(run)
+
+
+def missing_traces_text(ids: list[str]) -> str:
+    """``"2 planned calls have no trace file: e1, e2"``; empty for no ids."""
+    if not ids:
+        return ""
+    shown = ", ".join(ids[:SHOWN_IDS]) + (f" (+{len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else "")
+    calls = "1 planned call has" if len(ids) == 1 else f"{len(ids)} planned calls have"
+    return f"{calls} no trace file: {shown}"
