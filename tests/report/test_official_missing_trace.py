@@ -53,3 +53,19 @@ def test_a_missing_trace_makes_the_run_not_official(make_run: MakeRun, grade_too
     assert run["missing_traces"] == [gone]
     assert f"official no (clean tree; 1 planned call has no trace file: {gone})" in text
     assert data["grade_sets"][0]["official"] is False
+
+
+def test_an_unfinished_run_does_not_list_its_calls_still_to_run(make_run: MakeRun) -> None:
+    rd = make_run(candidates=("a",), agents=1, scenarios=3, repeats=1,
+                  not_run=lambda c, a, s, r: s == 2)
+    manifest = json.loads((rd / "manifest.json").read_text())
+    manifest.update(completed=2)  # the third call never ran: its trace is not missing, it is to come
+    (rd / "manifest.json").write_text(json.dumps(manifest))
+    text, data = _report(rd)
+    assert data["runs"][0]["missing_traces"] == [] and data["runs"][0]["official"] is False
+    assert "no trace file" not in text
+    # one of the two finished calls loses its trace: more are missing than never ran
+    episode_files.paths(rd / "traces")["a__ag0__sc0__r0"].unlink()
+    text, data = _report(rd)
+    assert data["runs"][0]["missing_traces"] == ["a__ag0__sc0__r0", "a__ag0__sc2__r0"]
+    assert "2 planned calls have no trace file: a__ag0__sc0__r0, a__ag0__sc2__r0" in text

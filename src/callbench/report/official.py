@@ -15,8 +15,14 @@ SHOWN_IDS = 5
 
 
 def missing_traces(run: RunData) -> list[str]:
-    """The planned episodes of ``run`` that have no trace file, in plan order (episode ids)."""
-    return [k.episode_id for k in run.manifest.planned if k.episode_id not in run.trace_files]
+    """The planned episodes of ``run`` that have no trace file (episode ids, plan order) when more
+    are missing than the manifest says never ran (planned - completed - skipped): some finished
+    call lost its trace. Empty otherwise: an unfinished run simply has calls still to run (which
+    of the missing ones were lost cannot be told apart from the files alone, so all are named)."""
+    m = run.manifest
+    missing = [k.episode_id for k in m.planned if k.episode_id not in run.trace_files]
+    never_run = max(0, len(m.planned) - m.completed - m.skipped)
+    return missing if len(missing) > never_run else []
 
 
 def run_is_official(run: RunData) -> bool:
