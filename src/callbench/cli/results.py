@@ -226,7 +226,7 @@ def report(
             write_json(result, json_path)
             typer.echo("\n".join(labelled_path("JSON report:", str(json_path))))
         if csv_path is not None:
-            write_csv([r for run in runs for r in run.records], csv_path)
+            write_csv([r for run in runs for r in run.records], csv_path, result.grade_sets)
             typer.echo("\n".join(labelled_path("CSV (one row per episode):", str(csv_path))))
         if target is not None and target.named:
             with status.status("report: writing the HTML report"):

@@ -5,7 +5,9 @@
   runs), readable back with :func:`read_json`.
 - ``--csv PATH``: one row per planned episode (:data:`CSV_COLUMNS`): ids, status, skip reason,
   pillar and overall scores, pass, raw point totals per pillar and per diagnostic (so a reader can
-  reweight), tokens and cost, the trace's end reason and why an episode was not graded. Floats
+  reweight), tokens and cost, the trace's end reason and why an episode was not graded, then the
+  reported grade set of the episode's run, its judge-validation status (``validated``,
+  ``not_validated``, ``failed``, ``human_labels``) and whether it is official. Floats
   are written with Python's shortest round-trip repr; empty cells mean undefined.
   :func:`read_csv` parses the rows back into typed values.
 """
@@ -14,11 +16,13 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from callbench.bundle.models import Diagnostic
 from callbench.report.build import Report
+from callbench.report.validation import GradeSetInfo
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import atomic_write_text
 
@@ -32,7 +36,8 @@ _BASE = [
 _DIAG = [(f"{d.value}_{part}", float) for d in Diagnostic for part in ("points", "weight")]
 _USAGE = [("input_tokens", int), ("output_tokens", int), ("cost_usd", float)]
 _END: list[tuple[str, type]] = [("end_reason", str), ("not_graded_reason", str)]
-CSV_TYPES: dict[str, type] = dict(_BASE + _DIAG + _USAGE + _END)
+_STATUS: list[tuple[str, type]] = [("grade_set_id", str), ("judge_validation", str), ("official", bool)]
+CSV_TYPES: dict[str, type] = dict(_BASE + _DIAG + _USAGE + _END + _STATUS)
 CSV_COLUMNS: list[str] = list(CSV_TYPES)
 
 
@@ -49,10 +54,15 @@ def read_json(path: Path) -> Report:
         raise ValueError(f"{path}: not a callbench report JSON: {e}") from None
 
 
-def episode_row(r: EpisodeRecord) -> dict[str, Any]:
-    """The CSV row of one episode (typed values; None for undefined)."""
+def episode_row(r: EpisodeRecord, grade_set: GradeSetInfo | None = None) -> dict[str, Any]:
+    """The CSV row of one episode (typed values; None for undefined). ``grade_set`` is the
+    report's view of the episode's run's grade set (:class:`~callbench.report.validation.GradeSetInfo`):
+    its id, judge-validation status and whether it is official; None leaves those cells empty."""
     g = r.grade
     row: dict[str, Any] = {k: None for k in CSV_COLUMNS}
+    if grade_set is not None:
+        row.update(grade_set_id=grade_set.grade_set_id, judge_validation=grade_set.judge_validation.status,
+                   official=grade_set.official)
     row.update(
         run_id=r.run_id, episode_id=r.episode_id, candidate=r.candidate, agent_id=r.agent_id,
         scenario_id=r.scenario_id, language=r.language, difficulty=r.difficulty, repeat=r.repeat,
@@ -85,13 +95,15 @@ def _cell(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def write_csv(records: list[EpisodeRecord], path: Path) -> None:
-    """Write one row per episode record, atomically."""
+def write_csv(records: list[EpisodeRecord], path: Path, grade_sets: Iterable[GradeSetInfo] = ()) -> None:
+    """Write one row per episode record, atomically. ``grade_sets`` (``Report.grade_sets``: one per
+    run, matched by run id) fill the grade set, judge-validation and official columns."""
+    by_run = {g.run_id: g for g in grade_sets}
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for r in records:
-        row = episode_row(r)
+        row = episode_row(r, by_run.get(r.run_id))
         writer.writerow([_cell(row[k]) for k in CSV_COLUMNS])
     atomic_write_text(path, buf.getvalue())
 
