@@ -14,7 +14,10 @@ grades, and:
 - candidate ``empty_reply`` output errors: completions with no content and no tool calls twice in a
   row, recorded in the trace and graded as the candidate's;
 - candidate ``tool_call_in_content`` output errors: tool calls a server returned as JSON text in
-  ``content`` (``models/remote/content_calls.py``), recorded and graded the same way.
+  ``content`` (``models/remote/content_calls.py``), recorded and graded the same way;
+- notes per role (``RoleFaults.notes``): replies used as they were with something read in place of
+  what they lacked (``usage_missing``: token counts read as 0), listed beside the fault kinds and
+  marked ``(note)``, not counted as faults.
 """
 
 from __future__ import annotations
@@ -124,12 +127,36 @@ def _counts(d: dict[str, int]) -> str:
 
 
 FAULT_COLUMNS = ("role", "requests", "retries", "faults", "faults by kind")
+NOTE_MEANINGS = {
+    "usage_missing": "replies used with token counts read as 0 (their tokens and cost are undercounted)",
+}
+"""What each note kind of :attr:`~callbench.models.faults.RoleFaults.notes` means, for the table's
+footnote."""
+
+
+def _kinds(c: RoleFaults) -> str:
+    """Faults by kind, then notes by kind marked ``(note)`` (replies used as they were, with
+    something read in place of what they lacked: not faults, not counted in ``faults``)."""
+    parts = [f"{k} {v}" for k, v in sorted(c.faults.items())]
+    parts += [f"{k} {v} (note)" for k, v in sorted(c.notes.items())]
+    return ", ".join(parts) if parts else "none"
 
 
 def fault_rows(run_id: str, f: RunFaults) -> list[list[str]]:
-    """Rows of :data:`FAULT_COLUMNS` (after a run label) for one run: one per role (plain text)."""
-    return [[run_id, role, str(c.requests), str(c.retries), str(sum(c.faults.values())), _counts(c.faults)]
+    """Rows of :data:`FAULT_COLUMNS` (after a run label) for one run: one per role (plain text);
+    the last column lists the faults by kind and the notes by kind (``usage_missing 3 (note)``)."""
+    return [[run_id, role, str(c.requests), str(c.retries), str(sum(c.faults.values())), _kinds(c)]
             for role, c in f.roles.items()]
+
+
+def note_footnote(faults: list[RunFaults]) -> str:
+    """One line saying what the notes in the table mean; empty when there are none."""
+    kinds = sorted({k for f in faults for c in f.roles.values() for k in c.notes})
+    if not kinds:
+        return ""
+    other = "a reply used with a value read in place of one it lacked"
+    meanings = "; ".join(f"{k}: {NOTE_MEANINGS.get(k, other)}" for k in kinds)
+    return f"(note) = not a fault, the reply was used: {meanings}."
 
 
 def fault_summary(run_id: str, f: RunFaults) -> str:
@@ -161,5 +188,8 @@ def render_faults_terminal(faults: list[tuple[str, RunFaults | None]], console: 
         print_table(console, t)
     else:
         console.print(f"[b]{t.title}[/b]")
+    footnote = note_footnote([f for _, f in faults if f is not None])
+    if footnote:
+        print_wrapped(console, "  " + footnote)
     for line in lines:
         print_wrapped(console, "  " + line)
