@@ -19,7 +19,6 @@ takes tens of seconds on 2 cores.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import pty
 import re
@@ -33,24 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from callbench.models.local.weights import VARIANTS, find_parts
+from .conftest import require_local_model
 
-_MISSING = next(
-    (
-        why
-        for why, gone in (
-            ("llama-cpp-python is not installed", importlib.util.find_spec("llama_cpp") is None),
-            ("the 0.5B weights (callbench[local]) are not installed", find_parts(VARIANTS["0.5b"]) is None),
-            ("reads /proc (Linux only)", not sys.platform.startswith("linux")),
-        )
-        if gone
-    ),
-    "",
-)
-if _MISSING and os.environ.get("CALLBENCH_REQUIRE_LOCAL") == "1":
-    pytest.fail(f"CALLBENCH_REQUIRE_LOCAL=1 but {_MISSING}", pytrace=False)
-if _MISSING:
-    pytest.skip(_MISSING, allow_module_level=True)
+require_local_model(("reads /proc (Linux only)", not sys.platform.startswith("linux")))
 
 from callbench.runs import episode_files  # noqa: E402
 from callbench.runs.lock import hold_run_folder  # noqa: E402

@@ -16,9 +16,7 @@ Skipped unless llama-cpp-python with its ``[server]`` extra and the 0.5B weights
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -30,29 +28,12 @@ from pathlib import Path
 
 import pytest
 
-from callbench.models.local.weights import VARIANTS, find_parts
+from .conftest import require_local_model
 
-_MISSING = next(
-    (
-        why
-        for why, gone in (
-            ("llama-cpp-python is not installed", importlib.util.find_spec("llama_cpp") is None),
-            (
-                "llama-cpp-python's [server] extra is not installed",
-                any(importlib.util.find_spec(m) is None for m in ("uvicorn", "fastapi", "sse_starlette")),
-            ),
-            ("the 0.5B weights (callbench[local]) are not installed", find_parts(VARIANTS["0.5b"]) is None),
-            ("no /proc (resident memory is read from /proc/PID/status)",
-             not Path("/proc/self/status").exists()),
-        )
-        if gone
-    ),
-    "",
+require_local_model(
+    ("no /proc (resident memory is read from /proc/PID/status)", not Path("/proc/self/status").exists()),
+    server=True,
 )
-if _MISSING and os.environ.get("CALLBENCH_REQUIRE_LOCAL") == "1":
-    pytest.fail(f"CALLBENCH_REQUIRE_LOCAL=1 but {_MISSING}", pytrace=False)
-if _MISSING:
-    pytest.skip(_MISSING, allow_module_level=True)
 
 CACHE_MB = 64
 REQUESTS = 8

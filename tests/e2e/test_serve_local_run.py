@@ -14,9 +14,7 @@ CPU: prompt reading runs at 55-90 tokens/s on 2 cores.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -31,27 +29,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from callbench.models.local.weights import VARIANTS, find_parts
+from .conftest import require_local_model
 
-_MISSING = next(
-    (
-        why
-        for why, gone in (
-            ("llama-cpp-python is not installed", importlib.util.find_spec("llama_cpp") is None),
-            (
-                "llama-cpp-python's [server] extra is not installed",
-                any(importlib.util.find_spec(m) is None for m in ("uvicorn", "fastapi", "sse_starlette")),
-            ),
-            ("the 0.5B weights (callbench[local]) are not installed", find_parts(VARIANTS["0.5b"]) is None),
-        )
-        if gone
-    ),
-    "",
-)
-if _MISSING and os.environ.get("CALLBENCH_REQUIRE_LOCAL") == "1":
-    pytest.fail(f"CALLBENCH_REQUIRE_LOCAL=1 but {_MISSING}", pytrace=False)
-if _MISSING:
-    pytest.skip(_MISSING, allow_module_level=True)
+require_local_model(server=True)
 
 from callbench.bundle.loader import load_bundle  # noqa: E402
 from callbench.cli import app  # noqa: E402
