@@ -30,11 +30,12 @@ candidate writes its own greeting from the prompt, as the paper's candidates do.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
+
+from callbench.generate.json_file import read_json_file
 
 FirstUserMessage = Literal["none", "empty", "text"]
 
@@ -159,12 +160,4 @@ def read_export_file(path: Path) -> FirstTurn:
     """:func:`read_first_turn` over a JSON file. Raises :class:`FirstTurnError` for an unreadable
     file or invalid JSON (with line and column)."""
     where = f"--platform-export {path}"
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows downloads) is not an error
-    except (OSError, UnicodeDecodeError) as e:
-        raise FirstTurnError(f"{where}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise FirstTurnError(f"{where}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    return read_first_turn(data, where)
+    return read_first_turn(read_json_file(path, where, FirstTurnError), where)

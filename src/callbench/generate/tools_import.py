@@ -16,13 +16,13 @@ the file and the index of the tool (``tools[3].function.name``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from callbench.bundle.models import ToolSpec
+from callbench.generate.json_file import read_json_file
 
 
 class ToolsFileError(ValueError):
@@ -102,12 +102,4 @@ def parse_tools(data: Any, source: str = "tools") -> list[ToolSpec]:
 def read_tools_file(path: Path) -> list[ToolSpec]:
     """:func:`parse_tools` over a JSON file. Raises :class:`ToolsFileError` (unreadable file,
     invalid JSON with line and column, or a bad tool)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows downloads) is not an error
-    except (OSError, UnicodeDecodeError) as e:
-        raise ToolsFileError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ToolsFileError(f"{path}: not JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
-    return parse_tools(data, str(path))
+    return parse_tools(read_json_file(path, str(path), ToolsFileError), str(path))
