@@ -1,6 +1,7 @@
 """``callbench report`` checks its output paths before it computes anything: an ``--html`` path that
 is a folder, a ``--json``/``--csv`` path under a file, a folder that cannot be written. Each gives one
-located line (the option and the path), no errno text, exit 2, and nothing is written."""
+located line (the option and the path), no errno text, and nothing is written; the exit code is 2
+for a bad path and 4 for a write the machine refuses (README, "Exit codes")."""
 
 from __future__ import annotations
 
@@ -44,10 +45,10 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file())
 
 
-def _check_refused(rd: Path, out: Path, never_computed: list[int], *args: str) -> str:
+def _check_refused(rd: Path, out: Path, never_computed: list[int], *args: str, exit_code: int = 2) -> str:
     before = _files(out)
     code, errors, output = _report(rd, *args)
-    assert code == 2, output
+    assert code == exit_code, output
     assert len(errors) == 1, output
     assert "Errno" not in output and "Traceback" not in output
     assert "Leaderboard" not in output  # the terminal report was not shown
@@ -115,7 +116,7 @@ def test_output_on_a_read_only_file_system(
 ) -> None:
     rd = make_run(agents=1, scenarios=1, repeats=1)
     target = read_only / "sub" / "report.out"
-    line = _check_refused(rd, read_only, never_computed, option, str(target))
+    line = _check_refused(rd, read_only, never_computed, option, str(target), exit_code=4)
     assert line == (f"error: {option} {target}: the folder {read_only} cannot be written (read-only file "
                     "system); choose another path")
 
@@ -130,7 +131,7 @@ def test_output_in_a_folder_without_write_permission(
     locked.mkdir()
     locked.chmod(0o555)
     try:
-        line = _check_refused(rd, locked, never_computed, "--json", str(locked / "r.json"))
+        line = _check_refused(rd, locked, never_computed, "--json", str(locked / "r.json"), exit_code=4)
     finally:
         locked.chmod(0o755)
     assert line.endswith(f"the folder {locked} cannot be written (permission denied); choose another path")

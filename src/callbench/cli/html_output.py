@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from callbench.cli.output_paths import OutputProblem
+
 
 @dataclass
 class HtmlTarget:
@@ -25,7 +27,7 @@ class HtmlTarget:
         """The page to open: ``path`` itself, or ``path/index.html`` for a folder."""
         return path / "index.html" if self.folder else path
 
-    def problem(self, option: str) -> str | None:
+    def problem(self, option: str) -> OutputProblem | None:
         """Why the named target cannot be written, as one line located at ``option`` (``--html`` or
         ``--html-folder``), or None; checked before the report is computed. A file target may
         not be a folder; a folder target must be one the folder report may replace
@@ -42,7 +44,7 @@ class HtmlTarget:
         try:
             check_folder_target(self.path.absolute())
         except ReportFolderError as e:
-            return f"{option} {e}"
+            return OutputProblem(f"{option} {e}")
         return creatable_problem(option, self.path)
 
     def write(self, result: object, runs: list, path: Path) -> None:

@@ -1,6 +1,8 @@
 """Output paths checked before a command computes anything (``callbench report``'s ``--html``,
 ``--html-folder``, ``--json``, ``--csv``): one located line naming the option and the path, with no
-errno text, so a bad path costs nothing and writes nothing (exit 2).
+errno text, so a bad path costs nothing and writes nothing. The exit code follows the CLI's
+contract (README, "Exit codes"): 2 for a bad path (a folder where a file goes, a path under a
+file), 4 for a write the machine refuses (a read-only file system, permission denied).
 
 What is checked is what can be known before writing: the nearest existing folder on the way to
 the path must be a folder (not a file) that this process may write (``access(2)`` with ``W_OK |
@@ -14,7 +16,19 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
+
+BAD_PATH = 2
+MACHINE_REFUSES = 4  # callbench.runs.machine.EXIT_MACHINE_FAULT
+
+
+@dataclass(frozen=True)
+class OutputProblem:
+    """Why an output path cannot be written: ``line`` (no ``error:`` prefix) and the exit code."""
+
+    line: str
+    exit_code: int = BAD_PATH
 
 
 def _nearest_existing(path: Path) -> tuple[Path, os.stat_result] | None:
@@ -39,7 +53,7 @@ def _read_only(folder: Path) -> bool:
         return False
 
 
-def creatable_problem(option: str, path: Path) -> str | None:
+def creatable_problem(option: str, path: Path) -> OutputProblem | None:
     """Why a file or folder cannot be created at ``path`` (given with ``option``), or None: the
     nearest existing folder on the way is a file, or cannot be written (read-only file system or
     permission denied). One line: ``--json out/r.json: out is a file, not a folder; choose another
@@ -49,23 +63,24 @@ def creatable_problem(option: str, path: Path) -> str | None:
         return None
     folder, st = found
     if not stat.S_ISDIR(st.st_mode):
-        return f"{option} {path}: {folder} is a file, not a folder; choose another path"
+        return OutputProblem(f"{option} {path}: {folder} is a file, not a folder; choose another path")
     if not os.access(folder, os.W_OK | os.X_OK):
         why = "read-only file system" if _read_only(folder) else "permission denied"
-        return f"{option} {path}: the folder {folder} cannot be written ({why}); choose another path"
+        return OutputProblem(f"{option} {path}: the folder {folder} cannot be written ({why}); choose "
+                             "another path", MACHINE_REFUSES)
     return None
 
 
-def file_path_problem(option: str, path: Path, *, folder_hint: str = "") -> str | None:
+def file_path_problem(option: str, path: Path, *, folder_hint: str = "") -> OutputProblem | None:
     """Why the file ``path`` cannot be written: it is a folder (``folder_hint`` may say what to use
     instead), or :func:`creatable_problem`. None when it can."""
     if path.is_dir():
         hint = f" ({folder_hint})" if folder_hint else ""
-        return f"{option} {path}: is a folder; give a file path{hint}"
+        return OutputProblem(f"{option} {path}: is a folder; give a file path{hint}")
     return creatable_problem(option, path)
 
 
-def first_problem(files: dict[str, Path | None], creatable: dict[str, Path | None]) -> str | None:
+def first_problem(files: dict[str, Path | None], creatable: dict[str, Path | None]) -> OutputProblem | None:
     """The first problem among output paths by option: ``files`` must be writable files
     (:func:`file_path_problem`), ``creatable`` only creatable (:func:`creatable_problem`: paths whose
     kind, file or folder, is not known yet). None paths are skipped."""

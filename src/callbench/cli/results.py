@@ -161,16 +161,17 @@ def report(
     its own file when opened (docs/report.md).
 
     Output paths are checked before anything is computed (a folder given as --html, a path under
-    a file, a folder that cannot be written): one line naming the option, exit 2, nothing written.
+    a file, a folder that cannot be written): one line naming the option, nothing written.
 
-    Exit codes: 0 ok; 2 unreadable input, runs that cannot be compared fairly, or an output path
-    that cannot be written; 4 a write that fails midway (disk full, I/O error).
+    Exit codes: 0 ok; 2 unreadable input, runs that cannot be compared fairly, or a bad output path
+    (a folder given for a file, a path under a file); 4 a report file cannot be written (disk full,
+    permission denied, read-only folder).
     """
     from rich.console import Console
 
     from callbench.audit.store import load_judge_audits
     from callbench.cli.html_output import html_target, write_default_html
-    from callbench.cli.output_paths import first_problem
+    from callbench.cli.output_paths import OutputProblem, first_problem
     from callbench.report.build import build_report
     from callbench.report.export import write_csv, write_json
     from callbench.report.fairness import UnfairComparisonError
@@ -188,10 +189,11 @@ def report(
     # file or a folder, is known once the runs are read; it is checked then, before any statistics)
     files = {"--json": json_path, "--csv": csv_path}
     html_paths = {"--html": html, "--html-folder": html_folder}
-    problem = _output_problem(run_dirs, {**files, **html_paths}) or first_problem(files, html_paths)
+    owned = _output_problem(run_dirs, {**files, **html_paths})
+    problem = OutputProblem(owned) if owned else first_problem(files, html_paths)
     if problem:
-        typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(2)
+        typer.echo(f"error: {problem.line}", err=True)
+        raise typer.Exit(problem.exit_code)
     audits, audit_warnings = load_judge_audits(run_dirs, judge_audit or [], packaged=True)
     for w in audit_warnings:
         typer.echo(f"warning: {w}", err=True)
@@ -204,13 +206,14 @@ def report(
         raise typer.Exit(2) from None
     target = None if no_html else html_target(runs, run_dirs[0], html, html_folder,
                                                include_traces=not no_traces)
-    problem = _output_problem(run_dirs, {"--json": json_path, "--csv": csv_path,
-                                         "--html": target.path if target else None})
+    owned = _output_problem(run_dirs, {"--json": json_path, "--csv": csv_path,
+                                       "--html": target.path if target else None})
+    problem = OutputProblem(owned) if owned else None
     if problem is None and target is not None and target.named:
         problem = target.problem("--html-folder" if html_folder is not None else "--html")
     if problem:
-        typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(2)
+        typer.echo(f"error: {problem.line}", err=True)
+        raise typer.Exit(problem.exit_code)
     try:
         # the statistics take seconds to minutes on a large run: say so while they run (a transient
         # line on a terminal; nothing in a pipe)
