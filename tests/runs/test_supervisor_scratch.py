@@ -64,7 +64,7 @@ def _wait_for(check, what: str, limit: float = 60.0) -> None:  # type: ignore[no
 def _start_parent(tmp: Path) -> tuple[subprocess.Popen[str], int]:
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": SRC}
     proc = subprocess.Popen([sys.executable, "-c", PARENT], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     children = _children(proc.pid)
@@ -94,8 +94,7 @@ def test_the_next_start_removes_the_folders_of_dead_parents(
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     proc, child = _start_parent(tmp)
-    os.kill(child, signal.SIGKILL)
-    proc.send_signal(signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)  # both at once (their own process group): nobody cleans up
     proc.communicate(timeout=30)
     _wait_for(lambda: not _alive(child), "the child to die")
     (left,) = _scratch(tmp)
