@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -14,24 +15,19 @@ from typer.testing import CliRunner
 import callbench.report.html_folder as html_folder
 from callbench.cli import app
 from callbench.report.build import build_report
-from callbench.report.html_folder import (
-    MARKER,
-    ReportFolderError,
-    search_text,
-    write_html_folder,
-)
+from callbench.report.html_folder import MARKER, ReportFolderError, call_file, write_html_folder
 from callbench.report.load import load_runs
-from callbench.report.viewer import CallData, call_count, call_data
+from callbench.report.viewer import CallData, SharedTexts, call_count, call_data
 
 MakeRun = Callable[..., Path]
 HOSTILE = 'Booked <script>alert("x")</script> </script><!-- see https://evil.example/ & Tamil தமிழ்'
 
 
-def calls_of(folder: Path) -> dict[str, str]:
-    """anchor -> markup, read back from the call files as the browser would evaluate them."""
+def calls_of(folder: Path) -> dict[str, Any]:
+    """anchor -> the call's data, read back from the call files as the browser would evaluate them."""
     out = {}
     for f in (folder / "calls").glob("*.js"):
-        m = re.fullmatch(r'callbenchCall\("(e\d+)", (".*")\);\n', f.read_text(encoding="utf-8"), re.S)
+        m = re.fullmatch(r'callbenchCall\("(e\d+)", (\{.*\})\);\n', f.read_text(encoding="utf-8"), re.S)
         assert m, f
         out[m.group(1)] = json.loads(m.group(2).replace(":\\/\\/", "://"))
     return out
@@ -64,24 +60,29 @@ def test_folder_layout_rows_calls_and_search(run: Path, tmp_path: Path) -> None:
     rows = json.loads(
         re.search(r'<script type="application/json" id="episode-rows">(.*?)</script>', index, re.S)
         .group(1)  # type: ignore[union-attr]
-        .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&")
+        .replace("\\u003c", "<")
+        .replace("\\u003e", ">")
+        .replace("\\u0026", "&")
     )
     assert sorted(r[0] for r in rows) == sorted(f"e{i}" for i in range(n))
     assert sorted(r[1] + "__" + r[2] + "__" + r[3] + "__r" + str(r[4]) for r in rows) == episodes
     assert '<details class="episode"' not in index and 'data-calls="calls/"' in index
     assert "asked for" in index and 'id="folder-note"' in index
-    # every call has its file, holding its own details element, hostile text escaped
+    # every call has its file, holding its own data (no markup); hostile text is held as data,
+    # never as markup (the viewer script puts it in with textContent: test_browser_equivalence.py)
     calls = calls_of(out)
     assert sorted(calls) == sorted(r[0] for r in rows)
-    for anchor, markup in calls.items():
-        assert markup.startswith(f'<details class="episode" id="{anchor}">') and markup.endswith("</details>")
-    hostile = next(m for m in calls.values() if "alert" in m)
-    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in hostile and "<script" not in hostile
+    for anchor, data in calls.items():
+        assert data["anchor"] == anchor and data["messages"][0]["anchor"] == f"{anchor}-m0"
+        assert "<details" not in (out / "calls" / f"{anchor}.js").read_text(encoding="utf-8")
+    hostile = [d for d in calls.values() if any(m["content"] == HOSTILE for m in d["messages"])]
+    assert len(hostile) == 2 and hostile[0]["messages"][4]["content"] == ['{"status": "ok"}']
+    assert hostile[0]["tool_events"][0]["result"] == ['{"status": "ok"}']
     # no URL text anywhere in the folder
     for f in out.rglob("*"):
         if f.is_file():
             assert "://" not in f.read_text(encoding="utf-8"), f
-    # search text: each call's text content, tags dropped, entities decoded
+    # search text: each call's shown strings
     texts = search_of(out)
     assert texts.keys() == calls.keys()
     found = [a for a, t in texts.items() if 'alert("x")' in t]  # one call per candidate
@@ -92,8 +93,21 @@ def test_folder_layout_rows_calls_and_search(run: Path, tmp_path: Path) -> None:
     assert json.loads((out / MARKER).read_text())["calls"] == n
 
 
-def test_search_text_is_text_content() -> None:
-    assert search_text('<p class="x">a &lt;b&gt; &amp;\n <wbr>c&#58;//d</p>') == "a <b> & c://d"
+def test_search_text_holds_what_the_call_shows(run: Path) -> None:
+    runs = load_runs([run], None)
+    call = next(c for c in call_data(runs) if c.trace and c.trace.messages[5].content == HOSTILE)
+    done = call_file(call, 3, SharedTexts("instr"), SharedTexts("brief"))
+    text = done.search
+    assert (
+        done.anchor == "e3" and done.row["anchor"] == "e3" and done.script.startswith('callbenchCall("e3", {')
+    )
+    rec = call.record
+    for shown in (f"{rec.candidate} {rec.agent_id} {rec.scenario_id} repeat {rec.repeat}", rec.episode_id,
+                  "Hello, how can I help?", "I want to book", HOSTILE, '{"day": "monday"}',
+                  '{"status": "ok"}', "book c1", "drop authored a table dropped", "book called once",
+                  "speakable", "overall"):  # fmt: skip
+        assert shown in text, shown
+    assert "  " not in text and "\n" not in text and "cited tool events" not in text
 
 
 def test_search_files_split_by_size(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,7 +4,7 @@ Layout (every file offline, every link relative, so it opens from ``file://`` wi
 
     DIR/index.html          every table and figure, one episodes-table row per call, the shared
                             instruction and brief blocks, the viewer script and the fonts
-    DIR/calls/e<n>.js       one call: ``callbenchCall("e<n>", "<details ...>...</details>")``
+    DIR/calls/e<n>.js       one call's data: ``callbenchCall("e<n>", {...})``
     DIR/search/s<k>.js      the calls' text for the search box, about SHARD_BYTES each:
                             ``callbenchSearch(<k>, {"e<n>": "text", ...})``
     DIR/report-folder.json  what wrote the folder (it marks the folder as a report's, so a later
@@ -13,9 +13,16 @@ Layout (every file offline, every link relative, so it opens from ``file://`` wi
 Browsers block ``fetch()`` of ``file://`` URLs, but not ``<script src>`` of a file beside the
 page: the viewer script (``templates/report.js``) adds a ``<script>`` element for a call's file
 when the call is opened (a row, a score-matrix tile, a link or the URL's ``#e<n>``), and for the
-search files on the first search. Call markup is rendered in Python by the same autoescaping
-template as the single file (:func:`callbench.report.html.render_episode`) and stored as a JSON
-string (:func:`js_value`) in a file no HTML parser reads.
+search files on the first search. A call file holds the call's data, not markup
+(:func:`callbench.report.call_script.call_record`, as a JSON literal: :func:`js_value`); the call
+builder (``templates/call_view.js``, embedded in the folder's page only) makes the call's
+``<details class="episode">`` element from it with DOM calls only
+(``createElement``, ``textContent``, ``setAttribute``; never ``innerHTML``), the same DOM the single
+file's template gives (``tests/report/test_browser_equivalence.py`` compares them call by call).
+Its search text comes from the same strings (:func:`callbench.report.call_script.search_text`).
+:func:`call_file` does all of one call's work but the writing (a pure function, so it may run in
+worker processes); it costs about 0.5 ms of CPU per starter-shaped call (``benchmarks/html_bench.py
+--per-call``), against about 3 ms when the markup was rendered in Python.
 
 The folder is written whole into a temporary sibling, then renamed into place; an earlier report
 folder at the same path is moved aside first and deleted after (the one moment between the two
@@ -24,17 +31,18 @@ renames has no folder at the path).
 
 from __future__ import annotations
 
-import html as htmllib
 import json
 import os
-import re
 import shutil
 from collections.abc import Iterable
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from callbench.report.build import Report
-from callbench.report.html import embed_fonts, render_episode, render_page, script_json
+from callbench.report.call_script import call_record, json_source, search_text
+from callbench.report.html import embed_fonts, neutralise_js, render_page, script_json
 from callbench.report.viewer import CallData, SharedTexts, episode_row, episode_view
 from callbench.trace import atomic_write_text
 
@@ -52,17 +60,10 @@ CALLS = "calls/"
 SEARCH = "search/"
 _REPORT_ENTRIES = frozenset({"index.html", MARKER, CALLS.rstrip("/"), SEARCH.rstrip("/")})
 """What a folder report holds at its top level (anything else there is not ours to delete)."""
-_TAG = re.compile(r"<[^>]*>")
 
 
 class ReportFolderError(Exception):
     """The folder report cannot be written to the path asked for; the message names it."""
-
-
-def search_text(markup: str) -> str:
-    """A call's searchable text: its markup's text content (tags dropped, entities decoded), as
-    the single file's search reads ``textContent``, with runs of whitespace made one space."""
-    return " ".join(htmllib.unescape(_TAG.sub("", markup)).split())
 
 
 def js_value(value: Any) -> str:
@@ -72,14 +73,53 @@ def js_value(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False).replace("://", ":\\/\\/")
 
 
-def _call_script(anchor: str, markup: str) -> str:
-    return f'callbenchCall("{anchor}", {js_value(markup)});\n'
+@lru_cache(maxsize=1)
+def call_view_js() -> str:
+    """The folder page's call builder (``templates/call_view.js``), checked for inline embedding;
+    the single file, which has its calls' markup, does not carry it."""
+    return neutralise_js(
+        (resources.files("callbench.report") / "templates" / "call_view.js").read_text(encoding="utf-8")
+    )
+
+
+def with_call_view(page: str) -> str:
+    """``page`` with the call builder in a ``<script>`` at the end of its head, so it is defined
+    before the viewer script (end of body) can load any call file."""
+    return page.replace("</head>", f'<script id="call-view">\n{call_view_js()}</script>\n</head>', 1)
+
+
+class CallFile(NamedTuple):
+    """One call of the folder report, ready to write: its ``anchor`` (``e<n>``), ``script`` (the
+    text of ``calls/e<n>.js``), ``row`` (its :func:`~callbench.report.viewer.episode_row`) and
+    ``search`` (its searchable text for ``search/s<k>.js``)."""
+
+    anchor: str
+    script: str
+    row: dict[str, Any]
+    search: str
+
+
+def call_file(call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts) -> CallFile:
+    """Everything the folder report does for the ``n``-th call but writing it: its view
+    (:func:`~callbench.report.viewer.episode_view`, JSON held as compact text,
+    :func:`~callbench.report.call_script.json_source`), its data as ``callbenchCall("e<n>",
+    {...});``, its table row and its search text. Adds the call's operating instructions and
+    caller brief to ``instructions`` and ``briefs``; the links it makes to them are content-hash
+    anchors (``instr-<sha256 prefix>``), the same whatever :class:`SharedTexts` is passed, so a
+    worker process may use its own and the page's blocks be gathered in call order after. Reads
+    and writes no file; raises nothing for any :class:`CallData` the loader gives."""
+    view = episode_view(call, n, instructions, briefs, json_text=json_source)
+    record = call_record(view)
+    anchor = view["anchor"]
+    return CallFile(
+        anchor, f'callbenchCall("{anchor}", {js_value(record)});\n', episode_row(view), search_text(record)
+    )
 
 
 def _row_values(row: dict[str, Any]) -> list[Any]:
     """A table row as the viewer script reads it (``templates/report.js``, folder report)."""
     keys = ("anchor", "candidate", "agent_id", "scenario_id", "repeat", "language", "difficulty", "status",
-            "end_reason", "tool_calls", "overall", "verdict")
+            "end_reason", "tool_calls", "overall", "verdict")  # fmt: skip
     return [row[k] for k in keys]
 
 
@@ -164,13 +204,11 @@ def write_html_folder(report: Report, calls: Iterable[CallData], folder: Path, *
         rows: list[dict[str, Any]] = []
         chars: set[str] = set()
         for n, call in enumerate(calls):
-            view = episode_view(call, n, instructions, briefs)
-            markup = str(render_episode(view))
-            (tmp / CALLS / f"{view['anchor']}.js").write_text(_call_script(view["anchor"], markup), "utf-8")
-            text = search_text(markup)
-            chars.update(text)
-            shards.add(view["anchor"], text)
-            rows.append(episode_row(view))
+            done = call_file(call, n, instructions, briefs)
+            (tmp / CALLS / f"{done.anchor}.js").write_text(done.script, "utf-8")
+            chars.update(done.search)
+            shards.add(done.anchor, done.search)
+            rows.append(done.row)
         shards.flush()
         page = render_page(
             report,
@@ -187,7 +225,8 @@ def write_html_folder(report: Report, calls: Iterable[CallData], folder: Path, *
                 "rows_json": script_json([_row_values(r) for r in rows]),
             },
         )
-        atomic_write_text(tmp / "index.html", embed_fonts(page, extra_text="".join(sorted(chars))))
+        page = embed_fonts(with_call_view(page), extra_text="".join(sorted(chars)))
+        atomic_write_text(tmp / "index.html", page)
         marker = {"written_by": "callbench report", "calls": len(rows), "search_files": shards.count}
         atomic_write_text(tmp / MARKER, json.dumps(marker, indent=1) + "\n")
         _check_target(folder)  # still ours to replace after the minutes of writing

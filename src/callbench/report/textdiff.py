@@ -41,13 +41,16 @@ def word_diff(intended: str, observed: list[str]) -> tuple[list[Segment], list[l
     frags = [_words(o) for o in observed]
     b = [w for f in frags for w in f]
     owner = [k for k, f in enumerate(frags) for _ in f]
-    a_changed = [True] * len(a)
-    b_changed = [True] * len(b)
-    matcher = SequenceMatcher(None, [w.strip() for w in a], [w.strip() for w in b], autojunk=False)
-    for block in matcher.get_matching_blocks():
-        for i in range(block.size):
-            a_changed[block.a + i] = False
-            b_changed[block.b + i] = False
+    a_words, b_words = [w.strip() for w in a], [w.strip() for w in b]
+    if a_words == b_words:  # nothing changed (the common case): the one matching block is all
+        a_changed, b_changed = [False] * len(a), [False] * len(b)
+    else:
+        a_changed, b_changed = [True] * len(a), [True] * len(b)
+        matcher = SequenceMatcher(None, a_words, b_words, autojunk=False)
+        for block in matcher.get_matching_blocks():
+            for i in range(block.size):
+                a_changed[block.a + i] = False
+                b_changed[block.b + i] = False
     # whitespace-only tokens (leading space) are never "changed"
     a_seg = _merge([(w, c and bool(w.strip())) for w, c in zip(a, a_changed, strict=True)])
     b_seg: list[list[Segment]] = [[] for _ in frags]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS
@@ -103,34 +103,43 @@ class SharedTexts:
         return out
 
 
-def _text_view(content: str | None, role: str) -> tuple[str | None, bool]:
-    """Message content for display: tool results that parse as JSON pretty-printed (True)."""
+JsonText = Callable[[Any], Any]
+"""How a view holds a JSON value for display: :func:`pretty` (the single file's template prints the
+text) or :func:`callbench.report.call_script.json_source` (the folder's viewer script indents it)."""
+
+
+def _text_view(content: str | None, role: str, json_text: JsonText) -> tuple[Any, bool]:
+    """Message content for display: tool results that parse as JSON shown as JSON (True)."""
     if role == "tool" and content:
         try:
-            return pretty(json.loads(content)), True
+            return json_text(json.loads(content)), True
         except ValueError:
             pass
     return content, False
 
 
-def _arguments(raw: str) -> str:
+def _arguments(raw: str, json_text: JsonText) -> Any:
     try:
-        return pretty(json.loads(raw))
+        return json_text(json.loads(raw))
     except ValueError:
         return raw
 
 
-def _messages(trace: Trace, prefix: str, instructions: SharedTexts) -> list[dict[str, Any]]:
+def _messages(
+    trace: Trace, prefix: str, instructions: SharedTexts, json_text: JsonText
+) -> list[dict[str, Any]]:
     out = []
     for m in trace.messages:
+        content, is_json = _text_view(m.content, m.role, json_text)
         view: dict[str, Any] = {
             "anchor": f"{prefix}-m{m.index}",
             "index": m.index,
             "role": m.role,
-            "content": _text_view(m.content, m.role)[0],
-            "json": _text_view(m.content, m.role)[1],
+            "content": content,
+            "json": is_json,
             "tool_calls": [
-                {"id": c.id, "name": c.name, "arguments": _arguments(c.arguments)} for c in m.tool_calls
+                {"id": c.id, "name": c.name, "arguments": _arguments(c.arguments, json_text)}
+                for c in m.tool_calls
             ],
             "tool_call_id": m.tool_call_id,
             "name": m.name,
@@ -159,7 +168,7 @@ def _short_json(v: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _tool_events(trace: Trace, prefix: str) -> list[dict[str, Any]]:
+def _tool_events(trace: Trace, prefix: str, json_text: JsonText) -> list[dict[str, Any]]:
     return [
         {
             "anchor": f"{prefix}-t{e.index}",
@@ -171,7 +180,7 @@ def _tool_events(trace: Trace, prefix: str) -> list[dict[str, Any]]:
             "result_message": f"{prefix}-m{e.result_message_index}",
             "result_message_index": e.result_message_index,
             "raw_arguments": e.raw_arguments,
-            "arguments": pretty(e.arguments) if e.arguments is not None else None,
+            "arguments": json_text(e.arguments) if e.arguments is not None else None,
             "parse_error": e.parse_error,
             "double_encoded": e.double_encoded,
             "known_tool": e.known_tool,
@@ -183,7 +192,7 @@ def _tool_events(trace: Trace, prefix: str) -> list[dict[str, Any]]:
                 f"{c.table}[{c.key}].{c.path}: {_short_json(c.before)} -> {_short_json(c.after)}"
                 for c in e.state_changes
             ],
-            "result": pretty(e.result),
+            "result": json_text(e.result),
             "call_ending": e.call_ending,
             "success_condition_met": e.success_condition_met,
             "ended_call": e.ended_call,
@@ -258,9 +267,12 @@ def call_count(runs: list[RunData]) -> int:
     return sum(1 for run in runs for rec in run.records if rec.status != "not_run")
 
 
-def episode_view(call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts) -> dict[str, Any]:
+def episode_view(
+    call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts, *, json_text: JsonText = pretty
+) -> dict[str, Any]:
     """The view of the ``n``-th call (anchor ``e<n>``), adding its operating instructions and
-    caller brief to ``instructions`` and ``briefs``."""
+    caller brief to ``instructions`` and ``briefs``. Tool arguments and results and JSON tool
+    messages are held as ``json_text(value)`` (default :func:`pretty`: indented text)."""
     rec, trace, grade = call
     prefix = f"e{n}"
     return {
@@ -290,8 +302,8 @@ def episode_view(call: CallData, n: int, instructions: SharedTexts, briefs: Shar
         ),
         "passed": grade.passed if grade else None,
         "grade": grade,
-        "messages": _messages(trace, prefix, instructions) if trace else [],
-        "tool_events": _tool_events(trace, prefix) if trace else [],
+        "messages": _messages(trace, prefix, instructions, json_text) if trace else [],
+        "tool_events": _tool_events(trace, prefix, json_text) if trace else [],
         "caller_turns": _caller_turns(trace, prefix) if trace else [],
         "unreached_channel_events": (
             [ev.model_dump(mode="json") for ev in trace.unreached_channel_events] if trace else []

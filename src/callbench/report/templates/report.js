@@ -1,9 +1,9 @@
 // callbench report viewer: filters, sort and search on the episodes table; links that open what
-// they point to. Plain DOM, no library; text goes in through textContent only, except a folder
-// report's call markup, rendered and escaped in Python by the report's own template.
-// Folder report (body[data-calls]): a call's details element is loaded from calls/e<n>.js when it is
-// opened, and the search text from search/s<k>.js on the first search, by adding script elements (fetch()
-// of file:// is blocked; a script beside the page is not).
+// they point to. Plain DOM, no library; text goes in through textContent only (never innerHTML).
+// Folder report (body[data-calls]): a call's data is loaded from calls/e<n>.js when it is opened and
+// its details element built by templates/call_view.js (embedded in the folder's page only), and the
+// search text from search/s<k>.js on the first search, by adding script elements (fetch() of
+// file:// is blocked; a script beside the page is not).
 (function () {
   "use strict";
   var table = document.getElementById("episode-table");
@@ -32,19 +32,18 @@
     note.textContent = text;
   }
 
-  // Folder report: the call file calls back with the call's markup.
-  window.callbenchCall = function (anchor, markup) {
+  // Folder report: the call file calls back with the call's data (callbench/report/call_script.py).
+  window.callbenchCall = function (anchor, call) {
     var box = document.getElementById("calls");
     if (!box || document.getElementById(anchor)) { return; }
-    var t = document.createElement("template");
-    t.innerHTML = markup;
-    var el = t.content.firstElementChild;
+    var el = window.callbenchBuildCall(call);
     var row = table && table.querySelector("tr[data-target='" + anchor + "']");
     if (row && row.hidden) { el.classList.add("filtered-out"); }
     box.appendChild(el);
     (pending[anchor] || []).forEach(function (f) { f(); });
     delete pending[anchor];
   };
+
 
   // Run then() once the element with id `id` exists, loading its call's file when it is a call's.
   function whenPresent(id, then) {

@@ -1,0 +1,165 @@
+"""One call of the folder report as data for the viewer script (issue 27 item 2).
+
+The folder report ships each call as ``callbenchCall("e<n>", {...});`` in ``calls/e<n>.js``; the
+viewer script (``templates/report.js``, ``buildCall``) builds from it the same
+``<details class="episode">`` element the single file's template (``templates/episode.html.j2``)
+renders, with DOM calls only (``createElement``, ``textContent``, ``setAttribute``), so trace
+text is never parsed as markup. What the script would otherwise compute differently from Python
+is done here:
+
+- numbers are sent already formatted as the template's ``num`` filter and ``str`` print them
+  (``f"{x:.1f}"``; a float weight as ``1.0``), so JavaScript's number printing never shows;
+- JSON shown indented (tool arguments, results, JSON tool messages) is sent as its compact text
+  from Python's C encoder (:func:`json_source`: ``[text]``), which the script re-indents
+  token by token into exactly :func:`callbench.report.viewer.pretty`'s text (numbers are never
+  parsed, so ``1.0``, ``1e+16``, ``NaN`` and integers beyond 2**53 print as Python prints them);
+  Python's pure-Python indenting encoder (about half the cost of a call) is not used.
+
+:func:`call_record` gives the data, :func:`search_text` the call's searchable text from the same
+strings (no markup is made or parsed in Python).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_VIEW_KEYS = ("anchor", "run_id", "episode_id", "candidate", "agent_id", "scenario_id", "repeat", "language",
+              "difficulty", "status", "skip_reason", "end_reason", "caller", "brief", "passed")  # fmt: skip
+_MESSAGE_KEYS = ("anchor", "index", "role", "content", "json", "tool_calls", "tool_call_id", "caller_turn",
+                 "fragment", "tool_event", "tool_event_index", "candidate_turn", "error",
+                 "instructions")  # fmt: skip
+_EVENT_KEYS = ("anchor", "index", "name", "candidate_turn", "message", "message_index", "result_message",
+               "result_message_index", "arguments", "parse_error", "double_encoded", "known_tool",
+               "queue_position", "outcome", "executed", "matchers", "state_changes", "result", "call_ending",
+               "success_condition_met", "ended_call")  # fmt: skip
+_CHANNEL_KEYS = ("kind", "source", "applied", "span", "replacement", "detail")
+
+
+def json_source(value: Any) -> Any:
+    """``value`` for display as indented JSON by the viewer script: ``[compact JSON text]``
+    (``json.dumps`` with sorted keys, non-ASCII kept, Python's default ``", "``/``": "``
+    separators), or the ``repr`` text when it is not JSON (as :func:`~callbench.report.viewer.pretty`)."""
+    try:
+        return [json.dumps(value, ensure_ascii=False, sort_keys=True)]
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _num(x: float | None, digits: int = 1) -> str:
+    """The template's ``num`` filter (``callbench.report.html``): an em dash for None."""
+    return "—" if x is None else f"{x:.{digits}f}"
+
+
+def _grade(grade: Any) -> dict[str, Any] | None:
+    if grade is None:
+        return None
+    return {
+        "overall": _num(grade.overall),
+        "task": _num(grade.task_score),
+        "task_points": _num(grade.task.points, 2),
+        "task_weight": _num(grade.task.weight, 0),
+        "conversation": _num(grade.conversation_score),
+        "conversation_points": _num(grade.conversation.points, 2),
+        "conversation_weight": _num(grade.conversation.weight, 0),
+        "verdict": "pass" if grade.passed else "fail" if grade.passed is not None else "no pass/fail",
+        "judge_errors": str(grade.judge_errors),
+    }
+
+
+def _channel(ev: dict[str, Any]) -> dict[str, Any]:
+    return {k: ev.get(k) for k in _CHANNEL_KEYS}
+
+
+def call_record(view: dict[str, Any]) -> dict[str, Any]:
+    """The data of one call for ``callbenchCall`` from its
+    :func:`~callbench.report.viewer.episode_view` made with ``json_text=json_source``: plain
+    strings, integers, booleans and None (JSON), floats already formatted as text."""
+    out: dict[str, Any] = {k: view[k] for k in _VIEW_KEYS}
+    out["grade"] = _grade(view["grade"])
+    out["messages"] = [{k: m[k] for k in _MESSAGE_KEYS} for m in view["messages"]]
+    events = []
+    for t in view["tool_events"]:
+        e = {k: t[k] for k in _EVENT_KEYS}
+        if e["arguments"] is None:
+            e["arguments"] = t["raw_arguments"]
+        events.append(e)
+    out["tool_events"] = events
+    out["caller_turns"] = [
+        {
+            "index": t["index"],
+            "done": t["done"],
+            "diff": t["diff"],
+            "rejections": "; ".join(t["rejections"]) if t["rejections"] else None,
+            "attempts": t["attempts"],
+            "expressed_steps": ", ".join(str(s) for s in t["expressed_steps"]),
+            "channel_events": [_channel(ev) for ev in t["channel_events"]],
+            "messages": t["messages"],
+        }
+        for t in view["caller_turns"]
+    ]
+    out["unreached_channel_events"] = [
+        {"kind": ev.get("kind"), "turn": ev.get("turn"), "span": ev.get("span")}
+        for ev in view["unreached_channel_events"]
+    ]
+    out["judged"] = [
+        {
+            "id": it["id"],
+            "source": it["source"],
+            "pillar": it["pillar"],
+            "diagnostic": it["diagnostic"],
+            "weight": str(it["weight"]),
+            "label": it["label"] if it["label"] else f"rating {it['rating']}",
+            "r": _num(it["r"], 2),
+            "reason": it["reason"],
+            "messages": it["messages"],
+            "events": it["events"],
+        }
+        for it in view["judged"]
+    ]
+    return out
+
+
+def _shown(value: Any) -> str:
+    """A held JSON value's text for search (compact JSON), a plain string as is."""
+    if isinstance(value, list):
+        return str(value[0])
+    return "" if value is None else str(value)
+
+
+def search_text(record: dict[str, Any]) -> str:
+    """The call's searchable text: what its element shows (ids, summary, every message, tool
+    call, tool event, caller turn, channel event and judge label with its reason), joined and
+    with runs of whitespace made one space; JSON as its compact text, not indented, and without
+    the tables' column headings."""
+    r = record
+    parts: list[str] = [
+        r["candidate"], r["agent_id"], r["scenario_id"], f"repeat {r['repeat']}", r["language"],
+        r["difficulty"], r["status"], r["run_id"], r["episode_id"], r["end_reason"],
+        r["skip_reason"] or "", r["caller"],
+    ]  # fmt: skip
+    g = r["grade"]
+    if g is not None:
+        parts += ["overall", g["overall"], g["verdict"], g["task"], g["conversation"]]
+    for m in r["messages"]:
+        parts += [m["role"], _shown(m["content"]), m["error"] or "", m["tool_call_id"] or ""]
+        for c in m["tool_calls"]:
+            parts += [c["name"], c["id"], _shown(c["arguments"])]
+    for t in r["tool_events"]:
+        parts += [t["name"], _shown(t["arguments"]), t["parse_error"] or "", str(t["outcome"])]
+        parts += [f"{x['field']}: {x['reason']}" for x in t["matchers"]]
+        parts += t["state_changes"]
+        parts.append(_shown(t["result"]))
+    for ct in r["caller_turns"]:
+        intended, heard = ct["diff"]
+        parts.append("".join(text for text, _ in intended))
+        parts += ["".join(text for text, _ in frag) for frag in heard]
+        parts += [ct["rejections"] or "", ct["expressed_steps"]]
+        for ev in ct["channel_events"]:
+            parts += [str(ev["kind"]), str(ev["source"]), ev["span"] or "", ev["replacement"] or "",
+                      ev["detail"] or ""]  # fmt: skip
+    for ev in r["unreached_channel_events"]:
+        parts += [str(ev["kind"]), ev["span"] or ""]
+    for it in r["judged"]:
+        parts += [it["id"], it["source"], it["pillar"], it["diagnostic"], it["label"], it["reason"] or ""]
+    return " ".join(" ".join(str(p) for p in parts).split())
