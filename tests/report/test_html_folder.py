@@ -73,9 +73,9 @@ def test_folder_layout_rows_calls_and_search(run: Path, tmp_path: Path) -> None:
     calls = calls_of(out)
     assert sorted(calls) == sorted(r[0] for r in rows)
     for anchor, data in calls.items():
-        assert data["anchor"] == anchor and data["messages"][0]["anchor"] == f"{anchor}-m0"
+        assert data["anchor"] == anchor and data["messages"][0]["index"] == 0
         assert "<details" not in (out / "calls" / f"{anchor}.js").read_text(encoding="utf-8")
-    hostile = [d for d in calls.values() if any(m["content"] == HOSTILE for m in d["messages"])]
+    hostile = [d for d in calls.values() if any(m.get("content") == HOSTILE for m in d["messages"])]
     assert len(hostile) == 2 and hostile[0]["messages"][4]["content"] == ['{"status": "ok"}']
     assert hostile[0]["tool_events"][0]["result"] == ['{"status": "ok"}']
     # no URL text anywhere in the folder

@@ -24,15 +24,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+
 _VIEW_KEYS = ("anchor", "run_id", "episode_id", "candidate", "agent_id", "scenario_id", "repeat", "language",
               "difficulty", "status", "skip_reason", "end_reason", "caller", "brief", "passed")  # fmt: skip
-_MESSAGE_KEYS = ("anchor", "index", "role", "content", "json", "tool_calls", "tool_call_id", "caller_turn",
-                 "fragment", "tool_event", "tool_event_index", "candidate_turn", "error",
-                 "instructions")  # fmt: skip
-_EVENT_KEYS = ("anchor", "index", "name", "candidate_turn", "message", "message_index", "result_message",
-               "result_message_index", "arguments", "parse_error", "double_encoded", "known_tool",
-               "queue_position", "outcome", "executed", "matchers", "state_changes", "result", "call_ending",
-               "success_condition_met", "ended_call")  # fmt: skip
+_MESSAGE_KEYS = ("index", "role", "content", "json", "tool_calls", "tool_call_id", "caller_turn", "fragment",
+                 "tool_event_index", "candidate_turn", "error", "instructions")  # fmt: skip
+_EVENT_KEYS = ("index", "name", "candidate_turn", "message_index", "result_message_index", "arguments",
+               "parse_error", "double_encoded", "known_tool", "queue_position", "outcome", "executed",
+               "matchers", "state_changes", "result", "call_ending", "success_condition_met",
+               "ended_call")  # fmt: skip
 _CHANNEL_KEYS = ("kind", "source", "applied", "span", "replacement", "detail")
 
 
@@ -41,7 +42,7 @@ def json_source(value: Any) -> Any:
     (``json.dumps`` with sorted keys, non-ASCII kept, Python's default ``", "``/``": "``
     separators), or the ``repr`` text when it is not JSON (as :func:`~callbench.report.viewer.pretty`)."""
     try:
-        return [json.dumps(value, ensure_ascii=False, sort_keys=True)]
+        return [_COMPACT(value)]
     except (TypeError, ValueError):
         return repr(value)
 
@@ -67,6 +68,12 @@ def _grade(grade: Any) -> dict[str, Any] | None:
     }
 
 
+def _set(view: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The ``keys`` of ``view`` that hold something: None, False, "" and [] are left out (the
+    script reads a missing key as that), 0 is kept."""
+    return {k: v for k in keys if (v := view[k]) is not None and v is not False and v != "" and v != []}
+
+
 def _channel(ev: dict[str, Any]) -> dict[str, Any]:
     return {k: ev.get(k) for k in _CHANNEL_KEYS}
 
@@ -74,15 +81,16 @@ def _channel(ev: dict[str, Any]) -> dict[str, Any]:
 def call_record(view: dict[str, Any]) -> dict[str, Any]:
     """The data of one call for ``callbenchCall`` from its
     :func:`~callbench.report.viewer.episode_view` made with ``json_text=json_source``: plain
-    strings, integers, booleans and None (JSON), floats already formatted as text."""
+    strings, integers, booleans and None (JSON), floats already formatted as text. Messages and
+    tool events leave out what the script derives (their anchors ``e<n>-m<i>``/``e<n>-t<i>``)
+    and what is empty (:func:`_set`)."""
     out: dict[str, Any] = {k: view[k] for k in _VIEW_KEYS}
     out["grade"] = _grade(view["grade"])
-    out["messages"] = [{k: m[k] for k in _MESSAGE_KEYS} for m in view["messages"]]
+    out["messages"] = [_set(m, _MESSAGE_KEYS) for m in view["messages"]]
     events = []
     for t in view["tool_events"]:
-        e = {k: t[k] for k in _EVENT_KEYS}
-        if e["arguments"] is None:
-            e["arguments"] = t["raw_arguments"]
+        e = _set(t, _EVENT_KEYS)
+        e["arguments"] = t["raw_arguments"] if t["arguments"] is None else t["arguments"]
         events.append(e)
     out["tool_events"] = events
     out["caller_turns"] = [
@@ -142,24 +150,24 @@ def search_text(record: dict[str, Any]) -> str:
     if g is not None:
         parts += ["overall", g["overall"], g["verdict"], g["task"], g["conversation"]]
     for m in r["messages"]:
-        parts += [m["role"], _shown(m["content"]), m["error"] or "", m["tool_call_id"] or ""]
-        for c in m["tool_calls"]:
+        parts += [m["role"], _shown(m.get("content")), m.get("error", ""), m.get("tool_call_id", "")]
+        for c in m.get("tool_calls", ()):
             parts += [c["name"], c["id"], _shown(c["arguments"])]
     for t in r["tool_events"]:
-        parts += [t["name"], _shown(t["arguments"]), t["parse_error"] or "", str(t["outcome"])]
-        parts += [f"{x['field']}: {x['reason']}" for x in t["matchers"]]
-        parts += t["state_changes"]
-        parts.append(_shown(t["result"]))
+        parts += [t["name"], _shown(t["arguments"]), t.get("parse_error", ""), t["outcome"]]
+        parts += [f"{x['field']}: {x['reason']}" for x in t.get("matchers", ())]
+        parts += t.get("state_changes", ())
+        parts.append(_shown(t.get("result")))
     for ct in r["caller_turns"]:
         intended, heard = ct["diff"]
         parts.append("".join(text for text, _ in intended))
         parts += ["".join(text for text, _ in frag) for frag in heard]
         parts += [ct["rejections"] or "", ct["expressed_steps"]]
         for ev in ct["channel_events"]:
-            parts += [str(ev["kind"]), str(ev["source"]), ev["span"] or "", ev["replacement"] or "",
+            parts += [ev["kind"], ev["source"], ev["span"] or "", ev["replacement"] or "",
                       ev["detail"] or ""]  # fmt: skip
     for ev in r["unreached_channel_events"]:
-        parts += [str(ev["kind"]), ev["span"] or ""]
+        parts += [ev["kind"], ev["span"] or ""]
     for it in r["judged"]:
         parts += [it["id"], it["source"], it["pillar"], it["diagnostic"], it["label"], it["reason"] or ""]
-    return " ".join(" ".join(str(p) for p in parts).split())
+    return " ".join(" ".join(parts).split())

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterable
 from functools import lru_cache
@@ -60,6 +61,9 @@ CALLS = "calls/"
 SEARCH = "search/"
 _REPORT_ENTRIES = frozenset({"index.html", MARKER, CALLS.rstrip("/"), SEARCH.rstrip("/")})
 """What a folder report holds at its top level (anything else there is not ours to delete)."""
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 class ReportFolderError(Exception):
@@ -202,11 +206,12 @@ def write_html_folder(report: Report, calls: Iterable[CallData], folder: Path, *
         instructions, briefs = SharedTexts("instr"), SharedTexts("brief")
         shards = _Shards(tmp / SEARCH)
         rows: list[dict[str, Any]] = []
-        chars: set[str] = set()
+        chars: set[str] = set()  # distinct runs of non-ASCII search text (for the embedded fonts)
         for n, call in enumerate(calls):
             done = call_file(call, n, instructions, briefs)
             (tmp / CALLS / f"{done.anchor}.js").write_text(done.script, "utf-8")
-            chars.update(done.search)
+            if not done.search.isascii():  # the fonts only look for non-ASCII text
+                chars.update(_NON_ASCII.findall(done.search))
             shards.add(done.anchor, done.search)
             rows.append(done.row)
         shards.flush()

@@ -51,9 +51,15 @@ class SharedTexts:
         self.kind = kind
         self.blocks: dict[str, dict[str, Any]] = {}
         self._base: dict[str, str] = {}
+        self._last: dict[str, tuple[str, str]] = {}
 
     def add(self, text: str, group: str, agent: str, scenario: str, language: str) -> str:
-        sha = hashlib.sha256(text.encode()).hexdigest()
+        last = self._last.get(group)  # the group's previous text (the next call is often a repeat)
+        if last is not None and last[0] == text:
+            sha = last[1]
+        else:
+            sha = hashlib.sha256(text.encode()).hexdigest()
+            self._last[group] = (text, sha)
         block = self.blocks.get(sha)
         if block is None:
             block = {

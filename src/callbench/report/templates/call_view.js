@@ -99,7 +99,7 @@
   }
 
   function messageRow(body, e, m) {
-    var tr = h(body, "tr", {"class": "role-" + m.role, id: m.anchor});
+    var tr = h(body, "tr", {"class": "role-" + m.role, id: e.anchor + "-m" + m.index});
     h(tr, "td", {"class": "num"}, String(m.index));
     h(tr, "td", null, m.role);
     add(tr, "\n");
@@ -110,30 +110,30 @@
     if (m.error) { h(td, "div", {"class": "bad"}, "error: " + m.error); }
     add(tr, "\n");
     td = h(tr, "td");
-    m.tool_calls.forEach(function (c) {
+    (m.tool_calls || []).forEach(function (c) {
       var div = h(td, "div", null, h(null, "b", null, c.name), " ", h(null, "span", {"class": "ci"}, c.id));
       pre(div, e.language, shown(c.arguments));
     });
     add(tr, "\n");
     td = h(tr, "td");
-    if (m.caller_turn !== null) {
-      add(td, "caller turn " + m.caller_turn + (m.fragment !== null ? ", fragment " + m.fragment : ""));
+    if (m.caller_turn != null) {
+      add(td, "caller turn " + m.caller_turn + (m.fragment != null ? ", fragment " + m.fragment : ""));
     }
-    if (m.tool_event) { h(td, "a", {href: "#" + m.tool_event}, "tool event " + txt(m.tool_event_index)); }
-    if (m.candidate_turn !== null) { add(td, " candidate turn " + m.candidate_turn); }
+    if (m.tool_event_index != null) { h(td, "a", {href: "#" + e.anchor + "-t" + m.tool_event_index}, "tool event " + m.tool_event_index); }
+    if (m.candidate_turn != null) { add(td, " candidate turn " + m.candidate_turn); }
     if (m.tool_call_id) { add(td, " "); h(td, "span", {"class": "ci"}, m.tool_call_id); }
     add(body, "\n");
   }
 
   function eventRow(body, e, t) {
-    var tr = h(body, "tr", {id: t.anchor});
+    var tr = h(body, "tr", {id: e.anchor + "-t" + t.index});
     h(tr, "td", {"class": "num"}, String(t.index));
     var td = h(tr, "td", null, h(null, "b", null, t.name));
     if (!t.known_tool) { add(td, " "); h(td, "span", {"class": "bad"}, "unknown tool"); }
     h(td, "br");
     h(td, "span", {"class": "ci"}, "turn " + txt(t.candidate_turn) + ", queue " + txt(t.queue_position) + ", ",
-      h(null, "a", {href: "#" + t.message}, "call msg " + t.message_index), ", ",
-      h(null, "a", {href: "#" + t.result_message}, "result msg " + t.result_message_index));
+      h(null, "a", {href: "#" + e.anchor + "-m" + t.message_index}, "call msg " + t.message_index), ", ",
+      h(null, "a", {href: "#" + e.anchor + "-m" + t.result_message_index}, "result msg " + t.result_message_index));
     add(tr, "\n");
     td = h(tr, "td");
     pre(td, e.language, shown(t.arguments));
@@ -144,8 +144,8 @@
     if (!t.executed) { add(td, " "); h(td, "span", {"class": "warn"}, "(not sent to the backend)"); }
     add(tr, "\n");
     td = h(tr, "td");
-    t.matchers.forEach(function (r) { h(td, "div", {"class": r.ok ? "good" : "bad"}, txt(r.field) + ": " + txt(r.reason)); });
-    t.state_changes.forEach(function (c) { h(td, "div", {"class": "ci"}, c); });
+    (t.matchers || []).forEach(function (r) { h(td, "div", {"class": r.ok ? "good" : "bad"}, txt(r.field) + ": " + txt(r.reason)); });
+    (t.state_changes || []).forEach(function (c) { h(td, "div", {"class": "ci"}, c); });
     add(tr, "\n");
     pre(h(tr, "td"), e.language, shown(t.result));
     add(tr, "\n");
@@ -200,7 +200,8 @@
     add(body, "\n");
   }
 
-  // One call's details.episode element from its data: the DOM templates/episode.html.j2
+  // One call's details.episode element from its data (messages and tool events leave out empty
+  // values: a missing key reads as null, false, "" or []): the DOM templates/episode.html.j2
   // gives the single file (same elements, attributes, text and white space between elements).
   function buildCall(e) {
     var d = h(null, "details", {"class": "episode", id: e.anchor}, "\n");
