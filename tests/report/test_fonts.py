@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from fontTools.ttLib import TTFont
 
 from callbench.report.build import build_report
@@ -63,7 +64,8 @@ def test_the_report_embeds_fonts_for_its_languages(make_run: MakeRun) -> None:
     assert set(_faces(head)) == {"Noto Sans Devanagari", "Noto Sans Tamil"}
 
 
-def test_fonts_subset_in_worker_processes_are_the_same_bytes() -> None:
+def test_fonts_subset_in_worker_processes_are_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CALLBENCH_REPORT_WORKERS", "2")
     text = "नमस्ते বাংলা ગુજરાતી தமிழ் hello"
     serial = font_face_css(text)
     assert serial.count("@font-face") == 4

@@ -66,7 +66,10 @@ def test_workers_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="CALLBENCH_REPORT_WORKERS='0'"):
         default_workers()
     monkeypatch.delenv(workers.WORKERS_ENV)
-    assert 1 <= default_workers() <= 8
+    monkeypatch.setattr(workers, "_configured", 1)
+    assert default_workers() == 1  # a library caller works in one process unless it asks
+    cpus = workers.use_cpus()
+    assert default_workers() == cpus == min(len(os.sched_getaffinity(0)), 8)
 
 
 _STOPPABLE = """
@@ -154,3 +157,39 @@ def test_the_shared_pool_ends_with_the_process(tmp_path: Path) -> None:
     pids = [int(p.stem) for p in tmp_path.glob("*.pid")]
     assert len(pids) == 2  # both maps ran on the same two workers
     assert all(_gone(p) for p in pids)
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_folder_report_is_the_same_written_by_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from callbench.report.build import build_report
+    from callbench.report.html_folder import write_html_folder
+    from callbench.report.load import load_runs
+    from callbench.report.viewer import call_data
+
+    run = _synthetic().make_synthetic_run(tmp_path / "syn", 36, seed=9, candidates=3)
+    runs = load_runs([run], workers=1)
+    report = build_report(runs, n_samples=50)
+    one, many = tmp_path / "one", tmp_path / "many"
+    assert write_html_folder(report, call_data(runs), one, reason="test") == 36
+    monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
+    monkeypatch.setattr(workers, "CHUNK_ITEMS", 5)
+    monkeypatch.setenv(workers.WORKERS_ENV, "2")
+    assert write_html_folder(report, None, many, reason="test", runs=runs) == 36
+    a, b = _tree(one), _tree(many)
+    assert len([k for k in a if k.startswith("calls/")]) == 36
+    assert a.keys() == b.keys()
+    assert [k for k in a if a[k] != b[k]] == []
+
+
+def test_a_bad_workers_setting_is_a_plain_error(tmp_path: Path) -> None:
+    run = _synthetic().make_synthetic_run(tmp_path / "syn", 4, seed=1, candidates=1)
+    env = {**os.environ, workers.WORKERS_ENV: "two"}
+    done = subprocess.run([sys.executable, "-m", "callbench", "report", str(run), "--no-html"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: $CALLBENCH_REPORT_WORKERS='two': expected a whole number >= 1"

@@ -52,10 +52,9 @@ class HtmlTarget:
         that is a file or a folder not made by a report)."""
         from callbench.report.html import write_html
         from callbench.report.html_folder import write_html_folder
-        from callbench.report.viewer import call_data
 
         if self.folder:
-            write_html_folder(result, call_data(runs), path, reason=self.reason)  # type: ignore[arg-type]
+            write_html_folder(result, None, path, reason=self.reason, runs=runs)  # type: ignore[arg-type]
         else:
             write_html(result, runs, path, include_traces=self.include_traces)  # type: ignore[arg-type]
 

@@ -179,6 +179,14 @@ def report(
     from callbench.report.html_folder import ReportFolderError
     from callbench.report.load import ReportInputError, load_runs
     from callbench.report.terminal import render_terminal
+    from callbench.report.workers import default_workers, use_cpus
+
+    use_cpus()  # large runs are read and their HTML folder written by worker processes
+    try:
+        default_workers()
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
 
     if html_folder is not None and (no_html or no_traces or html is not None):
         other = "--no-html" if no_html else "--no-traces" if no_traces else "--html"

@@ -36,7 +36,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 from callbench.report.build import Report
 from callbench.report.call_script import call_record, json_source, search_text
 from callbench.report.html import embed_fonts, neutralise_js, render_page, script_json
+from callbench.report.load import RunData
 from callbench.report.viewer import CallData, SharedTexts, episode_row, episode_view
 from callbench.trace import atomic_write_text
 
@@ -65,6 +66,11 @@ _REPORT_ENTRIES = frozenset({"index.html", MARKER, CALLS.rstrip("/"), SEARCH.rst
 
 
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def non_ascii_runs(text: str) -> list[str]:
+    """The runs of non-ASCII characters in ``text`` (what the embedded fonts look at)."""
+    return [] if text.isascii() else _NON_ASCII.findall(text)
 
 
 class ReportFolderError(Exception):
@@ -188,15 +194,34 @@ class _Shards:
         self._buf, self._size = {}, 0
 
 
-def write_html_folder(report: Report, calls: Iterable[CallData], folder: Path, *, reason: str) -> int:
+def _serial_calls(
+    calls: Iterable[CallData], calls_dir: Path, instructions: SharedTexts, briefs: SharedTexts
+) -> Iterator[tuple[dict[str, Any], str, list[str]]]:
+    """Write each call's file in this process; yield its row, search text and non-ASCII runs."""
+    for n, call in enumerate(calls):
+        done = call_file(call, n, instructions, briefs)
+        (calls_dir / f"{done.anchor}.js").write_text(done.script, "utf-8")
+        yield done.row, done.search, non_ascii_runs(done.search)
+
+
+def write_html_folder(
+    report: Report, calls: Iterable[CallData] | None, folder: Path, *, reason: str,
+    runs: list[RunData] | None = None,
+) -> int:
     """Write the report as a folder (module docstring) and return the number of calls in it.
 
     ``calls`` is read once, one call at a time (:func:`callbench.report.viewer.call_data` or any
     iterator of :class:`~callbench.report.viewer.CallData` in run then plan order); only the
-    episodes-table row of each call stays in memory. ``reason`` says on the page why it is a
-    folder. Raises :class:`ReportFolderError` when ``folder`` is a file or a folder that is not a
-    callbench report folder, and ``OSError`` when it cannot be written (nothing is left behind:
-    the temporary folder is removed)."""
+    episodes-table row of each call stays in memory. With ``runs`` instead (``calls`` None) the
+    calls of those runs are read and written by the report's worker processes
+    (:func:`callbench.report.html_calls.folder_calls`; the same files). ``reason`` says on the
+    page why it is a folder. Raises :class:`ReportFolderError` when ``folder`` is a file or a
+    folder that is not a callbench report folder, and ``OSError`` when it cannot be written
+    (nothing is left behind: the temporary folder is removed)."""
+    from callbench.report.html_calls import folder_calls
+
+    if (calls is None) == (runs is None):
+        raise ValueError("give calls or runs, not both")
     folder = folder.absolute()
     _check_target(folder)
     tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
@@ -208,13 +233,15 @@ def write_html_folder(report: Report, calls: Iterable[CallData], folder: Path, *
         shards = _Shards(tmp / SEARCH)
         rows: list[dict[str, Any]] = []
         chars: set[str] = set()  # distinct runs of non-ASCII search text (for the embedded fonts)
-        for n, call in enumerate(calls):
-            done = call_file(call, n, instructions, briefs)
-            (tmp / CALLS / f"{done.anchor}.js").write_text(done.script, "utf-8")
-            if not done.search.isascii():  # the fonts only look for non-ASCII text
-                chars.update(_NON_ASCII.findall(done.search))
-            shards.add(done.anchor, done.search)
-            rows.append(done.row)
+        written = (
+            _serial_calls(calls, tmp / CALLS, instructions, briefs) if calls is not None
+            else ((c.row, c.search, c.non_ascii)
+                  for c in folder_calls(runs or [], tmp / CALLS, instructions, briefs))
+        )
+        for row, search, non_ascii in written:
+            chars.update(non_ascii)
+            shards.add(row["anchor"], search)
+            rows.append(row)
         shards.flush()
         page = render_page(
             report,
@@ -231,7 +258,8 @@ def write_html_folder(report: Report, calls: Iterable[CallData], folder: Path, *
                 "rows_json": script_json([_row_values(r) for r in rows]),
             },
         )
-        page = embed_fonts(with_call_view(page), extra_text="".join(sorted(chars)))
+        page = embed_fonts(with_call_view(page), extra_text="".join(sorted(chars)),
+                           parallel=runs is not None)
         atomic_write_text(tmp / "index.html", page)
         marker = {"written_by": "callbench report", "calls": len(rows), "search_files": shards.count}
         atomic_write_text(tmp / MARKER, json.dumps(marker, indent=1) + "\n")

@@ -61,20 +61,35 @@ class WorkerCrash(RuntimeError):
     crash); the message says so and how to retry in one process."""
 
 
+_configured = 1
+
+
+def use_cpus(limit: int = 8) -> int:
+    """Let this process's report work use the CPUs it may run on (``os.sched_getaffinity`` where
+    available), at most ``limit``; returns that number. ``callbench report`` calls it; a library
+    user who calls :func:`~callbench.report.load.load_runs` directly works in one process unless
+    it calls this (worker processes are started with ``spawn``, which imports the caller's main
+    module again: a script doing so needs the ``if __name__ == "__main__":`` guard, Python's
+    multiprocessing guide, "Safe importing of main module")."""
+    global _configured
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    _configured = max(1, min(cpus, limit))
+    return _configured
+
+
 def default_workers() -> int:
     """Worker processes for report work: ``$CALLBENCH_REPORT_WORKERS`` when set to an integer >= 1,
-    else the CPUs this process may use (``os.sched_getaffinity`` where available), at most 8.
-    Raises ``ValueError`` naming the variable when it is set to anything else."""
+    else what :func:`use_cpus` set (1, no worker process, until it is called). Raises
+    ``ValueError`` naming the variable when it is set to anything else."""
     raw = os.environ.get(WORKERS_ENV, "").strip()
     if raw:
         if not raw.isdigit() or int(raw) < 1:
             raise ValueError(f"${WORKERS_ENV}={raw!r}: expected a whole number >= 1")
         return int(raw)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 8))
+    return _configured
 
 
 def _worker_init(parent: int) -> None:

@@ -1,0 +1,124 @@
+"""The folder report's call files, written by worker processes (issue 27 item 1).
+
+Each call of a folder report (:mod:`callbench.report.html_folder`) is read and turned into its
+``calls/e<n>.js`` file independently of the others, so :func:`folder_calls` spreads that work over
+:func:`callbench.report.workers.map_ordered`: a worker reads a chunk of calls' traces and grades,
+builds each file with :func:`callbench.report.html_folder.call_file`, writes it, and sends back
+only the call's episodes-table row, its search text and the long texts it links to (operating
+instructions and caller briefs, each sent once per chunk). The parent replays those links into its
+own :class:`~callbench.report.viewer.SharedTexts` in call order, so the blocks, their order and
+their line-edit bases are exactly those of one process reading every call in turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from callbench.grade.models import EpisodeGrade
+from callbench.report.episode_read import parse, read_model, read_text
+from callbench.report.load import RunData
+from callbench.report.viewer import CallData, SharedTexts
+from callbench.report.workers import map_ordered
+from callbench.stats.summary import EpisodeRecord
+from callbench.trace import Trace
+
+
+class SharedUse(NamedTuple):
+    """One :meth:`SharedTexts.add` made while building a call: which collection (``kind``), the
+    text's SHA-256, the text itself when this chunk had not sent it yet (else None), and the
+    add's ``group``, ``agent``, ``scenario`` and ``language``."""
+
+    kind: str
+    sha256: str
+    text: str | None
+    group: str
+    agent: str
+    scenario: str
+    language: str
+
+
+class _Recorder(SharedTexts):
+    """A :class:`SharedTexts` that only records its adds (anchors depend on the text alone)."""
+
+    def __init__(self, kind: str, uses: list[SharedUse], sent: set[str]) -> None:
+        super().__init__(kind)
+        self.uses, self.sent = uses, sent
+
+    def add(self, text: str, group: str, agent: str, scenario: str, language: str) -> str:
+        sha = hashlib.sha256(text.encode()).hexdigest()
+        first = sha not in self.sent
+        self.sent.add(sha)
+        self.uses.append(SharedUse(self.kind, sha, text if first else None, group, agent, scenario, language))
+        return f"{self.kind}-{sha[:16]}"
+
+
+@dataclass
+class CallJob:
+    """One call to write: its number ``n`` (anchor ``e<n>``), record, files and the folder."""
+
+    n: int
+    record: EpisodeRecord
+    trace_path: Path | None
+    grade_path: Path | None
+    calls_dir: Path
+
+
+@dataclass
+class CallOut:
+    """What the parent keeps of a written call: its table row, search text and shared-text uses."""
+
+    row: dict[str, Any]
+    search: str
+    non_ascii: list[str]  # the runs of non-ASCII text in ``search`` (for the embedded font subsets)
+    uses: list[SharedUse] = field(default_factory=list)
+    chunk_start: bool = False  # the first call of a worker's chunk (texts are sent once per chunk)
+
+
+def write_calls(jobs: list[CallJob]) -> list[CallOut]:
+    """Read, build and write each job's call file (the unit of work of a report worker); raises
+    :class:`~callbench.report.episode_read.ReportInputError` naming a file that became unreadable
+    since the run was loaded, ``OSError`` when a call file cannot be written."""
+    from callbench.report.html_folder import call_file, non_ascii_runs  # it imports this module
+
+    sent: set[str] = set()
+    out: list[CallOut] = []
+    for job in jobs:
+        uses: list[SharedUse] = []
+        tpath = job.trace_path
+        trace = parse(tpath, read_text(tpath, "trace"), Trace, "trace") if tpath else None
+        grade = read_model(job.grade_path, EpisodeGrade, "episode grade") if job.grade_path else None
+        made = call_file(CallData(job.record, trace, grade), job.n,
+                         _Recorder("instr", uses, sent), _Recorder("brief", uses, sent))
+        (job.calls_dir / f"{made.anchor}.js").write_text(made.script, encoding="utf-8")
+        out.append(CallOut(made.row, made.search, non_ascii_runs(made.search), uses, chunk_start=not out))
+    return out
+
+
+def folder_calls(
+    runs: list[RunData], calls_dir: Path, instructions: SharedTexts, briefs: SharedTexts,
+    *, workers: int | None = None,
+) -> Iterator[CallOut]:
+    """Write every call of ``runs`` (those with a trace or a grade, in run then plan order, as
+    :func:`callbench.report.viewer.call_data`) into ``calls_dir`` and yield each call's
+    :class:`CallOut` in that order, after adding its operating instructions and caller brief to
+    ``instructions`` and ``briefs`` (workers as in :func:`~callbench.report.workers.map_ordered`)."""
+    jobs: list[CallJob] = []
+    for run in runs:
+        for rec in run.records:
+            tpath, gpath = run.trace_files.get(rec.episode_id), run.grade_files.get(rec.episode_id)
+            if tpath is not None or gpath is not None:
+                jobs.append(CallJob(len(jobs), rec, tpath, gpath, calls_dir))
+    texts: dict[str, str] = {}  # the texts the current chunk sent (a chunk sends each once)
+    shared = {"instr": instructions, "brief": briefs}
+    for done in map_ordered(write_calls, jobs, workers=workers):
+        if done.chunk_start:
+            texts.clear()
+        for use in done.uses:
+            if use.text is not None:
+                texts.setdefault(use.sha256, use.text)
+            shared[use.kind].add(texts[use.sha256], use.group, use.agent, use.scenario, use.language)
+        yield done
