@@ -202,3 +202,20 @@ def test_call_count_matches_the_calls_written(make_run: MakeRun, tmp_path: Path)
     assert call_count(runs) == len(list(call_data(runs))) == 16  # 8 planned episodes never ran
     n = write_html_folder(build_report(runs, n_samples=20), call_data(runs), tmp_path / "f", reason="r")
     assert n == 16 and len(list((tmp_path / "f" / "calls").iterdir())) == 16
+
+
+def test_a_search_shard_is_the_json_object_of_its_calls(tmp_path: Path) -> None:
+    import json
+
+    from callbench.report.html_folder import SearchEntry, _Shards, js_value
+
+    texts = {"e0": 'plain "quoted" \\ text', "e1": "https://example.org/x </script> नमस्ते", "e2": ""}
+    shards = _Shards(tmp_path)
+    for anchor, text in texts.items():
+        shards.add(SearchEntry.of(anchor, text))
+    shards.flush()
+    body = (tmp_path / "s0.js").read_text(encoding="utf-8")
+    assert body == f"callbenchSearch(0, {js_value(texts)});\n"
+    assert "://" not in body
+    inner = body[len("callbenchSearch(0, "):-len(");\n")]
+    assert json.loads(inner) == texts

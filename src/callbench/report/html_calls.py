@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from callbench.grade.models import EpisodeGrade
 from callbench.report.episode_read import parse, read_model, read_text
@@ -25,6 +25,9 @@ from callbench.report.viewer import CallData, SharedTexts
 from callbench.report.workers import map_ordered
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import Trace
+
+if TYPE_CHECKING:
+    from callbench.report.html_folder import SearchEntry
 
 
 class SharedUse(NamedTuple):
@@ -69,10 +72,11 @@ class CallJob:
 
 @dataclass
 class CallOut:
-    """What the parent keeps of a written call: its table row, search text and shared-text uses."""
+    """What the parent keeps of a written call: its table row, search entry (the shard's item,
+    encoded in the worker), the non-ASCII runs of its text (for the fonts) and shared-text uses."""
 
     row: dict[str, Any]
-    search: str
+    search: SearchEntry
     non_ascii: list[str]  # the runs of non-ASCII text in ``search`` (for the embedded font subsets)
     uses: list[SharedUse] = field(default_factory=list)
     chunk_start: bool = False  # the first call of a worker's chunk (texts are sent once per chunk)
@@ -82,7 +86,7 @@ def write_calls(jobs: list[CallJob]) -> list[CallOut]:
     """Read, build and write each job's call file (the unit of work of a report worker); raises
     :class:`~callbench.report.episode_read.ReportInputError` naming a file that became unreadable
     since the run was loaded, ``OSError`` when a call file cannot be written."""
-    from callbench.report.html_folder import call_file, non_ascii_runs  # it imports this module
+    from callbench.report.html_folder import SearchEntry, call_file, non_ascii_runs  # it imports this one
 
     sent: set[str] = set()
     out: list[CallOut] = []
@@ -94,7 +98,8 @@ def write_calls(jobs: list[CallJob]) -> list[CallOut]:
         made = call_file(CallData(job.record, trace, grade), job.n,
                          _Recorder("instr", uses, sent), _Recorder("brief", uses, sent))
         (job.calls_dir / f"{made.anchor}.js").write_text(made.script, encoding="utf-8")
-        out.append(CallOut(made.row, made.search, non_ascii_runs(made.search), uses, chunk_start=not out))
+        entry = SearchEntry.of(made.anchor, made.search)
+        out.append(CallOut(made.row, entry, non_ascii_runs(made.search), uses, chunk_start=not out))
     return out
 
 

@@ -170,38 +170,52 @@ def _move_into_place(tmp: Path, folder: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+class SearchEntry(NamedTuple):
+    """One call's search text as a shard holds it: ``"<anchor>": <text as a JS string>`` and the
+    text's size in UTF-8 bytes. Made by :meth:`of` (in a worker for a large report)."""
+
+    item: str
+    size: int
+
+    @classmethod
+    def of(cls, anchor: str, text: str) -> SearchEntry:
+        return cls(f"{js_value(anchor)}: {js_value(text)}", len(text.encode()))
+
+
 class _Shards:
-    """Search text written as it comes, ``SHARD_BYTES`` per file."""
+    """Search text written as it comes, ``SHARD_BYTES`` per file: ``callbenchSearch(<k>,
+    {"<anchor>": "<text>", ...});`` (the object :func:`js_value` makes of the dict, built from
+    each call's :class:`SearchEntry`)."""
 
     def __init__(self, root: Path) -> None:
         self.root, self.count, self.bytes = root, 0, 0
-        self._buf: dict[str, str] = {}
+        self._buf: list[str] = []
         self._size = 0
 
-    def add(self, anchor: str, text: str) -> None:
-        self._buf[anchor] = text
-        self._size += len(text.encode())
+    def add(self, entry: SearchEntry) -> None:
+        self._buf.append(entry.item)
+        self._size += entry.size
         if self._size >= SHARD_BYTES:
             self.flush()
 
     def flush(self) -> None:
         if not self._buf:
             return
-        body = f"callbenchSearch({self.count}, {js_value(self._buf)});\n"
+        body = f"callbenchSearch({self.count}, {{{', '.join(self._buf)}}});\n"
         (self.root / f"s{self.count}.js").write_text(body, encoding="utf-8")
         self.bytes += len(body.encode())
         self.count += 1
-        self._buf, self._size = {}, 0
+        self._buf, self._size = [], 0
 
 
 def _serial_calls(
     calls: Iterable[CallData], calls_dir: Path, instructions: SharedTexts, briefs: SharedTexts
-) -> Iterator[tuple[dict[str, Any], str, list[str]]]:
-    """Write each call's file in this process; yield its row, search text and non-ASCII runs."""
+) -> Iterator[tuple[dict[str, Any], SearchEntry, list[str]]]:
+    """Write each call's file in this process; yield its row, search entry and non-ASCII runs."""
     for n, call in enumerate(calls):
         done = call_file(call, n, instructions, briefs)
         (calls_dir / f"{done.anchor}.js").write_text(done.script, "utf-8")
-        yield done.row, done.search, non_ascii_runs(done.search)
+        yield done.row, SearchEntry.of(done.anchor, done.search), non_ascii_runs(done.search)
 
 
 def write_html_folder(
@@ -238,9 +252,9 @@ def write_html_folder(
             else ((c.row, c.search, c.non_ascii)
                   for c in folder_calls(runs or [], tmp / CALLS, instructions, briefs))
         )
-        for row, search, non_ascii in written:
+        for row, entry, non_ascii in written:
             chars.update(non_ascii)
-            shards.add(row["anchor"], search)
+            shards.add(entry)
             rows.append(row)
         shards.flush()
         page = render_page(
