@@ -47,13 +47,30 @@ class HtmlTarget:
             return OutputProblem(f"{option} {e}")
         return creatable_problem(option, self.path)
 
-    def write(self, result: object, runs: list, path: Path) -> None:
-        """Write the report at ``path`` (raises OSError, or ReportFolderError for a folder path
-        that is a file or a folder not made by a report)."""
-        from callbench.report.html import write_html
-        from callbench.report.html_folder import write_html_folder
+    def start(self, runs: list) -> object | None:
+        """For a folder: start writing its calls in the background (the report's worker processes,
+        :func:`callbench.report.html_folder.start_html_folder`) while the statistics are computed;
+        None for a file, or when the folder's place cannot be written now (the calls are then
+        written by :meth:`write`, which also tries the fallback place)."""
+        from callbench.report.html_folder import ReportFolderError, start_html_folder
 
-        if self.folder:
+        if not self.folder:
+            return None
+        try:
+            return start_html_folder(self.path, runs=runs, background=True)
+        except (OSError, ReportFolderError):
+            return None
+
+    def write(self, result: object, runs: list, path: Path, build: object | None = None) -> None:
+        """Write the report at ``path`` (raises OSError, or ReportFolderError for a folder path
+        that is a file or a folder not made by a report); ``build``: the folder's calls started by
+        :meth:`start` (used once)."""
+        from callbench.report.html import write_html
+        from callbench.report.html_folder import FolderBuild, write_html_folder
+
+        if self.folder and isinstance(build, FolderBuild):
+            build.finish(result, path, reason=self.reason)  # type: ignore[arg-type]
+        elif self.folder:
             write_html_folder(result, None, path, reason=self.reason, runs=runs)  # type: ignore[arg-type]
         else:
             write_html(result, runs, path, include_traces=self.include_traces)  # type: ignore[arg-type]
@@ -81,7 +98,7 @@ def html_target(
     return HtmlTarget(folder, True, True, reason, True)
 
 
-def write_default_html(result: object, runs: list, target: HtmlTarget) -> None:
+def write_default_html(result: object, runs: list, target: HtmlTarget, build: object | None = None) -> None:
     """The default HTML report: ``RUN_DIR/report.html`` (or the folder ``RUN_DIR/report``), else
     beside the run folder (``<RUN_DIR>.report.html`` or ``<RUN_DIR>.report``) when the folder
     cannot be written (a read-only run folder, issue 25 item 8); when neither can be written, one
@@ -91,8 +108,9 @@ def write_default_html(result: object, runs: list, target: HtmlTarget) -> None:
     beside = first.parent.parent / f"{first.parent.name}.{first.name}"
     reasons: list[str] = []
     for path in (first, beside):
+        started, build = build, None  # used once: finished or failed, its files are gone
         try:
-            target.write(result, runs, path)
+            target.write(result, runs, path, started)
         except OSError as e:
             reasons.append(f"{path}: {(e.strerror or str(e)).lower()}")
             continue

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from callbench.cli.app import app
 from callbench.cli.common import _output_problem, _role_settings
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from callbench.cli.html_output import HtmlTarget
 
 
 @app.command()
@@ -170,15 +175,9 @@ def report(
     from rich.console import Console
 
     from callbench.audit.store import load_judge_audits
-    from callbench.cli.html_output import html_target, write_default_html
+    from callbench.cli.html_output import html_target
     from callbench.cli.output_paths import OutputProblem, first_problem
-    from callbench.report.build import build_report
-    from callbench.report.export import write_csv, write_json
-    from callbench.report.fairness import UnfairComparisonError
-    from callbench.report.fit import labelled_path
-    from callbench.report.html_folder import ReportFolderError
     from callbench.report.load import ReportInputError, load_runs
-    from callbench.report.terminal import render_terminal
     from callbench.report.workers import default_workers, use_cpus
 
     use_cpus()  # large runs are read and their HTML folder written by worker processes
@@ -206,10 +205,12 @@ def report(
     for w in audit_warnings:
         typer.echo(f"warning: {w}", err=True)
     status = Console(stderr=True, emoji=False)
+    from callbench.report.workers import WorkerCrash
+
     try:
         with status.status("report: reading the run(s)"):
             runs = load_runs(run_dirs, grade_set)
-    except ReportInputError as e:
+    except (ReportInputError, WorkerCrash) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     target = None if no_html else html_target(runs, run_dirs[0], html, html_folder,
@@ -222,6 +223,34 @@ def report(
     if problem:
         typer.echo(f"error: {problem.line}", err=True)
         raise typer.Exit(problem.exit_code)
+    # a folder's call files are written by the worker processes while the statistics run
+    build = target.start(runs) if target is not None else None
+    try:
+        _report_outputs(runs, target, build, status, run_dirs, samples, seed, confidence, audits,
+                        json_path, csv_path)
+    finally:
+        if build is not None:
+            build.abort()  # type: ignore[attr-defined]  # a no-op once finished
+
+
+def _report_outputs(
+    runs: list, target: HtmlTarget | None, build: object | None, status: Console, run_dirs: list[Path],
+    samples: int, seed: int | None, confidence: float, audits: list, json_path: Path | None,
+    csv_path: Path | None,
+) -> None:
+    """The statistics, then the terminal report, JSON, CSV and HTML (``report``'s second half)."""
+    from rich.console import Console
+
+    from callbench.cli.html_output import write_default_html
+    from callbench.report.build import build_report
+    from callbench.report.export import write_csv, write_json
+    from callbench.report.fairness import UnfairComparisonError
+    from callbench.report.fit import labelled_path
+    from callbench.report.html_folder import ReportFolderError
+    from callbench.report.load import ReportInputError
+    from callbench.report.terminal import render_terminal
+    from callbench.report.workers import WorkerCrash
+
     try:
         # the statistics take seconds to minutes on a large run: say so while they run (a transient
         # line on a terminal; nothing in a pipe)
@@ -241,12 +270,12 @@ def report(
             typer.echo("\n".join(labelled_path("CSV (one row per episode):", str(csv_path))))
         if target is not None and target.named:
             with status.status("report: writing the HTML report"):
-                target.write(result, runs, target.path)
+                target.write(result, runs, target.path, build)
             typer.echo("\n".join(labelled_path("HTML report:", target.page(target.path).resolve().as_uri())))
         elif target is not None:
             with status.status("report: writing the HTML report"):
-                write_default_html(result, runs, target)
-    except ReportFolderError as e:
+                write_default_html(result, runs, target, build)
+    except (ReportFolderError, ReportInputError, WorkerCrash) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
     except OSError as e:

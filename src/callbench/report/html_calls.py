@@ -105,12 +105,13 @@ def write_calls(jobs: list[CallJob]) -> list[CallOut]:
 
 def folder_calls(
     runs: list[RunData], calls_dir: Path, instructions: SharedTexts, briefs: SharedTexts,
-    *, workers: int | None = None,
+    *, workers: int | None = None, ahead: int | None = None,
 ) -> Iterator[CallOut]:
     """Write every call of ``runs`` (those with a trace or a grade, in run then plan order, as
     :func:`callbench.report.viewer.call_data`) into ``calls_dir`` and yield each call's
     :class:`CallOut` in that order, after adding its operating instructions and caller brief to
-    ``instructions`` and ``briefs`` (workers as in :func:`~callbench.report.workers.map_ordered`)."""
+    ``instructions`` and ``briefs`` (``workers`` and ``ahead`` as in
+    :func:`~callbench.report.workers.map_ordered`)."""
     jobs: list[CallJob] = []
     for run in runs:
         for rec in run.records:
@@ -119,7 +120,7 @@ def folder_calls(
                 jobs.append(CallJob(len(jobs), rec, tpath, gpath, calls_dir))
     texts: dict[str, str] = {}  # the texts the current chunk sent (a chunk sends each once)
     shared = {"instr": instructions, "brief": briefs}
-    for done in map_ordered(write_calls, jobs, workers=workers):
+    for done in map_ordered(write_calls, jobs, workers=workers, ahead=ahead):
         if done.chunk_start:
             texts.clear()
         for use in done.uses:

@@ -36,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import threading
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from importlib import resources
@@ -218,67 +219,134 @@ def _serial_calls(
         yield done.row, SearchEntry.of(done.anchor, done.search), non_ascii_runs(done.search)
 
 
+class FolderBuild:
+    """A folder report being built: its call files and search files are written first (into a
+    temporary sibling of the folder), in this thread or, with ``background``, in a thread that
+    feeds the report's worker processes while the caller computes the statistics; :meth:`finish`
+    then writes the page and moves the folder into place. :meth:`abort` (any stop before that)
+    stops the workers and removes everything written. Made by :func:`start_html_folder`."""
+
+    def __init__(self, folder: Path, calls: Iterable[CallData] | None, runs: list[RunData] | None,
+                 background: bool) -> None:
+        from callbench.report.html_calls import folder_calls
+
+        if (calls is None) == (runs is None):
+            raise ValueError("give calls or runs, not both")
+        self.folder, self.parallel = folder.absolute(), runs is not None
+        _check_target(self.folder)
+        self.tmp = self.folder.with_name(f".{self.folder.name}.tmp-{os.getpid()}")
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        try:
+            (self.tmp / CALLS).mkdir(parents=True)
+            (self.tmp / SEARCH).mkdir()
+        except OSError:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
+        self.instructions, self.briefs = SharedTexts("instr"), SharedTexts("brief")
+        self.shards = _Shards(self.tmp / SEARCH)
+        self.rows: list[dict[str, Any]] = []
+        self.chars: set[str] = set()  # distinct runs of non-ASCII search text (for the embedded fonts)
+        self._error: BaseException | None = None
+        self._written = (
+            _serial_calls(calls, self.tmp / CALLS, self.instructions, self.briefs) if calls is not None
+            else ((c.row, c.search, c.non_ascii)
+                  for c in folder_calls(runs or [], self.tmp / CALLS, self.instructions, self.briefs,
+                                        ahead=1_000_000 if background else None))
+        )
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(target=self._consume, name="callbench-report-calls", daemon=True)
+            self._thread.start()
+        else:
+            self._consume()
+
+    def _consume(self) -> None:
+        try:
+            for row, entry, non_ascii in self._written:
+                self.chars.update(non_ascii)
+                self.shards.add(entry)
+                self.rows.append(row)
+            self.shards.flush()
+        except BaseException as e:  # handed to the caller by finish()
+            self._error = e
+
+    def finish(self, report: Report, folder: Path, *, reason: str) -> int:
+        """Wait for the calls, write the page (``reason`` says on it why it is a folder) and move
+        the folder into place at ``folder`` (the one started with, or another: the files move
+        there). Returns the number of calls. Raises what writing the calls raised,
+        :class:`ReportFolderError` or ``OSError``; either way nothing is left behind."""
+        try:
+            if self._thread is not None:
+                self._thread.join()
+            if self._error is not None:
+                raise self._error
+            folder = folder.absolute()
+            tmp = self.tmp
+            if folder != self.folder:  # the report goes elsewhere (a read-only run folder's fallback)
+                _check_target(folder)
+                tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
+                shutil.rmtree(tmp, ignore_errors=True)
+                shutil.move(self.tmp, tmp)
+                self.tmp = tmp
+            page = render_page(
+                report,
+                self.rows,
+                self.instructions.views(),
+                self.briefs.views(),
+                episode_html=None,
+                folder={
+                    "calls": CALLS,
+                    "search": SEARCH,
+                    "shards": self.shards.count,
+                    "search_mb": self.shards.bytes / 1e6,
+                    "reason": reason,
+                    "rows_json": script_json([_row_values(r) for r in self.rows]),
+                },
+            )
+            page = embed_fonts(with_call_view(page), extra_text="".join(sorted(self.chars)),
+                               parallel=self.parallel)
+            atomic_write_text(tmp / "index.html", page)
+            marker = {"written_by": "callbench report", "calls": len(self.rows),
+                      "search_files": self.shards.count}
+            atomic_write_text(tmp / MARKER, json.dumps(marker, indent=1) + "\n")
+            _check_target(folder)  # still ours to replace after the minutes of writing
+            _move_into_place(tmp, folder)
+        finally:
+            self.abort()
+        return len(self.rows)
+
+    def abort(self) -> None:
+        """Stop writing calls (the workers are stopped) and remove the temporary folder."""
+        if self._thread is not None and self._thread.is_alive():
+            from callbench.report.workers import close_pool
+
+            close_pool(terminate=True)
+            self._thread.join(timeout=30)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def start_html_folder(
+    folder: Path, calls: Iterable[CallData] | None = None, *, runs: list[RunData] | None = None,
+    background: bool = False,
+) -> FolderBuild:
+    """Start a folder report at ``folder`` from ``calls`` (read once, one at a time: an iterator of
+    :class:`~callbench.report.viewer.CallData` in run then plan order, e.g.
+    :func:`callbench.report.viewer.call_data`) or from ``runs`` (``calls`` None: the runs' calls
+    are read and written by the report's worker processes,
+    :func:`callbench.report.html_calls.folder_calls`; the same files). Only the episodes-table
+    row of each call stays in memory. Raises :class:`ReportFolderError` when ``folder`` is a file
+    or a folder that is not a callbench report folder, ``OSError`` when it cannot be written."""
+    return FolderBuild(folder, calls, runs, background)
+
+
 def write_html_folder(
     report: Report, calls: Iterable[CallData] | None, folder: Path, *, reason: str,
     runs: list[RunData] | None = None,
 ) -> int:
-    """Write the report as a folder (module docstring) and return the number of calls in it.
-
-    ``calls`` is read once, one call at a time (:func:`callbench.report.viewer.call_data` or any
-    iterator of :class:`~callbench.report.viewer.CallData` in run then plan order); only the
-    episodes-table row of each call stays in memory. With ``runs`` instead (``calls`` None) the
-    calls of those runs are read and written by the report's worker processes
-    (:func:`callbench.report.html_calls.folder_calls`; the same files). ``reason`` says on the
+    """Write the report as a folder (module docstring) from ``calls`` or ``runs``
+    (:func:`start_html_folder`) and return the number of calls in it. ``reason`` says on the
     page why it is a folder. Raises :class:`ReportFolderError` when ``folder`` is a file or a
     folder that is not a callbench report folder, and ``OSError`` when it cannot be written
     (nothing is left behind: the temporary folder is removed)."""
-    from callbench.report.html_calls import folder_calls
-
-    if (calls is None) == (runs is None):
-        raise ValueError("give calls or runs, not both")
-    folder = folder.absolute()
-    _check_target(folder)
-    tmp = folder.with_name(f".{folder.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        (tmp / CALLS).mkdir(parents=True)
-        (tmp / SEARCH).mkdir()
-        instructions, briefs = SharedTexts("instr"), SharedTexts("brief")
-        shards = _Shards(tmp / SEARCH)
-        rows: list[dict[str, Any]] = []
-        chars: set[str] = set()  # distinct runs of non-ASCII search text (for the embedded fonts)
-        written = (
-            _serial_calls(calls, tmp / CALLS, instructions, briefs) if calls is not None
-            else ((c.row, c.search, c.non_ascii)
-                  for c in folder_calls(runs or [], tmp / CALLS, instructions, briefs))
-        )
-        for row, entry, non_ascii in written:
-            chars.update(non_ascii)
-            shards.add(entry)
-            rows.append(row)
-        shards.flush()
-        page = render_page(
-            report,
-            rows,
-            instructions.views(),
-            briefs.views(),
-            episode_html=None,
-            folder={
-                "calls": CALLS,
-                "search": SEARCH,
-                "shards": shards.count,
-                "search_mb": shards.bytes / 1e6,
-                "reason": reason,
-                "rows_json": script_json([_row_values(r) for r in rows]),
-            },
-        )
-        page = embed_fonts(with_call_view(page), extra_text="".join(sorted(chars)),
-                           parallel=runs is not None)
-        atomic_write_text(tmp / "index.html", page)
-        marker = {"written_by": "callbench report", "calls": len(rows), "search_files": shards.count}
-        atomic_write_text(tmp / MARKER, json.dumps(marker, indent=1) + "\n")
-        _check_target(folder)  # still ours to replace after the minutes of writing
-        _move_into_place(tmp, folder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return len(rows)
+    build = start_html_folder(folder, calls, runs=runs)
+    return build.finish(report, folder, reason=reason)

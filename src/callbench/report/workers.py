@@ -167,14 +167,16 @@ def chunks(items: Sequence[T], size: int = CHUNK_ITEMS) -> list[list[T]]:
 
 def map_ordered(
     fn: Callable[[list[T]], list[R]], items: Sequence[T], *, workers: int | None = None,
-    chunk: int | None = None, min_items: int | None = None,
+    chunk: int | None = None, min_items: int | None = None, ahead: int | None = None,
 ) -> Iterator[R]:
     """Yield ``fn(c)``'s results for consecutive chunks ``c`` of ``items``, flattened, in input
     order. ``fn`` must be a module-level function (it is pickled by reference) taking a list and
     returning one result per item. Chunks hold ``chunk`` items (default :data:`CHUNK_ITEMS`). With
     ``workers`` (default :func:`default_workers`) > 1 and at least ``min_items`` items (default
-    :data:`PARALLEL_MIN_ITEMS`), chunks run on a spawn-started process pool, at most ``2 * workers``
-    chunks ahead of the consumer (bounded memory); otherwise in this process.
+    :data:`PARALLEL_MIN_ITEMS`), chunks run on the process's spawn-started pool, at most ``ahead``
+    chunks (default ``2 * workers``: bounded memory) ahead of the consumer; otherwise in this
+    process. A consumer that shares its process with other work (a background thread) should
+    send every chunk at once (a large ``ahead``) so that the workers never wait for it.
 
     Raises whatever ``fn`` raises (from the first failing chunk in order), :class:`WorkerCrash`
     when a worker dies; either way every worker is stopped first."""
@@ -186,16 +188,17 @@ def map_ordered(
             yield from fn(part)
         return
     pool = _shared_pool(workers)
-    ahead: deque[Future[list[R]]] = deque()
+    window = 2 * workers if ahead is None else max(1, ahead)
+    pending: deque[Future[list[R]]] = deque()
     todo = iter(parts)
     try:
         for part in todo:
-            ahead.append(pool.submit(fn, part))
-            if len(ahead) >= 2 * workers:
+            pending.append(pool.submit(fn, part))
+            if len(pending) >= window:
                 break
-        while ahead:
+        while pending:
             try:
-                done = ahead.popleft().result()
+                done = pending.popleft().result()
             except BrokenProcessPool:
                 raise WorkerCrash(
                     "a report worker process died (killed by the system, out of memory, or a native "
@@ -203,7 +206,7 @@ def map_ordered(
                 ) from None
             nxt = next(todo, None)
             if nxt is not None:
-                ahead.append(pool.submit(fn, nxt))
+                pending.append(pool.submit(fn, nxt))
             yield from done
     except BaseException:  # an error, Ctrl-C, or the consumer stopped early: stop every worker now
         close_pool(terminate=True)
