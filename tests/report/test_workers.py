@@ -193,3 +193,42 @@ def test_a_bad_workers_setting_is_a_plain_error(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip() == "error: $CALLBENCH_REPORT_WORKERS='two': expected a whole number >= 1"
+
+
+def _group_alive(pgid: int) -> list[int]:
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(stat.parent.name))
+    return alive
+
+
+@pytest.mark.parametrize("delay", [4.0, 9.0])
+def test_ctrl_c_on_a_large_report_leaves_no_worker_and_no_partial_folder(
+    tmp_path: Path, delay: float
+) -> None:
+    run = _synthetic().make_synthetic_run(tmp_path / "syn", 1_200, seed=4, candidates=2)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "callbench", "report", str(run), "--html-folder", str(out),
+                             "--json", str(tmp_path / "r.json")], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    deadline = time.monotonic() + 15
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _group_alive(proc.pid) == []
+    assert "Traceback" not in err
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+    assert leftovers == []
+    if proc.returncode == 0:  # finished before the signal: the whole folder is there
+        assert len(list((out / "calls").iterdir())) == 1_200
+    else:
+        assert proc.returncode == 130, err
+        assert not out.exists()
