@@ -12,23 +12,21 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from callbench.bundle.loader import Problem
 from callbench.bundle.models import Bundle, LoadedAgent, Pillar, Scenario
 from callbench.bundle.validate import bundle_files
-from callbench.grade.prompts import response_schema
-from callbench.grade.rubric import DEFAULT_RUBRIC
-from callbench.models.base import ChatMessage, ModelRequest, RequestContext
-from callbench.models.remote.anthropic_client import anthropic_request_body
-from callbench.models.remote.openai_client import openai_request_body
-from callbench.models.remote.request_rules import anthropic_request_problems, openai_request_problems
 from callbench.models.remote.rules import ANTHROPIC, GEMINI, OPENAI, TargetRules, tools_problems
 from callbench.models.remote.schemas import clean_tool_parameters
-from callbench.runs.preflight import PreflightError
-from callbench.sim.caller import SCHEMA_NAME as CALLER_SCHEMA_NAME
-from callbench.sim.caller import caller_schema
-from callbench.sim.episode import candidate_tools
+from callbench.sim.tools import candidate_tools
+
+if TYPE_CHECKING:
+    from callbench.models.base import ChatMessage, ModelRequest
+
+# The preflight's imports (the adapters' body functions, the judges' and caller's schemas) are
+# made where used: `callbench validate --providers` needs only the tool checks above, and these
+# cost about 0.1 s of its start-up (issue 27 item 5).
 
 LOG = logging.getLogger(__name__)
 
@@ -107,10 +105,15 @@ def client_target(client: Any) -> tuple[TargetRules, bool] | None:
 
 
 def _messages() -> list[ChatMessage]:
+    from callbench.models.base import ChatMessage
+
     return [ChatMessage(role="system", content="preflight"), ChatMessage(role="user", content="preflight")]
 
 
 def _body(client: Any, request: ModelRequest) -> tuple[dict[str, Any], str]:
+    from callbench.models.remote.anthropic_client import anthropic_request_body
+    from callbench.models.remote.openai_client import openai_request_body
+
     inner = _unwrap(client)
     if inner.provider == "anthropic":
         return anthropic_request_body(request, inner.model, inner.settings), "anthropic"
@@ -120,6 +123,12 @@ def _body(client: Any, request: ModelRequest) -> tuple[dict[str, Any], str]:
 
 def _requests(role: str, pairs: list[tuple[LoadedAgent, Scenario]]) -> list[tuple[str, ModelRequest]]:
     """(what it is for, the role's request) for each distinct thing the role is sent in the run."""
+    from callbench.grade.prompts import response_schema
+    from callbench.grade.rubric import DEFAULT_RUBRIC
+    from callbench.models.base import ModelRequest, RequestContext
+    from callbench.sim.caller import SCHEMA_NAME as CALLER_SCHEMA_NAME
+    from callbench.sim.caller import caller_schema
+
     out: list[tuple[str, ModelRequest]] = []
     if role == "candidate":
         for agent in dict.fromkeys(a.config.id for a, _ in pairs):
@@ -151,6 +160,8 @@ def request_rule_problems(clients: dict[str, Any], pairs: list[tuple[LoadedAgent
     candidate's real tools per agent; the caller's and judges' real response schemas per
     scenario), built by the adapters' own body functions and checked against the target's rules
     (:func:`client_target`). Makes no request."""
+    from callbench.models.remote.request_rules import anthropic_request_problems, openai_request_problems
+
     errors: list[str] = []
     warnings: list[str] = []
     checked: set[tuple[str, str, str]] = set()
@@ -195,6 +206,8 @@ def check_request_rules(clients: dict[str, Any], pairs: list[tuple[LoadedAgent, 
     clients and selected (agent, scenario) pairs. Raises :class:`PreflightError` with the first
     error line (the run would send requests its provider rejects); returns the warning lines,
     each also logged."""
+    from callbench.runs.preflight import PreflightError
+
     errors, warnings = request_rule_problems(clients, pairs)
     for line in warnings:
         LOG.warning("%s", line)

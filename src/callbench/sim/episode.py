@@ -9,7 +9,6 @@ assembly of the trace. Saving is the runner's job; this returns complete traces 
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import threading
 from collections import OrderedDict
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.loader import render_instructions, static_prefix_chars
-from callbench.bundle.models import AgentConfig, LoadedAgent, Scenario
+from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.state_engine import StateStore
 from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage, first_user_message
 from callbench.models.faults import note_skip
@@ -28,14 +27,8 @@ from callbench.sim.caller import build_caller_prompt
 from callbench.sim.channel import Channel
 from callbench.sim.conversation import CallerFailed, Conversation
 from callbench.sim.seeds import episode_seeds
+from callbench.sim.tools import candidate_tools
 from callbench.trace import CallerView, CandidateView, EndReason, RoleInfo, Trace
-
-CONCLUDING_MESSAGE = "concluding_message"
-CONCLUDING_SCHEMA = {
-    "type": "string",
-    "description": "Optional. What you say to the caller as you end the call (your goodbye), for when you "
-    "cannot speak and call this tool in the same message.",
-}
 
 
 class LoopLimits(BaseModel):
@@ -52,22 +45,6 @@ class LoopLimits(BaseModel):
     )
     caller_turn_attempts: int = Field(default=2, ge=1, le=10)
     conversation_reruns: int = Field(default=3, ge=0, le=10)
-
-
-def candidate_tools(agent: AgentConfig) -> list[ToolSchema]:
-    """The agent's tools as offered to the candidate. A call-ending tool whose ``concluding_message``
-    flag is set gets an optional ``concluding_message`` string property (never required), unless
-    the tool already declares one."""
-    offer = {c.tool for c in agent.call_ending_tools if c.concluding_message}
-    out = []
-    for t in agent.tools:
-        params = copy.deepcopy(t.parameters)
-        if t.name in offer:
-            props = params.setdefault("properties", {})
-            if isinstance(props, dict) and CONCLUDING_MESSAGE not in props:
-                props[CONCLUDING_MESSAGE] = dict(CONCLUDING_SCHEMA)
-        out.append(ToolSchema(name=t.name, description=t.description, parameters=params))
-    return out
 
 
 @dataclass(frozen=True)
