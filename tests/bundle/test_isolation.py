@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from callbench.bundle.isolation import audit_caller_isolation
 from callbench.bundle.models import Scenario
-from callbench.bundle.normalize import compact, find_value, norm_text, value_pattern
+from callbench.bundle.normalize import TextSet, compact, find_value, norm_text, value_pattern
 from callbench.bundle.provenance import GENERATED_HEADER
 
 from .conftest import BOOKING, MiniBundle
@@ -138,3 +138,23 @@ def test_find_value_compact_search_spans() -> None:
     assert not find_value("PK-1001", "ref pk10012")
     assert find_value("PK-1001", "pk10012 or PK1001")  # the second, unglued occurrence counts
     assert find_value("\u0ae7\u0ae8\u0ae9\u0aea", "call 1234 now")  # Gujarati digits as ASCII
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.text(alphabet=_ALPHABET + "\x00\t\u2003", min_size=0, max_size=9),
+       texts=st.lists(st.text(alphabet=_ALPHABET + "\x00\t\u2003", min_size=0, max_size=20), max_size=5),
+       min_chars=st.integers(0, 5))
+def test_text_set_is_the_patterns_search(value: str, texts: list[str], min_chars: int) -> None:
+    """Searching texts joined (TextSet, issue 27 item 5) names exactly the texts the value's pattern
+    finds it in: no hit across two texts, none lost at a text's start or end, a glued miss stays one."""
+    for case in (texts, [*texts, value], [f"{t}{value}" for t in texts], [f"{value}{t}" for t in texts]):
+        assert TextSet(case).holding(value, min_chars) == [
+            i for i, t in enumerate(case) if _find_by_pattern(value, t, min_chars)]
+
+
+def test_text_set_examples() -> None:
+    """A value split over two texts is in neither; the text holding an unglued hit is named."""
+    texts = ["ref PK-10", "01 please", "pk10012", "or PK 1001."]
+    assert TextSet(texts).holding("PK-1001") == [3]
+    assert TextSet(["Asha", "Rao", "I am asha  rao"]).holding("Asha Rao") == [2]
+    assert TextSet([]).holding("PK-1001") == []

@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from callbench.bundle.models import Scenario
-from callbench.bundle.normalize import find_value
+from callbench.bundle.normalize import TextSet
 from callbench.bundle.validate_tools import Report
 
 _CLOCK = re.compile(r"[0-9]{1,2}:[0-9]{2}(\s*-\s*[0-9]{1,2}:[0-9]{2})?")
@@ -118,8 +118,9 @@ def audit_caller_isolation(scen: Scenario, report: Report, *, strict_known_facts
               _number_text(v) if isinstance(v, int | float) else str(v))
              for p, v in _leaves(scen.brief.known_facts, "") if v is not None and not isinstance(v, bool)]
     texts = caller_texts(scen)
+    fact_set, text_set = TextSet([fv for _, _, fv in facts]), TextSet([t for _, t in texts])
     for path, value, min_chars in secrets:
-        in_facts = [(p, key) for p, key, fv in facts if find_value(value, fv, min_chars)]
+        in_facts = [facts[i][:2] for i in fact_set.holding(value, min_chars)]
         unmarked = [(p, key) for p, key in in_facts if key not in scen.caller_known and strict_known_facts]
         short = value if len(value) <= 60 else value[:57] + "..."
         if unmarked:
@@ -131,7 +132,8 @@ def audit_caller_isolation(scen: Scenario, report: Report, *, strict_known_facts
             continue
         if in_facts:
             continue  # declared caller-known: it may appear anywhere in the brief
-        hit = next((p for p, t in texts if find_value(value, t, min_chars)), None)
-        if hit is not None:
+        hits = text_set.holding(value, min_chars)
+        if hits:
+            hit = texts[hits[0]][0]
             report(path, "isolation.leak",
                    f"{_what(path)} {short!r} appears in {hit} but is not one of the caller's known facts")

@@ -10,6 +10,7 @@ isolation audit (:mod:`callbench.bundle.isolation`) and usable by any leak audit
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from functools import lru_cache
@@ -57,62 +58,123 @@ def value_pattern(value: str, min_chars: int = MIN_VALUE_CHARS) -> re.Pattern[st
 
 
 @lru_cache(maxsize=4096)
-def _value_form(value: str, min_chars: int) -> str | re.Pattern[str] | None:
-    """How :func:`find_value` looks for ``value``: its compact form (a string) for a value holding
-    a digit (its characters with any separators between them: :func:`value_pattern`'s rule), else
-    :func:`value_pattern`'s pattern; None when :func:`value_pattern` is None."""
+def _value_form(value: str, min_chars: int) -> str | tuple[str, ...] | None:
+    """How :class:`TextSet` looks for ``value``: its compact form (a string) for a value holding a
+    digit (its characters with any separators between them: :func:`value_pattern`'s rule), else its
+    words (:func:`value_pattern`'s pattern is the words with white space between them); None when
+    :func:`value_pattern` is None. Neither compiles a pattern: compiling one per value cost a third
+    of the isolation audit (issue 27 item 5)."""
     norm = norm_text(value).strip()
     core = compact(norm)
     if sum(c.isalnum() for c in core) < min_chars:
         return None
     if any(c.isdigit() for c in core):
         return core
-    return re.compile(r"\s+".join(re.escape(w) for w in norm.split()))
+    return tuple(norm.split())
 
 
-_SEPARATOR_SET = frozenset(SEPARATORS)
+_KEPT_RUN = re.compile("[^" + re.escape(SEPARATORS) + "]+")
+_SENTINEL = "\x00"
+"""Put between texts searched together: not a separator, never in a value's form (a value holding
+it is searched text by text), and not glued (:func:`_glued`), as a text's start and end are not."""
 
 
-@lru_cache(maxsize=1024)
-def _haystack(text: str) -> tuple[str, str, tuple[int, ...]]:
-    """``text`` normalised (:func:`norm_text`), the same without separators, and for each character
-    of the latter its index in the former. A validator searches the same brief texts for every
-    secret of a scenario: each is normalised once."""
-    hay = norm_text(text)
-    index = tuple(i for i, c in enumerate(hay) if c not in _SEPARATOR_SET)
-    return hay, "".join([hay[i] for i in index]), index
+def _words_end(hay: str, j: int, words: tuple[str, ...]) -> int | None:
+    """Where ``\\s+w1\\s+w2...`` matching at ``hay[j:]`` ends, or None. Exact for the regex: a word
+    never starts with white space, so ``\\s+`` (str.isspace characters, as re's ``\\s``) takes
+    all of it and never gives any back."""
+    n = len(hay)
+    for w in words:
+        k = j
+        while k < n and hay[k].isspace():
+            k += 1
+        if k == j or not hay.startswith(w, k):
+            return None
+        j = k + len(w)
+    return j
 
 
-def _spans(value: str, text: str, min_chars: int) -> tuple[str, list[tuple[int, int]]]:
-    """The normalised ``text`` and the spans in it that :func:`value_pattern`'s ``finditer`` would
-    give (leftmost, non-overlapping). A value holding digits is found as its compact form in the
-    text's compact form, which is what its pattern (its characters with any separators between
-    them) matches, without compiling one pattern per value: compiling the separator class once per
-    character cost most of ``callbench validate``'s time (issue 27 item 5)."""
-    what = _value_form(value, min_chars)
-    hay, packed, index = _haystack(text)
-    if what is None:
-        return hay, []
-    if isinstance(what, re.Pattern):
-        return hay, [(m.start(), m.end()) for m in what.finditer(hay)]
-    out: list[tuple[int, int]] = []
-    i = packed.find(what)
-    while i >= 0:
-        out.append((index[i], index[i + len(what) - 1] + 1))
-        i = packed.find(what, i + len(what))
-    return hay, out
+class TextSet:
+    """Texts searched together for many values: :meth:`holding` gives the indices of the texts
+    holding a value in one of :func:`value_pattern`'s forms, from one search of all the texts
+    (each normalised by :func:`norm_text`) joined by :data:`_SENTINEL` (a scenario's isolation
+    audit searches its brief's 10-30 texts for each of its 10-50 secrets; issue 27 item 5).
+
+    The same answer as ``value_pattern(value, min_chars).finditer`` over each normalised text with
+    :func:`find_value`'s glue rule: no form of a value spans the sentinel, leftmost non-overlapping
+    matches within each text are the same, and the sentinel next to a match is not glued, as a
+    text's start or end is not. A value holding digits is found as its compact form in the texts'
+    compact form (separators removed), which is exactly what its pattern matches; a value of words
+    as its first word followed by the others with white space between (:func:`_words_end`)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = list(texts)
+        hays = [norm_text(t) for t in self.texts]
+        self.starts: list[int] = []
+        offset = 0
+        for hay in hays:
+            self.starts.append(offset)
+            offset += len(hay) + 1
+        self.hay = _SENTINEL.join(hays)
+        # the compact form: runs of kept (non-separator) characters; for each run its start in the
+        # compact form and in ``hay`` (the sentinel is kept: no compact match spans two texts)
+        self._run_packed: list[int] = []
+        self._run_hay: list[int] = []
+        pieces: list[str] = []
+        size = 0
+        for m in _KEPT_RUN.finditer(self.hay):
+            self._run_packed.append(size)
+            self._run_hay.append(m.start())
+            pieces.append(m.group())
+            size += m.end() - m.start()
+        self.packed = "".join(pieces)
+
+    def _at(self, i: int) -> int:
+        """Position in ``hay`` of the compact form's character ``i``."""
+        r = bisect.bisect_right(self._run_packed, i) - 1
+        return self._run_hay[r] + i - self._run_packed[r]
+
+    def _spans(self, what: str | tuple[str, ...]) -> list[tuple[int, int]]:
+        """(start, end) in ``hay`` of the leftmost non-overlapping matches of a value's form."""
+        hay, out = self.hay, []
+        if isinstance(what, str):
+            i = self.packed.find(what)
+            while i >= 0:
+                out.append((self._at(i), self._at(i + len(what) - 1) + 1))
+                i = self.packed.find(what, i + len(what))
+            return out
+        if not what:  # no words (min_chars below 1): the empty pattern matches everywhere
+            return [(p, p) for p in range(len(hay) + 1)]
+        first, rest = what[0], what[1:]
+        i = hay.find(first)
+        while i >= 0:
+            end = _words_end(hay, i + len(first), rest)
+            if end is None:
+                i = hay.find(first, i + 1)
+            else:
+                out.append((i, end))
+                i = hay.find(first, end)
+        return out
+
+    def holding(self, value: str, min_chars: int = MIN_VALUE_CHARS) -> list[int]:
+        """Indices (ascending) of the texts where :func:`find_value` finds ``value``."""
+        what = _value_form(value, min_chars)
+        if what is None or not self.texts:
+            return []
+        if _SENTINEL in value and len(self.texts) > 1:
+            return [i for i, t in enumerate(self.texts) if TextSet([t]).holding(value, min_chars)]
+        hay, found = self.hay, set()
+        for start, end in self._spans(what):
+            before = hay[start - 1] if start else " "
+            after = hay[end] if end < len(hay) else " "
+            if not _glued(before) and not _glued(after):
+                found.add(bisect.bisect_right(self.starts, start) - 1)
+        return sorted(found)
 
 
 def find_value(value: str, text: str, min_chars: int = MIN_VALUE_CHARS) -> bool:
     """True when ``value`` occurs in ``text`` (normalised here) in any of the forms of
     :func:`value_pattern`, with no letter, digit or combining mark glued to either side (and, for
-    a value holding digits, no digit glued: ``1001`` is not found in ``410012``)."""
-    if _value_form(value, min_chars) is None:
-        return False
-    hay, spans = _spans(value, text, min_chars)
-    for start, end in spans:
-        before = hay[start - 1] if start else " "
-        after = hay[end] if end < len(hay) else " "
-        if not _glued(before) and not _glued(after):
-            return True
-    return False
+    a value holding digits, no digit glued: ``1001`` is not found in ``410012``). To search many
+    texts for many values, build one :class:`TextSet`."""
+    return bool(TextSet([text]).holding(value, min_chars))
