@@ -158,3 +158,4 @@ def test_text_set_examples() -> None:
     assert TextSet(texts).holding("PK-1001") == [3]
     assert TextSet(["Asha", "Rao", "I am asha  rao"]).holding("Asha Rao") == [2]
     assert TextSet([]).holding("PK-1001") == []
+

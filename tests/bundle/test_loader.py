@@ -21,6 +21,7 @@ from callbench.bundle.loader import (
     sha256_text,
     static_prefix_chars,
 )
+from callbench.bundle.yaml_data import YAML_LOADER
 
 from .conftest import AGENT, BOOKING, MINIMAL, MiniBundle
 
@@ -350,7 +351,7 @@ def _safe(text: str) -> object:
 
 
 def test_yaml_loader_matches_safe_load_on_tricky_scalars() -> None:
-    ours = yaml.load(_TRICKY, Loader=loader._YAML_LOADER)
+    ours = yaml.load(_TRICKY, Loader=YAML_LOADER)
     theirs = _safe(_TRICKY)
     assert theirs["x"] != "2026-03-14" and ours["x"] == "2026-03-14"  # the one intended difference
     del ours["x"], theirs["x"]
@@ -359,7 +360,7 @@ def test_yaml_loader_matches_safe_load_on_tricky_scalars() -> None:
         with pytest.raises(yaml.YAMLError):
             _safe(bad)
         with pytest.raises(yaml.YAMLError):
-            yaml.load(bad, Loader=loader._YAML_LOADER)
+            yaml.load(bad, Loader=YAML_LOADER)
 
 
 _json = st.recursive(
@@ -375,7 +376,7 @@ _json = st.recursive(
 @given(_json, st.booleans(), st.sampled_from([None, '"', "'"]))
 def test_yaml_loader_matches_safe_load(data: object, flow: bool, style: str | None) -> None:
     text = yaml.safe_dump(data, default_flow_style=flow, default_style=style, allow_unicode=True)
-    assert yaml.load(text, Loader=loader._YAML_LOADER) == _safe(text)
+    assert yaml.load(text, Loader=YAML_LOADER) == _safe(text)
 
 
 @pytest.mark.parametrize("content", ["", "# only a comment\n", "null\n", "~\n"])

@@ -25,8 +25,8 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-import unicodedata
 
+from callbench.bundle.normalize import nfc
 from callbench.bundle.sections import is_heading
 
 TERMINATORS = frozenset(".!?;:।॥…")
@@ -49,7 +49,7 @@ item, a heading, a quotation or a table row, or the end of the text."""
 @functools.lru_cache(maxsize=256)
 def _nfc(s: str) -> str:
     # cached: one agent's rendered document is searched for every excerpt of every scenario
-    return s if unicodedata.is_normalized("NFC", s) else unicodedata.normalize("NFC", s)
+    return nfc(s)
 
 
 _SPACE_RUN = re.compile(r"\s+")

@@ -23,6 +23,50 @@ MIN_VALUE_CHARS = 4
 """A value with fewer letters and digits than this is too common to judge (``PK``, ``45``)."""
 
 
+NFC_PIECE = 1024
+"""Characters :func:`nfc` checks at a time (at least; a piece ends before an ASCII character)."""
+_ASCII_CHAR = re.compile(r"[\x00-\x7f]")
+
+
+def _nfc_pieces(s: str, piece: int) -> list[tuple[str, bool]]:
+    """``s`` cut before ASCII characters into pieces of at least ``piece`` characters, each with
+    whether it is NFC. An ASCII character has canonical combining class 0 and never combines with
+    what precedes it (NFC_Quick_Check = Yes), so it is a normalisation boundary (Unicode UAX #15,
+    "Stable Code Points"): text is NFC when every piece is, and its NFC is the pieces' NFC joined."""
+    out: list[tuple[str, bool]] = []
+    i, n = 0, len(s)
+    while i < n:
+        j = i + piece
+        if j < n:
+            m = _ASCII_CHAR.search(s, j)
+            j = m.start() if m else n
+        else:
+            j = n
+        chunk = s[i:j]
+        out.append((chunk, unicodedata.is_normalized("NFC", chunk)))
+        i = j
+    return out
+
+
+def is_nfc(s: str, piece: int = NFC_PIECE) -> bool:
+    """``unicodedata.is_normalized("NFC", s)``, piece by piece: CPython normalises the whole text to
+    answer once any character may combine with the one before it (NFC_Quick_Check = Maybe, common
+    in Indic scripts), so a long text (a bundle's canonical JSON, a rendered operating document) is
+    checked about three times faster in pieces, only those holding such a character normalised."""
+    return s.isascii() or all(ok for _, ok in _nfc_pieces(s, piece))
+
+
+def nfc(s: str, piece: int = NFC_PIECE) -> str:
+    """``unicodedata.normalize("NFC", s)``, piece by piece (see :func:`is_nfc`); ``s`` itself when
+    it is NFC."""
+    if s.isascii():
+        return s
+    pieces = _nfc_pieces(s, piece)
+    if all(ok for _, ok in pieces):
+        return s
+    return "".join(c if ok else unicodedata.normalize("NFC", c) for c, ok in pieces)
+
+
 def norm_text(s: str) -> str:
     """NFC, casefold, every Unicode decimal digit (e.g. Gujarati ૧૨૩) as ASCII."""
     s = unicodedata.normalize("NFC", s).casefold()

@@ -1,0 +1,44 @@
+"""NFC in pieces (callbench.bundle.normalize.nfc / is_nfc, issue 27 item 5): exactly unicodedata's
+answer, however the text is cut."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from callbench.bundle.loader import canonical
+from callbench.bundle.normalize import is_nfc, nfc
+
+_ALPHABET = ("ab e\n\u0301\u0327\u00e9\u0928\u093c\u0929\u0bc6\u0bbe\u0b92\u0bd7"
+             "\u1100\u1161\u11a8\uac00\u212b\u0344")
+"""ASCII, combining marks that compose with ASCII letters, Devanagari and Tamil letters with the
+signs that compose with them, Hangul jamo, and characters NFC never keeps (U+212B, U+0344)."""
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet=_ALPHABET, max_size=60), piece=st.integers(1, 8))
+def test_nfc_in_pieces_is_unicodedatas(text: str, piece: int) -> None:
+    """Cut before ASCII characters into pieces of any size: the same answer as unicodedata over
+    the whole text; an NFC text comes back as itself."""
+    assert nfc(text, piece) == unicodedata.normalize("NFC", text)
+    assert is_nfc(text, piece) is unicodedata.is_normalized("NFC", text)
+    composed = unicodedata.normalize("NFC", text)
+    assert is_nfc(composed, piece) and nfc(composed, piece) is composed
+
+
+def test_long_text_with_a_mark_after_a_piece_boundary() -> None:
+    """A combining mark far into a long text, right after an ASCII letter: found and composed."""
+    text = "\u0928\u093c " * 2000 + "e\u0301" + " \u0bc6\u0bbe" * 700
+    assert not is_nfc(text) and nfc(text) == unicodedata.normalize("NFC", text)
+    assert "\u00e9" in nfc(text) and "\u0bca" in nfc(text)
+
+
+def test_canonical_hash_text_is_nfc_either_way() -> None:
+    """canonical() gives the same text for data written composed or decomposed."""
+    decomposed = {"name": "Jose\u0301 " + "\u0928\u093c" * 3000, "k\u0301": ["e\u0301"] * 50}
+    composed = {unicodedata.normalize("NFC", k): v for k, v in {
+        "name": unicodedata.normalize("NFC", decomposed["name"]), "k\u0301": ["\u00e9"] * 50}.items()}
+    assert canonical(decomposed) == canonical(composed)
+    assert "Jos\u00e9" in canonical(decomposed)
