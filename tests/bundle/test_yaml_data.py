@@ -95,3 +95,42 @@ def test_errors_keep_their_line(tmp_path: Path, text: str, where: str) -> None:
     assert read_data_file(tmp_path, f, problems) is None
     assert len(problems) == 1 and problems[0].file == "s.yaml" and problems[0].code == "parse"
     assert where in problems[0].message, problems[0].message
+
+
+_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=3),
+              st.binary(max_size=2), st.just(frozenset({1})), st.tuples(st.integers())),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.one_of(st.text(max_size=3), st.integers(), st.booleans()), inner, max_size=4)),
+    max_leaves=30)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_values, st.integers(1, 6), st.integers(1, 40))
+def test_quick_json_data_check_agrees_with_the_walk(data: Any, depth: int, nodes: int) -> None:
+    """The quick check (no paths) finds a problem exactly when the walk that names its place does:
+    keys, value types, depth and the count of values, at small limits so every limit is reached."""
+    import callbench.bundle.loader as loader_module
+
+    saved = loader_module.MAX_DEPTH, loader_module.MAX_NODES
+    loader_module.MAX_DEPTH, loader_module.MAX_NODES = depth, nodes
+    try:
+        assert loader_module._is_json_data(data) is (
+            loader_module._json_data_walk(data) is None)
+    finally:
+        loader_module.MAX_DEPTH, loader_module.MAX_NODES = saved
+
+
+def test_quick_json_data_check_on_shared_and_recursive_values() -> None:
+    """Each use of a shared value counts; a value holding itself is too deep, never a hang."""
+    import callbench.bundle.loader as loader_module
+
+    loop: list[Any] = []
+    loop.append(loop)
+    assert not loader_module._is_json_data(loop)
+    assert loader_module.json_data_problem(loop) == (
+        "size.depth", f"nested deeper than {loader_module.MAX_DEPTH} levels at " + ".".join(["0"] * 65))
+    shared = ["x"] * 1000
+    assert loader_module._is_json_data([shared] * 999)
+    assert not loader_module._is_json_data([shared] * 1000)  # 1 + 1000 * 1001 values
