@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from callbench.bundle.loader import canonical
-from callbench.bundle.normalize import is_nfc, nfc
+from callbench.bundle.normalize import is_nfc, nfc, nfc_joined
 
 _ALPHABET = ("ab e\n\u0301\u0327\u00e9\u0928\u093c\u0929\u0bc6\u0bbe\u0b92\u0bd7"
              "\u1100\u1161\u11a8\uac00\u212b\u0344")
@@ -26,6 +26,14 @@ def test_nfc_in_pieces_is_unicodedatas(text: str, piece: int) -> None:
     assert is_nfc(text, piece) is unicodedata.is_normalized("NFC", text)
     composed = unicodedata.normalize("NFC", text)
     assert is_nfc(composed, piece) and nfc(composed, piece) is composed
+
+
+@settings(max_examples=500, deadline=None)
+@given(chunks=st.lists(st.text(alphabet=_ALPHABET, max_size=8), max_size=8))
+def test_nfc_of_chunks_is_the_nfc_of_their_text(chunks: list[str]) -> None:
+    """A rendered template's chunks normalised one by one (cached) give the NFC of the whole text,
+    also when a chunk starts with a mark that composes with the end of the chunk before it."""
+    assert nfc_joined(chunks) == unicodedata.normalize("NFC", "".join(chunks))
 
 
 def test_long_text_with_a_mark_after_a_piece_boundary() -> None:

@@ -84,11 +84,13 @@ def _source_index(k: int, after: tuple[int, ...], dropped: tuple[int, ...]) -> i
     return k + (dropped[i] if i >= 0 else 0)
 
 
-def locate_excerpt(rendered: str, excerpt: str) -> tuple[int, int] | None:
+def locate_excerpt(rendered: str, excerpt: str, *, rendered_is_nfc: bool = False) -> tuple[int, int] | None:
     """``(start, end)`` character offsets in ``rendered`` of the first occurrence of ``excerpt``
     (both NFC; whitespace runs equal, see the module docstring), or None when it does not occur or
-    is blank. ``rendered[start:end]`` is the matched text, without surrounding whitespace."""
-    text, ex = _nfc(rendered), _nfc(excerpt).strip()
+    is blank. ``rendered[start:end]`` is the matched text, without surrounding whitespace.
+    ``rendered_is_nfc``: the caller knows ``rendered`` is NFC (``render_instructions`` returns NFC
+    text), so it is not checked again."""
+    text, ex = (rendered if rendered_is_nfc else _nfc(rendered)), _nfc(excerpt).strip()
     if not ex:
         return None
     i = text.find(ex)
@@ -134,12 +136,13 @@ def _ends_whole(text: str, end: int) -> bool:
     return _NEXT_BLOCK.match(rest) is not None
 
 
-def excerpt_cut(rendered: str, excerpt: str) -> str | None:
+def excerpt_cut(rendered: str, excerpt: str, *, rendered_is_nfc: bool = False) -> str | None:
     """Why ``excerpt`` is not a whole sentence or clause of ``rendered`` ("starts mid-sentence",
     "ends mid-sentence", or both joined by "and"), or None when it is whole or does not occur
-    (that is :func:`locate_excerpt`'s problem). Rules in the module docstring."""
-    text = _nfc(rendered)
-    span = locate_excerpt(text, excerpt)
+    (that is :func:`locate_excerpt`'s problem). Rules in the module docstring. ``rendered_is_nfc``
+    as for :func:`locate_excerpt`."""
+    text = rendered if rendered_is_nfc else _nfc(rendered)
+    span = locate_excerpt(text, excerpt, rendered_is_nfc=True)
     if span is None:
         return None
     start, end = span

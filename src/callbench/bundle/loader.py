@@ -41,7 +41,7 @@ from pydantic import BaseModel, ValidationError
 
 from callbench.bundle import template_limits
 from callbench.bundle.models import AgentConfig, Bundle, BundleMeta, LoadedAgent, Scenario
-from callbench.bundle.normalize import is_nfc, nfc
+from callbench.bundle.normalize import is_nfc, nfc_joined
 from callbench.bundle.yaml_data import load_yaml
 
 MAX_FILE_BYTES = 2_000_000
@@ -301,8 +301,8 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
     Variables: ``date`` (YYYY-MM-DD), ``time`` (HH:MM), ``weekday`` (English name), ``agent_name``,
     ``now`` (the ISO 8601 date and time, for the ``date`` filter: ``{{ now | date('%B %d') }}``),
     then the agent's ``variables`` and the scenario's ``variables`` (scenario wins). Date and time
-    come from the scenario brief's ISO 8601 ``datetime``. Raises ``ValueError`` on an undefined
-    variable or template error.
+    come from the scenario brief's ISO 8601 ``datetime``. Returns NFC text (Unicode normalisation
+    form C). Raises ``ValueError`` on an undefined variable or template error.
     """
     when = None
     if scenario is not None:
@@ -331,7 +331,6 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
                     f"instructions template: the rendered text passes {MAX_RENDER_CHARS:,} characters"
                 )
             chunks.append(chunk)
-        text = "".join(chunks)
     except TemplateSyntaxError as e:
         raise ValueError(f"instructions template: line {e.lineno}: {e.message}") from None
     except TemplateError as e:
@@ -342,7 +341,7 @@ def render_instructions(agent: LoadedAgent, scenario: Scenario | None = None) ->
         raise ValueError(f"instructions template: {_at(e)}{type(e).__name__}: {e}"[:400]) from None
     finally:
         _RANGE_BUDGET.reset(token)
-    return nfc(text)
+    return nfc_joined(chunks)
 
 
 def static_prefix_chars(agent: LoadedAgent, rendered: str) -> int:

@@ -67,8 +67,31 @@ def nfc(s: str, piece: int = NFC_PIECE) -> str:
     return "".join(c if ok else unicodedata.normalize("NFC", c) for c, ok in pieces)
 
 
+_nfc_chunk = lru_cache(maxsize=1024)(nfc)
+"""NFC of a chunk of text, cached: a template's literal chunks are the same at every render."""
+
+
+def nfc_joined(chunks: list[str]) -> str:
+    """``nfc("".join(chunks))``, chunk by chunk, each chunk's NFC cached: a chunk that starts with
+    an ASCII character starts at a normalisation boundary (see :func:`_nfc_pieces`), so the text's
+    NFC is the chunks' NFC joined; a chunk starting with another character is taken together with
+    the chunk before it. For a rendered template whose literal chunks are the same at every render
+    (the operating document rendered for each scenario), only the variable parts cost anything."""
+    groups: list[str] = []
+    for chunk in chunks:
+        if not chunk:
+            continue
+        if groups and not chunk[0].isascii():
+            groups[-1] += chunk
+        else:
+            groups.append(chunk)
+    return "".join([_nfc_chunk(g) for g in groups])
+
+
 def norm_text(s: str) -> str:
     """NFC, casefold, every Unicode decimal digit (e.g. Gujarati ૧૨૩) as ASCII."""
+    if s.isascii():  # already NFC, and no digit but ASCII ones
+        return s.casefold()
     s = unicodedata.normalize("NFC", s).casefold()
     return _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(), 0)), s)
 

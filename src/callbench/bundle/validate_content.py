@@ -91,7 +91,7 @@ def audit_rendered(agent: LoadedAgent, scen: Scenario, report: Report,
             exn = _nfc(ex)
             if not exn.strip():
                 report(path, "excerpt.not_verbatim", "the excerpt is empty")
-            elif locate_excerpt(rendered, exn) is None:
+            elif locate_excerpt(rendered, exn, rendered_is_nfc=True) is None:
                 hint = ""
                 if "{{" in exn or "{%" in exn:
                     hint = "; it holds template syntax, quote the rendered text instead"
@@ -99,7 +99,7 @@ def audit_rendered(agent: LoadedAgent, scen: Scenario, report: Report,
                 report(path, "excerpt.not_verbatim",
                        f"excerpt {short!r} of criterion {crit.id!r} is not verbatim in the rendered "
                        f"instructions of {agent.config.id!r}{hint}")
-            elif (why := excerpt_cut(rendered, exn)) is not None:
+            elif (why := excerpt_cut(rendered, exn, rendered_is_nfc=True)) is not None:
                 short = exn if len(exn) <= 80 else exn[:38] + " ... " + exn[-38:]
                 report(path, "excerpt.partial",
                        f"excerpt {short!r} of criterion {crit.id!r} {why} in the instructions of "

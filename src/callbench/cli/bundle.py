@@ -9,7 +9,7 @@ import typer
 
 from callbench.bundle.validate import BUNDLE_FOLDER
 from callbench.cli.app import app
-from callbench.cli.common import _role_settings, _split
+from callbench.cli.common import _one_shot_gc, _role_settings, _split
 from callbench.oserror import os_error_line
 
 
@@ -34,6 +34,8 @@ def validate(
 
     from callbench.bundle.validate import validate_safely
     from callbench.models.remote.rules import parse_targets
+
+    _one_shot_gc()
 
     try:
         targets = [] if providers.strip().lower() == "none" else parse_targets(providers)
@@ -133,6 +135,8 @@ def audit(
     from callbench.audit.store import save_judge_audit
     from callbench.bundle.validate import validate_safely
     from callbench.report.audit import render_audit
+
+    _one_shot_gc()
 
     if judges != (task_judge is not None and conversation_judge is not None) or (
             not judges and (task_judge or conversation_judge or save)):
