@@ -39,10 +39,29 @@ def resolve(value: Any, caller_facts: dict[str, Any], state: dict[str, Any], whe
 
     Works on plain JSON values and on pydantic models (their ``model_dump(by_alias=True)``).
     Raises :class:`ReferenceError_` (with ``where`` set to the dotted path) on the first unresolved one.
+    The dotted path is built only for that error, not for every value walked (issue 27 item 5).
     """
-    if hasattr(value, "model_dump"):
-        value = value.model_dump(by_alias=True, exclude_defaults=False)
+    try:
+        return _resolve(value, caller_facts, state)
+    except _Unresolved as e:
+        for part in reversed(e.parts):  # outermost first, each joined as it always was
+            where = f"{where}.{part}".strip(".")
+        raise ReferenceError_(e.ref, where) from None
+
+
+class _Unresolved(Exception):
+    """An unresolved reference on its way out of :func:`_resolve`; ``parts``: the keys and indices
+    from the failing string outwards."""
+
+    def __init__(self, ref: str) -> None:
+        self.ref = ref
+        self.parts: list[Any] = []
+
+
+def _resolve(value: Any, caller_facts: dict[str, Any], state: dict[str, Any]) -> Any:
     if isinstance(value, str):
+        if "${" not in value:  # no reference can match
+            return value
         m = REF.fullmatch(value)
         try:
             if m:
@@ -54,11 +73,27 @@ def resolve(value: Any, caller_facts: dict[str, Any], state: dict[str, Any], whe
 
             return REF.sub(sub, value)
         except ReferenceError_ as e:
-            raise ReferenceError_(e.ref, where) from None
+            raise _Unresolved(e.ref) from None
     if isinstance(value, list):
-        return [resolve(x, caller_facts, state, f"{where}.{i}".strip(".")) for i, x in enumerate(value)]
+        out = []
+        for i, x in enumerate(value):
+            try:
+                out.append(_resolve(x, caller_facts, state))
+            except _Unresolved as e:
+                e.parts.append(i)
+                raise
+        return out
     if isinstance(value, dict):
-        return {k: resolve(x, caller_facts, state, f"{where}.{k}".strip(".")) for k, x in value.items()}
+        got = {}
+        for k, x in value.items():
+            try:
+                got[k] = _resolve(x, caller_facts, state)
+            except _Unresolved as e:
+                e.parts.append(k)
+                raise
+        return got
+    if hasattr(value, "model_dump"):
+        return _resolve(value.model_dump(by_alias=True, exclude_defaults=False), caller_facts, state)
     return value
 
 
