@@ -50,3 +50,15 @@ def test_canonical_hash_text_is_nfc_either_way() -> None:
         "name": unicodedata.normalize("NFC", decomposed["name"]), "k\u0301": ["\u00e9"] * 50}.items()}
     assert canonical(decomposed) == canonical(composed)
     assert "Jos\u00e9" in canonical(decomposed)
+
+
+@settings(max_examples=400, deadline=None)
+@given(a=st.text(alphabet="ab\u0301", max_size=30), b=st.text(alphabet="ab\u0301", max_size=30))
+def test_common_prefix_len_is_commonprefix(a: str, b: str) -> None:
+    """The binary search gives what os.path.commonprefix gives, for any two texts."""
+    import os
+
+    from callbench.bundle.loader import common_prefix_len
+
+    assert common_prefix_len(a, b) == len(os.path.commonprefix([a, b]))  # noqa: RUF071
+    assert common_prefix_len(a, a + b) == len(a)

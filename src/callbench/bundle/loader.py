@@ -19,7 +19,6 @@ import errno
 import functools
 import hashlib
 import json
-import os
 import unicodedata
 from datetime import datetime
 from pathlib import Path
@@ -352,9 +351,30 @@ def static_prefix_chars(agent: LoadedAgent, rendered: str) -> int:
     boundary (``ModelRequest.static_system_chars``)."""
     template = agent.instructions_template
     starts = [i for i in (template.find("{{"), template.find("{%"), template.find("{#")) if i >= 0]
-    literal = unicodedata.normalize("NFC", template[: min(starts)] if starts else template)
-    # a character prefix is what is wanted here (the shared start of two texts)
-    return len(os.path.commonprefix([literal, rendered]))  # noqa: RUF071
+    return common_prefix_len(_nfc_literal(template[: min(starts)] if starts else template), rendered)
+
+
+@functools.lru_cache(maxsize=64)
+def _nfc_literal(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def common_prefix_len(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` (characters): what
+    ``len(os.path.commonprefix([a, b]))`` gives, by comparing slices (a binary search, each step
+    one C-level comparison) instead of ``commonprefix``'s character-by-character Python loop, which
+    cost ``callbench audit`` 0.2 s over the starter's 100 documents of ~35,000 characters."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 MAX_RENDER_CHARS = 4 * MAX_PROMPT_CHARS
