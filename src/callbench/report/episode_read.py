@@ -197,15 +197,23 @@ class TraceSummary:
 
 @dataclass
 class EpisodeJob:
-    """One episode to read: ids, the plan's key (None for an episode not in the plan) and its
-    files (either may be None)."""
+    """One episode to read, as a worker gets it: plain strings only (cheap to pickle): the run
+    folder, the episode id, its trace and grade files (either may be None) and where its fault
+    ledger would be."""
 
-    run_dir: Path
-    run_id: str
+    run_dir: str
     episode_id: str
-    key: EpisodeKey | None
-    trace_path: Path | None
-    grade_path: Path | None
+    trace_path: str | None
+    grade_path: str | None
+    ledger_path: str
+
+    @classmethod
+    def of(
+        cls, run_dir: Path, episode_id: str, trace_path: Path | None, grade_path: Path | None
+    ) -> EpisodeJob:
+        return cls(str(run_dir), episode_id, None if trace_path is None else str(trace_path),
+                   None if grade_path is None else str(grade_path),
+                   str(run_dir / FAULTS / f"{episode_id}.json"))
 
 
 class _GradeHead(BaseModel):
@@ -221,18 +229,17 @@ class EpisodeRead:
     file's text (the parent validates it: a grade is cheaper to validate than to pickle), the saved
     fault ledger's bytes, and warnings."""
 
-    job: EpisodeJob
     trace: TraceSummary | None
     grade_text: str | None
     fault_ledger: bytes | None
     warnings: list[str] = field(default_factory=list)
 
-    def grade(self) -> EpisodeGrade | None:
-        """The grade, validated; raises :class:`ReportInputError` naming the file."""
-        path = self.job.grade_path
-        if path is None or self.grade_text is None:
+    def grade(self, job: EpisodeJob) -> EpisodeGrade | None:
+        """The grade of ``job`` (the job this was read for), validated; raises
+        :class:`ReportInputError` naming the file."""
+        if job.grade_path is None or self.grade_text is None:
             return None
-        return parse(path, self.grade_text, EpisodeGrade, "episode grade")
+        return parse(Path(job.grade_path), self.grade_text, EpisodeGrade, "episode grade")
 
     def ledger(self) -> FaultLedger | None:
         """The saved fault ledger, or None (none saved, as in runs before issue 16, or unreadable)."""
@@ -243,10 +250,6 @@ class EpisodeRead:
         except ValueError:
             return None
 
-    def record(self, grade: EpisodeGrade | None) -> EpisodeRecord:
-        """The episode's record, given its validated :meth:`grade`."""
-        return episode_record(self.job.run_id, self.job.episode_id, self.job.key, self.trace, grade)
-
 
 def read_episode(job: EpisodeJob) -> EpisodeRead:
     """Read one episode's trace (validated), grade text (its id and trace hash checked) and fault
@@ -255,33 +258,31 @@ def read_episode(job: EpisodeJob) -> EpisodeRead:
     trace: Trace | None = None
     text = ""
     warnings: list[str] = []
-    if job.key is None:
-        warnings.append(f"{job.run_dir}: episode {job.episode_id} is not in the manifest's plan; included")
-    if job.trace_path is not None:
-        text = read_text(job.trace_path, "trace")
-        trace = parse(job.trace_path, text, Trace, "trace")
+    tpath = None if job.trace_path is None else Path(job.trace_path)
+    gpath = None if job.grade_path is None else Path(job.grade_path)
+    if tpath is not None:
+        text = read_text(tpath, "trace")
+        trace = parse(tpath, text, Trace, "trace")
         if trace.episode_id != job.episode_id:
-            raise ReportInputError(
-                f"{job.trace_path}: episode_id {trace.episode_id!r} does not match the file name")
+            raise ReportInputError(f"{tpath}: episode_id {trace.episode_id!r} does not match the file name")
     grade_text: str | None = None
-    if job.grade_path is not None:
-        grade_text = read_text(job.grade_path, "episode grade")
+    if gpath is not None:
+        grade_text = read_text(gpath, "episode grade")
         try:
             head = _GradeHead.model_validate_json(grade_text)
         except ValidationError:
-            parse(job.grade_path, grade_text, EpisodeGrade, "episode grade")  # raises the located error
+            parse(gpath, grade_text, EpisodeGrade, "episode grade")  # raises the located error
             raise  # not reached: a valid grade has both fields
         if head.episode_id != job.episode_id:
-            raise ReportInputError(
-                f"{job.grade_path}: episode_id {head.episode_id!r} does not match the file name")
+            raise ReportInputError(f"{gpath}: episode_id {head.episode_id!r} does not match the file name")
         if (
             trace is not None
             and head.trace_sha256 != text_sha256(text)
             and head.trace_sha256 != trace.sha256()  # the file may be valid but not canonical
         ):
             warnings.append(
-                f"{job.grade_path}: graded from a different version of its trace (trace_sha256 "
-                "mismatch); regrade the run"
+                f"{gpath}: graded from a different version of its trace (trace_sha256 mismatch); regrade "
+                "the run"
             )
         elif trace is None:
             warnings.append(
@@ -289,9 +290,9 @@ def read_episode(job: EpisodeJob) -> EpisodeRead:
     ledger: bytes | None = None
     if trace is not None:
         with contextlib.suppress(OSError):
-            ledger = (job.run_dir / FAULTS / f"{job.episode_id}.json").read_bytes()
+            ledger = Path(job.ledger_path).read_bytes()
     summary = TraceSummary.of(trace) if trace is not None else None
-    return EpisodeRead(job, summary, grade_text, ledger, warnings)
+    return EpisodeRead(summary, grade_text, ledger, warnings)
 
 
 def read_episodes(jobs: list[EpisodeJob]) -> list[EpisodeRead]:

@@ -64,10 +64,10 @@ class CallJob:
     """One call to write: its number ``n`` (anchor ``e<n>``), record, files and the folder."""
 
     n: int
-    record: EpisodeRecord
-    trace_path: Path | None
-    grade_path: Path | None
-    calls_dir: Path
+    record: EpisodeRecord  # without its grade (read from ``grade_path``)
+    trace_path: str | None  # plain strings: cheap to pickle
+    grade_path: str | None
+    calls_dir: str
 
 
 @dataclass
@@ -92,12 +92,12 @@ def write_calls(jobs: list[CallJob]) -> list[CallOut]:
     out: list[CallOut] = []
     for job in jobs:
         uses: list[SharedUse] = []
-        tpath = job.trace_path
+        tpath = None if job.trace_path is None else Path(job.trace_path)
         trace = parse(tpath, read_text(tpath, "trace"), Trace, "trace") if tpath else None
-        grade = read_model(job.grade_path, EpisodeGrade, "episode grade") if job.grade_path else None
+        grade = read_model(Path(job.grade_path), EpisodeGrade, "episode grade") if job.grade_path else None
         made = call_file(CallData(job.record, trace, grade), job.n,
                          _Recorder("instr", uses, sent), _Recorder("brief", uses, sent))
-        (job.calls_dir / f"{made.anchor}.js").write_text(made.script, encoding="utf-8")
+        Path(job.calls_dir, f"{made.anchor}.js").write_text(made.script, encoding="utf-8")
         entry = SearchEntry.of(made.anchor, made.search)
         out.append(CallOut(made.row, entry, non_ascii_runs(made.search), uses, chunk_start=not out))
     return out
@@ -117,7 +117,11 @@ def folder_calls(
         for rec in run.records:
             tpath, gpath = run.trace_files.get(rec.episode_id), run.grade_files.get(rec.episode_id)
             if tpath is not None or gpath is not None:
-                jobs.append(CallJob(len(jobs), rec, tpath, gpath, calls_dir))
+                # the record without its grade (the worker reads the grade file; a grade costs more
+                # to pickle there than to read)
+                jobs.append(CallJob(len(jobs), rec.model_copy(update={"grade": None}),
+                                    None if tpath is None else str(tpath),
+                                    None if gpath is None else str(gpath), str(calls_dir)))
     texts: dict[str, str] = {}  # the texts the current chunk sent (a chunk sends each once)
     shared = {"instr": instructions, "brief": briefs}
     for done in map_ordered(write_calls, jobs, workers=workers, ahead=ahead):

@@ -132,20 +132,20 @@ def load_run(run_dir: Path, grade_set_id: str | None = None, *, workers: int | N
     trace_files = episode_files.paths(traces_dir(run_dir))
     grade_files = episode_files.paths(gdir / "episodes")
     planned = {k.episode_id: k for k in manifest.planned}
-    jobs = [
-        EpisodeJob(run_dir, manifest.run_id, episode_id, planned.get(episode_id),
-                   trace_files.get(episode_id), grade_files.get(episode_id))
-        for episode_id in [*planned, *sorted((set(trace_files) | set(grade_files)) - set(planned))]
-    ]
+    ids = [*planned, *sorted((set(trace_files) | set(grade_files)) - set(planned))]
+    jobs = [EpisodeJob.of(run_dir, i, trace_files.get(i), grade_files.get(i)) for i in ids]
     ledger = LedgerCounter()
     faults = FaultCounter(run_dir)
     facts = TraceFacts()
     records: list[EpisodeRecord] = []
-    for read in map_ordered(read_episodes, jobs, workers=workers):
-        grade = read.grade()
-        rec = read.record(grade)
-        records.append(rec)
+    for job, read in zip(jobs, map_ordered(read_episodes, jobs, workers=workers), strict=True):
+        key = planned.get(job.episode_id)
+        if key is None:
+            warnings.append(f"{run_dir}: episode {job.episode_id} is not in the manifest's plan; included")
         warnings.extend(read.warnings)
+        grade = read.grade(job)
+        rec = episode_record(manifest.run_id, job.episode_id, key, read.trace, grade)
+        records.append(rec)
         ledger.add(rec.candidate, read.trace, grade)
         if read.trace is not None:
             faults.add_trace(read.trace, read.ledger())
