@@ -232,3 +232,40 @@ def test_ctrl_c_on_a_large_report_leaves_no_worker_and_no_partial_folder(
     else:
         assert proc.returncode == 130, err
         assert not out.exists()
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_report_command_writes_the_folder_while_it_reads_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool
+) -> None:
+    """One run, a folder report: the call files are written in the reading pass (each trace read
+    once); the folder is the same as the library's, written from the calls one at a time."""
+    from typer.testing import CliRunner
+
+    from callbench.cli.app import app
+    from callbench.report.build import build_report
+    from callbench.report.html_folder import write_html_folder
+    from callbench.report.load import load_runs
+    from callbench.report.viewer import call_data
+
+    run = _synthetic().make_synthetic_run(tmp_path / "syn", 30, seed=11, candidates=2)
+    if parallel:
+        monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
+        monkeypatch.setattr(workers, "CHUNK_ITEMS", 4)
+        monkeypatch.setenv(workers.WORKERS_ENV, "2")
+    reads: list[int] = []
+    from callbench.report import html_calls
+
+    real = html_calls.write_calls
+    monkeypatch.setattr(html_calls, "write_calls", lambda jobs: reads.append(len(jobs)) or real(jobs))
+    args = ["report", str(run), "--html-folder", str(tmp_path / "cli"), "--samples", "200"]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert reads == []  # no second pass over the traces
+    runs = load_runs([run], workers=1)
+    write_html_folder(build_report(runs, n_samples=200), call_data(runs), tmp_path / "lib",
+                      reason="asked for with --html-folder")
+    a, b = _tree(tmp_path / "lib"), _tree(tmp_path / "cli")
+    assert len([k for k in a if k.startswith("calls/")]) == 30
+    assert a.keys() == b.keys()
+    assert [k for k in a if a[k] != b[k]] == []

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from callbench.cli.output_paths import OutputProblem
+
+if TYPE_CHECKING:
+    from callbench.report.html_folder import FolderBuild
 
 
 @dataclass
@@ -47,17 +51,18 @@ class HtmlTarget:
             return OutputProblem(f"{option} {e}")
         return creatable_problem(option, self.path)
 
-    def start(self, runs: list) -> object | None:
+    def start(self, runs: list | None) -> FolderBuild | None:
         """For a folder: start writing its calls in the background (the report's worker processes,
         :func:`callbench.report.html_folder.start_html_folder`) while the statistics are computed;
         None for a file, or when the folder's place cannot be written now (the calls are then
-        written by :meth:`write`, which also tries the fallback place)."""
+        written by :meth:`write`, which also tries the fallback place). With ``runs`` None the
+        calls are handed to the build while the run is read (``FolderBuild.take``)."""
         from callbench.report.html_folder import ReportFolderError, start_html_folder
 
         if not self.folder:
             return None
         try:
-            return start_html_folder(self.path, runs=runs, background=True)
+            return start_html_folder(self.path, runs=runs, background=runs is not None)
         except (OSError, ReportFolderError):
             return None
 
@@ -77,16 +82,18 @@ class HtmlTarget:
 
 
 def html_target(
-    runs: list, run_dir: Path, html: Path | None, html_folder: Path | None, *, include_traces: bool
+    runs: list | None, run_dir: Path, html: Path | None, html_folder: Path | None, *, include_traces: bool,
+    n_calls: int | None = None,
 ) -> HtmlTarget:
     """One file up to SINGLE_FILE_MAX_CALLS calls (or without traces), else a folder: the one
-    asked for, ``--html`` without its ``.html`` suffix, or ``RUN_DIR/report``."""
+    asked for, ``--html`` without its ``.html`` suffix, or ``RUN_DIR/report``. The calls are
+    counted from ``runs`` unless ``n_calls`` gives their number."""
     from callbench.report.html_folder import SINGLE_FILE_MAX_CALLS
     from callbench.report.viewer import call_count
 
     if html_folder is not None:
         return HtmlTarget(html_folder, True, True, "asked for with --html-folder", True)
-    n = call_count(runs) if include_traces else 0
+    n = (n_calls if n_calls is not None else call_count(runs or [])) if include_traces else 0
     if n <= SINGLE_FILE_MAX_CALLS:
         return HtmlTarget(html or run_dir / "report.html", html is not None, False, "", include_traces)
     reason = f"{n:,} calls, more than the {SINGLE_FILE_MAX_CALLS:,} one file holds"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from callbench.cli.html_output import HtmlTarget
+    from callbench.cli.output_paths import OutputProblem
 
 
 @app.command()
@@ -207,30 +208,62 @@ def report(
     status = Console(stderr=True, emoji=False)
     from callbench.report.workers import WorkerCrash
 
+    early: dict[str, Any] = {}
+
+    def calls_while_reading(n_calls: int) -> tuple[Path, Any] | None:
+        """A folder report of one run: its call files are written while the run is read (each
+        trace read once); the target and its checks are the same as after reading."""
+        if no_html:
+            return None
+        target = html_target(None, run_dirs[0], html, html_folder, include_traces=not no_traces,
+                             n_calls=n_calls)
+        early["target"] = target
+        if not target.folder or _target_problem(run_dirs, target, json_path, csv_path, html_folder):
+            return None
+        build = target.start(None)
+        if build is None:
+            return None
+        early["build"] = build
+        return build.calls_dir, build.take
+
     try:
-        with status.status("report: reading the run(s)"):
-            runs = load_runs(run_dirs, grade_set)
-    except (ReportInputError, WorkerCrash) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2) from None
-    target = None if no_html else html_target(runs, run_dirs[0], html, html_folder,
-                                               include_traces=not no_traces)
+        try:
+            with status.status("report: reading the run(s)"):
+                runs = load_runs(run_dirs, grade_set, calls=calls_while_reading)
+        except (ReportInputError, WorkerCrash) as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+        target = early.get("target") or (None if no_html else html_target(
+            runs, run_dirs[0], html, html_folder, include_traces=not no_traces))
+        problem = _target_problem(run_dirs, target, json_path, csv_path, html_folder)
+        if problem:
+            typer.echo(f"error: {problem.line}", err=True)
+            raise typer.Exit(problem.exit_code)
+        # a folder's call files not written while reading are written by the worker processes while
+        # the statistics run
+        if "build" not in early:
+            early["build"] = target.start(runs) if target is not None else None
+        _report_outputs(runs, target, early["build"], status, run_dirs, samples, seed, confidence, audits,
+                        json_path, csv_path)
+    finally:
+        if early.get("build") is not None:
+            early["build"].abort()  # a no-op once finished
+
+
+def _target_problem(
+    run_dirs: list[Path], target: HtmlTarget | None, json_path: Path | None, csv_path: Path | None,
+    html_folder: Path | None,
+) -> OutputProblem | None:
+    """Why the outputs cannot be written where asked, as one located line, or None (checked before
+    any statistics)."""
+    from callbench.cli.output_paths import OutputProblem
+
     owned = _output_problem(run_dirs, {"--json": json_path, "--csv": csv_path,
                                        "--html": target.path if target else None})
     problem = OutputProblem(owned) if owned else None
     if problem is None and target is not None and target.named:
         problem = target.problem("--html-folder" if html_folder is not None else "--html")
-    if problem:
-        typer.echo(f"error: {problem.line}", err=True)
-        raise typer.Exit(problem.exit_code)
-    # a folder's call files are written by the worker processes while the statistics run
-    build = target.start(runs) if target is not None else None
-    try:
-        _report_outputs(runs, target, build, status, run_dirs, samples, seed, confidence, audits,
-                        json_path, csv_path)
-    finally:
-        if build is not None:
-            build.abort()  # type: ignore[attr-defined]  # a no-op once finished
+    return problem
 
 
 def _report_outputs(

@@ -21,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,6 +31,9 @@ from callbench.runs import episode_files
 from callbench.runs.manifest import FAULTS, EpisodeKey
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import EndReason, RoleInfo, Trace
+
+if TYPE_CHECKING:
+    from callbench.report.html_calls import CallOut
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -196,6 +199,17 @@ class TraceSummary:
 
 
 @dataclass
+class CallSpec:
+    """Write the episode's call file of a folder report while it is read (one reading of the trace
+    for both): call number ``n``, the run id and plan key its record is built from, the folder."""
+
+    n: int
+    run_id: str
+    key: EpisodeKey | None
+    calls_dir: str
+
+
+@dataclass
 class EpisodeJob:
     """One episode to read, as a worker gets it: plain strings only (cheap to pickle): the run
     folder, the episode id, its trace and grade files (either may be None) and where its fault
@@ -206,6 +220,7 @@ class EpisodeJob:
     trace_path: str | None
     grade_path: str | None
     ledger_path: str
+    call: CallSpec | None = None  # also write the episode's folder-report call file
 
     @classmethod
     def of(
@@ -233,6 +248,7 @@ class EpisodeRead:
     grade_text: str | None
     fault_ledger: bytes | None
     warnings: list[str] = field(default_factory=list)
+    call: CallOut | None = None  # the call file written (``EpisodeJob.call``)
 
     def grade(self, job: EpisodeJob) -> EpisodeGrade | None:
         """The grade of ``job`` (the job this was read for), validated; raises
@@ -251,10 +267,12 @@ class EpisodeRead:
             return None
 
 
-def read_episode(job: EpisodeJob) -> EpisodeRead:
+def read_episode(job: EpisodeJob, sent: set[str] | None = None, *, chunk_start: bool = True) -> EpisodeRead:
     """Read one episode's trace (validated), grade text (its id and trace hash checked) and fault
-    ledger bytes (module docstring). Raises :class:`ReportInputError` naming the file when one is
-    unreadable, invalid, or holds another episode's id."""
+    ledger bytes (module docstring), and with ``job.call`` write its folder-report call file
+    (:func:`callbench.report.html_calls.make_call`; ``sent``: the shared texts this chunk sent).
+    Raises :class:`ReportInputError` naming the file when one is unreadable, invalid, or holds
+    another episode's id, ``OSError`` when the call file cannot be written."""
     trace: Trace | None = None
     text = ""
     warnings: list[str] = []
@@ -292,12 +310,28 @@ def read_episode(job: EpisodeJob) -> EpisodeRead:
         with contextlib.suppress(OSError):
             ledger = Path(job.ledger_path).read_bytes()
     summary = TraceSummary.of(trace) if trace is not None else None
-    return EpisodeRead(summary, grade_text, ledger, warnings)
+    call: CallOut | None = None
+    if job.call is not None:
+        from callbench.report.html_calls import make_call
+        from callbench.report.viewer import CallData
+
+        spec = job.call
+        grade = parse(gpath, grade_text, EpisodeGrade, "episode grade") if gpath and grade_text else None
+        record = episode_record(spec.run_id, job.episode_id, spec.key, summary, grade)
+        call = make_call(CallData(record.model_copy(update={"grade": None}), trace, grade), spec.n,
+                         spec.calls_dir, set() if sent is None else sent, chunk_start=chunk_start)
+    return EpisodeRead(summary, grade_text, ledger, warnings, call)
 
 
 def read_episodes(jobs: list[EpisodeJob]) -> list[EpisodeRead]:
     """:func:`read_episode` of each job, in order (the unit of work of a report worker)."""
-    return [read_episode(job) for job in jobs]
+    sent: set[str] = set()
+    out: list[EpisodeRead] = []
+    first_call = True
+    for job in jobs:
+        out.append(read_episode(job, sent, chunk_start=first_call))
+        first_call = first_call and job.call is None
+    return out
 
 
 def episode_record(

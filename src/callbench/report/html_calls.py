@@ -82,25 +82,52 @@ class CallOut:
     chunk_start: bool = False  # the first call of a worker's chunk (texts are sent once per chunk)
 
 
+def make_call(
+    call: CallData, n: int, calls_dir: str, sent: set[str], *, chunk_start: bool
+) -> CallOut:
+    """Build and write the ``n``-th call's file into ``calls_dir``; its shared texts are sent only
+    if not in ``sent`` (the texts this chunk already sent; updated). Raises ``OSError`` when the
+    file cannot be written."""
+    from callbench.report.html_folder import SearchEntry, call_file, non_ascii_runs  # it imports this one
+
+    uses: list[SharedUse] = []
+    made = call_file(call, n, _Recorder("instr", uses, sent), _Recorder("brief", uses, sent))
+    Path(calls_dir, f"{made.anchor}.js").write_text(made.script, encoding="utf-8")
+    entry = SearchEntry.of(made.anchor, made.search)
+    return CallOut(made.row, entry, non_ascii_runs(made.search), uses, chunk_start=chunk_start)
+
+
 def write_calls(jobs: list[CallJob]) -> list[CallOut]:
     """Read, build and write each job's call file (the unit of work of a report worker); raises
     :class:`~callbench.report.episode_read.ReportInputError` naming a file that became unreadable
     since the run was loaded, ``OSError`` when a call file cannot be written."""
-    from callbench.report.html_folder import SearchEntry, call_file, non_ascii_runs  # it imports this one
-
     sent: set[str] = set()
     out: list[CallOut] = []
     for job in jobs:
-        uses: list[SharedUse] = []
         tpath = None if job.trace_path is None else Path(job.trace_path)
         trace = parse(tpath, read_text(tpath, "trace"), Trace, "trace") if tpath else None
         grade = read_model(Path(job.grade_path), EpisodeGrade, "episode grade") if job.grade_path else None
-        made = call_file(CallData(job.record, trace, grade), job.n,
-                         _Recorder("instr", uses, sent), _Recorder("brief", uses, sent))
-        Path(job.calls_dir, f"{made.anchor}.js").write_text(made.script, encoding="utf-8")
-        entry = SearchEntry.of(made.anchor, made.search)
-        out.append(CallOut(made.row, entry, non_ascii_runs(made.search), uses, chunk_start=not out))
+        out.append(make_call(CallData(job.record, trace, grade), job.n, job.calls_dir, sent,
+                             chunk_start=not out))
     return out
+
+
+class SharedReplay:
+    """Adds each written call's shared-text uses to the page's :class:`SharedTexts`, in call order
+    (a chunk sends each text once, with its first use; the cache holds the current chunk's)."""
+
+    def __init__(self, instructions: SharedTexts, briefs: SharedTexts) -> None:
+        self.shared = {"instr": instructions, "brief": briefs}
+        self.texts: dict[str, str] = {}
+
+    def take(self, done: CallOut) -> None:
+        if done.chunk_start:
+            self.texts.clear()
+        for use in done.uses:
+            if use.text is not None:
+                self.texts.setdefault(use.sha256, use.text)
+            text = self.texts[use.sha256]
+            self.shared[use.kind].add(text, use.group, use.agent, use.scenario, use.language)
 
 
 def folder_calls(
@@ -122,13 +149,7 @@ def folder_calls(
                 jobs.append(CallJob(len(jobs), rec.model_copy(update={"grade": None}),
                                     None if tpath is None else str(tpath),
                                     None if gpath is None else str(gpath), str(calls_dir)))
-    texts: dict[str, str] = {}  # the texts the current chunk sent (a chunk sends each once)
-    shared = {"instr": instructions, "brief": briefs}
+    replay = SharedReplay(instructions, briefs)
     for done in map_ordered(write_calls, jobs, workers=workers, ahead=ahead):
-        if done.chunk_start:
-            texts.clear()
-        for use in done.uses:
-            if use.text is not None:
-                texts.setdefault(use.sha256, use.text)
-            shared[use.kind].add(texts[use.sha256], use.group, use.agent, use.scenario, use.language)
+        replay.take(done)
         yield done

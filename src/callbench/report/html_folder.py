@@ -41,12 +41,15 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from callbench.report.build import Report
 from callbench.report.call_script import call_record, json_source, search_text
 from callbench.report.html import embed_fonts, neutralise_js, render_page, script_json
 from callbench.report.load import RunData
+
+if TYPE_CHECKING:
+    from callbench.report.html_calls import CallOut
 from callbench.report.viewer import CallData, SharedTexts, episode_row, episode_view
 from callbench.trace import atomic_write_text
 
@@ -228,9 +231,9 @@ class FolderBuild:
 
     def __init__(self, folder: Path, calls: Iterable[CallData] | None, runs: list[RunData] | None,
                  background: bool) -> None:
-        from callbench.report.html_calls import folder_calls
+        from callbench.report.html_calls import SharedReplay, folder_calls
 
-        if (calls is None) == (runs is None):
+        if calls is not None and runs is not None:
             raise ValueError("give calls or runs, not both")
         self.folder, self.parallel = folder.absolute(), runs is not None
         _check_target(self.folder)
@@ -247,18 +250,33 @@ class FolderBuild:
         self.rows: list[dict[str, Any]] = []
         self.chars: set[str] = set()  # distinct runs of non-ASCII search text (for the embedded fonts)
         self._error: BaseException | None = None
+        self._replay = SharedReplay(self.instructions, self.briefs)
+        self._thread: threading.Thread | None = None
+        if calls is None and runs is None:  # calls come through take() (written while the run is read)
+            return
         self._written = (
             _serial_calls(calls, self.tmp / CALLS, self.instructions, self.briefs) if calls is not None
             else ((c.row, c.search, c.non_ascii)
                   for c in folder_calls(runs or [], self.tmp / CALLS, self.instructions, self.briefs,
                                         ahead=1_000_000 if background else None))
         )
-        self._thread: threading.Thread | None = None
         if background:
             self._thread = threading.Thread(target=self._consume, name="callbench-report-calls", daemon=True)
             self._thread.start()
         else:
             self._consume()
+
+    @property
+    def calls_dir(self) -> Path:
+        """Where the call files go (for :meth:`take`'s callers)."""
+        return self.tmp / CALLS
+
+    def take(self, done: CallOut) -> None:
+        """Add one call whose file was written into :attr:`calls_dir` (in call order)."""
+        self._replay.take(done)
+        self.chars.update(done.non_ascii)
+        self.shards.add(done.search)
+        self.rows.append(done.row)
 
     def _consume(self) -> None:
         try:
@@ -280,6 +298,7 @@ class FolderBuild:
                 self._thread.join()
             if self._error is not None:
                 raise self._error
+            self.shards.flush()  # calls given to take() leave the last shard open
             folder = folder.absolute()
             tmp = self.tmp
             if folder != self.folder:  # the report goes elsewhere (a read-only run folder's fallback)
@@ -333,8 +352,10 @@ def start_html_folder(
     :class:`~callbench.report.viewer.CallData` in run then plan order, e.g.
     :func:`callbench.report.viewer.call_data`) or from ``runs`` (``calls`` None: the runs' calls
     are read and written by the report's worker processes,
-    :func:`callbench.report.html_calls.folder_calls`; the same files). Only the episodes-table
-    row of each call stays in memory. Raises :class:`ReportFolderError` when ``folder`` is a file
+    :func:`callbench.report.html_calls.folder_calls`; the same files), or from neither: the calls
+    are then written while the run is read (:data:`callbench.report.load.CallsRequest`) and
+    handed to :meth:`FolderBuild.take`. Only the episodes-table row of each call stays in memory.
+    Raises :class:`ReportFolderError` when ``folder`` is a file
     or a folder that is not a callbench report folder, ``OSError`` when it cannot be written."""
     return FolderBuild(folder, calls, runs, background)
 

@@ -22,12 +22,14 @@ report (a grade computed from an older trace, a trace not in the plan) become wa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from callbench.grade.models import EpisodeGrade, GradeSetManifest
 from callbench.report.episode_read import (
+    CallSpec,
     EpisodeJob,
     ReportInputError,
     TraceSummary,
@@ -44,6 +46,9 @@ from callbench.runs import episode_files
 from callbench.runs.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import RoleInfo, Trace
+
+if TYPE_CHECKING:
+    from callbench.report.html_calls import CallOut
 
 __all__ = ["ReportInputError", "RunData", "TraceFacts", "load_run", "load_runs", "read_model"]
 
@@ -103,7 +108,16 @@ class RunData:
             yield rec, trace, grade
 
 
-def load_run(run_dir: Path, grade_set_id: str | None = None, *, workers: int | None = None) -> RunData:
+CallsRequest = Callable[[int], "tuple[Path, Callable[[CallOut], None]] | None"]
+"""Asked by :func:`load_run` with the run's number of calls once its files are listed: a folder
+to write each call's file into while the episodes are read, and what to hand each written call
+to (:class:`callbench.report.html_calls.CallOut`, in call order); or None for no call files."""
+
+
+def load_run(
+    run_dir: Path, grade_set_id: str | None = None, *, workers: int | None = None,
+    calls: CallsRequest | None = None,
+) -> RunData:
     """Load one run folder, reading each trace and grade file once (module docstring).
     ``grade_set_id`` picks a grade set (default: the manifest's last). Episodes are read in worker
     processes when there are many (:func:`callbench.report.workers.map_ordered`; ``workers``
@@ -134,6 +148,13 @@ def load_run(run_dir: Path, grade_set_id: str | None = None, *, workers: int | N
     planned = {k.episode_id: k for k in manifest.planned}
     ids = [*planned, *sorted((set(trace_files) | set(grade_files)) - set(planned))]
     jobs = [EpisodeJob.of(run_dir, i, trace_files.get(i), grade_files.get(i)) for i in ids]
+    shown = [j for j in jobs if j.trace_path is not None or j.grade_path is not None]
+    wanted = calls(len(shown)) if calls is not None else None
+    sink = None
+    if wanted is not None:
+        calls_dir, sink = wanted
+        for n, job in enumerate(shown):
+            job.call = CallSpec(n, manifest.run_id, planned.get(job.episode_id), str(calls_dir))
     ledger = LedgerCounter()
     faults = FaultCounter(run_dir)
     facts = TraceFacts()
@@ -143,6 +164,8 @@ def load_run(run_dir: Path, grade_set_id: str | None = None, *, workers: int | N
         if key is None:
             warnings.append(f"{run_dir}: episode {job.episode_id} is not in the manifest's plan; included")
         warnings.extend(read.warnings)
+        if sink is not None and read.call is not None:
+            sink(read.call)
         grade = read.grade(job)
         rec = episode_record(manifest.run_id, job.episode_id, key, read.trace, grade)
         records.append(rec)
@@ -157,12 +180,16 @@ def load_run(run_dir: Path, grade_set_id: str | None = None, *, workers: int | N
 
 
 def load_runs(
-    run_dirs: list[Path], grade_set_id: str | None = None, *, workers: int | None = None
+    run_dirs: list[Path], grade_set_id: str | None = None, *, workers: int | None = None,
+    calls: CallsRequest | None = None,
 ) -> list[RunData]:
     """Load several runs. A candidate label that occurs in more than one run is made distinct as
     ``"<candidate> [<run_id>]"`` so episodes of different runs are never pooled silently.
+    ``calls`` (:data:`CallsRequest`) is asked only when one run is given: with several, candidate
+    labels may change after loading, so the calls are written afterwards.
     Raises :class:`ReportInputError` for any unreadable run or a run id given twice."""
-    runs = [load_run(d, grade_set_id, workers=workers) for d in run_dirs]
+    runs = [load_run(d, grade_set_id, workers=workers, calls=calls if len(run_dirs) == 1 else None)
+            for d in run_dirs]
     seen: dict[str, Path] = {}
     for run in runs:
         if run.manifest.run_id in seen:
