@@ -269,3 +269,17 @@ def test_the_report_command_writes_the_folder_while_it_reads_the_run(
     assert len([k for k in a if k.startswith("calls/")]) == 30
     assert a.keys() == b.keys()
     assert [k for k in a if a[k] != b[k]] == []
+
+
+def test_candidates_summarised_on_threads_give_the_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from callbench.report import build
+
+    run = _synthetic().make_synthetic_run(tmp_path / "syn", 45, seed=6, candidates=3)
+    runs = load_run(run, workers=1)
+    one = build.build_report([runs], n_samples=300).model_dump_json()
+    monkeypatch.setattr(build, "PARALLEL_STATS_MIN", 0)
+    many = build.build_report([runs], n_samples=300)
+    assert len(many.candidates) == 3
+    assert many.model_dump_json() == one

@@ -8,6 +8,8 @@ runs, so the order of RUN_DIR arguments does not matter) plus stable labels
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from itertools import combinations
 
 from pydantic import BaseModel, Field
@@ -200,6 +202,10 @@ def all_records(runs: list[RunData]) -> list[EpisodeRecord]:
     return [r for run in runs for r in run.records]
 
 
+PARALLEL_STATS_MIN = 2_000
+"""Records from which candidates are summarised on threads (below, one thread is as fast)."""
+
+
 def build_report(
     runs: list[RunData],
     *,
@@ -222,10 +228,16 @@ def build_report(
     flags = check_fairness(runs)
     seed = min(r.manifest.seed for r in runs) if seed is None else seed
     records = all_records(runs)
-    summaries = [
-        summarize_candidate(cand, recs, seed=seed, n_samples=n_samples, confidence=confidence)
-        for cand, recs in group_by_candidate(records).items()
-    ]
+    groups = list(group_by_candidate(records).items())
+    # numpy releases the GIL in the bootstraps' array work, so candidates are summarised on
+    # threads when the run is large; each interval has its own generator
+    # (stats.bootstrap.derive_rng), so the summaries do not depend on the order they are made in
+    threads = min(len(groups), os.cpu_count() or 1) if len(records) >= PARALLEL_STATS_MIN else 1
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        summaries = list(pool.map(
+            lambda g: summarize_candidate(g[0], g[1], seed=seed, n_samples=n_samples, confidence=confidence),
+            groups,
+        ))
     summaries.sort(key=sort_key)
     by_cand = group_by_candidate(records)
     paired = []

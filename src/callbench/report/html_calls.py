@@ -77,7 +77,7 @@ class CallOut:
 
     row: dict[str, Any]
     search: SearchEntry
-    non_ascii: list[str]  # the runs of non-ASCII text in ``search`` (for the embedded font subsets)
+    non_ascii: list[str]  # the distinct runs of non-ASCII text in ``search`` (for the embedded fonts)
     uses: list[SharedUse] = field(default_factory=list)
     chunk_start: bool = False  # the first call of a worker's chunk (texts are sent once per chunk)
 

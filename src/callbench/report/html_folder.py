@@ -73,8 +73,8 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def non_ascii_runs(text: str) -> list[str]:
-    """The runs of non-ASCII characters in ``text`` (what the embedded fonts look at)."""
-    return [] if text.isascii() else _NON_ASCII.findall(text)
+    """The distinct runs of non-ASCII characters in ``text`` (what the embedded fonts look at)."""
+    return [] if text.isascii() else list(set(_NON_ASCII.findall(text)))
 
 
 class ReportFolderError(Exception):
@@ -235,7 +235,7 @@ class FolderBuild:
 
         if calls is not None and runs is not None:
             raise ValueError("give calls or runs, not both")
-        self.folder, self.parallel = folder.absolute(), runs is not None
+        self.folder, self.parallel = folder.absolute(), calls is None
         _check_target(self.folder)
         self.tmp = self.folder.with_name(f".{self.folder.name}.tmp-{os.getpid()}")
         shutil.rmtree(self.tmp, ignore_errors=True)
