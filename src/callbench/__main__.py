@@ -59,8 +59,10 @@ def _import_cli() -> Any:
     """The typer app, imported with the cyclic garbage collector paused: importing the CLI builds
     many objects (pydantic models, typer commands) and no garbage cycles worth a collection, and
     the collections it would run cost about 0.02 s of every command's start-up (issue 27 item 5).
-    Afterwards the collector runs as before, and ``gc.freeze()`` keeps what the imports built (the
-    process's modules, alive until it ends) out of the collections the command triggers."""
+    Afterwards the collector runs as before. (Not ``gc.freeze()``: frozen module objects change the
+    order of destruction at exit, and llama-cpp-python's ``Llama.__del__`` then ran after its own
+    module was torn down, printing "Exception ignored ... 'NoneType' object is not callable" at
+    the end of ``callbench demo``.)"""
     import gc
 
     enabled = gc.isenabled()
@@ -70,7 +72,6 @@ def _import_cli() -> Any:
     finally:
         if enabled:
             gc.enable()
-    gc.freeze()
     return app
 
 
