@@ -54,9 +54,15 @@ def test_an_error_in_a_worker_is_raised_unchanged() -> None:
         list(map_ordered(worker_fns.fail_at_seven, list(range(20)), workers=2, chunk=3, min_items=0))
 
 
-def test_a_killed_worker_is_a_plain_error() -> None:
+@pytest.mark.parametrize(("chunk", "ahead"), [(3, None), (1, 1), (1, 100), (5, 2)])
+def test_a_killed_worker_is_a_plain_error(chunk: int, ahead: int | None) -> None:
+    """Whether the crash is seen waiting for a result or submitting the next chunk (CI saw the
+    second: a BrokenProcessPool from submit() once escaped as a traceback)."""
     with pytest.raises(WorkerCrash, match="CALLBENCH_REPORT_WORKERS=1"):
-        list(map_ordered(worker_fns.die_at_seven, list(range(20)), workers=2, chunk=3, min_items=0))
+        list(map_ordered(worker_fns.die_at_seven, list(range(20)), workers=2, chunk=chunk, min_items=0,
+                         ahead=ahead))
+    after = list(map_ordered(worker_fns.square_with_pid, [1, 2, 3], workers=2, chunk=1, min_items=0))
+    assert [v for v, _ in after] == [1, 4, 9]  # a new pool serves the next map
 
 
 def test_workers_setting(monkeypatch: pytest.MonkeyPatch) -> None:

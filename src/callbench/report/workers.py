@@ -192,22 +192,22 @@ def map_ordered(
     pending: deque[Future[list[R]]] = deque()
     todo = iter(parts)
     try:
-        for part in todo:
-            pending.append(pool.submit(fn, part))
-            if len(pending) >= window:
-                break
-        while pending:
-            try:
+        try:
+            for part in todo:
+                pending.append(pool.submit(fn, part))
+                if len(pending) >= window:
+                    break
+            while pending:
                 done = pending.popleft().result()
-            except BrokenProcessPool:
-                raise WorkerCrash(
-                    "a report worker process died (killed by the system, out of memory, or a native "
-                    f"crash); nothing was written. Retry, or run in one process with {WORKERS_ENV}=1"
-                ) from None
-            nxt = next(todo, None)
-            if nxt is not None:
-                pending.append(pool.submit(fn, nxt))
-            yield from done
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append(pool.submit(fn, nxt))
+                yield from done
+        except BrokenProcessPool:  # from result() or from a submit() after the crash
+            raise WorkerCrash(
+                "a report worker process died (killed by the system, out of memory, or a native "
+                f"crash); nothing was written. Retry, or run in one process with {WORKERS_ENV}=1"
+            ) from None
     except BaseException:  # an error, Ctrl-C, or the consumer stopped early: stop every worker now
         close_pool(terminate=True)
         raise
