@@ -235,7 +235,7 @@ class FolderBuild:
 
         if calls is not None and runs is not None:
             raise ValueError("give calls or runs, not both")
-        self.folder, self.parallel = folder.absolute(), calls is None
+        self.folder, self.parallel = folder.absolute(), False  # fonts: 4 subsets, not worth a pool
         _check_target(self.folder)
         self.tmp = self.folder.with_name(f".{self.folder.name}.tmp-{os.getpid()}")
         shutil.rmtree(self.tmp, ignore_errors=True)

@@ -11,7 +11,7 @@ The pool follows the project's process rules (DESIGN.md, "process control"):
 
 - workers are started with ``spawn`` (a fresh interpreter: no copied threads or locks);
 - a worker ignores SIGINT (Ctrl-C reaches the whole process group; the parent alone decides) and
-  dies with its parent (``PR_SET_PDEATHSIG`` on Linux, plus a watcher thread elsewhere);
+  exits within a second of its parent's death (a watcher thread);
 - when the parent stops for any reason (an input error from a worker, Ctrl-C, a crash of a
   worker), pending chunks are cancelled and every worker is terminated before the exception goes
   on, so nothing the report started outlives it;
@@ -20,18 +20,15 @@ The pool follows the project's process rules (DESIGN.md, "process control"):
   :class:`WorkerCrash` with a plain message.
 
 Small inputs run in the calling process (:data:`PARALLEL_MIN_ITEMS`): starting interpreters costs
-about half a second of CPU each. One pool serves every map of a process (the report reads the
-episodes, then writes the call files): it is started on first use and shut down at exit.
+about half a second of CPU each. Each map starts its own pool and shuts it down when it ends.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 from collections import deque
@@ -53,7 +50,6 @@ beside the work (~1 ms per episode), small enough that the pool stays balanced a
 WORKERS_ENV = "CALLBENCH_REPORT_WORKERS"
 """Environment variable overriding :func:`default_workers` (an integer >= 1; 1 = no pool)."""
 
-_PR_SET_PDEATHSIG = 1
 
 
 class WorkerCrash(RuntimeError):
@@ -93,14 +89,10 @@ def default_workers() -> int:
 
 
 def _worker_init(parent: int) -> None:
-    """In each worker: ignore SIGINT (the parent handles Ctrl-C and terminates the pool) and die
-    with the parent."""
+    """In each worker: ignore SIGINT (the parent handles Ctrl-C and terminates the pool) and exit
+    within a second of the parent's death (a watcher thread; not ``PR_SET_PDEATHSIG``, which fires
+    when the *thread* that started the worker ends, and pools are started from threads too)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(Exception):
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -126,38 +118,20 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
                 p.kill()
 
 
-_pool: ProcessPoolExecutor | None = None
-_pool_workers = 0
-
-
-def _shared_pool(workers: int) -> ProcessPoolExecutor:
-    """The process's pool of ``workers`` workers, started on first use (a different size replaces it)."""
-    global _pool, _pool_workers
-    if _pool is not None and _pool_workers != workers:
-        close_pool()
-    if _pool is None:
-        _pool = ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_init, initargs=(os.getpid(),),
-        )
-        _pool_workers = workers
-    return _pool
+_live: set[ProcessPoolExecutor] = set()
+"""Pools of maps in progress (each map starts its own and shuts it down when it ends, so no pool
+outlives its map: a pool left to interpreter exit can hang ``concurrent.futures``' exit handler)."""
 
 
 def close_pool(*, terminate: bool = False) -> None:
-    """Shut the shared pool down (waiting for its workers to exit), or with ``terminate`` stop
-    them at once; a later map starts a new one. Registered to run at exit."""
-    global _pool
-    pool, _pool = _pool, None
-    if pool is None:
-        return
-    if terminate:
-        _terminate(pool)
-    else:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-atexit.register(close_pool)
+    """Stop the pools of maps in progress now (``terminate``: without waiting for their chunks);
+    their maps then raise. For a caller that must stop work running on another thread."""
+    for pool in list(_live):
+        _live.discard(pool)
+        if terminate:
+            _terminate(pool)
+        else:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def chunks(items: Sequence[T], size: int = CHUNK_ITEMS) -> list[list[T]]:
@@ -173,7 +147,7 @@ def map_ordered(
     order. ``fn`` must be a module-level function (it is pickled by reference) taking a list and
     returning one result per item. Chunks hold ``chunk`` items (default :data:`CHUNK_ITEMS`). With
     ``workers`` (default :func:`default_workers`) > 1 and at least ``min_items`` items (default
-    :data:`PARALLEL_MIN_ITEMS`), chunks run on the process's spawn-started pool, at most ``ahead``
+    :data:`PARALLEL_MIN_ITEMS`), chunks run on a spawn-started pool of its own, at most ``ahead``
     chunks (default ``2 * workers``: bounded memory) ahead of the consumer; otherwise in this
     process. A consumer that shares its process with other work (a background thread) should
     send every chunk at once (a large ``ahead``) so that the workers never wait for it.
@@ -187,7 +161,11 @@ def map_ordered(
         for part in parts:
             yield from fn(part)
         return
-    pool = _shared_pool(workers)
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_init, initargs=(os.getpid(),),
+    )
+    _live.add(pool)
     window = 2 * workers if ahead is None else max(1, ahead)
     pending: deque[Future[list[R]]] = deque()
     todo = iter(parts)
@@ -209,5 +187,8 @@ def map_ordered(
                 f"crash); nothing was written. Retry, or run in one process with {WORKERS_ENV}=1"
             ) from None
     except BaseException:  # an error, Ctrl-C, or the consumer stopped early: stop every worker now
-        close_pool(terminate=True)
+        _live.discard(pool)
+        _terminate(pool)
         raise
+    _live.discard(pool)
+    pool.shutdown(wait=True)
