@@ -12,7 +12,9 @@ Prints, against the issue's targets (2 cores):
 - ``sdk``: process CPU per candidate request through the openai SDK against a loopback fake
   (``tests/fakes/fault_server.py`` in a subprocess, so its CPU is not counted; caller scripted);
   target: at most 3 ms (issue 27 item 5); also printed: the event loop's and the writer threads'
-  shares, and the CPU of one bare ``httpx2`` POST of the same size (the transport's floor on this machine);
+  shares, and the CPU of one bare POST of the same size through the same transport (aiohttp
+  under the SDK's ``httpx2`` interface, or ``httpx2``'s own with ``CALLBENCH_HTTP_TRANSPORT=httpx2``:
+  ``models/remote/transport.py``), the transport's floor on this machine;
 - ``concurrency``: wall time vs the latency-bound ideal with 200 ms per request (candidate and
   caller both through the openai SDK to the fake) at concurrency 1, 8 and 32; ideal =
   ceil(episodes / concurrency) * requests per episode * latency; target at 32: within 1.2x
@@ -53,6 +55,7 @@ from typing import Any
 from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
 from callbench.models.base import ModelSettings
+from callbench.models.remote.transport import transport_choice
 from callbench.runs import executor as executor_module
 from callbench.runs.executor import RoleSpec, RunConfig, execute_run
 from callbench.runs.plan import ScenarioFilters
@@ -131,8 +134,18 @@ class Timed:
 
 
 def run(config: RunConfig, bundle: Bundle, clients: Any = None, **kw: Any) -> Any:
+    """One run in its own event loop; the clients are closed in that loop (an aiohttp session
+    belongs to the loop that opened it)."""
     clients = clients or build_clients(config, bundle)
-    return asyncio.run(execute_run(config, clients, bundle=bundle, **kw))
+
+    async def go() -> Any:
+        try:
+            return await execute_run(config, clients, bundle=bundle, **kw)
+        finally:
+            for c in clients.values():
+                await c.aclose()
+
+    return asyncio.run(go())
 
 
 def bench_save(tmp: Path, bundle: Bundle, big: int) -> dict[int, Path]:
@@ -244,16 +257,17 @@ def bench_sdk(tmp: Path, bundle: Bundle) -> None:
         server.close()
     per = cpu / max(n, 1) * 1000
     print(f"CPU per candidate request through the openai SDK: {per:.2f} ms ({n} requests; whole process,"
-          f" harness and saves included) {mark(per, 3)} [{load()}]")
+          f" harness and saves included; transport {transport_choice()}) {mark(per, 3)} [{load()}]")
     print(f"  of which the event loop's thread {main / max(n, 1) * 1000:.2f} ms, the writer threads"
-          f" {(cpu - main) / max(n, 1) * 1000:.2f} ms; for scale, one bare httpx2 POST of an episode's"
-          f" last candidate body to the same fake (the SDK's transport alone): {floor:.2f} ms")
+          f" {(cpu - main) / max(n, 1) * 1000:.2f} ms; for scale, one bare POST of an episode's"
+          f" last candidate body to the same fake through the same transport: {floor:.2f} ms")
 
 
 def bare_post_cpu(url: str, out: Path, n: int = 200) -> float:
-    """CPU (ms) per plain ``httpx2.AsyncClient.post`` (keep-alive) to the fake of a candidate body
-    as large as an episode's last request (one finished trace's whole conversation and tools):
-    the transport's own cost, a floor under the SDK figure on this machine."""
+    """CPU (ms) per plain ``post`` (keep-alive) of the ``httpx2.AsyncClient`` the SDK clients use
+    (``models/remote/transport.py``: aiohttp unless ``CALLBENCH_HTTP_TRANSPORT=httpx2``) to the
+    fake of a candidate body as large as an episode's last request (one finished trace's whole
+    conversation and tools): the transport's own cost, a floor under the SDK figure on this machine."""
     import httpx2
 
     from callbench.models.base import ChatMessage, ModelRequest, RequestContext
@@ -268,7 +282,11 @@ def bare_post_cpu(url: str, out: Path, n: int = 200) -> float:
                       ensure_ascii=False, separators=(",", ":")).encode()
 
     async def posts() -> float:
-        async with httpx2.AsyncClient() as client:
+        import openai
+
+        from callbench.models.remote.transport import sdk_http_client
+
+        async with sdk_http_client(openai, url, 60.0) or httpx2.AsyncClient() as client:
             for _ in range(20):
                 await client.post(f"{url}/chat/completions", content=body)
             cpu0 = time.process_time()

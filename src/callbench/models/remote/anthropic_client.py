@@ -60,6 +60,7 @@ from callbench.models.remote.client import RemoteClient
 from callbench.models.remote.negotiation import request_problem
 from callbench.models.remote.prepared import cleaned_schema, tool_parameters, within_deadline
 from callbench.models.remote.secrets import resolve_base_url, resolve_headers
+from callbench.models.remote.transport import sdk_http_client
 from callbench.models.specs import parse_spec
 
 DEFAULT_MAX_TOKENS = 4096
@@ -258,6 +259,8 @@ class AnthropicClient(RemoteClient):
         self.gateway = base_url is not None and ANTHROPIC_HOST not in base_url
         import anthropic  # here, not at module level: the request-body builders serve validate without it
 
+        if http_client is None:  # the SDK's aiohttp transport where it can be used (transport.py)
+            http_client = sdk_http_client(anthropic, base_url, settings.timeout_s)
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0,
                                                 timeout=settings.timeout_s, http_client=http_client,
                                                 default_query=query)

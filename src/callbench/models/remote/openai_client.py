@@ -76,6 +76,7 @@ from callbench.models.remote.negotiation import (
 from callbench.models.remote.prepared import JsonView, cleaned_schema, post_json, shared_list, tool_parameters
 from callbench.models.remote.schemas import is_openai_strict_compatible, portable_schema
 from callbench.models.remote.secrets import resolve_base_url, resolve_headers
+from callbench.models.remote.transport import sdk_http_client
 from callbench.models.specs import parse_spec
 
 PLACEHOLDER_KEY = "not-needed"
@@ -246,6 +247,8 @@ class OpenAIClient(RemoteClient):
         self._headers = resolve_headers(settings.extra_headers, self.redactor)
         import openai  # here, not at module level: the request-body builders serve validate without it
 
+        if http_client is None:  # the SDK's aiohttp transport where it can be used (transport.py)
+            http_client = sdk_http_client(openai, base_url, settings.timeout_s)
         self._client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0,
                                           timeout=settings.timeout_s, http_client=http_client,
                                           default_query=query)

@@ -42,6 +42,7 @@ import jsonschema
 
 from callbench.models.base import ToolSchema
 from callbench.models.remote.schemas import clean_schema, clean_tool_parameters
+from callbench.models.remote.transport import aiohttp_errors
 
 if TYPE_CHECKING:
     import httpx2
@@ -336,7 +337,7 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
         raise openai.APITimeoutError(request=request) from err
     except openai.OpenAIError:
         raise
-    except request_errors as err:
+    except (*request_errors, *aiohttp_errors()) as err:  # aiohttp's parse errors pass the adapter
         raise openai.APIConnectionError(request=request) from err
     if not response.is_success:  # the SDK's raise_for_status(): any status but 2xx
         raise client._make_status_error_from_response(response) from None

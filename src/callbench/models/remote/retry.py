@@ -30,6 +30,7 @@ from pydantic import BaseModel
 
 from callbench.models.base import InfrastructureError
 from callbench.models.remote.secrets import Redactor
+from callbench.models.remote.transport import aiohttp_fault_kind
 
 if TYPE_CHECKING:
     import anthropic
@@ -148,7 +149,9 @@ def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
     """Map an SDK or transport exception to an :class:`InfrastructureError` with its fault
     ``kind``, or None when ``exc`` is not a provider failure (a programming error, which should
     propagate). A body that does not decode (``json.JSONDecodeError``, ``UnicodeDecodeError``
-    raised while the SDK reads a response) is a provider anomaly too (issue 16 item 1).
+    raised while the SDK reads a response) is a provider anomaly too (issue 16 item 1). An
+    exception of the aiohttp transport is named by ``transport.aiohttp_fault_kind`` (the SDK
+    adapter's own mapping calls a refused connection a timeout).
 
     The message names the provider and the role (when given) and never contains a registered
     secret.
@@ -159,10 +162,11 @@ def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
     connections: tuple[type[BaseException], ...] = (
         ConnectionError, *_sdk_classes("APIConnectionError", "TransportError"))
     statuses = _sdk_classes("APIStatusError")
-    if isinstance(exc, timeouts):
+    kind = aiohttp_fault_kind(exc)  # the aiohttp transport's own exception names the fault
+    if kind == "timeout" or (kind is None and isinstance(exc, timeouts)):
         return InfrastructureError(f"{who}: timeout: request timed out", retryable=True, kind="timeout")
-    if isinstance(exc, connections):
-        kind = "reset" if _resets(exc) else "connection"
+    if kind is not None or isinstance(exc, connections):
+        kind = kind or ("reset" if _resets(exc) else "connection")
         text = (f"{who}: reset: the connection closed in the middle of the response" if kind == "reset"
                 else f"{who}: connection error: {exc}")
         return InfrastructureError(redactor.clean(text), retryable=True, kind=kind)

@@ -1,0 +1,110 @@
+"""The HTTP transport under the openai and anthropic SDKs, and how its failures are named.
+
+Both SDKs send through an ``httpx2.AsyncClient``. By default it uses httpcore2 and h11, pure
+Python: about 0.5 ms of CPU per request on this project's 2-core benchmark machine went to that
+transport (issue 27 item 5, ``benchmarks/scale_bench.py``). Both SDKs also ship, as a documented
+option ("With aiohttp" in their READMEs; extra ``aiohttp``), ``DefaultAioHttpClient``: the same
+``httpx2.AsyncClient`` interface over aiohttp, whose HTTP parser is compiled. callbench uses it
+when aiohttp is installed (a dependency of the package), except for a ``base_url`` with
+credentials in it (``user:password@host``: aiohttp refuses them beside the SDK's ``Authorization``
+header), and when ``CALLBENCH_HTTP_TRANSPORT=httpx2`` asks for the SDK's default transport.
+
+The two transports raise different exceptions for the same fault: the adapter maps every
+``aiohttp.ClientConnectionError`` to ``httpx2.ConnectTimeout`` (so a refused connection would read
+as a timeout) and lets parse errors (a status line that is not HTTP, a bad chunk) through as
+``aiohttp.ClientResponseError``. :func:`aiohttp_fault_kind` names the fault from the aiohttp
+exception itself, as httpx2 names it (``tests/models/test_transport_faults.py`` checks both
+transports against the same raw-socket faults).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit
+
+TRANSPORT_ENV = "CALLBENCH_HTTP_TRANSPORT"
+TRANSPORTS = ("aiohttp", "httpx2")
+
+
+def transport_choice() -> str:
+    """The transport ``CALLBENCH_HTTP_TRANSPORT`` asks for: ``aiohttp`` (the default) or
+    ``httpx2``. Raises ValueError naming the variable for any other value."""
+    value = os.environ.get(TRANSPORT_ENV, "").strip().lower() or "aiohttp"
+    if value not in TRANSPORTS:
+        raise ValueError(f"{TRANSPORT_ENV}={value!r}: use one of {', '.join(TRANSPORTS)}")
+    return value
+
+
+def _aiohttp_usable() -> bool:
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def sdk_http_client(sdk: ModuleType, base_url: str | None, timeout_s: float) -> Any | None:
+    """An ``httpx2.AsyncClient`` over aiohttp from ``sdk`` (the imported ``openai`` or
+    ``anthropic`` module: its ``DefaultAioHttpClient``, with the SDK's own default limits and
+    redirects, and ``timeout_s`` seconds as its timeout), or None for the SDK's default transport:
+    when ``CALLBENCH_HTTP_TRANSPORT=httpx2``, when aiohttp or the SDK's adapter is missing, or when
+    ``base_url`` carries userinfo. Raises ValueError for a bad ``CALLBENCH_HTTP_TRANSPORT``.
+
+    The aiohttp session is opened on the first request, in the running event loop, and closed by
+    the SDK client's ``close()`` (``RemoteClient.aclose``)."""
+    if transport_choice() != "aiohttp" or not _aiohttp_usable():
+        return None
+    if base_url is not None and "@" in urlsplit(base_url).netloc:
+        return None
+    factory = getattr(sdk, "DefaultAioHttpClient", None)
+    if factory is None:  # an SDK release without the adapter
+        return None
+    try:
+        return factory(timeout=timeout_s)
+    except RuntimeError:  # the SDK's stand-in when its adapter could not be imported
+        return None
+
+
+def aiohttp_errors() -> tuple[type[BaseException], ...]:
+    """``(aiohttp.ClientError,)`` when aiohttp has been imported, else ``()`` (nothing of it
+    can have been raised, and importing it costs time)."""
+    module = sys.modules.get("aiohttp")
+    error = getattr(module, "ClientError", None) if module is not None else None
+    return (error,) if isinstance(error, type) else ()
+
+
+def aiohttp_fault_kind(exc: BaseException) -> str | None:
+    """The fault kind (``models/faults.py``) of the first aiohttp exception in ``exc``'s cause
+    chain (``exc`` included; at most 6 links), named as httpx2 names the same fault, or None when
+    there is none:
+
+    - a timeout (``aiohttp.ServerTimeoutError`` and its subclasses, any ``TimeoutError``):
+      ``timeout``;
+    - no connection made (``aiohttp.ClientConnectorError``: refused, unreachable, DNS; an
+      ``InvalidURL``): ``connection``;
+    - the server closed or broke the exchange after the request was sent
+      (``ServerDisconnectedError``, ``ClientPayloadError``: a body cut short or a bad chunk,
+      ``ClientResponseError`` raised while parsing: a status line or header that is not HTTP,
+      ``ClientOSError``: a reset): ``reset``, as httpx2's ``RemoteProtocolError`` / ``ReadError``;
+    - any other ``aiohttp.ClientError``: ``connection``."""
+    module = sys.modules.get("aiohttp")
+    if module is None:
+        return None
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None:
+            return None
+        if isinstance(seen, module.ClientError):
+            if isinstance(seen, (TimeoutError, module.ServerTimeoutError)):
+                return "timeout"
+            if isinstance(seen, (module.ClientConnectorError, module.InvalidURL)):
+                return "connection"
+            if isinstance(seen, (module.ServerDisconnectedError, module.ClientPayloadError,
+                                 module.ClientResponseError, module.ClientOSError)):
+                return "reset"
+            return "connection"
+        seen = seen.__cause__ or seen.__context__
+    return None
