@@ -1,23 +1,39 @@
-"""The typed bundle: models, matchers, loading, rendering, hashing and static audits."""
+"""The typed bundle: models, matchers, loading, rendering, hashing and static audits.
 
-from callbench.bundle.loader import (
-    BundleError,
-    Problem,
-    load_bundle,
-    load_bundle_collect,
-    render_instructions,
-    sha256_text,
-)
-from callbench.bundle.models import (
-    ActionCheck,
-    AgentConfig,
-    Bundle,
-    Criterion,
-    Diagnostic,
-    LoadedAgent,
-    Pillar,
-    Scenario,
-)
+The names below are imported on first use (PEP 562 module ``__getattr__``), so a module of this
+package that needs none of them (``validate_cache``) does not pay for loading the models."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from callbench.bundle.loader import (
+        BundleError,
+        Problem,
+        load_bundle,
+        load_bundle_collect,
+        render_instructions,
+        sha256_text,
+    )
+    from callbench.bundle.models import (
+        ActionCheck,
+        AgentConfig,
+        Bundle,
+        Criterion,
+        Diagnostic,
+        LoadedAgent,
+        Pillar,
+        Scenario,
+    )
+
+_HOME = {
+    **dict.fromkeys(("BundleError", "Problem", "load_bundle", "load_bundle_collect", "render_instructions",
+                     "sha256_text"), "callbench.bundle.loader"),
+    **dict.fromkeys(("ActionCheck", "AgentConfig", "Bundle", "Criterion", "Diagnostic", "LoadedAgent",
+                     "Pillar", "Scenario"), "callbench.bundle.models"),
+}
 
 __all__ = [
     "ActionCheck",
@@ -35,3 +51,12 @@ __all__ = [
     "render_instructions",
     "sha256_text",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'callbench.bundle' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from callbench.bundle.validate import BUNDLE_FOLDER
 from callbench.cli.app import app
 from callbench.cli.common import _one_shot_gc, _role_settings, _split
 from callbench.oserror import os_error_line
+
+if TYPE_CHECKING:
+    from callbench.bundle import validate_cache
 
 
 @app.command()
@@ -30,18 +32,38 @@ def validate(
 
     Exit codes: 0 clean; 1 problems found; 2 the path cannot be read or --providers is unknown.
     """
+    from callbench.bundle import validate_cache
+
+    key = validate_cache.cache_key(path, {"json": str(as_json), "providers": providers})
+    replay = validate_cache.load(key) if key is not None else None
+    if replay is None:
+        replay = _validate_uncached(path, as_json, providers)
+        if key is not None:
+            validate_cache.save(key, replay)
+    for stream, text in replay.lines:
+        typer.echo(text, err=stream == "err")
+    raise typer.Exit(replay.exit_code)
+
+
+def _validate_uncached(path: Path, as_json: bool, providers: str) -> validate_cache.Replay:
+    """``validate``'s work: its stdout and stderr text and exit code (``validate_cache.Replay``)."""
     import json
 
     from callbench.bundle.validate import validate_safely
+    from callbench.bundle.validate_cache import Replay
     from callbench.models.remote.rules import parse_targets
 
     _one_shot_gc()
+    lines: list[tuple[str, str]] = []
+
+    def echo(line: str, to_err: bool = False) -> None:
+        lines.append(("err" if to_err else "out", line))
 
     try:
         targets = [] if providers.strip().lower() == "none" else parse_targets(providers)
     except ValueError as e:
-        typer.echo(f"error: --providers: {e}", err=True)
-        raise typer.Exit(2) from None
+        echo(f"error: --providers: {e}", True)
+        return Replay(tuple(lines), 2)
     outcome = validate_safely(path)
     if outcome.bundle is not None and targets:
         from callbench.runs.provider_check import bundle_provider_problems
@@ -49,20 +71,20 @@ def validate(
         errors, warnings = bundle_provider_problems(outcome.bundle, targets)
         outcome.problems.extend(errors)
         for w in warnings:
-            typer.echo(f"warning: {w}", err=as_json)
+            echo(f"warning: {w}", as_json)
     if as_json:
-        typer.echo(json.dumps([p.model_dump() for p in outcome.problems], ensure_ascii=False, indent=2))
+        echo(json.dumps([p.model_dump() for p in outcome.problems], ensure_ascii=False, indent=2))
     elif not outcome.readable:
-        typer.echo(f"error: {path}: {outcome.problems[0].message}", err=True)
+        echo(f"error: {path}: {outcome.problems[0].message}", True)
     else:
         for p in outcome.problems:
-            typer.echo(str(p))
+            echo(str(p))
         b = outcome.bundle
         if outcome.problems:
             n_files = len({p.file for p in outcome.problems})
-            typer.echo(f"{len(outcome.problems)} problem(s) in {n_files} file(s)")
+            echo(f"{len(outcome.problems)} problem(s) in {n_files} file(s)")
         elif b is not None:
-            typer.echo(
+            echo(
                 f"OK: {b.meta.name} {b.meta.version} (hash {b.content_hash[:12]}): "
                 f"{len(b.agents)} agent(s), {len(b.scenarios())} scenario(s), no problems"
             )
@@ -72,9 +94,9 @@ def validate(
         waiting = unreviewed_generated(Path(outcome.bundle.root))
         if waiting:
             shown = ", ".join(waiting[:5]) + (", ..." if len(waiting) > 5 else "")
-            typer.echo(f"warning: {len(waiting)} generated scenario(s) not reviewed yet ({shown}); "
-                       f"review them with: callbench review {path}", err=as_json)
-    raise typer.Exit(outcome.exit_code)
+            echo(f"warning: {len(waiting)} generated scenario(s) not reviewed yet ({shown}); "
+                 f"review them with: callbench review {path}", as_json)
+    return Replay(tuple(lines), outcome.exit_code)
 
 
 @app.command()
@@ -239,6 +261,8 @@ def inspect(
         bundle, problems = load_bundle_collect(path)
         comp = composition(bundle) if bundle is not None else None
     except OSError as e:
+        from callbench.bundle.validate import BUNDLE_FOLDER
+
         typer.echo(f"error: {os_error_line(e, path, expected=BUNDLE_FOLDER)}", err=True)
         raise typer.Exit(2) from None
     except Exception as e:  # never a traceback on any input
@@ -347,6 +371,8 @@ def provenance(
     try:
         bundle, problems = load_bundle_collect(path)
     except OSError as e:
+        from callbench.bundle.validate import BUNDLE_FOLDER
+
         typer.echo(f"error: {os_error_line(e, path, expected=BUNDLE_FOLDER)}", err=True)
         raise typer.Exit(2) from None
     if bundle is None:
