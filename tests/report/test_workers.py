@@ -3,14 +3,12 @@ same order as one process, errors raised again unchanged, and no worker outlivin
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -19,6 +17,7 @@ from callbench.report.episode_read import ReportInputError
 from callbench.report.load import load_run
 from callbench.report.workers import WorkerCrash, chunks, default_workers, map_ordered
 from fakes import worker_fns
+from fakes.synthetic import synthetic_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,19 +109,10 @@ def test_no_worker_outlives_the_report(tmp_path: Path, how: str) -> None:
         assert b"KeyboardInterrupt" in proc.stderr.read()  # the parent's, not one per worker  # type: ignore[union-attr]
 
 
-def _synthetic() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("synthetic_runs", ROOT / "benchmarks" / "synthetic_runs.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["synthetic_runs"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_a_run_loads_the_same_in_one_process_and_in_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 40, seed=5, candidates=3)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 40, seed=5, candidates=3)
     monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
     monkeypatch.setattr(workers, "CHUNK_ITEMS", 7)
     one, many = load_run(run, workers=1), load_run(run, workers=2)
@@ -138,7 +128,7 @@ def test_a_run_loads_the_same_in_one_process_and_in_workers(
 def test_a_damaged_trace_names_its_file_from_a_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 30, seed=2, candidates=2)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 30, seed=2, candidates=2)
     victim = sorted((run / "traces").iterdir())[17]
     victim.write_bytes(b"\x1f\x8b not really gzip")
     monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
@@ -184,7 +174,7 @@ def test_the_folder_report_is_the_same_written_by_workers(
     from callbench.report.load import load_runs
     from callbench.report.viewer import call_data
 
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 36, seed=9, candidates=3)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 36, seed=9, candidates=3)
     runs = load_runs([run], workers=1)
     report = build_report(runs, n_samples=50)
     one, many = tmp_path / "one", tmp_path / "many"
@@ -200,7 +190,7 @@ def test_the_folder_report_is_the_same_written_by_workers(
 
 
 def test_a_bad_workers_setting_is_a_plain_error(tmp_path: Path) -> None:
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 4, seed=1, candidates=1)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 4, seed=1, candidates=1)
     env = {**os.environ, workers.WORKERS_ENV: "two"}
     done = subprocess.run([sys.executable, "-m", "callbench", "report", str(run), "--no-html"], env=env,
                           capture_output=True, text=True, timeout=120)
@@ -224,7 +214,7 @@ def _group_alive(pgid: int) -> list[int]:
 def test_ctrl_c_on_a_large_report_leaves_no_worker_and_no_partial_folder(
     tmp_path: Path, delay: float
 ) -> None:
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 1_200, seed=4, candidates=2)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 1_200, seed=4, candidates=2)
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "callbench", "report", str(run), "--html-folder", str(out),
                              "--json", str(tmp_path / "r.json")], start_new_session=True,
@@ -261,7 +251,7 @@ def test_the_report_command_writes_the_folder_while_it_reads_the_run(
     from callbench.report.load import load_runs
     from callbench.report.viewer import call_data
 
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 30, seed=11, candidates=2)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 30, seed=11, candidates=2)
     if parallel:
         monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
         monkeypatch.setattr(workers, "CHUNK_ITEMS", 4)
@@ -289,7 +279,7 @@ def test_candidates_summarised_on_threads_give_the_same_report(
 ) -> None:
     from callbench.report import build
 
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 45, seed=6, candidates=3)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 45, seed=6, candidates=3)
     runs = load_run(run, workers=1)
     one = build.build_report([runs], n_samples=300).model_dump_json()
     monkeypatch.setattr(build, "PARALLEL_STATS_MIN", 0)
