@@ -64,6 +64,45 @@ def test_a_killed_worker_is_a_plain_error(chunk: int, ahead: int | None) -> None
     assert [v for v, _ in after] == [1, 4, 9]  # a new pool serves the next map
 
 
+_NO_MAIN_GUARD = """
+import sys
+from callbench.report.workers import WorkerCrash, map_ordered
+from fakes.worker_fns import square_with_pid
+try:
+    out = list(map_ordered(square_with_pid, list(range(10)), workers=2, chunk=1, min_items=0))
+except WorkerCrash as e:
+    print(f"error: {e}")
+    raise SystemExit(2) from None
+print("results", len(out))
+"""
+
+
+def test_workers_that_cannot_start_are_not_called_killed(tmp_path: Path) -> None:
+    """A script with no ``if __name__ == "__main__":`` guard: each spawned worker runs the script
+    again, tries to start a pool of its own and exits before it returns anything. That is a start
+    failure with its usual cause named, not a worker killed by the system."""
+    script = tmp_path / "no_guard.py"
+    script.write_text(_NO_MAIN_GUARD, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "src")])}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1
+    line = lines[0]
+    assert line.startswith("error: the report's worker processes could not start"), line
+    assert 'if __name__ == "__main__":' in line and "CALLBENCH_REPORT_WORKERS=1" in line
+    assert "killed" not in line
+
+
+def test_a_worker_killed_after_results_still_reads_as_killed() -> None:
+    """Chunks came back before the worker died by a signal: the message says killed, with the signal."""
+    with pytest.raises(WorkerCrash) as crash:
+        list(map_ordered(worker_fns.die_at_seven, list(range(20)), workers=2, chunk=1, min_items=0, ahead=1))
+    assert "could not start" not in str(crash.value)
+    assert "SIGKILL" in str(crash.value) and "killed" in str(crash.value)
+
+
 def test_workers_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(workers.WORKERS_ENV, "3")
     assert default_workers() == 3
