@@ -274,6 +274,16 @@ def test_ctrl_c_on_a_large_report_leaves_no_worker_and_no_partial_folder(
     else:
         assert proc.returncode == 130, err
         assert not out.exists()
+        # the stop line is the report's own: what was written, never the run's "resume" wording
+        last = err.strip().splitlines()[-1]
+        assert "resume" not in err
+        if (tmp_path / "r.json").exists():  # stopped while writing the HTML folder
+            assert last == (f"interrupted (Ctrl-C): the report was not finished; written before the stop: "
+                            f"JSON report {tmp_path / 'r.json'}; nothing else was written; run the same "
+                            "command to make the whole report")
+        else:
+            assert last == ("interrupted (Ctrl-C): the report was not finished and nothing was written; "
+                            "run the same command to make it")
 
 
 @pytest.mark.parametrize("parallel", [False, True])

@@ -93,15 +93,69 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def stop_message(signum: int | None, where: str | None = None) -> str:
+RESUMING_COMMANDS = frozenset({"run", "demo"})
+"""Commands whose finished episodes are saved as they finish, so the same command resumes."""
+
+
+def command_word(argv: Sequence[str]) -> str | None:
+    """The command of a ``callbench`` argument list (without the program): its first argument that
+    is not an option (the app's own options, ``--version``/``--help``, take no value), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def note_command(argv: Sequence[str]) -> None:
+    """Record this process's ``callbench`` arguments (without the program) for the default wording
+    of :func:`stop_message` and :func:`hard_exit_line`; :func:`callbench.__main__.main` calls it."""
+    _stop.argv = tuple(argv)
+
+
+def _stop_outcome(argv: Sequence[str], where: str | None, written: Sequence[str] | None,
+                  *, at_once: bool = False) -> str:
+    """What a stop left behind and what to do next, for the command of ``argv`` (see
+    :func:`stop_message`)."""
+    word = command_word(argv)
+    if word in RESUMING_COMMANDS:
+        kept = f"finished episodes are saved in {where}" if where else "finished episodes are saved"
+        return f"{kept}; run the same command to resume"
+    if word == "grade":  # each grade is saved into its set as it finishes (grade/grader.py)
+        again = "the same command without --new-set" if "--new-set" in argv else "the same command"
+        return f"finished grades are saved in their grade set; run {again} to grade the rest"
+    if word == "report":  # every report file is written whole (atomically) or not at all
+        if at_once:
+            return ("the report was not finished; no report file is left half-written; run the same "
+                    "command to make it")
+        if written:
+            return (f"the report was not finished; written before the stop: {', '.join(written)}; nothing "
+                    "else was written; run the same command to make the whole report")
+        return "the report was not finished and nothing was written; run the same command to make it"
+    return "stopped; run the same command again"
+
+
+def stop_message(
+    signum: int | None, where: str | None = None, *, command: Sequence[str] | None = None,
+    written: Sequence[str] | None = None,
+) -> str:
     """The one line for a command stopped by ``signum`` (Ctrl-C, SIGTERM, SIGHUP; None is Ctrl-C): a
-    stop, not a crash; ``where`` names the run folder whose finished episodes are kept. Records that
-    the stop was reported (:func:`stop_reported`), so the entry point does not say it twice."""
+    stop, not a crash, worded for the command of ``command`` (the ``callbench`` arguments without
+    the program; default: those of :func:`note_command`). ``run``/``demo``: finished episodes are
+    saved (in ``where``, the run folder, when given) and the same command resumes; ``grade``:
+    finished grades are saved and the same command (without ``--new-set``) grades the rest;
+    ``report``: nothing was written, or only the files of ``written`` (labels such as
+    ``"JSON report r.json"``), since each report file is written whole or not at all; any other
+    command: no claim of saved work. Records that the stop was reported (:func:`stop_reported`), so
+    the entry point does not say it twice."""
     _stop.reported = True
     signum = signum or signal.SIGINT
     how = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"stopped by {signal_name(signum)}"
-    kept = f"finished episodes are saved in {where}" if where else "finished work is saved"
-    return f"{how}: {kept}; run the same command to resume"
+    argv = _stop.argv if command is None else tuple(command)
+    return f"{how}: {_stop_outcome(argv, where, written)}"
+
+
+def hard_exit_line(why: str) -> str:
+    """The line of a stop that could not wait for the command to finish stopping (a second signal,
+    or :data:`GRACE_S` passed): ``why``, then what was kept, for the command :func:`note_command`
+    recorded (a report may have left none of its files, or some whole ones)."""
+    return f"{why}: {_stop_outcome(_stop.argv, None, None, at_once=True)}"
 
 
 def should_supervise(env: Mapping[str, str] | None = None) -> bool:
@@ -119,6 +173,7 @@ class _Stop:
     signum: int | None = None
     at: float = 0.0
     reported: bool = False
+    argv: tuple[str, ...] = ()
 
 
 _stop = _Stop()
@@ -144,7 +199,7 @@ def stop_status() -> int:
 def _hard_exit(signum: int, why: str) -> None:
     _remove_own_scratch()
     with contextlib.suppress(Exception):
-        sys.stderr.write(f"{why}: finished episodes are saved; run the same command to resume\n")
+        sys.stderr.write(hard_exit_line(why) + "\n")
         sys.stderr.flush()
     os._exit(128 + signum)
 
