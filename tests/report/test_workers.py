@@ -93,6 +93,41 @@ def test_workers_that_cannot_start_are_not_called_killed(tmp_path: Path) -> None
     assert line.startswith("error: the report's worker processes could not start"), line
     assert 'if __name__ == "__main__":' in line and "CALLBENCH_REPORT_WORKERS=1" in line
     assert "killed" not in line
+    # each worker that ran the script again says so in one line, not with a traceback
+    assert "Traceback" not in done.stderr
+    worker_lines = done.stderr.splitlines()
+    assert 1 <= len(worker_lines) <= 2
+    assert set(worker_lines) == {workers.RERUN_MAIN_LINE}
+
+
+_LIBRARY_NO_GUARD = """
+import sys
+from pathlib import Path
+from callbench.report import workers
+from callbench.report.load import load_runs
+workers.PARALLEL_MIN_ITEMS, workers.CHUNK_ITEMS = 0, 4
+runs = load_runs([Path(sys.argv[1])])
+print("episodes", len(runs[0].records))
+"""
+
+
+def test_a_library_script_without_the_guard_gets_one_line_per_process(tmp_path: Path) -> None:
+    """The case users meet: a script reading a run through the library with worker processes
+    (here ``CALLBENCH_REPORT_WORKERS=2``) and no ``__main__`` guard. It fails with the start error
+    (its traceback is the script's own: it does not catch it) and each worker says why in one line."""
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 12, seed=1, candidates=2)
+    script = tmp_path / "read_runs.py"
+    script.write_text(_LIBRARY_NO_GUARD, encoding="utf-8")
+    env = {**os.environ, workers.WORKERS_ENV: "2",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "src")])}
+    done = subprocess.run([sys.executable, str(script), str(run)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and "episodes" not in done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("callbench.report.workers.WorkerStartError: the report's worker processes could "
+                           "not start"), done.stderr
+    assert 1 <= done.stderr.count(workers.RERUN_MAIN_LINE) <= 2
+    assert done.stderr.count("Traceback") == 1  # the parent's, none from the workers
 
 
 def test_a_worker_killed_after_results_still_reads_as_killed() -> None:

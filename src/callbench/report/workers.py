@@ -67,6 +67,15 @@ class WorkerStartError(WorkerCrash):
     trying to start workers of its own. The message names that cause and the one-process remedy."""
 
 
+RERUN_MAIN_LINE = (
+    'error: a callbench report worker process ran the main script again (it has no `if __name__ == '
+    '"__main__":` guard) and stopped; put the script\'s top-level code under that guard, or set '
+    f"{WORKERS_ENV}=1"
+)
+"""What a spawned worker prints, instead of ``multiprocessing``'s traceback, when importing the main
+script again reaches :func:`map_ordered` (Python's ``multiprocessing`` guide, "Safe importing of
+main module"); the parent then raises :class:`WorkerStartError`."""
+
 _configured = 1
 
 
@@ -210,7 +219,10 @@ def map_ordered(
     send every chunk at once (a large ``ahead``) so that the workers never wait for it.
 
     Raises whatever ``fn`` raises (from the first failing chunk in order), :class:`WorkerCrash`
-    when a worker dies; either way every worker is stopped first."""
+    when a worker dies (:class:`WorkerStartError` when the workers could not start); either way
+    every worker is stopped first. Called with workers in a spawned process that is still importing
+    its parent's main script (a script with no ``__main__`` guard), it exits that process with
+    :data:`RERUN_MAIN_LINE` (``SystemExit``: status 1)."""
     workers = default_workers() if workers is None else workers
     parts = chunks(items, CHUNK_ITEMS if chunk is None else chunk)
     threshold = PARALLEL_MIN_ITEMS if min_items is None else min_items
@@ -218,6 +230,11 @@ def map_ordered(
         for part in parts:
             yield from fn(part)
         return
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # a spawned process still importing the parent's main script (CPython sets ``_inheriting``
+        # while it does, and refuses to start processes then): one line and exit status 1, not a
+        # traceback per worker
+        raise SystemExit(RERUN_MAIN_LINE)
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn"),
         initializer=_worker_init, initargs=(os.getpid(),),
