@@ -58,6 +58,13 @@ def test_grade_says_finished_grades_are_kept_and_how_to_grade_the_rest() -> None
     )
 
 
+def test_generate_resumes_its_batch() -> None:
+    assert stop_message(signal.SIGINT, command=["generate", "b", "--agent", "a"]) == (
+        "interrupted (Ctrl-C): scenarios written so far are kept with their records; run the same "
+        "command to resume"
+    )
+
+
 def test_other_commands_claim_nothing_saved() -> None:
     line = stop_message(signal.SIGINT, command=["validate", "bundle"])
     assert line == "interrupted (Ctrl-C): stopped; run the same command again"

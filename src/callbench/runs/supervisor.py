@@ -117,6 +117,8 @@ def _stop_outcome(argv: Sequence[str], where: str | None, written: Sequence[str]
     if word in RESUMING_COMMANDS:
         kept = f"finished episodes are saved in {where}" if where else "finished episodes are saved"
         return f"{kept}; run the same command to resume"
+    if word == "generate":  # each scenario is committed with its records (generate/records.py)
+        return "scenarios written so far are kept with their records; run the same command to resume"
     if word == "grade":  # each grade is saved into its set as it finishes (grade/grader.py)
         again = "the same command without --new-set" if "--new-set" in argv else "the same command"
         return f"finished grades are saved in their grade set; run {again} to grade the rest"
@@ -138,7 +140,8 @@ def stop_message(
     """The one line for a command stopped by ``signum`` (Ctrl-C, SIGTERM, SIGHUP; None is Ctrl-C): a
     stop, not a crash, worded for the command of ``command`` (the ``callbench`` arguments without
     the program; default: those of :func:`note_command`). ``run``/``demo``: finished episodes are
-    saved (in ``where``, the run folder, when given) and the same command resumes; ``grade``:
+    saved (in ``where``, the run folder, when given) and the same command resumes; ``generate``:
+    the scenarios written are kept and the same command resumes the batch; ``grade``:
     finished grades are saved and the same command (without ``--new-set``) grades the rest;
     ``report``: nothing was written, or only the files of ``written`` (labels such as
     ``"JSON report r.json"``), since each report file is written whole or not at all; any other
