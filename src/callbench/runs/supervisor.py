@@ -124,8 +124,8 @@ def _stop_outcome(argv: Sequence[str], where: str | None, written: Sequence[str]
         return f"finished grades are saved in their grade set; run {again} to grade the rest"
     if word == "report":  # every report file is written whole (atomically) or not at all
         if at_once:
-            return ("the report was not finished; no report file is left half-written; run the same "
-                    "command to make it")
+            return ("the report was not finished; no report file is half-written under its own name; run "
+                    "the same command to make it")
         if written:
             return (f"the report was not finished; written before the stop: {', '.join(written)}; nothing "
                     "else was written; run the same command to make the whole report")
