@@ -16,10 +16,12 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 HEAVY = ("pydantic", "jsonschema", "jinja2", "numpy", "yaml", "re2", "httpx2", "openai", "anthropic",
          "llama_cpp", "rich.console")
 """Libraries (and their submodules) that listing the commands does not need."""
-OWN = {"callbench", "callbench.oserror", "callbench.runs", "callbench.runs.supervisor", "callbench.models",
-       "callbench.models.local", "callbench.models.local.safeguards"}
+OWN = {"callbench", "callbench.oserror", "callbench.runs", "callbench.runs.supervisor",
+       "callbench.runs.stop_lines", "callbench.models", "callbench.models.local",
+       "callbench.models.local.safeguards"}
 """callbench's modules outside ``callbench.cli`` that may be imported: the supervising entry point's
-(``runs/supervisor.py``, which reads the local model's crash notes) and a helper of the CLI's."""
+(``runs/supervisor.py``, its stop lines, and the local model's crash notes it reads) and a helper
+of the CLI's."""
 
 
 def _imported(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from callbench.runs import supervisor
-from callbench.runs.supervisor import command_word, hard_exit_line, note_command, stop_message
+from callbench.runs.stop_lines import command_word
+from callbench.runs.supervisor import hard_exit_line, note_command, stop_message
 
 
 @pytest.fixture(autouse=True)

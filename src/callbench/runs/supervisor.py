@@ -53,6 +53,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from callbench.models.local.safeguards import NOTE_ENV, crash_message
+from callbench.runs.stop_lines import stop_outcome
 
 SUPERVISED_ENV = "CALLBENCH_SUPERVISED"
 NO_SUPERVISOR_ENV = "CALLBENCH_NO_SUPERVISOR"
@@ -93,44 +94,10 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-RESUMING_COMMANDS = frozenset({"run", "demo"})
-"""Commands whose finished episodes are saved as they finish, so the same command resumes."""
-
-
-def command_word(argv: Sequence[str]) -> str | None:
-    """The command of a ``callbench`` argument list (without the program): its first argument that
-    is not an option (the app's own options, ``--version``/``--help``, take no value), or None."""
-    return next((a for a in argv if not a.startswith("-")), None)
-
-
 def note_command(argv: Sequence[str]) -> None:
     """Record this process's ``callbench`` arguments (without the program) for the default wording
     of :func:`stop_message` and :func:`hard_exit_line`; :func:`callbench.__main__.main` calls it."""
     _stop.argv = tuple(argv)
-
-
-def _stop_outcome(argv: Sequence[str], where: str | None, written: Sequence[str] | None,
-                  *, at_once: bool = False) -> str:
-    """What a stop left behind and what to do next, for the command of ``argv`` (see
-    :func:`stop_message`)."""
-    word = command_word(argv)
-    if word in RESUMING_COMMANDS:
-        kept = f"finished episodes are saved in {where}" if where else "finished episodes are saved"
-        return f"{kept}; run the same command to resume"
-    if word == "generate":  # each scenario is committed with its records (generate/records.py)
-        return "scenarios written so far are kept with their records; run the same command to resume"
-    if word == "grade":  # each grade is saved into its set as it finishes (grade/grader.py)
-        again = "the same command without --new-set" if "--new-set" in argv else "the same command"
-        return f"finished grades are saved in their grade set; run {again} to grade the rest"
-    if word == "report":  # every report file is written whole (atomically) or not at all
-        if at_once:
-            return ("the report was not finished; no report file is half-written under its own name; run "
-                    "the same command to make it")
-        if written:
-            return (f"the report was not finished; written before the stop: {', '.join(written)}; nothing "
-                    "else was written; run the same command to make the whole report")
-        return "the report was not finished and nothing was written; run the same command to make it"
-    return "stopped; run the same command again"
 
 
 def stop_message(
@@ -151,14 +118,14 @@ def stop_message(
     signum = signum or signal.SIGINT
     how = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"stopped by {signal_name(signum)}"
     argv = _stop.argv if command is None else tuple(command)
-    return f"{how}: {_stop_outcome(argv, where, written)}"
+    return f"{how}: {stop_outcome(argv, where, written)}"
 
 
 def hard_exit_line(why: str) -> str:
     """The line of a stop that could not wait for the command to finish stopping (a second signal,
     or :data:`GRACE_S` passed): ``why``, then what was kept, for the command :func:`note_command`
     recorded (a report may have left none of its files, or some whole ones)."""
-    return f"{why}: {_stop_outcome(_stop.argv, None, None, at_once=True)}"
+    return f"{why}: {stop_outcome(_stop.argv, None, None, at_once=True)}"
 
 
 def should_supervise(env: Mapping[str, str] | None = None) -> bool:
