@@ -17,10 +17,10 @@ from callbench.runs.supervisor import hard_exit_line, note_command, stop_message
 
 @pytest.fixture(autouse=True)
 def _no_noted_command() -> Iterator[None]:
-    saved = supervisor._stop.argv
+    saved = supervisor._stop.argv, supervisor._stop.reported
     supervisor._stop.argv = ()
     yield
-    supervisor._stop.argv = saved
+    supervisor._stop.argv, supervisor._stop.reported = saved
 
 
 def test_run_keeps_its_resume_wording() -> None:
