@@ -31,6 +31,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -221,8 +222,8 @@ def map_ordered(
     Raises whatever ``fn`` raises (from the first failing chunk in order), :class:`WorkerCrash`
     when a worker dies (:class:`WorkerStartError` when the workers could not start); either way
     every worker is stopped first. Called with workers in a spawned process that is still importing
-    its parent's main script (a script with no ``__main__`` guard), it exits that process with
-    :data:`RERUN_MAIN_LINE` (``SystemExit``: status 1)."""
+    its parent's main script (a script with no ``__main__`` guard), it prints
+    :data:`RERUN_MAIN_LINE` and exits that process (``SystemExit(1)``)."""
     workers = default_workers() if workers is None else workers
     parts = chunks(items, CHUNK_ITEMS if chunk is None else chunk)
     threshold = PARALLEL_MIN_ITEMS if min_items is None else min_items
@@ -233,8 +234,12 @@ def map_ordered(
     if getattr(multiprocessing.current_process(), "_inheriting", False):
         # a spawned process still importing the parent's main script (CPython sets ``_inheriting``
         # while it does, and refuses to start processes then): one line and exit status 1, not a
-        # traceback per worker
-        raise SystemExit(RERUN_MAIN_LINE)
+        # traceback per worker. One write of the whole line: the workers share the parent's stderr
+        # and a write this short to a pipe is atomic, so their lines do not interleave.
+        with contextlib.suppress(Exception):
+            sys.stderr.write(RERUN_MAIN_LINE + "\n")
+            sys.stderr.flush()
+        raise SystemExit(1)
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn"),
         initializer=_worker_init, initargs=(os.getpid(),),
