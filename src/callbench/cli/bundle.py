@@ -254,7 +254,6 @@ def inspect(
 
     from callbench.bundle.inspect import composition, composition_tables
     from callbench.bundle.loader import load_bundle_collect
-    from callbench.bundle.validate import BUNDLE_FOLDER
 
     if path.is_file() and path.stem == "bundle":
         path = path.parent
@@ -365,7 +364,7 @@ def provenance(
         today,
         update_provenance,
     )
-    from callbench.bundle.validate import BUNDLE_FOLDER, scenario_files
+    from callbench.bundle.validate import scenario_files
 
     if path.is_file() and path.stem == "bundle":
         path = path.parent
