@@ -16,8 +16,15 @@ def main() -> None:
     """Entry point: supervise, or (in the child) run the typer app in :mod:`callbench.cli`.
     Exits with the command's status, or 128 + N when the child died from signal N or stopped
     because signal N asked it to (130 for Ctrl-C, 143 for SIGTERM)."""
-    from callbench.runs.supervisor import child_command, child_setup, run_supervised, should_supervise
+    from callbench.runs.supervisor import (
+        child_command,
+        child_setup,
+        note_command,
+        run_supervised,
+        should_supervise,
+    )
 
+    note_command(sys.argv[1:])  # the line of a stop is worded for the command (runs/supervisor.py)
     if should_supervise():
         try:
             code = run_supervised(child_command(sys.argv[1:]))

@@ -69,3 +69,48 @@ def test_an_unfinished_run_does_not_list_its_calls_still_to_run(make_run: MakeRu
     text, data = _report(rd)
     assert data["runs"][0]["missing_traces"] == ["a__ag0__sc0__r0", "a__ag0__sc2__r0"]
     assert "2 planned calls have no trace file: a__ag0__sc0__r0, a__ag0__sc2__r0" in text
+
+
+def _runs_table(page: str) -> str:
+    """The HTML of the page's runs table (from its heading to the end of its table)."""
+    start = page.index('<h2 id="runs">')
+    return page[start:page.index("</table>", start)]
+
+
+def _pages(rd: Path, tmp_path: Path, ids: list[str] | None = None) -> dict[str, str]:
+    """The one-file report and the folder's index page of ``rd`` (``ids`` replacing the run's
+    missing traces, as a manifest naming other episodes would give)."""
+    from callbench.report.html import render_html
+    from callbench.report.html_folder import write_html_folder
+    from callbench.report.viewer import call_data
+
+    runs = load_runs([rd])
+    report = build_report(runs, n_samples=20)
+    if ids is not None:
+        report.runs[0].missing_traces = ids
+    write_html_folder(report, call_data(runs), tmp_path / "folder", reason="test")
+    return {"one file": render_html(report, runs),
+            "folder index": (tmp_path / "folder" / "index.html").read_text(encoding="utf-8")}
+
+
+def test_the_html_runs_table_names_the_calls_without_a_trace(make_run: MakeRun, tmp_path: Path) -> None:
+    rd = _official_run(make_run)
+    gone = "a__ag0__sc1__r0"
+    episode_files.paths(rd / "traces")[gone].unlink()
+    for kind, page in _pages(rd, tmp_path).items():
+        table = _runs_table(page)
+        named = "1 planned call has no trace file:<wbr> a_<wbr>_<wbr>ag0_<wbr>_<wbr>sc1_<wbr>_<wbr>r0"
+        assert named in table, kind
+        assert "a_<wbr>_<wbr>ag0_<wbr>_<wbr>sc0_<wbr>_<wbr>r0" not in table, kind
+
+
+def test_the_html_shortens_a_long_list_and_escapes_hostile_ids(make_run: MakeRun, tmp_path: Path) -> None:
+    rd = _official_run(make_run)
+    hostile = '"><script>alert(1)</script>'
+    ids = [hostile] + [f"e{i}" for i in range(1, 14)]
+    for kind, page in _pages(rd, tmp_path, ids).items():
+        table = _runs_table(page)
+        assert "<script>alert(1)" not in page, kind
+        assert "&#34;&gt;&lt;script&gt;alert(1)&lt;/<wbr>script&gt;" in table, kind
+        assert "14 planned calls have no trace file:<wbr> " in table, kind
+        assert "e8, e9 (+4 more)" in table and "e10" not in table, kind  # the first 10 ids, then a count

@@ -3,14 +3,12 @@ same order as one process, errors raised again unchanged, and no worker outlivin
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -19,6 +17,7 @@ from callbench.report.episode_read import ReportInputError
 from callbench.report.load import load_run
 from callbench.report.workers import WorkerCrash, chunks, default_workers, map_ordered
 from fakes import worker_fns
+from fakes.synthetic import synthetic_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,6 +62,80 @@ def test_a_killed_worker_is_a_plain_error(chunk: int, ahead: int | None) -> None
                          ahead=ahead))
     after = list(map_ordered(worker_fns.square_with_pid, [1, 2, 3], workers=2, chunk=1, min_items=0))
     assert [v for v, _ in after] == [1, 4, 9]  # a new pool serves the next map
+
+
+_NO_MAIN_GUARD = """
+import sys
+from callbench.report.workers import WorkerCrash, map_ordered
+from fakes.worker_fns import square_with_pid
+try:
+    out = list(map_ordered(square_with_pid, list(range(10)), workers=2, chunk=1, min_items=0))
+except WorkerCrash as e:
+    print(f"error: {e}")
+    raise SystemExit(2) from None
+print("results", len(out))
+"""
+
+
+def test_workers_that_cannot_start_are_not_called_killed(tmp_path: Path) -> None:
+    """A script with no ``if __name__ == "__main__":`` guard: each spawned worker runs the script
+    again, tries to start a pool of its own and exits before it returns anything. That is a start
+    failure with its usual cause named, not a worker killed by the system."""
+    script = tmp_path / "no_guard.py"
+    script.write_text(_NO_MAIN_GUARD, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "src")])}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1
+    line = lines[0]
+    assert line.startswith("error: the report's worker processes could not start"), line
+    assert 'if __name__ == "__main__":' in line and "CALLBENCH_REPORT_WORKERS=1" in line
+    assert "killed" not in line
+    # each worker that ran the script again says so in one line, not with a traceback
+    assert "Traceback" not in done.stderr
+    worker_lines = done.stderr.splitlines()
+    assert 1 <= len(worker_lines) <= 2
+    assert set(worker_lines) == {workers.RERUN_MAIN_LINE}
+
+
+_LIBRARY_NO_GUARD = """
+import sys
+from pathlib import Path
+from callbench.report import workers
+from callbench.report.load import load_runs
+workers.PARALLEL_MIN_ITEMS, workers.CHUNK_ITEMS = 0, 4
+runs = load_runs([Path(sys.argv[1])])
+print("episodes", len(runs[0].records))
+"""
+
+
+def test_a_library_script_without_the_guard_gets_one_line_per_process(tmp_path: Path) -> None:
+    """The case users meet: a script reading a run through the library with worker processes
+    (here ``CALLBENCH_REPORT_WORKERS=2``) and no ``__main__`` guard. It fails with the start error
+    (its traceback is the script's own: it does not catch it) and each worker says why in one line."""
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 12, seed=1, candidates=2)
+    script = tmp_path / "read_runs.py"
+    script.write_text(_LIBRARY_NO_GUARD, encoding="utf-8")
+    env = {**os.environ, workers.WORKERS_ENV: "2",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "src")])}
+    done = subprocess.run([sys.executable, str(script), str(run)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1 and "episodes" not in done.stdout
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("callbench.report.workers.WorkerStartError: the report's worker processes could "
+                           "not start"), done.stderr
+    assert 1 <= done.stderr.count(workers.RERUN_MAIN_LINE) <= 2
+    assert done.stderr.count("Traceback") == 1  # the parent's, none from the workers
+
+
+def test_a_worker_killed_after_results_still_reads_as_killed() -> None:
+    """Chunks came back before the worker died by a signal: the message says killed, with the signal."""
+    with pytest.raises(WorkerCrash) as crash:
+        list(map_ordered(worker_fns.die_at_seven, list(range(20)), workers=2, chunk=1, min_items=0, ahead=1))
+    assert "could not start" not in str(crash.value)
+    assert "SIGKILL" in str(crash.value) and "killed" in str(crash.value)
 
 
 def test_workers_setting(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -110,19 +183,10 @@ def test_no_worker_outlives_the_report(tmp_path: Path, how: str) -> None:
         assert b"KeyboardInterrupt" in proc.stderr.read()  # the parent's, not one per worker  # type: ignore[union-attr]
 
 
-def _synthetic() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("synthetic_runs", ROOT / "benchmarks" / "synthetic_runs.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["synthetic_runs"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_a_run_loads_the_same_in_one_process_and_in_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 40, seed=5, candidates=3)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 40, seed=5, candidates=3)
     monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
     monkeypatch.setattr(workers, "CHUNK_ITEMS", 7)
     one, many = load_run(run, workers=1), load_run(run, workers=2)
@@ -138,7 +202,7 @@ def test_a_run_loads_the_same_in_one_process_and_in_workers(
 def test_a_damaged_trace_names_its_file_from_a_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 30, seed=2, candidates=2)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 30, seed=2, candidates=2)
     victim = sorted((run / "traces").iterdir())[17]
     victim.write_bytes(b"\x1f\x8b not really gzip")
     monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
@@ -184,7 +248,7 @@ def test_the_folder_report_is_the_same_written_by_workers(
     from callbench.report.load import load_runs
     from callbench.report.viewer import call_data
 
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 36, seed=9, candidates=3)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 36, seed=9, candidates=3)
     runs = load_runs([run], workers=1)
     report = build_report(runs, n_samples=50)
     one, many = tmp_path / "one", tmp_path / "many"
@@ -200,7 +264,7 @@ def test_the_folder_report_is_the_same_written_by_workers(
 
 
 def test_a_bad_workers_setting_is_a_plain_error(tmp_path: Path) -> None:
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 4, seed=1, candidates=1)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 4, seed=1, candidates=1)
     env = {**os.environ, workers.WORKERS_ENV: "two"}
     done = subprocess.run([sys.executable, "-m", "callbench", "report", str(run), "--no-html"], env=env,
                           capture_output=True, text=True, timeout=120)
@@ -224,7 +288,7 @@ def _group_alive(pgid: int) -> list[int]:
 def test_ctrl_c_on_a_large_report_leaves_no_worker_and_no_partial_folder(
     tmp_path: Path, delay: float
 ) -> None:
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 1_200, seed=4, candidates=2)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 1_200, seed=4, candidates=2)
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "callbench", "report", str(run), "--html-folder", str(out),
                              "--json", str(tmp_path / "r.json")], start_new_session=True,
@@ -245,6 +309,16 @@ def test_ctrl_c_on_a_large_report_leaves_no_worker_and_no_partial_folder(
     else:
         assert proc.returncode == 130, err
         assert not out.exists()
+        # the stop line is the report's own: what was written, never the run's "resume" wording
+        last = err.strip().splitlines()[-1]
+        assert "resume" not in err
+        if (tmp_path / "r.json").exists():  # stopped while writing the HTML folder
+            assert last == (f"interrupted (Ctrl-C): the report was not finished; written before the stop: "
+                            f"JSON report {tmp_path / 'r.json'}; nothing else was written; run the same "
+                            "command to make the whole report")
+        else:
+            assert last == ("interrupted (Ctrl-C): the report was not finished and nothing was written; "
+                            "run the same command to make it")
 
 
 @pytest.mark.parametrize("parallel", [False, True])
@@ -261,7 +335,7 @@ def test_the_report_command_writes_the_folder_while_it_reads_the_run(
     from callbench.report.load import load_runs
     from callbench.report.viewer import call_data
 
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 30, seed=11, candidates=2)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 30, seed=11, candidates=2)
     if parallel:
         monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
         monkeypatch.setattr(workers, "CHUNK_ITEMS", 4)
@@ -289,7 +363,7 @@ def test_candidates_summarised_on_threads_give_the_same_report(
 ) -> None:
     from callbench.report import build
 
-    run = _synthetic().make_synthetic_run(tmp_path / "syn", 45, seed=6, candidates=3)
+    run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 45, seed=6, candidates=3)
     runs = load_run(run, workers=1)
     one = build.build_report([runs], n_samples=300).model_dump_json()
     monkeypatch.setattr(build, "PARALLEL_STATS_MIN", 0)

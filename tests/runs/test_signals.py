@@ -5,7 +5,7 @@ its parent however the parent dies.
 
 Scripted models, slowed by a ``sitecustomize`` that only the supervised child loads: every candidate
 turn waits ``SLOW_S`` seconds (``SLOW_BLOCK=1``: in a thread that cancelling cannot stop, as a
-llama.cpp call would)."""
+llama.cpp call would), and every scripted judge call ``SLOW_JUDGE_S`` seconds (default none)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,15 @@ SLOW = textwrap.dedent(
             return slow
         m.ReferenceCandidate.complete = slowed(m.ReferenceCandidate.complete)
         g.ScriptedGenerator.complete = slowed(g.ScriptedGenerator.complete)
+        judge_delay = float(os.environ.get("SLOW_JUDGE_S", "0"))
+        if judge_delay:
+            from callbench.models.scripted import judge as j
+            def judged(orig):
+                async def slow(self, request):
+                    await asyncio.sleep(judge_delay)
+                    return await orig(self, request)
+                return slow
+            j.ScriptedJudge.complete = judged(j.ScriptedJudge.complete)
     """
 )
 
@@ -178,3 +187,40 @@ def test_sigkill_of_the_child_alone_is_still_reported_as_a_kill(tmp_path: Path) 
     os.kill(_children(proc.pid)[0], signal.SIGKILL)
     code, err = _finish(proc)
     assert code == 137 and "out-of-memory killer" in err
+
+
+def _grades(out: Path, gid: str) -> int:
+    folder = out / "grades" / gid / "episodes"
+    return len(episode_files.paths(folder)) if folder.is_dir() else 0
+
+
+def test_a_stopped_grade_keeps_its_grades_and_its_line_says_how_to_finish(tmp_path: Path) -> None:
+    """Ctrl-C in ``grade --new-set``: the line is grade's own (not run's "resume"), and doing what it
+    says (the same command without --new-set) finishes the interrupted grade set."""
+    out = tmp_path / "run"
+    env = _env(tmp_path, SLOW_S="0")
+    done = subprocess.run(_command(out), env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    before = {p.name for p in (out / "grades").iterdir()}
+    grade = [sys.executable, "-m", "callbench", "grade", str(out), "--concurrency", "1"]
+    proc = subprocess.Popen([*grade, "--new-set"], env={**env, "SLOW_JUDGE_S": "0.2"},
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    new: list[str] = []
+
+    def two_grades() -> bool:
+        new[:] = sorted({p.name for p in (out / "grades").iterdir() if p.is_dir()} - before)
+        return len(new) == 1 and _grades(out, new[0]) >= 2
+
+    _wait_for(two_grades, "two grades in a new grade set")
+    proc.send_signal(signal.SIGINT)
+    code, err = _finish(proc)
+    assert code == 130
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1] == ("interrupted (Ctrl-C): finished grades are saved in their grade set; run the same "
+                         "command without --new-set to grade the rest"), err
+    kept = _grades(out, new[0])
+    assert 2 <= kept < REPEATS
+    again = subprocess.run(grade, env=env, capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0, again.stderr
+    assert {p.name for p in (out / "grades").iterdir() if p.is_dir()} - before == {new[0]}
+    assert _grades(out, new[0]) == REPEATS

@@ -4,8 +4,6 @@ accept, deterministic from the seed, with real shapes."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -15,22 +13,12 @@ from callbench.grade.grader import grade_run
 from callbench.report.load import load_run
 from callbench.runs import episode_files
 from callbench.runs.store import RunStore
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _synthetic() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("synthetic_runs", ROOT / "benchmarks" / "synthetic_runs.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["synthetic_runs"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+from fakes.synthetic import synthetic_runs
 
 
 @pytest.fixture(scope="module")
 def synthetic() -> ModuleType:
-    return _synthetic()
+    return synthetic_runs()
 
 
 def _files(run: Path) -> dict[str, bytes]:

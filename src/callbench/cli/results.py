@@ -226,6 +226,7 @@ def report(
         early["build"] = build
         return build.calls_dir, build.take
 
+    written: list[str] = []  # the report files finished so far, for the line of a stop
     try:
         try:
             with status.status("report: reading the run(s)"):
@@ -244,7 +245,12 @@ def report(
         if "build" not in early:
             early["build"] = target.start(runs) if target is not None else None
         _report_outputs(runs, target, early["build"], status, run_dirs, samples, seed, confidence, audits,
-                        json_path, csv_path)
+                        json_path, csv_path, written)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: say what was written (report files are atomic)
+        from callbench.runs.supervisor import requested_stop, stop_message, stop_status
+
+        typer.echo(stop_message(requested_stop(), command=["report"], written=written), err=True)
+        raise typer.Exit(stop_status()) from None
     finally:
         if early.get("build") is not None:
             early["build"].abort()  # a no-op once finished
@@ -269,9 +275,10 @@ def _target_problem(
 def _report_outputs(
     runs: list, target: HtmlTarget | None, build: object | None, status: Console, run_dirs: list[Path],
     samples: int, seed: int | None, confidence: float, audits: list, json_path: Path | None,
-    csv_path: Path | None,
+    csv_path: Path | None, written: list[str],
 ) -> None:
-    """The statistics, then the terminal report, JSON, CSV and HTML (``report``'s second half)."""
+    """The statistics, then the terminal report, JSON, CSV and HTML (``report``'s second half); each
+    file written is appended to ``written`` (e.g. ``"JSON report r.json"``) as it is finished."""
     from rich.console import Console
 
     from callbench.cli.html_output import write_default_html
@@ -297,13 +304,16 @@ def _report_outputs(
     try:
         if json_path is not None:
             write_json(result, json_path)
+            written.append(f"JSON report {json_path}")
             typer.echo("\n".join(labelled_path("JSON report:", str(json_path))))
         if csv_path is not None:
             write_csv([r for run in runs for r in run.records], csv_path, result.grade_sets)
+            written.append(f"CSV {csv_path}")
             typer.echo("\n".join(labelled_path("CSV (one row per episode):", str(csv_path))))
         if target is not None and target.named:
             with status.status("report: writing the HTML report"):
                 target.write(result, runs, target.path, build)
+            written.append(f"HTML report {target.page(target.path)}")
             typer.echo("\n".join(labelled_path("HTML report:", target.page(target.path).resolve().as_uri())))
         elif target is not None:
             with status.status("report: writing the HTML report"):

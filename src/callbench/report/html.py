@@ -34,6 +34,7 @@ from callbench.report.fonts import font_face_css
 from callbench.report.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
 from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.load import RunData
+from callbench.report.official import HTML_SHOWN_IDS, missing_traces_text
 from callbench.report.sources_view import SOURCE_LABELS, SOURCES_NOTE, source_cells, validation_lines
 from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
 from callbench.report.viewer import episode_row, episode_views
@@ -95,6 +96,7 @@ def _environment() -> Environment:
     env = Environment(autoescape=True, finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = lambda x, d=1: "—" if x is None else f"{x:.{d}f}"
     env.filters["wbr"] = break_points
+    env.filters["missing_traces"] = lambda ids: missing_traces_text(ids, HTML_SHOWN_IDS)
     return env
 
 

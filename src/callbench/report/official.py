@@ -11,7 +11,9 @@ from __future__ import annotations
 from callbench.report.load import RunData
 
 SHOWN_IDS = 5
-"""How many missing episode ids a reason names before "(+N more)"."""
+"""How many missing episode ids the terminal report names before "(+N more)"."""
+HTML_SHOWN_IDS = 10
+"""How many the HTML report's runs table names (it has the room; the JSON lists them all)."""
 
 
 def missing_traces(run: RunData) -> list[str]:
@@ -30,10 +32,12 @@ def run_is_official(run: RunData) -> bool:
     return run.manifest.official and not missing_traces(run)
 
 
-def missing_traces_text(ids: list[str]) -> str:
-    """``"2 planned calls have no trace file: e1, e2"``; empty for no ids."""
+def missing_traces_text(ids: list[str], shown_ids: int = SHOWN_IDS) -> str:
+    """``"2 planned calls have no trace file: e1, e2"``, naming the first ``shown_ids`` ids and then
+    ``"(+N more)"``; empty for no ids."""
     if not ids:
         return ""
-    shown = ", ".join(ids[:SHOWN_IDS]) + (f" (+{len(ids) - SHOWN_IDS} more)" if len(ids) > SHOWN_IDS else "")
+    more = len(ids) - shown_ids
+    shown = ", ".join(ids[:shown_ids]) + (f" (+{more} more)" if more > 0 else "")
     calls = "1 planned call has" if len(ids) == 1 else f"{len(ids)} planned calls have"
     return f"{calls} no trace file: {shown}"

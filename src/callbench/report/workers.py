@@ -17,7 +17,9 @@ The pool follows the project's process rules (DESIGN.md, "process control"):
   on, so nothing the report started outlives it;
 - an exception raised in a worker (e.g. :class:`~callbench.report.load.ReportInputError` naming a
   damaged file) is raised again in the parent unchanged; a worker killed by the system surfaces as
-  :class:`WorkerCrash` with a plain message.
+  :class:`WorkerCrash` with a plain message naming the signal, and workers that exit by themselves
+  before any chunk comes back (they could not start: most often a script with no ``__main__``
+  guard) as :class:`WorkerStartError`, whose message names that cause.
 
 Small inputs run in the calling process (:data:`PARALLEL_MIN_ITEMS`): starting interpreters costs
 about half a second of CPU each. Each map starts its own pool and shuts it down when it ends.
@@ -29,6 +31,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -54,8 +57,25 @@ WORKERS_ENV = "CALLBENCH_REPORT_WORKERS"
 
 class WorkerCrash(RuntimeError):
     """A worker process died without an answer (killed by the system, out of memory, a native
-    crash); the message says so and how to retry in one process."""
+    crash); the message says so (with the signal when known) and how to retry in one process."""
 
+
+class WorkerStartError(WorkerCrash):
+    """The pool's worker processes could not start: a worker exited on its own (an exit status, not
+    a signal) before any chunk came back. The usual cause is a script with no
+    ``if __name__ == "__main__":`` guard: a spawned worker imports the main script again (Python's
+    ``multiprocessing`` guide, "Safe importing of main module"), so it reruns the report and dies
+    trying to start workers of its own. The message names that cause and the one-process remedy."""
+
+
+RERUN_MAIN_LINE = (
+    'error: a callbench report worker process ran the main script again (it has no `if __name__ == '
+    '"__main__":` guard) and stopped; put the script\'s top-level code under that guard, or set '
+    f"{WORKERS_ENV}=1"
+)
+"""What a spawned worker prints, instead of ``multiprocessing``'s traceback, when importing the main
+script again reaches :func:`map_ordered` (Python's ``multiprocessing`` guide, "Safe importing of
+main module"); the parent then raises :class:`WorkerStartError`."""
 
 _configured = 1
 
@@ -134,6 +154,53 @@ def close_pool(*, terminate: bool = False) -> None:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _exit_codes(pool: ProcessPoolExecutor) -> list[int]:
+    """The exit codes of the pool's workers that have ended (``multiprocessing.Process.exitcode``:
+    an exit status >= 0, or minus the signal that killed it), read once the pool's manager thread
+    has finished stopping a broken pool (at most 5 s): it reaps the workers, and a code read while
+    it does may not be known yet."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's table of its workers
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:
+        with contextlib.suppress(Exception):
+            manager.join(timeout=5)
+    codes = []
+    for p in processes:
+        with contextlib.suppress(Exception):
+            if p.exitcode is not None:
+                codes.append(p.exitcode)
+    return codes
+
+
+def crash_error(codes: Sequence[int], *, answered: bool) -> WorkerCrash:
+    """The one-line error for a pool broken by a dead worker, from the ended workers' exit
+    ``codes`` (statuses >= 0 or minus a signal, as :func:`_exit_codes`) and whether any chunk had
+    ``answered``. A worker that exited by itself before any answer is a
+    :class:`WorkerStartError` (the pool could not start); a death by a signal names it (the
+    pool's own SIGTERM to the other workers, which ``concurrent.futures`` sends once one has died,
+    is named only when no other signal is seen)."""
+    remedy = f"nothing was written. Retry, or run in one process with {WORKERS_ENV}=1"
+    statuses = [c for c in codes if c >= 0]
+    if statuses and not answered:
+        return WorkerStartError(
+            f"the report's worker processes could not start (a worker exited with status {statuses[0]} "
+            "before returning anything): a script that reads runs with worker processes needs its "
+            'top-level code under `if __name__ == "__main__":` (each worker imports the script '
+            f"again), or set {WORKERS_ENV}=1 to read in one process; nothing was written"
+        )
+    signals = [-c for c in codes if c < 0]
+    first = next((s for s in signals if s != signal.SIGTERM), signals[0] if signals else None)
+    if first is None and statuses:
+        return WorkerCrash(f"a report worker process exited unexpectedly (status {statuses[0]}); {remedy}")
+    try:
+        of = f" of {signal.Signals(first).name}" if first is not None else ""
+    except ValueError:
+        of = f" of signal {first}"
+    return WorkerCrash(
+        f"a report worker process died{of} (killed by the system, out of memory, or a native crash); {remedy}"
+    )
+
+
 def chunks(items: Sequence[T], size: int = CHUNK_ITEMS) -> list[list[T]]:
     """``items`` cut into consecutive lists of at most ``size`` (order kept)."""
     return [list(items[i:i + size]) for i in range(0, len(items), size)]
@@ -153,7 +220,10 @@ def map_ordered(
     send every chunk at once (a large ``ahead``) so that the workers never wait for it.
 
     Raises whatever ``fn`` raises (from the first failing chunk in order), :class:`WorkerCrash`
-    when a worker dies; either way every worker is stopped first."""
+    when a worker dies (:class:`WorkerStartError` when the workers could not start); either way
+    every worker is stopped first. Called with workers in a spawned process that is still importing
+    its parent's main script (a script with no ``__main__`` guard), it prints
+    :data:`RERUN_MAIN_LINE` and exits that process (``SystemExit(1)``)."""
     workers = default_workers() if workers is None else workers
     parts = chunks(items, CHUNK_ITEMS if chunk is None else chunk)
     threshold = PARALLEL_MIN_ITEMS if min_items is None else min_items
@@ -161,6 +231,15 @@ def map_ordered(
         for part in parts:
             yield from fn(part)
         return
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # a spawned process still importing the parent's main script (CPython sets ``_inheriting``
+        # while it does, and refuses to start processes then): one line and exit status 1, not a
+        # traceback per worker. One write of the whole line: the workers share the parent's stderr
+        # and a write this short to a pipe is atomic, so their lines do not interleave.
+        with contextlib.suppress(Exception):
+            sys.stderr.write(RERUN_MAIN_LINE + "\n")
+            sys.stderr.flush()
+        raise SystemExit(1)
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(parts)), mp_context=multiprocessing.get_context("spawn"),
         initializer=_worker_init, initargs=(os.getpid(),),
@@ -169,6 +248,7 @@ def map_ordered(
     window = 2 * workers if ahead is None else max(1, ahead)
     pending: deque[Future[list[R]]] = deque()
     todo = iter(parts)
+    answered = False  # whether any chunk came back (a pool that never answered may not have started)
     try:
         try:
             for part in todo:
@@ -177,15 +257,13 @@ def map_ordered(
                     break
             while pending:
                 done = pending.popleft().result()
+                answered = True
                 nxt = next(todo, None)
                 if nxt is not None:
                     pending.append(pool.submit(fn, nxt))
                 yield from done
         except BrokenProcessPool:  # from result() or from a submit() after the crash
-            raise WorkerCrash(
-                "a report worker process died (killed by the system, out of memory, or a native "
-                f"crash); nothing was written. Retry, or run in one process with {WORKERS_ENV}=1"
-            ) from None
+            raise crash_error(_exit_codes(pool), answered=answered) from None
     except BaseException:  # an error, Ctrl-C, or the consumer stopped early: stop every worker now
         _live.discard(pool)
         _terminate(pool)

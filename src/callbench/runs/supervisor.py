@@ -53,6 +53,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from callbench.models.local.safeguards import NOTE_ENV, crash_message
+from callbench.runs.stop_lines import stop_outcome
 
 SUPERVISED_ENV = "CALLBENCH_SUPERVISED"
 NO_SUPERVISOR_ENV = "CALLBENCH_NO_SUPERVISOR"
@@ -93,15 +94,38 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def stop_message(signum: int | None, where: str | None = None) -> str:
+def note_command(argv: Sequence[str]) -> None:
+    """Record this process's ``callbench`` arguments (without the program) for the default wording
+    of :func:`stop_message` and :func:`hard_exit_line`; :func:`callbench.__main__.main` calls it."""
+    _stop.argv = tuple(argv)
+
+
+def stop_message(
+    signum: int | None, where: str | None = None, *, command: Sequence[str] | None = None,
+    written: Sequence[str] | None = None,
+) -> str:
     """The one line for a command stopped by ``signum`` (Ctrl-C, SIGTERM, SIGHUP; None is Ctrl-C): a
-    stop, not a crash; ``where`` names the run folder whose finished episodes are kept. Records that
-    the stop was reported (:func:`stop_reported`), so the entry point does not say it twice."""
+    stop, not a crash, worded for the command of ``command`` (the ``callbench`` arguments without
+    the program; default: those of :func:`note_command`). ``run``/``demo``: finished episodes are
+    saved (in ``where``, the run folder, when given) and the same command resumes; ``generate``:
+    the scenarios written are kept and the same command resumes the batch; ``grade``:
+    finished grades are saved and the same command (without ``--new-set``) grades the rest;
+    ``report``: nothing was written, or only the files of ``written`` (labels such as
+    ``"JSON report r.json"``), since each report file is written whole or not at all; any other
+    command: no claim of saved work. Records that the stop was reported (:func:`stop_reported`), so
+    the entry point does not say it twice."""
     _stop.reported = True
     signum = signum or signal.SIGINT
     how = "interrupted (Ctrl-C)" if signum == signal.SIGINT else f"stopped by {signal_name(signum)}"
-    kept = f"finished episodes are saved in {where}" if where else "finished work is saved"
-    return f"{how}: {kept}; run the same command to resume"
+    argv = _stop.argv if command is None else tuple(command)
+    return f"{how}: {stop_outcome(argv, where, written)}"
+
+
+def hard_exit_line(why: str) -> str:
+    """The line of a stop that could not wait for the command to finish stopping (a second signal,
+    or :data:`GRACE_S` passed): ``why``, then what was kept, for the command :func:`note_command`
+    recorded (a report may have left none of its files, or some whole ones)."""
+    return f"{why}: {stop_outcome(_stop.argv, None, None, at_once=True)}"
 
 
 def should_supervise(env: Mapping[str, str] | None = None) -> bool:
@@ -119,6 +143,7 @@ class _Stop:
     signum: int | None = None
     at: float = 0.0
     reported: bool = False
+    argv: tuple[str, ...] = ()
 
 
 _stop = _Stop()
@@ -144,7 +169,7 @@ def stop_status() -> int:
 def _hard_exit(signum: int, why: str) -> None:
     _remove_own_scratch()
     with contextlib.suppress(Exception):
-        sys.stderr.write(f"{why}: finished episodes are saved; run the same command to resume\n")
+        sys.stderr.write(hard_exit_line(why) + "\n")
         sys.stderr.flush()
     os._exit(128 + signum)
 
