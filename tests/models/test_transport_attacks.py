@@ -323,3 +323,18 @@ def test_a_redirect_to_another_host_carries_no_secret(
     assert KEY not in message and QUERY not in message
     assert seen, f"the redirect was not followed: {kind}"
     assert KEY.encode() not in seen[0] and QUERY.encode() not in seen[0], seen[0].decode(errors="replace")
+
+
+def test_a_shared_http_client_is_bounded_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``http_client`` given to several adapters (``registry.create_client(http_client=)``)
+    gets one bounding hook, not one per adapter."""
+    import httpx2
+
+    from callbench.models.remote.transport import bound_responses
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    http = httpx2.AsyncClient()
+    for _ in range(3):
+        bound_responses(http)
+    OpenAIClient("openai:m", ModelSettings(base_url="http://127.0.0.1:9/v1"), http_client=http)
+    assert len(http.event_hooks["response"]) == 1

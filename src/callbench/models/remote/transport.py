@@ -132,7 +132,8 @@ def bound_responses(http: Any, limit: int = MAX_RESPONSE_BYTES) -> None:
     that raises it past ``limit`` bytes, and a single ``gzip``/``deflate`` coding (RFC 9110
     section 8.4.1) is undone there with the same bound on the inflated bytes (the header is then
     removed so that httpx2 does not decode again). Other codings are left to httpx2, which
-    decodes only those (``identity`` for the rest), with the received bytes bounded."""
+    decodes only those (``identity`` for the rest), with the received bytes bounded. A client
+    already bounded is left as it is."""
     async def hook(response: Any) -> None:
         declared = response.headers.get("content-length", "").strip()
         if declared.isdigit() and int(declared) > limit:
@@ -145,7 +146,10 @@ def bound_responses(http: Any, limit: int = MAX_RESPONSE_BYTES) -> None:
             del response.headers["content-encoding"]
         response.stream = _bounded_stream_class()(response.stream, limit, wbits, response.request)
 
+    hook.callbench_bound = True  # type: ignore[attr-defined]
     hooks = dict(http.event_hooks)
+    if any(getattr(h, "callbench_bound", False) for h in hooks.get("response", [])):
+        return  # a client given to several adapters (``http_client=``): bounded once
     hooks["response"] = [*hooks.get("response", []), hook]
     http.event_hooks = hooks
 
