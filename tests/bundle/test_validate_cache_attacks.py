@@ -248,6 +248,13 @@ def test_unwritable_or_full_cache_never_fails(cache: Path, bundle: Path,
     assert _validate(str(bundle)).exit_code == 0
     cache.unlink()
 
+    def read_only(*_a: object, **_k: object) -> None:  # what a read-only folder does to a non-root user
+        raise PermissionError(13, "Permission denied")
+
+    with monkeypatch.context() as m:
+        m.setattr(validate_cache.tempfile, "mkstemp", read_only)
+        assert _validate(str(bundle)).stdout.startswith("OK:")
+
     real_fdopen = os.fdopen
 
     class Full:
