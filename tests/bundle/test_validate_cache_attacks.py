@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from callbench.bundle import validate_cache
 from callbench.cli import app
+from callbench.cli import bundle as cli_bundle
 
 from .conftest import MINIMAL, MiniBundle
 
@@ -301,3 +302,25 @@ def test_json_output_replayed_byte_identical(cache: Path, bundle: Path) -> None:
     assert first.exit_code == second.exit_code == 1
     assert first.stdout_bytes == second.stdout_bytes and first.stderr_bytes == second.stderr_bytes
     assert json.loads(second.stdout)
+
+
+def test_an_edit_during_the_audits_is_not_filed_under_the_old_key(
+        cache: Path, bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundle edited while validate runs (an editor saving, a generator writing): the result
+    is of the new content, so it must not be kept under the key of the content before; going back
+    to that content must give that content's result, not the edit's."""
+    mb = MiniBundle(bundle)
+    target = mb.scenario_file()
+    original = target.read_bytes()
+    real = cli_bundle._validate_uncached
+
+    def edit_then_validate(*a: Any) -> Any:
+        mb.edit(target, lambda d: d.update(agent="nobody"))
+        return real(*a)
+
+    with monkeypatch.context() as m:
+        m.setattr(cli_bundle, "_validate_uncached", edit_then_validate)
+        assert _validate(str(bundle)).exit_code == 1
+    target.write_bytes(original)
+    again = _validate(str(bundle))
+    assert again.exit_code == 0 and again.stdout.startswith("OK:"), again.stdout
