@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import socket
 import struct
 import threading
@@ -111,6 +112,19 @@ def _dup_length(conn: socket.socket, _port: int) -> None:
     conn.sendall(OK + b"Content-Length: 2\r\nContent-Length: 5\r\n\r\n{}abc")
 
 
+def _redirect_file(conn: socket.socket, _port: int) -> None:
+    conn.sendall(b"HTTP/1.1 307 Moved\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\n"
+                 b"Connection: close\r\n\r\n")
+
+
+def _echo_400(conn: socket.socket, _port: int) -> None:
+    """A 400 whose error message quotes the request's URL and headers (key and query included)."""
+    echoed = f"bad request to /v1?api-key={QUERY} with Authorization: Bearer {KEY}, x-api-key: {KEY}"
+    body = json.dumps({"error": {"message": echoed, "type": "invalid_request_error"}}).encode()
+    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\n"
+                 + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+
 def _coded(conn: socket.socket, coding: str, body: bytes) -> None:
     conn.sendall(OK + f"Content-Encoding: {coding}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
 
@@ -155,6 +169,8 @@ ATTACKS: dict[str, tuple[Behaviour, str]] = {
                          "missing"),
     "gzip_not_gzip": (lambda c, _p: _coded(c, "gzip", b"abcde"), "connection"),
     "bad_header_value": (_bad_header_value, "missing"),
+    "redirect_to_file_url": (_redirect_file, "connection"),
+    "error_echoes_secrets": (_echo_400, "invalid_request|client_error"),  # openai | anthropic
     "reset_after_n_bytes": (_reset_after, "reset"),
 }
 
@@ -254,9 +270,11 @@ def test_a_hostile_response_is_one_kind_on_both_transports(
     expected = ATTACKS[name][1]
     for transport, outcome in kinds.items():
         kind = outcome.split(":")[0]
-        assert kind.startswith("missing_") if expected == "missing" else kind == expected, (transport, kinds)
+        assert kind.startswith("missing_") if expected == "missing" else kind in expected.split("|"), (
+            transport, kinds)
         if name in ("huge_body", "chunked_huge", "gzip_bomb"):  # stopped at the bound, not read whole
             assert "callbench's limit of 33554432 bytes" in outcome, (transport, outcome)
+    assert kinds["aiohttp"].split(":")[0] == kinds["httpx2"].split(":")[0], kinds
 
 
 @pytest.mark.parametrize("status", [301, 307, 308])
