@@ -5,8 +5,9 @@ auditing (issue 27 item 5, "cache what does not change"). When nothing it depend
 same command prints the same lines and exits with the same code, so the cache replays them. The
 key (SHA-256) covers:
 
-- the bytes of every file under the bundle folder and the target of every symlink there, with
-  their paths (a file that cannot be read, a bundle over :data:`MAX_FILES` files or
+- the bytes of every file under the bundle folder, the path of every folder (an empty one
+  included) and the target text of every symlink there, with their paths (a symlink out of the
+  bundle, a FIFO, device or socket there, a file that cannot be read, a bundle over :data:`MAX_FILES` files or
   :data:`MAX_BYTES` bytes: no caching, the command runs in full);
 - the command's options and the path as given and as resolved, and the working folder;
 - callbench's own code (path, size and modification time of every file of the installed package)
@@ -26,6 +27,7 @@ import contextlib
 import hashlib
 import json
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ CACHE_FORMAT = 1
 MAX_ENTRIES = 64
 MAX_FILES = 20_000
 MAX_BYTES = 64 * 1024 * 1024
+MAX_ENTRY_BYTES = 16 * 1024 * 1024
 CACHE_ENV = "CALLBENCH_VALIDATE_CACHE"
 LIBRARIES = ("pydantic", "pyyaml", "jsonschema", "google_re2")
 
@@ -78,26 +81,40 @@ def _code_fingerprint(h: hashlib._Hash) -> None:
 
 
 def _bundle_fingerprint(h: hashlib._Hash, root: Path) -> bool:
-    """Every file's bytes and every symlink's target under ``root`` into ``h``, with their paths;
-    False (do not cache) over the limits or when anything cannot be read."""
+    """Every folder's path, every file's bytes and every symlink's target under ``root`` into
+    ``h``; False (do not cache) over the limits, when anything cannot be read, or when an entry
+    is neither a folder, a regular file nor a symlink (a FIFO or a device would block or never
+    end when read; validate reports those itself). An empty folder counts: under ``agents/`` it
+    is a problem ("no agent.yaml"). Symlinks are hashed as their target text, not followed: the
+    loader reports a link out of the bundle (``path.escape``) without reading it, and a link
+    inside resolves to a file hashed under its own path."""
     count = size = 0
+    real_root = os.path.realpath(root)
     try:
         for folder, dirs, files in os.walk(root, onerror=_raise):
             dirs.sort()
             rel = os.path.relpath(folder, root)
-            for name in sorted(dirs):
-                if os.path.islink(os.path.join(folder, name)):
-                    h.update(f"L\0{rel}/{name}\0{os.readlink(os.path.join(folder, name))}\n".encode())
+            for name in dirs:
+                path = os.path.join(folder, name)
+                if os.path.islink(path):
+                    if not _inside(path, real_root):
+                        return False
+                    h.update(f"L\0{rel}/{name}\0{os.readlink(path)}\n".encode())
+                else:
+                    h.update(f"D\0{rel}/{name}\n".encode())
             for name in sorted(files):
                 path = os.path.join(folder, name)
                 count += 1
                 if count > MAX_FILES:
                     return False
                 if os.path.islink(path):
+                    if not _inside(path, real_root):
+                        return False
                     h.update(f"L\0{rel}/{name}\0{os.readlink(path)}\n".encode())
                     continue
-                with open(path, "rb") as f:
-                    data = f.read(MAX_BYTES + 1)
+                data = _read_regular(path, MAX_BYTES + 1)
+                if data is None:
+                    return False
                 size += len(data)
                 if size > MAX_BYTES:
                     return False
@@ -106,6 +123,24 @@ def _bundle_fingerprint(h: hashlib._Hash, root: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def _inside(path: str, real_root: str) -> bool:
+    """Whether ``path`` resolves (through every symlink) to ``real_root`` or below it."""
+    target = os.path.realpath(path)
+    return target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def _read_regular(path: str | Path, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes of ``path`` when it is a regular file, not through a symlink; None
+    for anything else (a FIFO, a device, a socket, a symlink). Opened non-blocking so a FIFO
+    cannot hang the open; the type is checked on the open file, so a swap after a check cannot
+    slip one in. Raises OSError when it cannot be opened or read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return f.read(limit)
 
 
 def _raise(error: OSError) -> None:
@@ -134,12 +169,17 @@ def cache_key(path: Path, options: dict[str, str]) -> str | None:
 
 
 def load(key: str) -> Replay | None:
-    """The cached result for ``key``, or None (absent, unreadable or not a cache entry)."""
+    """The cached result for ``key``, or None (absent, unreadable, not a cache entry, not a
+    regular file (a symlink is not followed: it could point at another user's text or at
+    ``/dev/zero``), or over :data:`MAX_ENTRY_BYTES`)."""
     folder = cache_dir()
     if folder is None:
         return None
     try:
-        data = json.loads((folder / f"{key}.json").read_text(encoding="utf-8"))
+        raw = _read_regular(folder / f"{key}.json", MAX_ENTRY_BYTES + 1)
+        if raw is None or len(raw) > MAX_ENTRY_BYTES:
+            return None
+        data = json.loads(raw.decode("utf-8"))
         lines = tuple((stream, text) for stream, text in data["lines"])
         code = data["exit_code"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -152,15 +192,18 @@ def load(key: str) -> Replay | None:
 
 def save(key: str, replay: Replay) -> None:
     """Keep ``replay`` under ``key`` (atomically: a temporary file renamed into place), then
-    remove the oldest entries beyond :data:`MAX_ENTRIES`. Results other than exit 0 or 1 are not
-    kept. Never raises: a cache that cannot be written is skipped."""
+    remove the oldest entries beyond :data:`MAX_ENTRIES`. Results other than exit 0 or 1, and
+    results over :data:`MAX_ENTRY_BYTES` as JSON, are not kept. Never raises: a cache that
+    cannot be written is skipped."""
     folder = cache_dir()
     if folder is None or replay.exit_code not in (0, 1):
         return
+    body = json.dumps({"lines": [list(line) for line in replay.lines], "exit_code": replay.exit_code},
+                      ensure_ascii=False)
+    if len(body.encode("utf-8")) > MAX_ENTRY_BYTES:  # load() would refuse it
+        return
     with contextlib.suppress(OSError):
         folder.mkdir(parents=True, exist_ok=True)
-        body = json.dumps({"lines": [list(line) for line in replay.lines], "exit_code": replay.exit_code},
-                          ensure_ascii=False)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -170,7 +213,16 @@ def save(key: str, replay: Replay) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+        entries = sorted(folder.glob("*.json"), key=_mtime)
         for old in entries[:-MAX_ENTRIES]:
             with contextlib.suppress(OSError):
                 old.unlink()
+
+
+def _mtime(path: Path) -> int:
+    """``path``'s own modification time (a symlink's, not its target's); 0 when it is gone (a
+    concurrent validate pruned it), so the pruning goes on."""
+    try:
+        return path.lstat().st_mtime_ns
+    except OSError:
+        return 0

@@ -60,7 +60,7 @@ from callbench.models.remote.client import RemoteClient
 from callbench.models.remote.negotiation import request_problem
 from callbench.models.remote.prepared import cleaned_schema, tool_parameters, within_deadline
 from callbench.models.remote.secrets import resolve_base_url, resolve_headers
-from callbench.models.remote.transport import sdk_http_client
+from callbench.models.remote.transport import bound_responses, sdk_http_client
 from callbench.models.specs import parse_spec
 
 DEFAULT_MAX_TOKENS = 4096
@@ -264,6 +264,7 @@ class AnthropicClient(RemoteClient):
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0,
                                                 timeout=settings.timeout_s, http_client=http_client,
                                                 default_query=query)
+        bound_responses(self._client._client)  # a huge body or a gzip bomb: a fault, not the memory
         self.system_form: SystemForm = "blocks"
         self.learnt: list[str] = []
         self._lock = threading.Lock()

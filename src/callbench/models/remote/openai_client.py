@@ -76,7 +76,7 @@ from callbench.models.remote.negotiation import (
 from callbench.models.remote.prepared import JsonView, cleaned_schema, post_json, shared_list, tool_parameters
 from callbench.models.remote.schemas import is_openai_strict_compatible, portable_schema
 from callbench.models.remote.secrets import resolve_base_url, resolve_headers
-from callbench.models.remote.transport import sdk_http_client
+from callbench.models.remote.transport import bound_responses, sdk_http_client
 from callbench.models.specs import parse_spec
 
 PLACEHOLDER_KEY = "not-needed"
@@ -252,6 +252,7 @@ class OpenAIClient(RemoteClient):
         self._client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0,
                                           timeout=settings.timeout_s, http_client=http_client,
                                           default_query=query)
+        bound_responses(self._client._client)  # a huge body or a gzip bomb: a fault, not the memory
 
     async def _send(self, request: ModelRequest) -> ModelResponse:
         """One request, negotiated: a request-validation error takes a negotiation step and the

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from callbench.models.base import InfrastructureError
 from callbench.models.remote.secrets import Redactor
-from callbench.models.remote.transport import aiohttp_fault_kind
+from callbench.models.remote.transport import ResponseTooLarge, aiohttp_fault_kind
 
 if TYPE_CHECKING:
     import anthropic
@@ -115,6 +115,17 @@ def _resets(exc: BaseException) -> bool:
     return False
 
 
+def _in_chain(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """The first exception of class ``kind`` in ``exc``'s cause chain (``exc`` included, at most
+    6 links), or None."""
+    seen: BaseException | None = exc
+    for _ in range(6):
+        if seen is None or isinstance(seen, kind):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def status_kind(status: int) -> str:
     """The fault kind of an HTTP error status (``models/faults.py``)."""
     if status == 429:
@@ -162,6 +173,10 @@ def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
     connections: tuple[type[BaseException], ...] = (
         ConnectionError, *_sdk_classes("APIConnectionError", "TransportError"))
     statuses = _sdk_classes("APIStatusError")
+    too_large = _in_chain(exc, ResponseTooLarge)
+    if too_large is not None:  # transport.bound_responses: a huge body or a gzip bomb
+        return InfrastructureError(f"{who}: malformed_body: {too_large}", retryable=True,
+                                   kind="malformed_body")
     kind = aiohttp_fault_kind(exc)  # the aiohttp transport's own exception names the fault
     if kind == "timeout" or (kind is None and isinstance(exc, timeouts)):
         return InfrastructureError(f"{who}: timeout: request timed out", retryable=True, kind="timeout")
@@ -180,6 +195,10 @@ def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
     if isinstance(exc, statuses):
         failed: Any = exc  # an openai or anthropic APIStatusError
         status = failed.status_code
+        if status < 200:  # a 1xx as the final answer (101 to a request that asked no upgrade,
+            # RFC 9110 section 15.2): the exchange is broken, as httpx2 reports it (h11 closes)
+            return InfrastructureError(f"{who}: reset: HTTP {status} where a final response was due",
+                                       retryable=True, kind="reset")
         retry_after = parse_retry_after(dict(failed.response.headers))
         kind = status_kind(status)
         text = redactor.clean(f"{who}: {kind}: {_status_message(failed)}")

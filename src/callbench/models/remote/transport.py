@@ -19,8 +19,10 @@ transports against the same raw-socket faults).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
+import zlib
 from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
@@ -108,3 +110,108 @@ def aiohttp_fault_kind(exc: BaseException) -> str | None:
             return "connection"
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""The most bytes of one response body callbench reads, before and after its content coding is
+undone: a chat completion is kilobytes; without a bound, a 200 with a huge body or a gzip bomb
+(64 KB that inflates to gigabytes) would be read whole into memory on both transports."""
+
+_CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+class ResponseTooLarge(Exception):
+    """A response body over :data:`MAX_RESPONSE_BYTES` (declared, received or inflated)."""
+
+
+def bound_responses(http: Any, limit: int = MAX_RESPONSE_BYTES) -> None:
+    """Bound every response body of ``http`` (an ``httpx2.AsyncClient``: the SDK's own or the
+    aiohttp adapter, whose aiohttp session leaves the content coding to httpx2) to ``limit``
+    bytes, by a response event hook (run before the body is read): a ``Content-Length`` over the
+    limit raises :class:`ResponseTooLarge` at once; otherwise the body stream is replaced by one
+    that raises it past ``limit`` bytes, and a single ``gzip``/``deflate`` coding (RFC 9110
+    section 8.4.1) is undone there with the same bound on the inflated bytes (the header is then
+    removed so that httpx2 does not decode again). Other codings are left to httpx2, which
+    decodes only those (``identity`` for the rest), with the received bytes bounded. A client
+    already bounded is left as it is."""
+    async def hook(response: Any) -> None:
+        declared = response.headers.get("content-length", "").strip()
+        if declared.isdigit() and int(declared) > limit:
+            raise ResponseTooLarge(f"the response body is {int(declared)} bytes, over callbench's "
+                                   f"limit of {limit} bytes")
+        codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",")]
+        codings = [c for c in codings if c and c != "identity"]
+        wbits = _CODINGS.get(codings[0]) if len(codings) == 1 else None
+        if wbits is not None:
+            del response.headers["content-encoding"]
+        response.stream = _bounded_stream_class()(response.stream, limit, wbits, response.request)
+
+    hook.callbench_bound = True  # type: ignore[attr-defined]
+    hooks = dict(http.event_hooks)
+    if any(getattr(h, "callbench_bound", False) for h in hooks.get("response", [])):
+        return  # a client given to several adapters (``http_client=``): bounded once
+    hooks["response"] = [*hooks.get("response", []), hook]
+    http.event_hooks = hooks
+
+
+@functools.cache
+def _bounded_stream_class() -> type:
+    """:class:`_BoundedStream` as an ``httpx2.AsyncByteStream`` (httpx2 reads only those
+    asynchronously), made on first use so that importing this module does not import httpx2."""
+    import httpx2
+
+    return type("BoundedStream", (_BoundedStream, httpx2.AsyncByteStream), {})
+
+
+class _BoundedStream:
+    """An ``httpx2.AsyncByteStream`` over ``inner`` that raises :class:`ResponseTooLarge` past
+    ``limit`` bytes received, and with ``wbits`` set inflates (zlib) with the same bound on the
+    output; a body that does not inflate raises ``httpx2.DecodingError`` as httpx2's own decoder
+    does."""
+
+    def __init__(self, inner: Any, limit: int, wbits: int | None, request: Any) -> None:
+        self.inner, self.limit, self.wbits, self.request = inner, limit, wbits, request
+
+    async def __aiter__(self) -> Any:
+        import httpx2
+
+        received = produced = 0
+        wbits = self.wbits
+        inflater = zlib.decompressobj(wbits) if wbits is not None else None
+        async for chunk in self.inner:
+            received += len(chunk)
+            if received > self.limit:
+                raise ResponseTooLarge(f"the response body is over callbench's limit of {self.limit} bytes")
+            if inflater is None:
+                yield chunk
+                continue
+            data = chunk
+            while data:
+                try:
+                    try:
+                        out = inflater.decompress(data, self.limit - produced + 1)
+                    except zlib.error:
+                        if wbits != zlib.MAX_WBITS or produced or data is not chunk:
+                            raise
+                        # "deflate" sent raw, without its zlib wrapper (RFC 9110 section 8.4.1.2
+                        # says zlib; servers send both, and httpx2's decoder reads both)
+                        wbits = -zlib.MAX_WBITS
+                        inflater = zlib.decompressobj(wbits)
+                        out = inflater.decompress(data, self.limit - produced + 1)
+                except zlib.error as err:
+                    raise httpx2.DecodingError(f"the body does not inflate: {err}",
+                                               request=self.request) from None
+                produced += len(out)
+                if produced > self.limit:
+                    raise ResponseTooLarge(f"the response body inflates past callbench's limit of "
+                                           f"{self.limit} bytes")
+                if out:
+                    yield out
+                if inflater.eof and inflater.unused_data:  # another gzip member follows
+                    data = inflater.unused_data
+                    inflater = zlib.decompressobj(wbits or zlib.MAX_WBITS)
+                else:
+                    data = inflater.unconsumed_tail
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
