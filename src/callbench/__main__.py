@@ -36,6 +36,9 @@ def main() -> None:
 
     try:
         child_setup()
+        from callbench.bundle.validate_cache import enable_for_command
+
+        enable_for_command()  # validate's result cache serves the command, not in-process callers
         app = _import_cli()
         app(prog_name="callbench")
     except OSError as e:

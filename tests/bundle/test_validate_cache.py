@@ -137,3 +137,23 @@ def test_the_cache_keeps_at_most_max_entries(cache: Path, bundle: Path,
     assert sorted(p.stem for p in cache.glob("*.json")) == ["k3", "k4", "k5"]
     assert validate_cache.load("k5") == validate_cache.Replay(lines=(("out", "line 5"),), exit_code=0)
     assert not list(cache.glob(".tmp-*"))
+
+
+def test_without_the_variable_only_the_command_uses_the_cache(
+        tmp_path: Path, bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unset, the cache serves the ``callbench`` command (a new process) but never the app
+    invoked in-process, whose patched code must run (``validate_cache._Switch``)."""
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("CALLBENCH_VALIDATE_CACHE", raising=False)
+    monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    entries = tmp_path / "cache" / "validate"
+    assert _validate(str(bundle)).exit_code == 0
+    assert not entries.exists() or not list(entries.glob("*.json"))
+    env = {k: v for k, v in os.environ.items() if k != "CALLBENCH_VALIDATE_CACHE"}
+    done = subprocess.run([sys.executable, "-m", "callbench", "validate", str(bundle)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "2 scenario(s), no problems" in done.stdout
+    assert len(list(entries.glob("*.json"))) == 1
