@@ -36,9 +36,9 @@ def main() -> None:
 
     try:
         child_setup()
-        from callbench.bundle.validate_cache import enable_for_command
+        import callbench
 
-        enable_for_command()  # validate's result cache serves the command, not in-process callers
+        callbench.RUNNING_AS_COMMAND = True  # validate's result cache serves the command only
         app = _import_cli()
         app(prog_name="callbench")
     except OSError as e:

@@ -142,7 +142,7 @@ def test_the_cache_keeps_at_most_max_entries(cache: Path, bundle: Path,
 def test_without_the_variable_only_the_command_uses_the_cache(
         tmp_path: Path, bundle: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Unset, the cache serves the ``callbench`` command (a new process) but never the app
-    invoked in-process, whose patched code must run (``validate_cache._Switch``)."""
+    invoked in-process, whose patched code must run (``callbench.RUNNING_AS_COMMAND``)."""
     import subprocess
     import sys
 

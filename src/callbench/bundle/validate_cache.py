@@ -17,7 +17,8 @@ key (SHA-256) covers:
 Entries are JSON files under ``$CALLBENCH_CACHE_DIR/validate`` (default
 ``~/.cache/callbench/validate``), written atomically, the oldest removed beyond
 :data:`MAX_ENTRIES`; ``CALLBENCH_VALIDATE_CACHE=0`` turns the cache off. Without the variable the
-cache serves the ``callbench`` command only, never the app invoked in-process (:class:`_Switch`).
+cache serves the ``callbench`` command only, never the app invoked in-process
+(``callbench.RUNNING_AS_COMMAND``).
 A cache that cannot be read or written is ignored (never an error). Only results of a readable
 bundle are kept (exit codes 0 and 1). This module imports nothing heavy: a hit costs the hashing,
 not the audits.
@@ -53,26 +54,16 @@ class Replay:
     exit_code: int
 
 
-class _Switch:
-    """Whether the cache is on when ``CALLBENCH_VALIDATE_CACHE`` says nothing: only for the
-    ``callbench`` command itself (:func:`enable_for_command`, called by ``callbench.__main__``).
-    The typer app invoked in-process (tests, ``CliRunner``, a library user) runs every audit, so
-    code patched in that process is never bypassed by a stored result."""
-
-    command = False
-
-
-def enable_for_command() -> None:
-    """Turn the cache on by default in this process (the ``callbench`` command's entry point)."""
-    _Switch.command = True
-
-
 def cache_dir() -> Path | None:
     """``$CALLBENCH_CACHE_DIR/validate`` or ``~/.cache/callbench/validate``; None when
     ``CALLBENCH_VALIDATE_CACHE`` is ``0``/``off``/``false``/``no``, or when it is unset (or empty)
-    and this process is not the ``callbench`` command (:class:`_Switch`)."""
+    and this process is not the ``callbench`` command (``callbench.RUNNING_AS_COMMAND``, set by
+    ``callbench.__main__``: the typer app invoked in-process, as by tests or a library user, runs
+    every audit, so code patched in that process is never bypassed by a stored result)."""
+    import callbench
+
     value = os.environ.get(CACHE_ENV, "").strip().lower()
-    if value in ("0", "off", "false", "no") or (not value and not _Switch.command):
+    if value in ("0", "off", "false", "no") or (not value and not callbench.RUNNING_AS_COMMAND):
         return None
     base = os.environ.get("CALLBENCH_CACHE_DIR")
     return (Path(base) if base else Path.home() / ".cache" / "callbench") / "validate"
