@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from callbench.models.base import InfrastructureError
 from callbench.models.remote.secrets import Redactor
-from callbench.models.remote.transport import ResponseTooLarge, aiohttp_fault_kind
+from callbench.models.remote.transport import ResponseTooLarge, aiohttp_fault_kind, cause_chain
 
 if TYPE_CHECKING:
     import anthropic
@@ -105,25 +105,13 @@ _RESET_ERRORS = ("RemoteProtocolError", "ReadError")
 def _resets(exc: BaseException) -> bool:
     """True when ``exc`` (or its cause chain) is the connection closing in the middle of a
     response (``httpx2.RemoteProtocolError`` / ``ReadError``, ``ConnectionResetError``)."""
-    seen: BaseException | None = exc
-    for _ in range(5):
-        if seen is None:
-            return False
-        if isinstance(seen, ConnectionResetError) or type(seen).__name__ in _RESET_ERRORS:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return any(isinstance(seen, ConnectionResetError) or type(seen).__name__ in _RESET_ERRORS
+               for seen in cause_chain(exc))
 
 
 def _in_chain(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
-    """The first exception of class ``kind`` in ``exc``'s cause chain (``exc`` included, at most
-    6 links), or None."""
-    seen: BaseException | None = exc
-    for _ in range(6):
-        if seen is None or isinstance(seen, kind):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
+    """The first exception of class ``kind`` in ``exc``'s cause chain (``exc`` included), or None."""
+    return next((seen for seen in cause_chain(exc) if isinstance(seen, kind)), None)
 
 
 def status_kind(status: int) -> str:

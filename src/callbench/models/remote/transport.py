@@ -23,6 +23,7 @@ import functools
 import os
 import sys
 import zlib
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
@@ -95,10 +96,7 @@ def aiohttp_fault_kind(exc: BaseException) -> str | None:
     module = sys.modules.get("aiohttp")
     if module is None:
         return None
-    seen: BaseException | None = exc
-    for _ in range(6):
-        if seen is None:
-            return None
+    for seen in cause_chain(exc):
         if isinstance(seen, module.ClientError):
             if isinstance(seen, (TimeoutError, module.ServerTimeoutError)):
                 return "timeout"
@@ -108,8 +106,19 @@ def aiohttp_fault_kind(exc: BaseException) -> str | None:
                                  module.ClientResponseError, module.ClientOSError)):
                 return "reset"
             return "connection"
-        seen = seen.__cause__ or seen.__context__
     return None
+
+
+def cause_chain(exc: BaseException, links: int = 6) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling (``__cause__``, else
+    ``__context__``), at most ``links`` of them: where the transports' own exceptions sit under
+    the SDKs' wrappers."""
+    seen: BaseException | None = exc
+    for _ in range(links):
+        if seen is None:
+            return
+        yield seen
+        seen = seen.__cause__ or seen.__context__
 
 
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
