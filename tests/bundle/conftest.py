@@ -67,3 +67,30 @@ def mb(tmp_path: Path) -> MiniBundle:
     dst = tmp_path / "bundle"
     shutil.copytree(MINIMAL, dst)
     return MiniBundle(dst)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``callbench validate``'s result cache turned on, in a temporary folder; its entries' folder."""
+    monkeypatch.setenv("CALLBENCH_VALIDATE_CACHE", "1")
+    monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "validate"
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    """A writable copy of the minimal bundle (its root folder)."""
+    root = tmp_path / "bundle"
+    shutil.copytree(MINIMAL, root)
+    return root
+
+
+def validate_cli(*args: str) -> Any:
+    """``callbench validate ARGS`` through the typer app in this process; never a traceback."""
+    from typer.testing import CliRunner
+
+    from callbench.cli import app
+
+    result = CliRunner().invoke(app, ["validate", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result

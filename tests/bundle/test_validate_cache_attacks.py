@@ -16,36 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from callbench.bundle import validate_cache
-from callbench.cli import app
 from callbench.cli import bundle as cli_bundle
 
-from .conftest import MINIMAL, MiniBundle
+from .conftest import MiniBundle, validate_cli
 
-runner = CliRunner()
 OPTIONS = {"json": "False", "providers": "openai,anthropic"}
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("CALLBENCH_VALIDATE_CACHE", "1")
-    monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache" / "validate"
-
-
-@pytest.fixture
-def bundle(tmp_path: Path) -> Path:
-    root = tmp_path / "bundle"
-    shutil.copytree(MINIMAL, root)
-    return root
-
-
 def _validate(*args: str) -> Any:
-    result = runner.invoke(app, ["validate", *args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
+    return validate_cli(*args)
 
 
 def _uncached(monkeypatch: pytest.MonkeyPatch, *args: str) -> Any:

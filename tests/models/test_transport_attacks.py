@@ -30,6 +30,7 @@ from callbench.models.remote.client import RemoteClient
 from callbench.models.remote.openai_client import OpenAIClient
 from callbench.models.remote.retry import classify_exception
 from callbench.models.remote.transport import TRANSPORT_ENV
+from fakes.raw_socket_server import raw_socket_server, read_request
 
 KEY = "sk-canary-envkey-1111"
 QUERY = "query-canary-6666"
@@ -175,57 +176,10 @@ ATTACKS: dict[str, tuple[Behaviour, str]] = {
 }
 
 
-def _read_request(conn: socket.socket) -> None:
-    """Read one whole request (head and Content-Length body), so that closing the socket sends a
-    FIN, not the RST that unread data causes (which would be a reset of the test's own making)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(1 << 16)
-        if not chunk:
-            return
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    while len(body) < length:
-        chunk = conn.recv(1 << 16)
-        if not chunk:
-            return
-        body += chunk
-
-
 @pytest.fixture
 def attack_server(request: pytest.FixtureRequest) -> Iterator[int]:
-    behaviour = ATTACKS[request.param][0]
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(32)
-    port = server.getsockname()[1]
-
-    def handle(conn: socket.socket) -> None:
-        try:
-            conn.settimeout(10)
-            _read_request(conn)
-            behaviour(conn, port)
-        except OSError:
-            pass
-        finally:
-            conn.close()
-
-    def serve() -> None:
-        for _ in range(64):
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            threading.Thread(target=handle, args=(conn,), daemon=True).start()
-
-    threading.Thread(target=serve, daemon=True).start()
-    yield port
-    server.close()
+    with raw_socket_server(ATTACKS[request.param][0]) as port:
+        yield port
 
 
 def _client(provider: str, port: int) -> RemoteClient:
@@ -329,7 +283,7 @@ def test_a_redirect_to_another_host_carries_no_secret(
             return
         with conn:
             conn.settimeout(5)
-            _read_request(conn)
+            read_request(conn)
             redirect(conn, 0)
 
     threading.Thread(target=serve_first, daemon=True).start()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -20,6 +19,7 @@ from callbench.models.remote.openai_client import OpenAIClient
 from callbench.models.remote.retry import classify_exception
 from callbench.models.remote.secrets import Redactor
 from callbench.models.remote.transport import TRANSPORT_ENV, aiohttp_fault_kind, sdk_http_client
+from fakes.raw_socket_server import raw_socket_server
 
 JSON = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 Behaviour = Callable[[socket.socket], None]
@@ -44,31 +44,11 @@ BEHAVIOURS: dict[str, tuple[Behaviour, str]] = {
 
 @pytest.fixture
 def raw_server(request: pytest.FixtureRequest) -> Iterator[int]:
-    """A loopback port whose server reads one request per connection and answers it with the
-    behaviour named by the test's ``behaviour`` parameter; bounded (daemon thread, closed at the
-    end of the test)."""
+    """A loopback port whose server reads each request and answers it with the behaviour named by
+    the test's ``behaviour`` parameter (``fakes/raw_socket_server.py``)."""
     behaviour = BEHAVIOURS[request.param][0]
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-
-    def serve() -> None:
-        for _ in range(64):
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            try:
-                conn.recv(1 << 16)
-                behaviour(conn)
-            except OSError:
-                pass
-            finally:
-                conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    yield server.getsockname()[1]
-    server.close()
+    with raw_socket_server(lambda conn, _port: behaviour(conn)) as port:
+        yield port
 
 
 def _client(provider: str, port: int) -> RemoteClient:
