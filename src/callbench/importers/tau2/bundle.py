@@ -37,8 +37,8 @@ SOURCE_COMMIT = "a2c0247"
 """The tau2-bench commit whose data this importer was written and measured against; recorded in
 provenance."""
 DOMAINS = ("retail",)
-"""Domains this importer can convert: those whose database is in the data folder and whose tools
-have descriptions and operations here (airline's db.json is not shipped with the data)."""
+"""Domains this importer can convert: those whose tools
+have descriptions and state operations here (airline has neither yet)."""
 
 
 class Tau2ImportError(Exception):
