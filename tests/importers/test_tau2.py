@@ -24,7 +24,7 @@ from callbench.cli import app
 from callbench.importers.tau2 import Tau2ImportError, import_tau2
 from callbench.importers.tau2.bundle import ImportSummary
 from callbench.importers.tau2.tools import WRITE_TOOLS
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 
 REPO = Path(__file__).resolve().parents[2]
 CANDIDATES = [REPO / ".." / "shared" / "peers" / "tau2", Path("/work/shared/peers/tau2")]
