@@ -44,9 +44,21 @@ class _Fake:
         for _ in range(10):
             out = await self.brain(s["messages"], self.tools, s)
             calls = out.get("tool_calls") or []
-            s["messages"].append({"role": "assistant", "content": out.get("content"), "tool_calls": [
-                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-                for c in calls] or None})
+            s["messages"].append(
+                {
+                    "role": "assistant",
+                    "content": out.get("content"),
+                    "tool_calls": [
+                        {
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": c["name"], "arguments": c["arguments"]},
+                        }
+                        for c in calls
+                    ]
+                    or None,
+                }
+            )
             if out.get("content"):
                 said.append(out["content"])
             for c in calls:
@@ -64,14 +76,22 @@ class _Fake:
 class VapiFake(_Fake):
     """``POST /session``, ``POST /chat``, ``DELETE /session/{id}``, ``GET /assistant/{id}``."""
 
-    def __init__(self, brain: Brain, scenario_id: str, key: str, assistant: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, brain: Brain, scenario_id: str, key: str, assistant: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(brain, scenario_id, key)
         self.assistant = assistant or {"id": "asst_1", "model": {"tools": []}}
 
     def app(self) -> web.Application:
         app = web.Application()
-        app.add_routes([web.post("/session", self.open), web.post("/chat", self.chat),
-                        web.delete("/session/{sid}", self.close), web.get("/assistant/{aid}", self.get)])
+        app.add_routes(
+            [
+                web.post("/session", self.open),
+                web.post("/chat", self.chat),
+                web.delete("/session/{sid}", self.close),
+                web.get("/assistant/{aid}", self.get),
+            ]
+        )
         return app
 
     async def open(self, request: web.Request) -> web.Response:
@@ -79,8 +99,13 @@ class VapiFake(_Fake):
             return web.json_response({"message": "Unauthorized"}, status=401)
         body = await request.json()
         sid = f"sess_{uuid.uuid4().hex[:12]}"
-        self.sessions[sid] = {"episode_id": body.get("name", ""), "agent_id": "", "scenario_id": self.scenario_id,
-                              "turn": 0, "messages": [{"role": "system", "content": "deployed prompt"}]}
+        self.sessions[sid] = {
+            "episode_id": body.get("name", ""),
+            "agent_id": "",
+            "scenario_id": self.scenario_id,
+            "turn": 0,
+            "messages": [{"role": "system", "content": "deployed prompt"}],
+        }
         return web.json_response({"id": sid, "assistantId": body["assistantId"]}, status=201)
 
     async def chat(self, request: web.Request) -> web.Response:
@@ -109,10 +134,16 @@ class VapiFake(_Fake):
 
     async def tool(self, s: dict[str, Any], call: dict[str, Any]) -> tuple[str, bool]:
         sid = next(k for k, v in self.sessions.items() if v is s)
-        msg = {"message": {"type": "tool-calls", "timestamp": int(time.time() * 1000),
-                           "chat": {"id": s["chat_id"], "sessionId": sid},
-                           "toolCallList": [{"id": call["id"], "name": call["name"],
-                                             "arguments": json.loads(call["arguments"])}]}}
+        msg = {
+            "message": {
+                "type": "tool-calls",
+                "timestamp": int(time.time() * 1000),
+                "chat": {"id": s["chat_id"], "sessionId": sid},
+                "toolCallList": [
+                    {"id": call["id"], "name": call["name"], "arguments": json.loads(call["arguments"])}
+                ],
+            }
+        }
         async with aiohttp.ClientSession() as http, http.post(self.webhook_url, json=msg) as r:
             body = await r.json()
         res = body["results"][0]
@@ -130,9 +161,15 @@ class RetellFake(_Fake):
 
     def app(self) -> web.Application:
         app = web.Application()
-        app.add_routes([web.post("/create-chat", self.open), web.post("/create-chat-completion", self.chat),
-                        web.patch("/end-chat/{cid}", self.close), web.get("/get-agent/{aid}", self.agent),
-                        web.get("/get-retell-llm/{lid}", self.get_llm)])
+        app.add_routes(
+            [
+                web.post("/create-chat", self.open),
+                web.post("/create-chat-completion", self.chat),
+                web.patch("/end-chat/{cid}", self.close),
+                web.get("/get-agent/{aid}", self.agent),
+                web.get("/get-retell-llm/{lid}", self.get_llm),
+            ]
+        )
         return app
 
     async def open(self, request: web.Request) -> web.Response:
@@ -140,13 +177,24 @@ class RetellFake(_Fake):
             return web.json_response({"message": "Unauthorized"}, status=401)
         body = await request.json()
         cid = uuid.uuid4().hex
-        s = self.sessions[cid] = {"episode_id": body.get("metadata", {}).get("episode_id", ""), "agent_id": "",
-                                  "scenario_id": self.scenario_id, "turn": 0, "chat_id": cid,
-                                  "messages": [{"role": "system", "content": "deployed prompt"}]}
+        s = self.sessions[cid] = {
+            "episode_id": body.get("metadata", {}).get("episode_id", ""),
+            "agent_id": "",
+            "scenario_id": self.scenario_id,
+            "turn": 0,
+            "chat_id": cid,
+            "messages": [{"role": "system", "content": "deployed prompt"}],
+        }
         said, _ = await self._run(s, None)
-        return web.json_response({"chat_id": cid, "agent_id": body["agent_id"], "chat_status": "ongoing",
-                                  "message_with_tool_calls": [{"role": "agent", "content": t} for t in said]},
-                                 status=201)
+        return web.json_response(
+            {
+                "chat_id": cid,
+                "agent_id": body["agent_id"],
+                "chat_status": "ongoing",
+                "message_with_tool_calls": [{"role": "agent", "content": t} for t in said],
+            },
+            status=201,
+        )
 
     async def chat(self, request: web.Request) -> web.Response:
         if not self._authorized(request):
@@ -169,16 +217,24 @@ class RetellFake(_Fake):
     async def agent(self, request: web.Request) -> web.Response:
         if not self._authorized(request):
             return web.json_response({"message": "Unauthorized"}, status=401)
-        return web.json_response({"agent_id": request.match_info["aid"],
-                                  "response_engine": {"type": "retell-llm", "llm_id": self.llm["llm_id"]}})
+        return web.json_response(
+            {
+                "agent_id": request.match_info["aid"],
+                "response_engine": {"type": "retell-llm", "llm_id": self.llm["llm_id"]},
+            }
+        )
 
     async def get_llm(self, request: web.Request) -> web.Response:
         return web.json_response(self.llm)
 
     async def tool(self, s: dict[str, Any], call: dict[str, Any]) -> tuple[str, bool]:
-        body = json.dumps({"name": call["name"], "call": {"chat_id": s["chat_id"]},
-                           "args": json.loads(call["arguments"])}).encode()
+        body = json.dumps(
+            {"name": call["name"], "call": {"chat_id": s["chat_id"]}, "args": json.loads(call["arguments"])}
+        ).encode()
         sig = retell_signature(body, self.key, int(time.time() * 1000))
         headers = {"Content-Type": "application/json", "X-Retell-Signature": sig}
-        async with aiohttp.ClientSession() as http, http.post(self.webhook_url, data=body, headers=headers) as r:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(self.webhook_url, data=body, headers=headers) as r,
+        ):
             return await r.text(), False

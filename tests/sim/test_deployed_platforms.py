@@ -38,8 +38,13 @@ async def test_platform_agent_graded_as_the_model(platform: str) -> None:
     hook_cfg = WebhookConfig(secret=SECRET, retell_key=KEY if platform == "retell" else None)
     async with serve(fake.app()) as url:
         kind = VapiDeployed if platform == "vapi" else RetellDeployed
-        cand = kind(f"deployed:{platform}:agent_1", ModelSettings(base_url=url), "agent_1", hook_cfg,
-                    env=_env(kind.key_env))
+        cand = kind(
+            f"deployed:{platform}:agent_1",
+            ModelSettings(base_url=url),
+            "agent_1",
+            hook_cfg,
+            env=_env(kind.key_env),
+        )
         try:
             server = await webhook_for(cand)
             fake.webhook_url = f"{server.base_url}/{SECRET}/{platform}"
@@ -63,8 +68,13 @@ async def test_platform_faults_skip_the_episode_and_are_attributed(status: int, 
     fake = RetellFake(scripted_brain(starter()), SCENARIO, KEY)
     fake.status = status
     async with serve(fake.app()) as url:
-        cand = RetellDeployed("deployed:retell:agent_1", ModelSettings(base_url=url), "agent_1",
-                              WebhookConfig(secret=SECRET, retell_key=KEY), env=_env("RETELL_API_KEY"))
+        cand = RetellDeployed(
+            "deployed:retell:agent_1",
+            ModelSettings(base_url=url),
+            "agent_1",
+            WebhookConfig(secret=SECRET, retell_key=KEY),
+            env=_env("RETELL_API_KEY"),
+        )
         try:
             server = await webhook_for(cand)
             fake.webhook_url = f"{server.base_url}/{SECRET}/retell"
