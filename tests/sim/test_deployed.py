@@ -98,3 +98,42 @@ async def test_concurrent_episodes_keep_their_backends_apart() -> None:
         assert tr.end_reason != EndReason.SKIPPED, tr.skip_reason
         assert _calls(tr) == _calls(alone[tr.scenario_id]), tr.episode_id
         assert tr.state == alone[tr.scenario_id].state
+
+
+async def test_an_agent_that_does_not_answer_in_time_is_a_timeout_fault_not_the_agents() -> None:
+    from aiohttp import web
+
+    from callbench.models.faults import collect_faults
+
+    async def open_session(request: web.Request) -> web.Response:
+        return web.json_response({"session_id": "s1", "messages": ["Hello, clinic."], "ended": False})
+
+    async def slow_turn(request: web.Request) -> web.Response:
+        await asyncio.sleep(2)
+        return web.json_response({"messages": [], "ended": False})
+
+    async def close(request: web.Request) -> web.Response:
+        return web.json_response({})
+
+    app = web.Application()
+    app.add_routes(
+        [
+            web.post("/sessions", open_session),
+            web.post("/sessions/{sid}/turns", slow_turn),
+            web.delete("/sessions/{sid}", close),
+        ]
+    )
+    async with serve(app) as url:
+        cand = create_deployed(
+            f"deployed:http:{url}", f"http:{url}", ModelSettings(timeout_s=0.3), WebhookConfig()
+        )
+        try:
+            with collect_faults() as ledger:
+                trace = await _episode(cand, SCENARIOS[0], "t-r0")
+        finally:
+            await cand.aclose()
+    assert trace.end_reason == EndReason.SKIPPED
+    assert trace.skip_reason is not None and "no reply within 0.3 s" in trace.skip_reason
+    assert ledger.roles["candidate"].faults == {"timeout": 1}
+    assert (ledger.skip_role, ledger.skip_kind) == ("candidate", "timeout")
+    assert trace.messages[1].content == "Hello, clinic."
