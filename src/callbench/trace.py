@@ -152,6 +152,49 @@ class CallerView(BaseModel):
     system_prompt: str
 
 
+class ToolRoundTrip(BaseModel):
+    """One tool call as the webhook saw it: its event, when it arrived (seconds after the agent
+    was sent the caller's turn) and how long the webhook took to answer it (seconds)."""
+
+    tool_event: int
+    arrived_s: float
+    answer_s: float
+
+
+class DeployedTurn(BaseModel):
+    """One agent reply of a deployed candidate: ``reply_s`` is the wall time from sending the
+    caller's text to receiving the reply over the adapter (seconds; tool round trips included)."""
+
+    candidate_turn: int
+    reply_s: float
+    tool_round_trips: list[ToolRoundTrip] = Field(default_factory=list)
+
+
+class LateToolCall(BaseModel):
+    """A tool call that reached the webhook after its episode ended: answered with an error, never
+    sent to the backend."""
+
+    name: str
+    raw_arguments: str
+    route: str  # vapi, retell or generic
+
+
+class DeployedRecord(BaseModel):
+    """How a deployed candidate was driven: the ``adapter`` (http, vapi, retell...), what it
+    could not observe of the agent (``unobserved``: system prompt, token usage...), the SHA-256 of
+    the deployed configuration read before the run (None: not readable), whether the agent or
+    its platform ended the call without a call-ending tool (``ended_by_agent``), per-reply timings,
+    and tool calls that arrived after the episode ended. The candidate's view
+    (``instructions_sha256``) is the bundle's document, which a deployed agent was never sent."""
+
+    adapter: str
+    unobserved: list[str] = Field(default_factory=list)
+    config_sha256: str | None = None
+    ended_by_agent: bool = False
+    turns: list[DeployedTurn] = Field(default_factory=list)
+    late_tool_calls: list[LateToolCall] = Field(default_factory=list)
+
+
 class Trace(BaseModel):
     """One episode. Saved atomically as ``traces/<episode_id>.json.gz`` (gzip JSON; older runs:
     ``.json``; :mod:`callbench.runfolder.episode_files`)."""
@@ -185,6 +228,7 @@ class Trace(BaseModel):
     code_version: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)  # loop limits etc.
     state: StateRecord | None = None  # stateful backend: initial hash + final version of changed records
+    deployed: DeployedRecord | None = None  # a deployed candidate's adapter, blind spots and timings
 
     @property
     def skipped(self) -> bool:

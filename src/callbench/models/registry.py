@@ -2,7 +2,8 @@
 
 Specs (``specs.py``): ``openai:<model>``, ``anthropic:<model>``, ``local``, ``local:0.5b``,
 ``local:1.5b``, ``local:<variant>-q4_0`` (requantised copy, ``requantize.py``),
-``local:<path.gguf>``, ``scripted:<name>``. Every error names the spec.
+``local:<path.gguf>``, ``scripted:<name>``, ``deployed:<adapter>:<target>`` (a deployed agent,
+candidates only: ``models/deployed/``). Every error names the spec.
 """
 
 from __future__ import annotations
@@ -81,6 +82,12 @@ def create_client(
         from callbench.models.scripted.models import create_scripted
 
         return create_scripted(spec, settings, bundle)
+    if provider == "deployed":
+        if role not in (None, "candidate"):
+            raise ValueError(f"{spec}: a deployed agent can only be a candidate, not the {role}")
+        from callbench.models.deployed import create_deployed
+
+        return create_deployed(spec, model, settings)  # never cached: the agent's tools run live
     if provider == "openai":
         from callbench.models.remote.openai_client import OpenAIClient
 

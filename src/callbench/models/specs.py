@@ -9,13 +9,16 @@ Providers (DESIGN.md "models/"; issue #5):
   embedded llama.cpp model
   (DESIGN.md "Embedded default model"); bare ``local`` picks the 1.5B weights when installed.
 - ``scripted:<name>``: deterministic test models (written in ``scripted.py`` / ``scripted_judge.py``).
+- ``deployed:http:<URL>``, ``deployed:vapi:<assistant id>``, ``deployed:retell:<agent id>``: a
+  deployed agent driven over its own interface, candidates only (``models/deployed/``,
+  ``docs/deployed.md``).
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-Provider = Literal["openai", "anthropic", "local", "scripted"]
+Provider = Literal["openai", "anthropic", "local", "scripted", "deployed"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 
 
@@ -40,4 +43,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
         )
     if provider != "local" and not model:
         raise ValueError(f"model spec {spec!r}: provider {provider!r} needs a model name after the colon")
+    if provider == "deployed":
+        from callbench.models.deployed import split_deployed
+
+        split_deployed(spec, model)
     return provider, model

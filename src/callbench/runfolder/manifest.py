@@ -48,6 +48,9 @@ class RunManifest(BaseModel):
     bundle_version: str
     bundle_hash: str
     bundle_path: str
+    deployed_configs: dict[str, str | None] = Field(default_factory=dict)
+    """Deployed candidates: spec -> SHA-256 of the deployed configuration read before the run
+    (None: the platform does not let us read it, so its tools were not checked)."""
     callbench_version: str
     git_commit: str | None = None
     git_dirty: bool | None = None

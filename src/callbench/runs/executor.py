@@ -23,6 +23,7 @@ from callbench.bundle.models import Bundle
 from callbench.bundle.provenance import review_counts, unreviewed_generated
 from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelClient, ModelSettings
+from callbench.models.deployed.base import as_deployed
 from callbench.models.faults import FaultLedger, collect_faults
 from callbench.runfolder.manifest import EpisodeKey, RunManifest
 from callbench.runfolder.provenance import code_version, git_state
@@ -120,6 +121,9 @@ def _compare(old: RunManifest, new: RunManifest) -> list[str]:
             diffs.append(f"{name} {a.spec} vs {b.spec} (or its settings)")
     if [saved_form(c) for c in old.candidates] != [saved_form(c) for c in new.candidates]:
         diffs.append("candidates differ")
+    if old.deployed_configs != new.deployed_configs:
+        diffs.append("the deployed configuration changed (deployed_configs): "
+                     "a new deployment is a new candidate")
     if old.loop_settings != new.loop_settings:
         diffs.append(f"loop settings {old.loop_settings} vs {new.loop_settings}")
     return diffs
@@ -198,6 +202,8 @@ def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle,
         bundle_version=bundle.meta.version,
         bundle_hash=bundle.content_hash,
         bundle_path=str(Path(bundle.root)),
+        deployed_configs={d.spec: d.config_sha256
+                          for d in map(as_deployed, clients.values()) if d is not None},
         callbench_version=code_version(),
         git_commit=commit,
         git_dirty=dirty,

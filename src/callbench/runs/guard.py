@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from callbench.models.base import InfrastructureError, ModelClient, ModelRequest, ModelResponse
+from callbench.models.deployed.base import as_deployed
 
 FATAL_STATUS = frozenset({401, 403, 404})
 DEFAULT_MAX_CONSECUTIVE = 3
@@ -103,8 +104,8 @@ def limit_providers(clients: dict[str, ModelClient], provider_limits: dict[str, 
     shared = health or RunHealth(max_consecutive)
 
     def limited(name: str, c: ModelClient) -> ModelClient:
-        if isinstance(c, Limited):
-            return c
+        if isinstance(c, Limited) or as_deployed(c) is not None:
+            return c  # a deployed agent is driven by sessions, not by limited completion requests
         provider = c.spec.split(":", 1)[0]
         limit = provider_limits.get(provider, concurrency)
         sem = sems.setdefault(provider, asyncio.Semaphore(max(1, limit)))

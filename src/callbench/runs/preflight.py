@@ -28,7 +28,8 @@ of the preflight is counted in a fault ledger that the session saves with the ru
 (``faults/preflight/``) and the report adds to ``runs[].faults``. Scripted models need no network and
 the embedded ``local`` model is checked when it loads, so neither gets a preflight; a response
 cache is bypassed (the probe must reach the provider), and a ``replay_only`` run, which promises no
-model call, gets none.
+model call, gets none. A deployed candidate (``deployed:``) is checked by opening a session,
+asking for its greeting and closing it (:func:`check_deployed`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from callbench.models.base import (
     Role,
     ToolSchema,
 )
+from callbench.models.deployed.base import DeployedCandidate, SessionInfo, as_deployed
 from callbench.models.specs import parse_spec
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, FATAL_STATUS
 
@@ -141,6 +143,21 @@ def _output_cause(role: Role, e: ModelOutputError) -> str:
     return f"no {what}: {e}"
 
 
+async def check_deployed(name: str, dep: DeployedCandidate) -> None:
+    """A deployed candidate opens a session, answers the start of a call and closes; raises
+    :class:`PreflightError` naming the candidate and the platform's fault otherwise. The session
+    gets no webhook address: a preflight greeting must not call tools."""
+    info = SessionInfo(episode_id="preflight", agent_id="", scenario_id="")
+    try:
+        session = await dep.open(info)
+        try:
+            await session.send(None)
+        finally:
+            await session.close()
+    except InfrastructureError as e:
+        raise PreflightError(f"preflight: {name} {dep.spec}: {e}") from None
+
+
 async def preflight(clients: dict[str, ModelClient]) -> list[str]:
     """Check every distinct role model of ``clients`` (keys ``candidate:<slug>``, ``caller``,
     ``task_judge``, ``conversation_judge``) that needs it, in that order; returns the notes of
@@ -151,6 +168,10 @@ async def preflight(clients: dict[str, ModelClient]) -> list[str]:
     seen: set[tuple[str, str, bool]] = set()
     for name, client in clients.items():
         role: Role = "candidate" if name.startswith("candidate") else name  # type: ignore[assignment]
+        dep = as_deployed(client)
+        if dep is not None:
+            await check_deployed(name, dep)
+            continue
         if not needs_preflight(client.spec):
             continue
         headers = json.dumps(sorted(client.settings.extra_headers.items()))

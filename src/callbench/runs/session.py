@@ -29,6 +29,7 @@ from callbench.grade.models import EpisodeGrade
 from callbench.models import activity
 from callbench.models.base import ModelClient, Usage
 from callbench.models.cache import CacheMode, ResponseCache
+from callbench.models.deployed.base import as_deployed
 from callbench.models.faults import collect_faults
 from callbench.runfolder.lock import LOCK_FILE, hold_run_folder
 from callbench.runfolder.manifest import MANIFEST, EpisodeKey, RunManifest
@@ -153,6 +154,11 @@ async def run_and_grade(
                 if on_graded:
                     on_graded(g)
 
+        if any(as_deployed(c) is not None for c in clients.values()):
+            from callbench.runs.deployment import check_deployments
+
+            agents = {a.config.id: a for a, _ in select_scenarios(bundle, config.filters)}
+            await check_deployments(clients, list(agents.values()))  # hashes kept on the candidates
         if config.preflight and (cache is None or cache.mode is not CacheMode.REPLAY_ONLY):
             check_request_rules(clients, select_scenarios(bundle, config.filters))
             # the preflight's requests, retries and faults go into the run's fault ledger

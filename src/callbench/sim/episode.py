@@ -21,6 +21,7 @@ from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.state.engine import StateStore
 from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage, first_user_message
+from callbench.models.deployed.base import as_deployed
 from callbench.models.faults import note_skip
 from callbench.sim.backend import Backend
 from callbench.sim.caller import build_caller_prompt
@@ -141,6 +142,11 @@ async def run_episode(
 
     Raises ``ValueError`` (before any model call) for bundle errors: instructions that do not render,
     or a fixture reference that does not resolve; validation (``callbench validate``) catches both.
+
+    A deployed candidate (:mod:`callbench.models.deployed`) is driven through its session by
+    :class:`~callbench.sim.deployed.DeployedConversation`; it is sent no first user message (its
+    platform starts the call), and the trace's ``deployed`` record says which adapter drove it,
+    what it could not observe and how long each reply took.
     """
     limits = limits or LoopLimits()
     # rendered instructions, tools, caller prompt and resolved fixtures (a bundle error raises here)
@@ -149,8 +155,17 @@ async def run_episode(
     seeds = episode_seeds(run_seed, scenario.id, repeat)
     usage: dict[str, Usage] = {"candidate": Usage(), "caller": Usage()}
 
+    deployed = as_deployed(candidate)
+
     def new_conversation() -> Conversation:
-        return Conversation(
+        kind: type[Conversation] = Conversation
+        extra: dict[str, object] = {}
+        if deployed is not None:
+            from callbench.sim.deployed import DeployedConversation
+
+            kind, extra = DeployedConversation, {"deployed": deployed}
+        return kind(
+            **extra,
             scenario=scenario,
             agent_id=agent.config.id,
             episode_id=episode_id,
@@ -165,8 +180,9 @@ async def run_episode(
             usage=usage,
             max_caller_turns=limits.max_caller_turns,
             max_tool_calls=limits.max_tool_calls_per_turn,
-            first_user_message="" if limits.empty_first_user_message else first_user_message(
-                candidate, agent.config.first_user_message, agent.config.first_user_message_text),
+            first_user_message=None if deployed is not None else "" if limits.empty_first_user_message
+            else first_user_message(candidate, agent.config.first_user_message,
+                                    agent.config.first_user_message_text),
             caller_attempts=limits.caller_turn_attempts,
             static_system_chars=const.static_chars,
         )
@@ -203,6 +219,7 @@ async def run_episode(
             code_version=code_version,
             settings=limits.model_dump(mode="json"),
             state=conv.backend.state.record() if conv.backend.state is not None else None,
+            deployed=getattr(conv, "record", None),
         )
 
     failure: tuple[Conversation, CallerFailed] | None = None

@@ -1,0 +1,78 @@
+"""Candidates that are endpoints, not models: deployed agents driven over their own interface
+(:mod:`.base`), with adapters for the generic HTTP protocol (:mod:`.generic`), Vapi
+(:mod:`.vapi`) and Retell (:mod:`.retell`); :func:`create_deployed` builds one from its spec."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from callbench.models.base import ModelSettings
+from callbench.models.deployed.base import (
+    AgentReply,
+    DeployedCandidate,
+    DeployedSession,
+    SessionInfo,
+    WebhookConfig,
+    as_deployed,
+)
+
+ADAPTERS = ("http", "vapi", "retell")
+
+__all__ = [
+    "ADAPTERS",
+    "AgentReply",
+    "DeployedCandidate",
+    "DeployedSession",
+    "SessionInfo",
+    "WebhookConfig",
+    "as_deployed",
+    "create_deployed",
+    "split_deployed",
+]
+
+
+def split_deployed(spec: str, model: str) -> tuple[str, str]:
+    """``(adapter, target)`` of a deployed spec's model part (``http:<URL>``, ``vapi:<assistant
+    id>``, ``retell:<agent id>``). Raises ValueError naming the spec for an unknown adapter, a
+    missing target, or an ``http`` URL that is not http(s) or that holds userinfo or a query (the
+    spec is saved in the manifest: credentials go in ``extra_headers`` as ``env:VAR``)."""
+    adapter, _, target = model.partition(":")
+    if adapter not in ADAPTERS:
+        raise ValueError(
+            f"model spec {spec!r}: unknown deployed adapter {adapter!r}; expected "
+            "deployed:http:<URL>, deployed:vapi:<assistant id> or deployed:retell:<agent id>"
+        )
+    if not target.strip():
+        raise ValueError(f"model spec {spec!r}: deployed:{adapter} needs a target after the colon")
+    if adapter == "http":
+        try:
+            parts = urlsplit(target)
+        except ValueError as e:
+            raise ValueError(f"model spec {spec!r}: not a URL ({e})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"model spec {spec!r}: expected an http:// or https:// URL after deployed:http:")
+        if "@" in parts.netloc or parts.query:
+            raise ValueError(
+                f"model spec {spec!r}: the URL may hold no user, password or query (the spec "
+                "is saved); send credentials as extra_headers with env:VAR values"
+            )
+    return adapter, target.strip()
+
+
+def create_deployed(
+    spec: str, model: str, settings: ModelSettings, webhook: WebhookConfig | None = None
+) -> DeployedCandidate:
+    """The deployed candidate of ``spec`` (its model part ``model``). Raises ValueError as
+    :func:`split_deployed` does, or naming the missing platform key variable."""
+    adapter, target = split_deployed(spec, model)
+    if adapter == "http":
+        from callbench.models.deployed.generic import HttpDeployed
+
+        return HttpDeployed(spec, settings, target, webhook)
+    if adapter == "vapi":
+        from callbench.models.deployed.vapi import VapiDeployed
+
+        return VapiDeployed(spec, settings, target, webhook)
+    from callbench.models.deployed.retell import RetellDeployed
+
+    return RetellDeployed(spec, settings, target, webhook)
