@@ -22,7 +22,7 @@ from callbench.runs.executor import RoleSpec, RunConfig
 from callbench.runs.plan import ScenarioFilters, candidate_slug
 from callbench.runs.preflight import PreflightError, preflight
 from callbench.runs.session import run_and_grade
-from callbench.runs.store import RunStore
+from callbench.runfolder.store import RunStore
 from callbench.sim.webhook import webhook_for
 
 SCENARIO = "clinic_ortho_reschedule"
