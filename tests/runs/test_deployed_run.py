@@ -17,12 +17,12 @@ from callbench.models.deployed.platform import config_sha256
 from callbench.models.deployed.vapi import VapiDeployed
 from callbench.models.scripted.judge import create_scripted_judge
 from callbench.models.scripted.models import create_scripted
+from callbench.runfolder.store import RunStore
 from callbench.runs.deployment import DeploymentMismatch
 from callbench.runs.executor import RoleSpec, RunConfig
 from callbench.runs.plan import ScenarioFilters, candidate_slug
 from callbench.runs.preflight import PreflightError, preflight
 from callbench.runs.session import run_and_grade
-from callbench.runfolder.store import RunStore
 from callbench.sim.webhook import webhook_for
 
 SCENARIO = "clinic_ortho_reschedule"
