@@ -203,6 +203,7 @@ async def run_episode(
             code_version=code_version,
             settings=limits.model_dump(mode="json"),
             state=conv.backend.state.record() if conv.backend.state is not None else None,
+            latency=conv.latency.episode(),
         )
 
     failure: tuple[Conversation, CallerFailed] | None = None
