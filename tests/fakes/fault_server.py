@@ -168,9 +168,8 @@ def role_of(body: dict[str, Any], dialect: str = "openai") -> str:
 def _unstreamed(raw: bytes) -> bytes:
     """``raw`` without ``stream`` and ``stream_options`` (this server never streams: a client that
     asked for a stream and got a plain answer sends the same request again without them, and that
-    is the same request for counting ``repeats``); other bodies unchanged."""
-    if b'"stream"' not in raw:
-        return raw
+    is the same request for counting ``repeats``), re-encoded compactly with sorted keys (the
+    SDKs encode a body in different layouts whether it is streamed or not)."""
     try:
         body = json.loads(raw)
     except ValueError:
@@ -179,7 +178,7 @@ def _unstreamed(raw: bytes) -> bytes:
         return raw
     body.pop("stream", None)
     body.pop("stream_options", None)
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode()
 
 
 class FaultServer:

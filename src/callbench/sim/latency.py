@@ -77,7 +77,8 @@ class LatencyRecorder:
             role=role, turn=turn, attempt=attempt, start_s=max(0.0, began - self.origin), gap_s=gap,
             first_token_s=first_token, first_speech_s=first_speech if speech else None, waited_s=waited,
             streamed=streamed, source=_source(cached, timing), attempts=attempts,  # type: ignore[arg-type]
-            input_tokens=usage.input_tokens if usage else 0, output_tokens=usage.output_tokens if usage else 0,
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
             speech=speech, tool_calls=calls)
         self.requests.append(item)
         self.speech.append(content if speech else None)

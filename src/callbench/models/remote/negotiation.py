@@ -166,7 +166,8 @@ class Capabilities:
                 return True
             if problem is not None and not problem.mentions("stream"):
                 return False
-            if problem is not None and sent == "usage" and problem.mentions("stream_options", "include_usage"):
+            named_options = problem is not None and problem.mentions("stream_options", "include_usage")
+            if problem is not None and sent == "usage" and named_options:
                 self.stream = "plain"
                 self.learnt.append(f"stream_options rejected ({problem.summary()}); streaming without usage")
                 return True
