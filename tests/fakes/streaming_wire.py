@@ -32,7 +32,7 @@ PIECE = 4
 
 
 def _pieces(text: str) -> list[str]:
-    return [text[i:i + PIECE] for i in range(0, len(text), PIECE)] or []
+    return [text[i : i + PIECE] for i in range(0, len(text), PIECE)] or []
 
 
 def openai_chunks(answer: dict[str, Any], *, usage: bool) -> Iterator[tuple[str, Any]]:
@@ -46,9 +46,16 @@ def openai_chunks(answer: dict[str, Any], *, usage: bool) -> Iterator[tuple[str,
         for piece in _pieces(message.get(name) or ""):
             yield "text", {**head, "choices": [{"index": 0, "delta": {name: piece}, "finish_reason": None}]}
     for i, call in enumerate(message.get("tool_calls") or []):
-        first = {"index": i, "id": call["id"], "type": "function",
-                 "function": {"name": call["function"]["name"], "arguments": ""}}
-        yield "tool", {**head, "choices": [{"index": 0, "delta": {"tool_calls": [first]}, "finish_reason": None}]}
+        first = {
+            "index": i,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
+        yield (
+            "tool",
+            {**head, "choices": [{"index": 0, "delta": {"tool_calls": [first]}, "finish_reason": None}]},
+        )
         for piece in _pieces(call["function"]["arguments"]):
             delta = {"tool_calls": [{"index": i, "function": {"arguments": piece}}]}
             yield "text", {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
@@ -62,27 +69,88 @@ def anthropic_events(answer: dict[str, Any]) -> Iterator[tuple[str, tuple[str, A
     """``(kind, (event name, data))`` events for a Messages API ``message`` body."""
     start = {k: v for k, v in answer.items() if k not in ("content", "stop_reason", "usage")}
     usage = answer["usage"]
-    yield "meta", ("message_start", {"type": "message_start", "message": {
-        **start, "content": [], "stop_reason": None,
-        "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}})
+    yield (
+        "meta",
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    **start,
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1},
+                },
+            },
+        ),
+    )
     yield "meta", ("ping", {"type": "ping"})
     for i, block in enumerate(answer["content"]):
         if block["type"] == "text":
-            yield "meta", ("content_block_start", {"type": "content_block_start", "index": i,
-                                                   "content_block": {"type": "text", "text": ""}})
+            yield (
+                "meta",
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                ),
+            )
             for piece in _pieces(block["text"]):
-                yield "text", ("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                       "delta": {"type": "text_delta", "text": piece}})
+                yield (
+                    "text",
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "text_delta", "text": piece},
+                        },
+                    ),
+                )
         else:
-            yield "tool", ("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
-                "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})
+            yield (
+                "tool",
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": block["id"],
+                            "name": block["name"],
+                            "input": {},
+                        },
+                    },
+                ),
+            )
             for piece in _pieces(json.dumps(block["input"], ensure_ascii=False)):
-                yield "text", ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {
-                    "type": "input_json_delta", "partial_json": piece}})
+                yield (
+                    "text",
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": i,
+                            "delta": {"type": "input_json_delta", "partial_json": piece},
+                        },
+                    ),
+                )
         yield "meta", ("content_block_stop", {"type": "content_block_stop", "index": i})
-    yield "meta", ("message_delta", {"type": "message_delta", "delta": {
-        "stop_reason": answer["stop_reason"], "stop_sequence": None},
-        "usage": {"output_tokens": usage["output_tokens"]}})
+    yield (
+        "meta",
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": answer["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        ),
+    )
     yield "meta", ("message_stop", {"type": "message_stop"})
 
 
@@ -110,8 +178,17 @@ def _chunk(h: BaseHTTPRequestHandler, data: bytes) -> None:
     h.wfile.flush()
 
 
-def write_answer(h: BaseHTTPRequestHandler, dialect: str, answer: dict[str, Any], *, stream: bool,
-                 usage: bool, profile: LatencyProfile, n: int, fault: str | None = None) -> float:
+def write_answer(
+    h: BaseHTTPRequestHandler,
+    dialect: str,
+    answer: dict[str, Any],
+    *,
+    stream: bool,
+    usage: bool,
+    profile: LatencyProfile,
+    n: int,
+    fault: str | None = None,
+) -> float:
     """Write ``answer`` (a complete body of ``dialect``) to ``h``, streamed or whole; returns the
     drawn time to first token. ``fault`` breaks the stream after its first content event."""
     ttft = profile.first_token(n)
@@ -141,11 +218,16 @@ def write_answer(h: BaseHTTPRequestHandler, dialect: str, answer: dict[str, Any]
                 return ttft
             first = False
         if dialect == "openai":
-            line = b"data: [DONE]\n\n" if data is None else (
-                b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n")
+            line = (
+                b"data: [DONE]\n\n"
+                if data is None
+                else (b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n")
+            )
         else:
             name, payload = data
-            line = f"event: {name}\ndata: ".encode() + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+            line = (
+                f"event: {name}\ndata: ".encode() + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+            )
         _chunk(h, line)
     _chunk(h, b"")
     return ttft
@@ -154,13 +236,16 @@ def write_answer(h: BaseHTTPRequestHandler, dialect: str, answer: dict[str, Any]
 def _fault(h: BaseHTTPRequestHandler, dialect: str, fault: str) -> None:
     if fault == "error_event":
         error = {"type": "overloaded_error", "message": "Overloaded"}
-        line = (b"event: error\ndata: " + json.dumps({"type": "error", "error": error}).encode()
-                if dialect == "anthropic" else b"data: " + json.dumps({"error": error}).encode())
+        line = (
+            b"event: error\ndata: " + json.dumps({"type": "error", "error": error}).encode()
+            if dialect == "anthropic"
+            else b"data: " + json.dumps({"error": error}).encode()
+        )
         _chunk(h, line + b"\n\n")
     elif fault == "not_json":
-        _chunk(h, b"data: {\"choices\": [\n\n")
+        _chunk(h, b'data: {"choices": [\n\n')
     elif fault == "not_utf8":
-        _chunk(h, b"data: {\"x\": \"\xff\xfe\"}\n\n")
+        _chunk(h, b'data: {"x": "\xff\xfe"}\n\n')
     # the chunked body ends cleanly; with "cut" nothing else came: no terminator event
     _chunk(h, b"")
 
@@ -169,8 +254,15 @@ class WireServer:
     """See the module docstring. Use as a context manager; :attr:`url` (OpenAI) and :attr:`root`
     (Anthropic) are its base URLs."""
 
-    def __init__(self, openai_answer: dict[str, Any], anthropic_answer: dict[str, Any], *,
-                 profile: LatencyProfile | None = None, fault: str | None = None, fault_times: int = 1) -> None:
+    def __init__(
+        self,
+        openai_answer: dict[str, Any],
+        anthropic_answer: dict[str, Any],
+        *,
+        profile: LatencyProfile | None = None,
+        fault: str | None = None,
+        fault_times: int = 1,
+    ) -> None:
         self.answers = {"openai": openai_answer, "anthropic": anthropic_answer}
         self.profile = profile or LatencyProfile()
         self.fault, self.fault_times = fault, fault_times
@@ -194,17 +286,28 @@ class WireServer:
                     server._n += 1
                     server.streamed.append(bool(body.get("stream")))
                 fault = server.fault if n < server.fault_times else None
-                usage = bool((body.get("stream_options") or {}).get("include_usage")) or dialect == "anthropic"
-                server.drawn[n] = write_answer(self, dialect, server.answers[dialect],
-                                               stream=bool(body.get("stream")), usage=usage,
-                                               profile=server.profile, n=n, fault=fault)
+                usage = (
+                    bool((body.get("stream_options") or {}).get("include_usage")) or dialect == "anthropic"
+                )
+                server.drawn[n] = write_answer(
+                    self,
+                    dialect,
+                    server.answers[dialect],
+                    stream=bool(body.get("stream")),
+                    usage=usage,
+                    profile=server.profile,
+                    n=n,
+                    fault=fault,
+                )
 
             def log_message(self, *args: object) -> None:
                 pass
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+        threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -27,9 +27,14 @@ from callbench.models.remote.openai_client import OpenAIClient
 from callbench.models.remote.transport import TRANSPORT_ENV
 from fakes.streaming_wire import LatencyProfile, WireServer
 
-TOOLS = [ToolSchema(name="lookup", description="Look up.", parameters={
-    "type": "object", "properties": {"q": {"type": "string"}}}),
-    ToolSchema(name="book", description="Book.", parameters={"type": "object", "properties": {}})]
+TOOLS = [
+    ToolSchema(
+        name="lookup",
+        description="Look up.",
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+    ),
+    ToolSchema(name="book", description="Book.", parameters={"type": "object", "properties": {}}),
+]
 SPEECH = "Namaste! Aapka booking number 4 2 1 hai. Kuch aur?"
 
 
@@ -38,19 +43,35 @@ def _openai(content: str | None, calls: list[tuple[str, dict[str, Any]]], refusa
     if refusal is not None:
         message["refusal"] = refusal
     if calls:
-        message["tool_calls"] = [{"id": f"call_{i}", "type": "function", "function": {
-            "name": n, "arguments": json.dumps(a)}} for i, (n, a) in enumerate(calls)]
-    return {"id": "c1", "object": "chat.completion", "created": 0, "model": "fake",
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": 31, "completion_tokens": 17, "total_tokens": 48}}
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            for i, (n, a) in enumerate(calls)
+        ]
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": {"prompt_tokens": 31, "completion_tokens": 17, "total_tokens": 48},
+    }
 
 
 def _anthropic(content: str | None, calls: list[tuple[str, dict[str, Any]]], stop: str | None = None) -> dict:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
-    blocks += [{"type": "tool_use", "id": f"toolu_{i}", "name": n, "input": a} for i, (n, a) in enumerate(calls)]
-    return {"id": "m1", "type": "message", "role": "assistant", "model": "fake", "content": blocks,
-            "stop_reason": stop or ("tool_use" if calls else "end_turn"), "stop_sequence": None,
-            "usage": {"input_tokens": 31, "output_tokens": 17}}
+    blocks += [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": n, "input": a} for i, (n, a) in enumerate(calls)
+    ]
+    return {
+        "id": "m1",
+        "type": "message",
+        "role": "assistant",
+        "model": "fake",
+        "content": blocks,
+        "stop_reason": stop or ("tool_use" if calls else "end_turn"),
+        "stop_sequence": None,
+        "usage": {"input_tokens": 31, "output_tokens": 17},
+    }
 
 
 CALL = ("lookup", {"q": "booking ४२१"})
@@ -59,22 +80,34 @@ SHAPES: dict[str, tuple[dict, dict]] = {
     "tools": (_openai(None, [CALL]), _anthropic(None, [CALL])),
     "both": (_openai("One moment.", [CALL]), _anthropic("One moment.", [CALL])),
     "several_tools": (_openai(None, [CALL, ("book", {})]), _anthropic(None, [CALL, ("book", {})])),
-    "calls_in_text": (_openai('{"name": "lookup", "arguments": {"q": "x"}}', []),
-                      _anthropic('{"name": "lookup", "arguments": {"q": "x"}}', [])),
-    "refusal": (_openai(None, [], refusal="I can't help with that."),
-                _anthropic("I can't help with that.", [], stop="refusal")),
+    "calls_in_text": (
+        _openai('{"name": "lookup", "arguments": {"q": "x"}}', []),
+        _anthropic('{"name": "lookup", "arguments": {"q": "x"}}', []),
+    ),
+    "refusal": (
+        _openai(None, [], refusal="I can't help with that."),
+        _anthropic("I can't help with that.", [], stop="refusal"),
+    ),
 }
 
 
 def _request(role: str = "candidate") -> ModelRequest:
-    return ModelRequest(messages=[ChatMessage(role="system", content="Be brief."),
-                                  ChatMessage(role="user", content="hello")],
-                        tools=TOOLS, context=RequestContext(role=role, episode_id="e1"))  # type: ignore[arg-type]
+    return ModelRequest(
+        messages=[ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content="hello")],
+        tools=TOOLS,
+        context=RequestContext(role=role, episode_id="e1"),
+    )  # type: ignore[arg-type]
 
 
 def _client(dialect: str, server: WireServer, stream: str, **extra: Any) -> Any:
-    settings = ModelSettings(base_url=server.root if dialect == "anthropic" else server.url, timeout_s=5.0,
-                             max_attempts=3, retry_base_delay_s=0.0, stream=stream, **extra)  # type: ignore[arg-type]
+    settings = ModelSettings(
+        base_url=server.root if dialect == "anthropic" else server.url,
+        timeout_s=5.0,
+        max_attempts=3,
+        retry_base_delay_s=0.0,
+        stream=stream,
+        **extra,
+    )  # type: ignore[arg-type]
     cls = AnthropicClient if dialect == "anthropic" else OpenAIClient
     return cls(f"{dialect}:fake", settings)
 
@@ -123,10 +156,18 @@ async def test_calls_in_text_without_parsing_is_the_same_output_error_streamed_o
 
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])
-@pytest.mark.parametrize(("fault", "kind"), [("cut", "reset"), ("error_event", "error_body"),
-                                             ("not_json", "malformed_body"), ("not_utf8", "not_utf8")])
-async def test_a_fault_mid_stream_is_the_providers_and_retried(dialect: str, fault: str, kind: str,
-                                                               transport: str) -> None:
+@pytest.mark.parametrize(
+    ("fault", "kind"),
+    [
+        ("cut", "reset"),
+        ("error_event", "error_body"),
+        ("not_json", "malformed_body"),
+        ("not_utf8", "not_utf8"),
+    ],
+)
+async def test_a_fault_mid_stream_is_the_providers_and_retried(
+    dialect: str, fault: str, kind: str, transport: str
+) -> None:
     with WireServer(*SHAPES["speech"], fault=fault, fault_times=1) as server:
         client = _client(dialect, server, "on")
         with collect_faults() as ledger:

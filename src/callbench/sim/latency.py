@@ -31,7 +31,7 @@ class LatencyRecorder:
     in seconds (``time.perf_counter``; injectable for tests)."""
 
     def __init__(self, language: str, clock: object = time.perf_counter) -> None:
-        self.clock = clock  # type: ignore[assignment]
+        self.clock = clock
         self.origin: float = self._now()
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
         self.language = language
@@ -76,7 +76,7 @@ class LatencyRecorder:
         item = RequestLatency(
             role=role, turn=turn, attempt=attempt, start_s=max(0.0, began - self.origin), gap_s=gap,
             first_token_s=first_token, first_speech_s=first_speech if speech else None, waited_s=waited,
-            streamed=streamed, source=_source(cached, timing), attempts=attempts,  # type: ignore[arg-type]
+            streamed=streamed, source=_source(cached, timing), attempts=attempts,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
             speech=speech, tool_calls=calls)
@@ -94,7 +94,7 @@ class LatencyRecorder:
         sources = {r.source for r in self.requests}
         return EpisodeLatency(
             started_at=self.started_at, speech_rate=rate_label(self.language),
-            source=(sources.pop() if len(sources) == 1 else "mixed") if sources else "measured",  # type: ignore[arg-type]
+            source=(sources.pop() if len(sources) == 1 else "mixed") if sources else "measured",
             requests=list(self.requests),
             turns=[turn_latency(t, items) for t, items in sorted(turns.items())])
 
@@ -135,4 +135,4 @@ def turn_latency(turn: int, items: Sequence[tuple[RequestLatency, str | None]]) 
         turn=turn, start_s=items[0][0].start_s, time_to_first_word_s=first_word, dead_air_s=dead_air,
         completion_s=at, spoken_s=spoken, words=words, tool_round_trips_before_speech=before,
         requests=len(items), retries=retries, streamed=all(r.streamed for r, _ in items),
-        source=sources.pop() if len(sources) == 1 else "mixed")  # type: ignore[arg-type]
+        source=sources.pop() if len(sources) == 1 else "mixed")

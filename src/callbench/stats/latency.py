@@ -85,7 +85,7 @@ def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
     samples: list[NDArray[np.float64]] = []
     for start in range(0, n_samples, _CHUNK):
         b = min(_CHUNK, n_samples - start)
-        episodes, mask = expand(structure, draw(structure, rng, b))
+        episodes, _ = expand(structure, draw(structure, rng, b))
         counts = np.zeros((b, n + 1), dtype=np.float64)
         flat = episodes.reshape(b, -1)
         np.add.at(counts, (np.repeat(np.arange(b), flat.shape[1]), flat.ravel()), 1.0)
@@ -97,7 +97,8 @@ def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
 
 def latency_quantile(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
                      turns: Sequence[Sequence[float | None]], q: float, rng: np.random.Generator,
-                     n_samples: int = DEFAULT_SAMPLES, confidence: float = DEFAULT_CONFIDENCE) -> BootstrapResult:
+                     n_samples: int = DEFAULT_SAMPLES, confidence: float = DEFAULT_CONFIDENCE
+                     ) -> BootstrapResult:
     """The ``q`` quantile (0.5: median, 0.9: p90, 0.99: p99) of the turn values, in their unit
     (seconds), with its hierarchical bootstrap interval. Episode i belongs to ``agents[i]`` and
     ``scenarios[i]`` and has turn values ``turns[i]``. ``estimate`` is None when no turn value

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 from callbench.models.base import InfrastructureError
 from callbench.models.remote.anomalies import _error_body, checked_body
@@ -52,7 +52,7 @@ async def sse_events(response: Any, who: str) -> AsyncIterator[tuple[str, dict[s
     Raises InfrastructureError ``not_utf8`` / ``malformed_body`` for an event's data that is not
     a UTF-8 JSON object (``anomalies.checked_body``)."""
     buffer = b""
-    event, data_lines = "", []
+    event, data_lines = "", cast("list[bytes]", [])
     async for chunk in response.aiter_bytes():
         if not chunk:
             continue
@@ -215,11 +215,11 @@ async def anthropic_stream_body(response: Any, who: str) -> dict[str, Any]:
     if message is None or not stopped:
         raise _cut(who, "no message_stop" if message is not None else "no message_start")
     for index, text in partial.items():
-        block = blocks.get(index)
-        if block is None or block.get("type") != "tool_use":
+        tool = blocks.get(index)
+        if tool is None or tool.get("type") != "tool_use":
             continue
         try:
-            block["input"] = json.loads(text) if text.strip() else {}
+            tool["input"] = json.loads(text) if text.strip() else {}
         except json.JSONDecodeError as e:
             raise InfrastructureError(f"{who}: malformed_body: a tool_use block's streamed input is not "
                                       f"JSON ({e.msg})", retryable=True, kind="malformed_body") from None
@@ -255,9 +255,10 @@ async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers
             return None, response, await response.aread()
         except httpx2.TimeoutException as err:  # raised as the SDK raises it for a body it reads
             raise sdk.APITimeoutError(request=response.request) from err
-        except (httpx2.HTTPError, *aiohttp_errors()) as err:
+        except (httpx2.HTTPError, *aiohttp_errors()) as err:  # type: ignore[misc]
             raise sdk.APIConnectionError(request=response.request) from err
         finally:
             await response.aclose()
 
-    return await within_deadline(timeout, exchange())
+    result: tuple[dict[str, Any] | None, Any, bytes] = await within_deadline(timeout, exchange())
+    return result
