@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.state.models import StateChange, StateRecord
 from callbench.models.base import ModelSettings, ToolCall, ToolSchema, Usage
+from callbench.models.timing import AttemptTiming
 from callbench.textfile import read_text
 
 TRACE_SCHEMA_VERSION = 1
@@ -193,6 +194,81 @@ class DeployedRecord(BaseModel):
     ended_by_agent: bool = False
     turns: list[DeployedTurn] = Field(default_factory=list)
     late_tool_calls: list[LateToolCall] = Field(default_factory=list)
+class RequestLatency(BaseModel):
+    """The timings of one model request of the episode (candidate or caller). Seconds.
+
+    ``start_s`` is when the episode loop sent it, from the episode's start (``perf_counter``, a
+    monotonic clock; the wall-clock anchor is :attr:`EpisodeLatency.started_at`). The other times
+    count from that send: ``first_token_s`` (first content token; not streamed: the whole answer),
+    ``first_speech_s`` (first token of speech, when the answer held speech; not streamed: the whole
+    answer), ``waited_s`` (the answer complete: every attempt and the backoff between them
+    included, so it is what the conversation waited). ``attempts`` keeps each HTTP attempt
+    (``models/timing.py``). ``gap_s``: seconds between the end of the previous candidate request of
+    the same turn and this one (the tool round trip in the harness); 0 for a turn's first.
+    ``source``: ``measured`` (timed by the client), ``replayed`` (served from the response cache:
+    the stored timings of the original request, not measured now), ``harness`` (a client that
+    times nothing, e.g. scripted: the loop timed the call, no first token known)."""
+
+    role: str
+    turn: int
+    attempt: int = 0
+    message_index: int | None = None
+    start_s: float
+    gap_s: float = 0.0
+    first_token_s: float
+    first_speech_s: float | None = None
+    waited_s: float
+    streamed: bool = False
+    source: Literal["measured", "replayed", "harness"] = "measured"
+    attempts: list[AttemptTiming] = Field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    speech: bool = False
+    tool_calls: int = 0
+
+    @property
+    def retries(self) -> int:
+        return max(0, len(self.attempts) - 1)
+
+
+class TurnLatency(BaseModel):
+    """One candidate turn, as the caller lives it. Seconds from the end of the caller's turn as the
+    candidate observed it (the send of the turn's first request; turn 0, the greeting: the call
+    connecting). ``time_to_first_word_s``: until the first token of speech the caller would hear
+    (tool round trips before any speech count toward it; None when the turn said nothing);
+    ``dead_air_s``: silences after the first word while the agent worked (tools, further
+    requests), the estimated playing time of earlier speech subtracted; ``completion_s``: until
+    the turn's last answer was complete; ``spoken_s``: the estimated speaking time of the turn's
+    speech (``sim/speech_rate.py``); ``tool_round_trips_before_speech``: answers with tool calls
+    before the first with speech. ``streamed`` is False when any of its requests was not streamed
+    (its first word is then the whole answer: latency = completion time)."""
+
+    turn: int
+    start_s: float
+    time_to_first_word_s: float | None = None
+    dead_air_s: float = 0.0
+    completion_s: float
+    spoken_s: float = 0.0
+    words: int = 0
+    tool_round_trips_before_speech: int = 0
+    requests: int = 0
+    retries: int = 0
+    streamed: bool = False
+    source: Literal["measured", "replayed", "harness", "mixed"] = "measured"
+
+
+class EpisodeLatency(BaseModel):
+    """Timings of an episode: measurements, not content (never in a judge's prompt, never in the
+    trace's content hash :meth:`Trace.sha256`). ``started_at``: the wall clock (UTC, ISO 8601) at
+    the episode's start, the anchor of every ``start_s``; ``speech_rate``: the rate used for spoken
+    time (``sim/speech_rate.py``), e.g. ``hi: 2.9 words/s``."""
+
+    started_at: str
+    clock: str = "perf_counter"
+    speech_rate: str = ""
+    source: Literal["measured", "replayed", "harness", "mixed"] = "measured"
+    requests: list[RequestLatency] = Field(default_factory=list)
+    turns: list[TurnLatency] = Field(default_factory=list)
 
 
 class Trace(BaseModel):
@@ -229,21 +305,31 @@ class Trace(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)  # loop limits etc.
     state: StateRecord | None = None  # stateful backend: initial hash + final version of changed records
     deployed: DeployedRecord | None = None  # a deployed candidate's adapter, blind spots and timings
+    latency: EpisodeLatency | None = None
+    """Timings (None in traces saved before they were recorded): left out of :meth:`sha256`."""
 
     @property
     def skipped(self) -> bool:
         return self.end_reason == EndReason.SKIPPED
 
-    def canonical_json(self) -> str:
-        """Deterministic JSON (sorted keys, no timestamps, compact separators): equal traces give
-        equal bytes. Compact so that the C encoder serialises it (``indent`` falls back to the
-        pure-Python encoder, several times slower); readers accept any JSON layout."""
+    def canonical_json(self, *, content_only: bool = False) -> str:
+        """Deterministic JSON (sorted keys, compact separators): equal traces give equal bytes.
+        Compact so that the C encoder serialises it (``indent`` falls back to the pure-Python
+        encoder, several times slower); readers accept any JSON layout. ``latency`` is left out when
+        it is None (a trace saved before timings keeps its bytes) and always with ``content_only``;
+        ``deployed`` is left out when it is None (traces of model candidates keep their bytes)."""
+        exclude = {"latency"} if content_only or self.latency is None else set()
+        if self.deployed is None:
+            exclude.add("deployed")
         return json.dumps(
-            self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+            self.model_dump(mode="json", exclude=exclude), sort_keys=True, ensure_ascii=False,
+            separators=(",", ":"),
         )
 
     def sha256(self) -> str:
-        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+        """SHA-256 of the content: :meth:`canonical_json` without the timings, so a streamed and a
+        non-streamed run (or a replay) of the same conversation hash alike."""
+        return hashlib.sha256(self.canonical_json(content_only=True).encode()).hexdigest()
 
 
 def _umask() -> int:

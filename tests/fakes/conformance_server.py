@@ -33,6 +33,9 @@ A valid request is answered as the role it plays:
   plan step and says goodbye once the schema allows only null, the judges label every criterion
   met and rate 5, and any other schema gets its smallest instance.
 
+A request that asks for a stream (``stream: true``) is answered in the provider's event-stream
+format (:mod:`fakes.streaming_wire`), with the seeded delays of ``latency`` when given.
+
 Bounded: at most ``max_requests`` requests are answered (later ones get 503) and the server shuts
 itself down after ``lifetime_s`` seconds. :attr:`ConformanceServer.log` has one
 :class:`Exchange` per request; :meth:`ConformanceServer.rejected` those answered 400.
@@ -54,6 +57,7 @@ from callbench.models.base import ModelRequest, ModelResponse
 from callbench.models.remote.request_rules import anthropic_request_problems, openai_request_problems
 from callbench.models.remote.rules import ANTHROPIC, GEMINI, OPENAI
 from fakes.fault_server import role_of, structured_answer
+from fakes.streaming_wire import LatencyProfile, write_answer
 
 HINT: contextvars.ContextVar[tuple[str, int, bool] | None] = contextvars.ContextVar("hint", default=None)
 
@@ -124,8 +128,10 @@ class ConformanceServer:
     """The server (see the module docstring). Use as a context manager."""
 
     def __init__(self, bundle: Bundle | None = None, *, gemini: bool = False, gemini_tools: bool = True,
-                 max_requests: int = 20000, lifetime_s: float = 600.0) -> None:
+                 max_requests: int = 20000, lifetime_s: float = 600.0,
+                 latency: LatencyProfile | None = None) -> None:
         self.gemini, self.gemini_tools = gemini, gemini_tools
+        self.latency = latency  # seeded delays (fakes.streaming_wire); a streamed request streams anyway
         self.max_requests, self.lifetime_s = max_requests, lifetime_s
         self.log: list[Exchange] = []
         self._scenarios: dict[str, Scenario] = (
@@ -295,6 +301,11 @@ class ConformanceServer:
             return self._send(h, 400, self.error_body(body, dialect, problems))
         reply = self._anthropic_reply if dialect == "anthropic" else self._openai_reply
         entry.role, answer = reply(body, h.headers, n)
+        if body.get("stream") or self.latency is not None:  # the provider's own event stream
+            usage = dialect == "anthropic" or bool((body.get("stream_options") or {}).get("include_usage"))
+            write_answer(h, dialect, answer, stream=bool(body.get("stream")), usage=usage,
+                         profile=self.latency or LatencyProfile(), n=n)
+            return None
         return self._send(h, 200, answer)
 
     @staticmethod

@@ -165,6 +165,22 @@ def role_of(body: dict[str, Any], dialect: str = "openai") -> str:
     return _SCHEMA_ROLES.get(name, "probe")
 
 
+def _unstreamed(raw: bytes) -> bytes:
+    """``raw`` without ``stream`` and ``stream_options`` (this server never streams: a client that
+    asked for a stream and got a plain answer sends the same request again without them, and that
+    is the same request for counting ``repeats``), re-encoded compactly with sorted keys (the
+    SDKs encode a body in different layouts whether it is streamed or not)."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw
+    if not isinstance(body, dict):
+        return raw
+    body.pop("stream", None)
+    body.pop("stream_options", None)
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode()
+
+
 class FaultServer:
     """The server. Use as a context manager; :attr:`url` is the ``/v1`` base URL.
 
@@ -258,7 +274,7 @@ class FaultServer:
 
     # ------------------------------------------------------------------ decisions
     def _fault_for(self, raw: bytes, dialect: str = "openai") -> str | None:
-        digest = hashlib.sha256(raw).hexdigest()
+        digest = hashlib.sha256(_unstreamed(raw)).hexdigest()
         with self._lock:
             seen = self._seen.get(digest, 0)
             self._seen[digest] = seen + 1

@@ -65,12 +65,17 @@ async def test_replay_only_reproduces_trace_bytes(tmp_path: Path):
             repeat=0,
         )
         cache.close()
-        return trace.canonical_json(), cand.calls + caller.calls
+        assert trace.latency is not None
+        sources.append({r.source for r in trace.latency.requests})
+        return trace.canonical_json(content_only=True), cand.calls + caller.calls
 
+    sources: list[set[str]] = []
     first, calls = await episode("read_write", random.Random(1))
     assert calls > 2
     replayed, replay_calls = await episode("replay_only", None)
     assert replay_calls == 0
     assert replayed == first
+    # scripted models time nothing: the loop timed them; a replay says its timings are replayed
+    assert sources[0] == {"harness"} and sources[1] == {"replayed"}
     fresh, _ = await episode("off", random.Random(2))
     assert fresh != first  # without the cache the noise shows: the equality above is not vacuous

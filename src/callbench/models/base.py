@@ -14,6 +14,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
+from callbench.models.timing import ResponseTiming
+
 Role = Literal["candidate", "caller", "task_judge", "conversation_judge", "generator"]
 """Who sends a request; ``generator`` is scenario generation (``callbench generate``)."""
 
@@ -31,10 +33,10 @@ HEADER_VALUE_MARKER = "[not saved]"
 URL_PART_MARKER = "not-saved"
 """What a saved ``base_url`` holds in place of its userinfo and of each query value."""
 """What every saved header value is replaced by (manifests, traces, grade sets, reports)."""
-OPERATIONAL_SETTINGS = frozenset({"extra_headers", "max_attempts", "retry_base_delay_s"})
+OPERATIONAL_SETTINGS = frozenset({"extra_headers", "max_attempts", "retry_base_delay_s", "stream"})
 """Settings that never change what a model says (left out of candidate ids)."""
 OMITTED_AT_DEFAULT = frozenset({"tool_choice", "structured_output", "parse_content_tool_calls",
-                                "first_user_message", "first_user_message_text"})
+                                "first_user_message", "first_user_message_text", "stream"})
 """Settings added after runs were saved: left out of candidate ids and cache keys while at their
 default, so ids and cache keys of earlier runs stay the same (``identity_settings``)."""
 
@@ -102,6 +104,12 @@ class ModelSettings(BaseModel):
     message is a trace message, so the trace records it (:func:`first_user_message`)."""
     first_user_message_text: str | None = None
     """The text of ``first_user_message: text``."""
+    stream: Literal["auto", "on", "off"] = "auto"
+    """openai, anthropic, local: ask for the answer as a stream, so that the time to its first
+    token is measured (``models/timing.py``). ``auto``: the candidate streams, other roles do not
+    (nothing waits on their first token); ``on``: every role; ``off``: none. An endpoint that
+    cannot stream is negotiated down and its answers are marked not streamed. Never changes what
+    the model says: left out of candidate ids and cache keys."""
 
     @model_validator(mode="after")
     def _first_user_text(self) -> ModelSettings:
@@ -261,6 +269,9 @@ class ModelResponse(BaseModel):
     finish_reason: str | None = None
     model: str = ""
     cached: bool = False
+    timing: ResponseTiming | None = None
+    """When and how the answer arrived (``models/timing.py``); None when the client does not
+    measure its requests (scripted models: the episode loop then times the call itself)."""
 
 
 class InfrastructureError(Exception):
@@ -297,6 +308,7 @@ class ModelOutputError(Exception):
         self.raw = raw
         self.usage = usage
         self.kind = kind  # "empty_reply": no content and no tool calls, after one retry
+        self.timing: ResponseTiming | None = None  # set by clients that time their requests
 
 
 @runtime_checkable
@@ -314,6 +326,11 @@ class ModelClient(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse: ...
 
     async def aclose(self) -> None: ...
+
+
+def wants_stream(settings: ModelSettings, role: str) -> bool:
+    """Whether a request of ``role`` asks for a streamed answer under ``settings.stream``."""
+    return settings.stream == "on" or (settings.stream == "auto" and role == "candidate")
 
 
 def first_user_message(

@@ -46,7 +46,8 @@ from callbench.models.base import (
     identity_settings,
 )
 
-NON_KEY_SETTINGS = frozenset({"base_url", "extra_headers", "timeout_s", "max_attempts", "retry_base_delay_s"})
+NON_KEY_SETTINGS = frozenset({"base_url", "extra_headers", "timeout_s", "max_attempts", "retry_base_delay_s",
+                              "stream"})
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,

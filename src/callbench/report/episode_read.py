@@ -99,7 +99,8 @@ def read_model(path: Path, model: type[M], what: str) -> M:
 
 def text_sha256(text: str) -> str:
     """Hash of a trace file's text. ``save_trace`` writes exactly ``canonical_json() + "\\n"``, so
-    for files it wrote this equals ``Trace.sha256()`` without re-serialising the trace."""
+    for files it wrote without timings this equals ``Trace.sha256()`` (the content hash) without
+    re-serialising the trace; with timings the parsed trace's hash is compared."""
     return hashlib.sha256(text.removesuffix("\n").encode()).hexdigest()
 
 

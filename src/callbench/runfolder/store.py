@@ -73,7 +73,7 @@ _ADDED = {"episodes": ("trace_size", "trace_mtime_ns"), "grades": ("file_size", 
 def text_sha256(text: str) -> str:
     """The hash the index keeps for a trace file's text: SHA-256 of the UTF-8 text without its
     final newline (``save_trace`` writes ``canonical_json() + "\\n"``, so it equals
-    ``Trace.sha256()`` for the files callbench writes)."""
+    ``Trace.sha256()``, the content hash, for the files callbench writes without timings)."""
     return hashlib.sha256(text.removesuffix("\n").encode("utf-8")).hexdigest()
 
 

@@ -24,6 +24,7 @@ from callbench.models.base import (
 from callbench.sim.backend import Backend, CallSite, dump_result
 from callbench.sim.caller import SCHEMA_NAME, CallerOutput, Verdict, caller_schema, validate_turn
 from callbench.sim.channel import Channel
+from callbench.sim.latency import LatencyRecorder
 from callbench.sim.views import REPLY_SEP, caller_messages, candidate_messages, with_retry_note
 from callbench.trace import CallerTurn, EndReason, ToolEvent, TraceMessage
 
@@ -85,6 +86,7 @@ class Conversation:
         self._ids: set[str] = set()
         self._chat: list[ChatMessage] = []  # candidate_messages(self.messages[:self._chat_upto])
         self._chat_upto = 0
+        self.latency = LatencyRecorder(scenario.language)  # timings: measurements, not content
         self._add("system", content=instructions)
 
     # ------------------------------------------------------------------ helpers
@@ -149,20 +151,26 @@ class Conversation:
                 context=self._context("candidate", turn),
                 static_system_chars=self.static_system_chars,
             )
+            began = self.latency.begin()
             try:
                 resp = await self.candidate.complete(req)
             except ModelOutputError as e:
+                self.latency.record(role="candidate", turn=turn, attempt=0, began=began, response=None,
+                                    timing=e.timing)
                 self._charge("candidate", e.usage)
                 err = str(e) or type(e).__name__
                 if e.raw:
                     err += f" | raw output: {e.raw[:2000]}"
                 self._add("assistant", candidate_turn=turn, error=err)
                 return False
+            timed = self.latency.record(role="candidate", turn=turn, attempt=0, began=began, response=resp,
+                                        timing=resp.timing, cached=resp.cached)
             self._charge("candidate", resp.usage)
             calls = self._unique_ids(resp.tool_calls, turn)
             msg = self._add(
                 "assistant", content=resp.content, tool_calls=[c for c, _ in calls], candidate_turn=turn
             )
+            timed.message_index = msg.index
             if not calls:
                 return False
             ended = refused = False
@@ -222,12 +230,17 @@ class Conversation:
                 context=self._context("caller", turn, attempt),
             )
             raw: str | None
+            began = self.latency.begin()
             try:
                 resp = await self.caller.complete(req)
+                self.latency.record(role="caller", turn=turn, attempt=attempt, began=began, response=resp,
+                                    timing=resp.timing, cached=resp.cached)
                 self._charge("caller", resp.usage)
                 raw = resp.content
                 verdict = validate_turn(raw, brief, self.expressed)
             except ModelOutputError as e:
+                self.latency.record(role="caller", turn=turn, attempt=attempt, began=began, response=None,
+                                    timing=e.timing)
                 self._charge("caller", e.usage)
                 if e.kind == "empty_reply":  # the provider's anomaly, not the simulator's: skip as
                     # infrastructure (rerun on resume), decisions.md "Fault attribution"

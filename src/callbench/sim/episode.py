@@ -220,6 +220,7 @@ async def run_episode(
             settings=limits.model_dump(mode="json"),
             state=conv.backend.state.record() if conv.backend.state is not None else None,
             deployed=getattr(conv, "record", None),
+            latency=conv.latency.episode(),
         )
 
     failure: tuple[Conversation, CallerFailed] | None = None

@@ -52,14 +52,16 @@ from callbench.models.base import (
     ModelSettings,
     ToolCall,
     Usage,
+    wants_stream,
 )
 from callbench.models.conversation import normalize_messages
 from callbench.models.faults import note_fault, note_request
 from callbench.models.remote.anomalies import anthropic_content, checked_body
 from callbench.models.remote.client import RemoteClient
 from callbench.models.remote.negotiation import request_problem
-from callbench.models.remote.prepared import cleaned_schema, tool_parameters, within_deadline
+from callbench.models.remote.prepared import JsonView, cleaned_schema, tool_parameters, within_deadline
 from callbench.models.remote.secrets import resolve_base_url, resolve_headers
+from callbench.models.remote.streaming import anthropic_stream_body, post_streamed
 from callbench.models.remote.transport import bound_responses, sdk_http_client
 from callbench.models.specs import parse_spec
 
@@ -196,6 +198,11 @@ def anthropic_request_body(request: ModelRequest, model: str, settings: ModelSet
     return body
 
 
+def _plain(value: Any) -> Any:
+    """The JSON value under a ``JsonView`` (a streamed body is read through one), else ``value``."""
+    return value._value if isinstance(value, JsonView) else value
+
+
 def parse_anthropic_message(message: Any, request: ModelRequest) -> ModelResponse:
     """A ModelResponse (usage without cost) from a ``Message``. For a ``response_schema``
     request the forced tool's input becomes the JSON ``content``."""
@@ -210,12 +217,13 @@ def parse_anthropic_message(message: Any, request: ModelRequest) -> ModelRespons
         elif block.type == "tool_use":
             if wanted is not None and block.name == wanted and answer is None:
                 value = block.input
+                value = _plain(value)
                 if wrapped and isinstance(value, dict):
                     value = value.get(WRAP_KEY)
                 answer = json.dumps(value, ensure_ascii=False)
             else:
                 calls.append(ToolCall(id=block.id, name=block.name,
-                                      arguments=json.dumps(block.input, ensure_ascii=False)))
+                                      arguments=json.dumps(_plain(block.input), ensure_ascii=False)))
     content = answer if wanted is not None else ("".join(texts) or None)
     u = message.usage  # None when a server leaves usage out (its tokens are then unknown: 0)
     read = getattr(u, "cache_read_input_tokens", None) or 0
@@ -270,6 +278,7 @@ class AnthropicClient(RemoteClient):
         self._lock = threading.Lock()
         self._failures: dict[tuple[str, bool, bool], int] = {}
         self._succeeded: set[tuple[str, bool, bool]] = set()
+        self._streams = True  # False once the server rejected or ignored a streamed request
 
     def _step_down(self, sent: SystemForm, why: str) -> bool:
         """Use the plain-string ``system`` from now on; True when the request is worth resending
@@ -311,14 +320,22 @@ class AnthropicClient(RemoteClient):
             form = self.system_form
             body = anthropic_request_body(request, self.model, self.settings, system_form=form)
 
+            stream = self._streams and wants_stream(self.settings, role)
+
             async def exchange(body: dict[str, Any] = body) -> tuple[Any, bytes]:
                 raw = await self._client.messages.with_raw_response.create(
                     **body, extra_headers=self._headers or None, timeout=self.settings.timeout_s)
                 return raw, await raw.read()
 
+            streamed: dict[str, Any] | None = None
             try:
-                # timeout_s bounds the whole exchange, body included (a slow drip is a timeout fault)
-                raw, content = await within_deadline(self.settings.timeout_s, exchange())
+                if stream:  # streaming.py: the events assembled into the plain body
+                    streamed, raw, content = await post_streamed(
+                        self._client, "/v1/messages", {**body, "stream": True}, headers=self._headers or None,
+                        timeout=self.settings.timeout_s, who=who, read=anthropic_stream_body)
+                else:
+                    # timeout_s bounds the whole exchange, body included (a slow drip is a timeout fault)
+                    raw, content = await within_deadline(self.settings.timeout_s, exchange())
             except anthropic.APIStatusError as exc:
                 status = exc.status_code
                 if status >= 500:
@@ -336,6 +353,9 @@ class AnthropicClient(RemoteClient):
                     problem = request_problem(status, exc.response.text)
                     verdict = ("step" if problem is not None and problem.mentions("system", "cache_control")
                                and self._step_down(form, problem.summary()) else "raise")
+                    if verdict == "raise" and stream and problem is not None and problem.mentions("stream"):
+                        verdict = "step"
+                        self._no_stream(f"streaming rejected ({problem.summary()})")
                 if verdict != "step":
                     raise
                 note_fault(role, "invalid_request")
@@ -349,6 +369,19 @@ class AnthropicClient(RemoteClient):
             break
         else:  # pragma: no cover - the form steps down at most once
             raise AssertionError("unreachable")
+        if streamed is not None:
+            anthropic_content(streamed, who)
+            return parse_anthropic_message(JsonView(streamed), request)
         data = checked_body(content, raw.headers.get("content-type", ""), who)
         anthropic_content(data, who)
+        if stream:  # a usable plain answer to a streamed request: the server does not stream
+            self._no_stream("streaming ignored (the server answered with a plain body)")
+            return parse_anthropic_message(JsonView(data), request)
         return parse_anthropic_message(await raw.parse(), request)
+
+    def _no_stream(self, why: str) -> None:
+        """Ask for plain answers from now on (``why`` is logged and kept in ``learnt``)."""
+        with self._lock:
+            if self._streams:
+                self._streams = False
+                self.learnt.append(f"{why}; answers are not streamed (time to first token = completion time)")

@@ -36,6 +36,7 @@ from callbench.models.output import check_json_output
 from callbench.models.pricing import PriceTable, call_cost
 from callbench.models.remote.retry import RetryPolicy, Sleep, call_with_retries, classify_exception
 from callbench.models.remote.secrets import Redactor
+from callbench.models.timing import AttemptTiming, ResponseTiming, end_attempt, start_attempt
 
 EMPTY_REPLY_ATTEMPTS = 2
 """An empty completion is retried once (issue 16 item 1)."""
@@ -135,14 +136,43 @@ class RemoteClient:
             response = response.model_copy(update={"usage": usage})
         return response
 
+    async def _timed_attempt(self, request: ModelRequest, empties: list[int], attempts: list[AttemptTiming],
+                             origin: list[float], streamed: list[bool]) -> ModelResponse:
+        """:meth:`_attempt` with its timings appended to ``attempts`` (relative to ``origin[0]``, the
+        first attempt's send, set by the first attempt); ``streamed[0]`` is whether it streamed."""
+        clock, token = start_attempt()
+        if not origin:
+            origin.append(clock.sent)
+        fault: str | None = None
+        try:
+            return await self._attempt(request, empties)
+        except (InfrastructureError, ModelOutputError) as err:
+            fault = err.kind
+            raise
+        finally:
+            end = time.perf_counter()
+            end_attempt(token)
+            attempts.append(clock.timing(origin[0], end, fault))
+            streamed[0] = clock.streamed
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` with retries. Raises InfrastructureError (retries exhausted or not
-        retryable) or ModelOutputError (unusable output; not retried here)."""
+        retryable) or ModelOutputError (unusable output; not retried here; its ``timing`` set).
+        The response's ``timing`` holds every attempt's timings (``models/timing.py``)."""
         empties: list[int] = []
+        attempts: list[AttemptTiming] = []
+        origin: list[float] = []
+        streamed = [False]
         role = request.context.role
-        return await call_with_retries(lambda: self._attempt(request, empties), policy=self.retry_policy,
-                                       rng=self._rng, sleep=self._sleep, what=f"{self.spec} ({role})",
-                                       on_retry=lambda _err: note_retry(role))
+        try:
+            response = await call_with_retries(
+                lambda: self._timed_attempt(request, empties, attempts, origin, streamed),
+                policy=self.retry_policy, rng=self._rng, sleep=self._sleep, what=f"{self.spec} ({role})",
+                on_retry=lambda _err: note_retry(role))
+        except ModelOutputError as err:
+            err.timing = ResponseTiming(attempts=attempts, streamed=streamed[0])
+            raise
+        return response.model_copy(update={"timing": ResponseTiming(attempts=attempts, streamed=streamed[0])})
 
     async def aclose(self) -> None:
         client: Any = getattr(self, "_client", None)

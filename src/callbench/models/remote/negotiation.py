@@ -130,6 +130,9 @@ def request_problem(status: int, body: str) -> RequestProblem | None:
     return None
 
 
+StreamMode = Literal["usage", "plain", "off"]
+
+
 class Capabilities:
     """What one client has learnt about its server (thread- and task-safe; see the module
     docstring). ``structured`` and ``content`` are the current choices; ``learnt`` one line per
@@ -144,8 +147,36 @@ class Capabilities:
         self.portable_tools = False
         """Tool parameters sent in the portable subset."""
         self.content: ContentForm = "null"
+        self.stream: StreamMode = "usage"
+        """How streamed requests are asked for: ``usage`` (``stream`` with
+        ``stream_options.include_usage``), ``plain`` (``stream`` alone) or ``off`` (not streamed:
+        the server rejected or ignored ``stream``)."""
         self.learnt: list[str] = []
         self._lock = threading.Lock()
+
+    def step_stream(self, problem: RequestProblem | None, sent: StreamMode, why: str = "") -> bool:
+        """The server rejected a streamed request (``problem`` naming ``stream`` or
+        ``stream_options``) or answered it without streaming (``problem`` None, ``why`` says how):
+        ask for less streaming from now on (``usage`` -> ``plain`` when only the options were
+        named, else ``off``). True when the request is worth sending again (stepped now, or a
+        concurrent request stepped since ``sent``); False when the problem is not about
+        streaming."""
+        with self._lock:
+            if self.stream != sent:
+                return True
+            if problem is not None and not problem.mentions("stream"):
+                return False
+            named_options = problem is not None and problem.mentions("stream_options", "include_usage")
+            if problem is not None and sent == "usage" and named_options:
+                self.stream = "plain"
+                self.learnt.append(f"stream_options rejected ({problem.summary()}); streaming without usage")
+                return True
+            if sent == "off":
+                return False
+            self.stream = "off"
+            self.learnt.append(f"streaming {'rejected (' + problem.summary() + ')' if problem else why}; "
+                               "answers are not streamed (time to first token = completion time)")
+            return True
 
     def _step_structured(self, problem: RequestProblem, sent: StructuredMode, sent_portable: bool) -> bool:
         if (self.structured, self.portable) != (sent, sent_portable):

@@ -59,6 +59,7 @@ from callbench.models.base import (
     ToolCall,
     Usage,
     request_seed,
+    wants_stream,
 )
 from callbench.models.conversation import normalize_messages
 from callbench.models.faults import note_fault, note_request
@@ -76,6 +77,7 @@ from callbench.models.remote.negotiation import (
 from callbench.models.remote.prepared import JsonView, cleaned_schema, post_json, shared_list, tool_parameters
 from callbench.models.remote.schemas import is_openai_strict_compatible, portable_schema
 from callbench.models.remote.secrets import resolve_base_url, resolve_headers
+from callbench.models.remote.streaming import openai_stream_body, post_streamed
 from callbench.models.remote.transport import bound_responses, sdk_http_client
 from callbench.models.specs import parse_spec
 
@@ -274,17 +276,34 @@ class OpenAIClient(RemoteClient):
                                        structured=structured or "json_schema",
                                        tool_call_content=content or "null", portable=portable,
                                        portable_tools=portable_tools)
+            stream = caps.stream if wants_stream(self.settings, role) else "off"
+            if stream != "off":
+                body["stream"] = True
+                if stream == "usage":
+                    body["stream_options"] = {"include_usage": True}
             start = time.perf_counter()
+            streamed: dict[str, Any] | None = None
             try:
-                # the body is plain JSON already: sent as is, without the SDK's per-request
-                # transform (models/remote/prepared.py); errors are the SDK's own
-                http = await post_json(self._client, "/chat/completions", body,
-                                       headers=self._headers or None, timeout=self.settings.timeout_s,
-                                       response_type=httpx2.Response)
+                if stream != "off":  # streaming.py: the chunks assembled into the plain body
+                    streamed, http, raw = await post_streamed(
+                        self._client, "/chat/completions", body, headers=self._headers or None,
+                        timeout=self.settings.timeout_s, who=who, read=openai_stream_body)
+                else:
+                    # the body is plain JSON already: sent as is, without the SDK's per-request
+                    # transform (models/remote/prepared.py); errors are the SDK's own
+                    http = await post_json(self._client, "/chat/completions", body,
+                                           headers=self._headers or None, timeout=self.settings.timeout_s,
+                                           response_type=httpx2.Response)
+                    raw = http.content
             except openai.APIStatusError as exc:
                 problem = request_problem(exc.status_code, exc.response.text)
                 if problem is None:
                     raise
+                if stream != "off" and step < MAX_NEGOTIATION_STEPS and caps.step_stream(problem, stream):
+                    note_fault(role, "invalid_request")
+                    note_request(role)
+                    LOG.info("%s (%s): %s", self.spec, role, caps.learnt[-1] if caps.learnt else "resent")
+                    continue
                 if step < MAX_NEGOTIATION_STEPS and caps.step_down(
                         problem, sent_structured=structured, sent_content=content, sent_portable=portable,
                         sent_tools=bool(request.tools), sent_portable_tools=portable_tools):
@@ -301,8 +320,11 @@ class OpenAIClient(RemoteClient):
                                         f"the request as invalid: {problem.summary()}{hint}{learnt}"),
                     retryable=False, status=problem.status, kind="invalid_request") from None
             wall_s = time.perf_counter() - start
-            data = checked_body(http.content, http.headers.get("content-type", ""), who)
+            data = streamed if streamed is not None else checked_body(
+                raw, http.headers.get("content-type", ""), who)
             openai_choices(data, who)
+            if streamed is None and stream != "off":  # a usable plain answer to a streamed request
+                caps.step_stream(None, stream, "ignored (the server answered with a plain body)")
             response = parse_openai_completion(JsonView(data))  # read as the SDK's ChatCompletion is
             speed = generation_speed(data, response.usage.output_tokens, wall_s)
             if speed is not None:

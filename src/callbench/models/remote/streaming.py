@@ -1,0 +1,264 @@
+"""Streamed answers (server-sent events) read into the body a non-streamed request would have got.
+
+Both adapters ask for a stream for the roles whose first token is timed (``base.wants_stream``).
+The stream is read through the SDK's own HTTP client (either transport, ``transport.py``) with
+the same bounds as any body (``transport.bound_responses``) and the same deadline over the whole
+exchange (``prepared.within_deadline``), and its events are assembled into exactly the JSON body
+the provider returns without streaming, which then goes through the same checks
+(``anomalies.py``) and the same parser. So a streamed and a non-streamed answer of the same server
+give the same :class:`~callbench.models.base.ModelResponse`; only the timings differ
+(``models/timing.py``: first byte, first content token, first token of speech).
+
+Wire formats: OpenAI Chat Completions ``chat.completion.chunk`` events (``data: {...}`` lines,
+``data: [DONE]`` at the end; ``stream_options.include_usage`` adds a last chunk with ``usage``
+and no choices; deltas of ``content``, ``refusal`` and ``tool_calls[i]`` concatenated by index,
+as the openai SDK's own stream accumulator does); Anthropic Messages events ``message_start``,
+``content_block_start`` / ``content_block_delta`` (``text_delta``, ``input_json_delta``) /
+``content_block_stop``, ``message_delta`` (stop reason, output tokens), ``message_stop``, ``ping``
+and ``error``.
+
+Faults in the middle of a stream are the provider's, never the candidate's: an event that is not
+JSON (``malformed_body``), not UTF-8 (``not_utf8``), an error event (``error_body``), a stream
+that ends before its terminator (``reset``: the answer is incomplete, so nothing of it is used),
+a transport failure while reading (classified as for any body: ``reset``, ``timeout``...). Each
+raises a retryable :class:`~callbench.models.base.InfrastructureError`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any, cast
+
+from callbench.models.base import InfrastructureError
+from callbench.models.remote.anomalies import _error_body, checked_body
+from callbench.models.remote.transport import aiohttp_errors
+from callbench.models.timing import mark_first_byte, mark_first_token, mark_streamed
+
+RAW_STREAM_HEADER = {"X-Stainless-Raw-Response": "stream"}
+"""Asks the SDKs to return the HTTP response with its body unread (what their
+``with_streaming_response`` does)."""
+
+
+def is_event_stream(content_type: str) -> bool:
+    """True for a ``text/event-stream`` content type."""
+    return content_type.split(";")[0].strip().lower() == "text/event-stream"
+
+
+async def sse_events(response: Any, who: str) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
+    """The events of an ``httpx2.Response`` whose body is unread, as ``(event name, data)``:
+    data is the decoded JSON object, or None for ``[DONE]``. Marks the first byte of the body.
+    Raises InfrastructureError ``not_utf8`` / ``malformed_body`` for an event's data that is not
+    a UTF-8 JSON object (``anomalies.checked_body``)."""
+    buffer = b""
+    event, data_lines = "", cast("list[bytes]", [])
+    async for chunk in response.aiter_bytes():
+        if not chunk:
+            continue
+        mark_first_byte()
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for raw in lines:
+            line = raw.rstrip(b"\r")
+            if not line:  # the end of an event (SSE: a blank line dispatches it)
+                if data_lines:
+                    yield _event(event, b"\n".join(data_lines), who)
+                event, data_lines = "", []
+                continue
+            if line.startswith(b":"):
+                continue  # a comment (keep-alive)
+            name, _, value = line.partition(b":")
+            value = value[1:] if value.startswith(b" ") else value
+            if name == b"data":
+                data_lines.append(value)
+            elif name == b"event":
+                event = value.decode("utf-8", errors="replace")
+    tail = buffer.rstrip(b"\r")
+    if tail.startswith(b"data:"):
+        data_lines.append(tail[5:].lstrip(b" "))
+    if data_lines:  # a last event without its blank line
+        yield _event(event, b"\n".join(data_lines), who)
+
+
+def _event(name: str, data: bytes, who: str) -> tuple[str, dict[str, Any] | None]:
+    if data.strip() == b"[DONE]":
+        return name, None
+    return name, checked_body(data, "application/json", f"{who} (stream event)")
+
+
+def _cut(who: str, what: str) -> InfrastructureError:
+    return InfrastructureError(f"{who}: reset: the stream stopped before its end ({what}); the answer is "
+                               "incomplete and nothing of it was used", retryable=True, kind="reset")
+
+
+def _concat(target: dict[str, Any], delta: dict[str, Any]) -> None:
+    """Merge ``delta`` into ``target`` as the openai SDK's accumulator does: strings
+    concatenated (``index`` and ``type`` replaced), objects merged, other values replaced."""
+    for key, value in delta.items():
+        if value is None:
+            continue
+        old = target.get(key)
+        if key in ("index", "type") or old is None:
+            target[key] = json.loads(json.dumps(value)) if isinstance(value, dict | list) else value
+        elif isinstance(old, str) and isinstance(value, str):
+            target[key] = old + value
+        elif isinstance(old, dict) and isinstance(value, dict):
+            _concat(old, value)
+        else:
+            target[key] = value
+
+
+async def openai_stream_body(response: Any, who: str) -> dict[str, Any]:
+    """The ``chat.completion`` body a non-streamed request would have got, from the chunks of
+    ``response``. Marks the first content token (a ``content``, ``refusal`` or tool-call delta)
+    and the first token of speech (non-blank ``content``). Raises InfrastructureError (see the
+    module docstring)."""
+    mark_streamed()
+    body: dict[str, Any] = {"object": "chat.completion"}
+    choices: dict[int, dict[str, Any]] = {}
+    done = False
+    async for _, data in sse_events(response, who):
+        if data is None:
+            done = True
+            break
+        _error_body(data, f"{who} (stream event)")
+        for key in ("id", "model", "created", "system_fingerprint", "usage", "timings"):
+            if data.get(key) is not None:
+                body[key] = data[key]
+        for item in data.get("choices") or []:
+            if not isinstance(item, dict):
+                continue
+            index = item.get("index", 0) if isinstance(item.get("index", 0), int) else 0
+            choice = choices.setdefault(index, {"index": index, "message": {"role": "assistant"},
+                                                "finish_reason": None})
+            if item.get("finish_reason") is not None:
+                choice["finish_reason"] = item["finish_reason"]
+            delta = item.get("delta")
+            if not isinstance(delta, dict):
+                continue
+            message = choice["message"]
+            for name in ("content", "refusal"):
+                text = delta.get(name)
+                if isinstance(text, str) and text:
+                    mark_first_token(speech=name == "content" and bool(text.strip()))
+                    message[name] = message.get(name, "") + text
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                mark_first_token(speech=False)
+                slots: dict[int, dict[str, Any]] = message.setdefault("_calls", {})
+                for pos, call in enumerate(calls):
+                    if isinstance(call, dict):
+                        slot = call.get("index", pos) if isinstance(call.get("index", pos), int) else pos
+                        _concat(slots.setdefault(slot, {}), {k: v for k, v in call.items() if k != "index"})
+    if not done:
+        raise _cut(who, "no data: [DONE]")
+    out = []
+    for index in sorted(choices):
+        choice = choices[index]
+        message = choice["message"]
+        slots = message.pop("_calls", {})
+        if slots:
+            message["tool_calls"] = [{"type": "function", **slots[k]} for k in sorted(slots)]
+        message.setdefault("content", None)
+        out.append(choice)
+    body["choices"] = out
+    return body
+
+
+async def anthropic_stream_body(response: Any, who: str) -> dict[str, Any]:
+    """The ``message`` body a non-streamed request would have got, from the events of
+    ``response``. Marks the first content token (a text or tool-input delta, or a tool_use block's
+    start) and the first token of speech (non-blank text). Raises InfrastructureError (see the
+    module docstring)."""
+    mark_streamed()
+    message: dict[str, Any] | None = None
+    blocks: dict[int, dict[str, Any]] = {}
+    partial: dict[int, str] = {}
+    stopped = False
+    async for name, data in sse_events(response, who):
+        if data is None:
+            continue
+        kind = data.get("type") or name
+        if kind == "error" or name == "error":
+            _error_body({"type": "error", "error": data.get("error") or data}, f"{who} (stream event)")
+        if kind == "message_start" and isinstance(data.get("message"), dict):
+            message = dict(data["message"])
+            message["content"] = []
+        elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
+            block = dict(data["content_block"])
+            blocks[int(data.get("index", len(blocks)))] = block
+            if block.get("type") == "tool_use":
+                mark_first_token(speech=False)
+            elif block.get("type") == "text" and block.get("text"):
+                mark_first_token(speech=bool(str(block["text"]).strip()))
+        elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
+            index = int(data.get("index", 0))
+            delta = data["delta"]
+            block = blocks.setdefault(index, {"type": "text", "text": ""})
+            if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+                mark_first_token(speech=bool(delta["text"].strip()))
+                block["text"] = str(block.get("text") or "") + delta["text"]
+            elif delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+                mark_first_token(speech=False)
+                partial[index] = partial.get(index, "") + delta["partial_json"]
+        elif kind == "message_delta":
+            if message is None:
+                raise _cut(who, "message_delta before message_start")
+            for key, value in (data.get("delta") or {}).items():
+                message[key] = value
+            if isinstance(data.get("usage"), dict):
+                message["usage"] = {**(message.get("usage") or {}), **data["usage"]}
+        elif kind == "message_stop":
+            stopped = True
+            break
+    if message is None or not stopped:
+        raise _cut(who, "no message_stop" if message is not None else "no message_start")
+    for index, text in partial.items():
+        tool = blocks.get(index)
+        if tool is None or tool.get("type") != "tool_use":
+            continue
+        try:
+            tool["input"] = json.loads(text) if text.strip() else {}
+        except json.JSONDecodeError as e:
+            raise InfrastructureError(f"{who}: malformed_body: a tool_use block's streamed input is not "
+                                      f"JSON ({e.msg})", retryable=True, kind="malformed_body") from None
+    message["content"] = [blocks[k] for k in sorted(blocks)]
+    return message
+
+
+async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers: dict[str, str] | None,
+                        timeout: float, who: str, read: Any) -> tuple[dict[str, Any] | None, Any, bytes]:
+    """POST ``body`` (which asks for a stream) through the SDK ``client`` and read the answer
+    within ``timeout`` seconds for the whole exchange. Returns ``(assembled body, response,
+    b"")`` for an event stream (``read`` is :func:`openai_stream_body` or
+    :func:`anthropic_stream_body`), or ``(None, response, raw body)`` when the server answered
+    without streaming (it ignored ``stream``: the caller reads the body as a plain answer). Errors
+    are the SDK's own (``APIStatusError``...) as for a plain request."""
+    import httpx2
+
+    from callbench.models.remote.prepared import within_deadline
+
+    payload = dict(body)
+    extra = payload.pop("extra_body", None)
+    if extra:
+        payload.update(extra)
+    options: dict[str, Any] = {"timeout": timeout, "headers": {**(headers or {}), **RAW_STREAM_HEADER}}
+
+    sdk = sys.modules[type(client).__module__.split(".")[0]]  # openai or anthropic
+
+    async def exchange() -> tuple[dict[str, Any] | None, Any, bytes]:
+        response = await client.post(path, cast_to=httpx2.Response, body=payload, options=options)
+        try:
+            if is_event_stream(response.headers.get("content-type", "")):
+                return await read(response, who), response, b""
+            return None, response, await response.aread()
+        except httpx2.TimeoutException as err:  # raised as the SDK raises it for a body it reads
+            raise sdk.APITimeoutError(request=response.request) from err
+        except (httpx2.HTTPError, *aiohttp_errors()) as err:  # type: ignore[misc]
+            raise sdk.APIConnectionError(request=response.request) from err
+        finally:
+            await response.aclose()
+
+    result: tuple[dict[str, Any] | None, Any, bytes] = await within_deadline(timeout, exchange())
+    return result

@@ -1,0 +1,138 @@
+"""Timing of the episode loop's requests, and the caller's view of each candidate turn.
+
+:class:`LatencyRecorder` times every ``complete`` call of the loop (``sim/conversation.py``):
+the loop's own send and return on ``perf_counter`` from the episode's start, with the client's
+per-attempt timings (``models/timing.py``) when it measured them. :func:`turn_latency` lays a
+candidate turn's requests end to end as the caller lives them (see
+:class:`~callbench.trace.TurnLatency`): the timeline is rebuilt from each request's own durations
+and the gaps between them, so a replayed turn is laid out with its replayed durations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+
+from callbench.models.base import ModelResponse
+from callbench.models.timing import AttemptTiming, ResponseTiming
+from callbench.sim.speech_rate import rate_label, spoken_seconds, word_count
+from callbench.trace import EpisodeLatency, RequestLatency, TurnLatency
+
+
+def _source(cached: bool, timing: ResponseTiming | None) -> str:
+    if cached:
+        return "replayed"
+    return "harness" if timing is None else "measured"
+
+
+class LatencyRecorder:
+    """Collects the :class:`RequestLatency` of one conversation. ``clock`` is a monotonic clock
+    in seconds (``time.perf_counter``; injectable for tests)."""
+
+    def __init__(self, language: str, clock: object = time.perf_counter) -> None:
+        self.clock = clock
+        self.origin: float = self._now()
+        self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+        self.language = language
+        self.requests: list[RequestLatency] = []
+        self.speech: list[str | None] = []  # the speech of each request's answer, for spoken time
+        self._turn_end: dict[int, float] = {}  # candidate turn -> when its last request returned
+
+    def _now(self) -> float:
+        return float(self.clock())  # type: ignore[operator]
+
+    def begin(self) -> float:
+        """The loop is about to send a request: the time to pass to :meth:`record`."""
+        return self._now()
+
+    def record(self, *, role: str, turn: int, attempt: int, began: float, response: ModelResponse | None,
+               timing: ResponseTiming | None, cached: bool = False) -> RequestLatency:
+        """Record one request sent at ``began`` (from :meth:`begin`) that has just returned
+        ``response`` (None: it raised a ModelOutputError, whose ``timing`` is given). The
+        client's ``timing`` is used when present (``source`` measured, or replayed when served
+        from the cache); otherwise the loop's own measurement (``harness``)."""
+        ended = self._now()
+        content = response.content if response is not None else None
+        calls = len(response.tool_calls) if response is not None else 0
+        speech = role == "candidate" and bool(content and content.strip())  # the caller's is JSON
+        if timing is not None and timing.attempts:
+            waited, first_token = timing.waited_s, timing.first_token_s
+            first_speech = timing.first_speech_s if timing.streamed else None
+            if speech and first_speech is None:
+                first_speech = waited if not timing.streamed else first_token
+            attempts, streamed = timing.attempts, timing.streamed
+        else:
+            waited = first_token = max(0.0, ended - began)
+            first_speech = waited if speech else None
+            attempts = [AttemptTiming(sent_s=0.0, finished_s=waited)]
+            streamed = False
+        gap = 0.0
+        if role == "candidate" and turn in self._turn_end:
+            gap = max(0.0, began - self._turn_end[turn])
+        if role == "candidate":
+            self._turn_end[turn] = ended
+        usage = response.usage if response is not None else None
+        item = RequestLatency(
+            role=role, turn=turn, attempt=attempt, start_s=max(0.0, began - self.origin), gap_s=gap,
+            first_token_s=first_token, first_speech_s=first_speech if speech else None, waited_s=waited,
+            streamed=streamed, source=_source(cached, timing), attempts=attempts,
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            speech=speech, tool_calls=calls)
+        self.requests.append(item)
+        self.speech.append(content if speech else None)
+        return item
+
+    def episode(self) -> EpisodeLatency:
+        """The :class:`EpisodeLatency` of everything recorded, with one :class:`TurnLatency` per
+        candidate turn."""
+        turns: dict[int, list[tuple[RequestLatency, str | None]]] = {}
+        for req, speech in zip(self.requests, self.speech, strict=True):
+            if req.role == "candidate":
+                turns.setdefault(req.turn, []).append((req, speech))
+        sources = {r.source for r in self.requests}
+        return EpisodeLatency(
+            started_at=self.started_at, speech_rate=rate_label(self.language),
+            source=(sources.pop() if len(sources) == 1 else "mixed") if sources else "measured",
+            requests=list(self.requests),
+            turns=[turn_latency(t, items) for t, items in sorted(turns.items())])
+
+
+def turn_latency(turn: int, items: Sequence[tuple[RequestLatency, str | None]]) -> TurnLatency:
+    """The caller's view of one candidate turn from its requests in order, each with the speech of
+    its answer (None: none). Request k starts ``gap_s`` after request k-1 ended (the first at 0);
+    its speech is available ``first_speech_s`` after its start and plays for its estimated
+    speaking time (``speech_rate.spoken_seconds``); speech that is ready while earlier speech still
+    plays waits for it. Dead air: the silences between the end of one piece of speech and the
+    start of the next. Raises ValueError for an empty ``items``."""
+    if not items:
+        raise ValueError(f"candidate turn {turn}: no requests")
+    at = 0.0  # end of the previous request on the turn's timeline
+    first_word: float | None = None
+    heard_until = 0.0
+    dead_air = spoken = 0.0
+    words = before = retries = 0
+    for k, (req, speech) in enumerate(items):
+        start = 0.0 if k == 0 else at + req.gap_s
+        retries += req.retries
+        if speech:
+            ready = start + (req.first_speech_s if req.first_speech_s is not None else req.waited_s)
+            length = spoken_seconds(speech)
+            if first_word is None:
+                first_word = ready
+                heard_until = ready + length
+            else:
+                dead_air += max(0.0, ready - heard_until)
+                heard_until = max(heard_until, ready) + length
+            spoken += length
+            words += word_count(speech)
+        elif first_word is None and req.tool_calls:
+            before += 1
+        at = start + req.waited_s
+    sources = {r.source for r, _ in items}
+    return TurnLatency(
+        turn=turn, start_s=items[0][0].start_s, time_to_first_word_s=first_word, dead_air_s=dead_air,
+        completion_s=at, spoken_s=spoken, words=words, tool_round_trips_before_speech=before,
+        requests=len(items), retries=retries, streamed=all(r.streamed for r, _ in items),
+        source=sources.pop() if len(sources) == 1 else "mixed")

@@ -1,0 +1,118 @@
+"""Latency statistics over candidate turns: quantiles (median, p90, p99) and the share of turns
+within a budget, with hierarchical bootstrap intervals.
+
+The unit measured is a candidate turn (``trace.TurnLatency``: time to first word, dead air...),
+but turns of one call are not independent, nor are the calls of one scenario or the scenarios of
+one agent. So the resampling is the scores' (``bootstrap.py``): agents, then scenarios within each
+drawn agent, then repeats (episodes) within each drawn scenario; a drawn episode brings all its
+turns. The statistic of a sample is computed over the pooled turns of its drawn episodes, each
+episode counted as often as it was drawn.
+
+Quantiles are the "inverted CDF" definition (numpy ``method="inverted_cdf"``; Hyndman and Fan
+1996, definition 1): the smallest turn value whose cumulative share of turns is at least q, so a
+reported p90 is a latency some turn actually had. Turns whose value is undefined (None or NaN,
+e.g. a turn that said nothing has no time to first word) are left out and counted; an episode
+with no defined turn is excluded as a skipped episode is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from callbench.stats.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_SAMPLES,
+    BootstrapResult,
+    build_structure,
+    draw,
+    expand,
+    percentile_interval,
+)
+
+_CHUNK = 250
+"""Bootstrap samples computed at once (bounds the (samples x turns) weight matrix)."""
+
+
+def _defined(values: Sequence[float | None]) -> list[float]:
+    return [float(v) for v in values if v is not None and not math.isnan(v)]
+
+
+def weighted_quantile(sorted_values: NDArray[np.float64], weights: NDArray[np.float64], q: float
+                      ) -> NDArray[np.float64]:
+    """The inverted-CDF ``q`` quantile of ``sorted_values`` (ascending, shape (T,)) under each row
+    of ``weights`` (shape (B, T), non-negative, every row with a positive sum): the first value
+    whose cumulative weight reaches ``q`` of the row's total. Returns shape (B,)."""
+    cum = np.cumsum(weights, axis=1)
+    target = q * cum[:, -1:]
+    index = np.argmax(cum >= target - 1e-12 * cum[:, -1:], axis=1)
+    return sorted_values[index]
+
+
+def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
+               turns: Sequence[Sequence[float | None]], statistic: str, q: float, rng: np.random.Generator,
+               n_samples: int, confidence: float) -> BootstrapResult:
+    if not len(agents) == len(scenarios) == len(turns):
+        raise ValueError(f"agents, scenarios and turns differ in length: {len(agents)}, {len(scenarios)}, "
+                         f"{len(turns)}")
+    if statistic == "quantile" and not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile must be in [0, 1], got {q}")
+    defined = [_defined(t) for t in turns]
+    marks = [float(i) if d else None for i, d in enumerate(defined)]
+    structure = build_structure(agents, scenarios, marks)
+    result = BootstrapResult(method="hierarchical", confidence=confidence, n_samples=n_samples,
+                             n_episodes=structure.n_episodes, n_excluded=structure.n_excluded,
+                             n_agents=structure.n_agents, n_scenarios=structure.n_scenarios)
+    if structure.n_episodes == 0:
+        return result
+    order = structure.values.astype(np.int64)  # structure slot -> original episode
+    values = np.concatenate([np.asarray(defined[e], dtype=np.float64) for e in order])
+    owner = np.concatenate([np.full(len(defined[e]), slot, dtype=np.int64) for slot, e in enumerate(order)])
+    sort = np.argsort(values, kind="stable")
+    values, owner = values[sort], owner[sort]
+    n = structure.n_episodes
+
+    def stat(weights: NDArray[np.float64]) -> NDArray[np.float64]:
+        if statistic == "quantile":
+            return weighted_quantile(values, weights, q)
+        total = weights.sum(axis=1)
+        return 100.0 * (weights * (values <= q)).sum(axis=1) / total
+
+    result.estimate = float(stat(np.ones((1, values.size)))[0])
+    samples: list[NDArray[np.float64]] = []
+    for start in range(0, n_samples, _CHUNK):
+        b = min(_CHUNK, n_samples - start)
+        episodes, _ = expand(structure, draw(structure, rng, b))
+        counts = np.zeros((b, n + 1), dtype=np.float64)
+        flat = episodes.reshape(b, -1)
+        np.add.at(counts, (np.repeat(np.arange(b), flat.shape[1]), flat.ravel()), 1.0)
+        counts = counts[:, :n]  # the last column counted the ignored slots
+        samples.append(stat(counts[:, owner]))
+    result.low, result.high = percentile_interval(np.concatenate(samples), confidence)
+    return result
+
+
+def latency_quantile(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
+                     turns: Sequence[Sequence[float | None]], q: float, rng: np.random.Generator,
+                     n_samples: int = DEFAULT_SAMPLES, confidence: float = DEFAULT_CONFIDENCE
+                     ) -> BootstrapResult:
+    """The ``q`` quantile (0.5: median, 0.9: p90, 0.99: p99) of the turn values, in their unit
+    (seconds), with its hierarchical bootstrap interval. Episode i belongs to ``agents[i]`` and
+    ``scenarios[i]`` and has turn values ``turns[i]``. ``estimate`` is None when no turn value
+    is defined. Raises ValueError for sequences of different lengths or q outside [0, 1]."""
+    return _bootstrap(agents, scenarios, turns, "quantile", q, rng, n_samples, confidence)
+
+
+def share_within_budget(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
+                        turns: Sequence[Sequence[float | None]], budget_s: float, rng: np.random.Generator,
+                        n_samples: int = DEFAULT_SAMPLES, confidence: float = DEFAULT_CONFIDENCE
+                        ) -> BootstrapResult:
+    """The percentage (0..100) of defined turn values at most ``budget_s`` seconds, with its
+    hierarchical bootstrap interval (arguments as :func:`latency_quantile`). Raises ValueError
+    for a negative or non-finite budget."""
+    if not math.isfinite(budget_s) or budget_s < 0:
+        raise ValueError(f"latency budget must be a non-negative number of seconds, got {budget_s}")
+    return _bootstrap(agents, scenarios, turns, "share", budget_s, rng, n_samples, confidence)
