@@ -77,8 +77,9 @@ def test_the_repair_loop_sends_untested_sections_back(agent_bundle: Path, tmp_pa
     answers.write_text(yaml.safe_dump({"follow_plan": script["follow_plan"], "items": [[
         f"{VALID}.yaml", fixed]]}, sort_keys=False), encoding="utf-8")
     client = create_client(f"scripted:generator:{answers}")
-    # one item: it must test every section of the water document that has something to test
-    outcome = asyncio.run(generate_batch(agent_bundle, client, GenerateOptions(agent=AGENT, n=1, seed=2)))
+    # one item asked for five sections: every section of the water document with something to test
+    outcome = asyncio.run(generate_batch(agent_bundle, client,
+                                         GenerateOptions(agent=AGENT, n=1, seed=2, sections_per_item=5)))
     assert outcome.written == [VALID] and outcome.failed == []
     record = load_manifest(agent_bundle).scenarios[VALID]
     first = record.audit[0].problems
@@ -107,7 +108,8 @@ def test_vapi_prompt_imports_plans_every_section_and_the_scenarios_test_each(tmp
                     "2. Choose a slot", "3. Confirm", "Cancellation Flow > 1. Identify", "2. Confirm",
                     "Call Closing"]
     client = create_client(f"scripted:generator:{PROMPTS / 'vapi_vet_script.yaml'}")
-    outcome = asyncio.run(generate_batch(root, client, GenerateOptions(agent="vapi_vet", n=3, seed=1)))
+    outcome = asyncio.run(generate_batch(root, client,
+                                         GenerateOptions(agent="vapi_vet", n=3, seed=1, sections_per_item=3)))
     assert outcome.failed == [] and len(outcome.written) == 3, outcome
     manifest = load_manifest(root)
     [batch] = manifest.batches.values()

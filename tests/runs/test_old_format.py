@@ -54,7 +54,8 @@ def test_new_files_are_gzip_json_with_the_text_hash(tmp_path: Path, dairy: Bundl
         # content without timings, which grades record
         assert sha == text_sha256(text)
         trace = store.load_trace(eid)
-        assert trace.latency is not None and trace.sha256() == text_sha256(trace.canonical_json(content_only=True))
+        assert trace.latency is not None
+        assert trace.sha256() == text_sha256(trace.canonical_json(content_only=True))
     store.close()
     grades = load_episode_grades(out, gid or "")
     assert len(grades) == len(manifest.planned)

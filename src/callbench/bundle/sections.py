@@ -128,24 +128,54 @@ def call_data_only(body: str) -> bool:
     return bool(lines) and all(any(v in x for v in CALL_VALUES) for x in lines)
 
 
+CONTEXT_TITLE = re.compile(r"\bcall context\b|^(?:[0-9]+[A-Z]?[.)]?\s+)?(?:more\s+)?worked examples\b", re.I)
+"""A heading that names a context-only section: ``Call context`` (the call's own values: date,
+time, the number shown by the network) or ``Worked examples`` (good turns shown for tone)."""
+
+NOT_RECITED = re.compile(
+    r"not to be recited|never to be recited|do not recite|examples only|for tone\b", re.I
+)
+"""A mark, in a section's heading or first line of body text, that the section shows examples and
+sets no rule: "(for tone, not to be recited)", "the names in them are examples only"."""
+
+
+def context_only(title: str, body: str) -> bool:
+    """Whether a section (heading ``title``, ``body`` text without the heading line) only sets
+    context and states no rule a scenario could test: only call data (:func:`call_data_only`), a
+    heading naming the call's context or worked examples (:data:`CONTEXT_TITLE`), or a heading or
+    first body line marked as examples not to be recited (:data:`NOT_RECITED`). A plan does not
+    assign such a section and coverage does not count it: a scenario asked to test the examples
+    of good turns would have to grade the agent on reciting them, which the document forbids."""
+    first = next((x for x in body.splitlines() if x.strip()), "")
+    return (
+        call_data_only(body)
+        or CONTEXT_TITLE.search(title) is not None
+        or NOT_RECITED.search(title) is not None
+        or NOT_RECITED.search(first) is not None
+    )
+
+
 def plannable(rendered: str, section: Section) -> bool:
     """Whether ``section`` of the neutral document ``rendered`` states something to test, so a
     generation plan assigns it and coverage counts it: it has more than one line (more than
     :data:`PREAMBLE_MIN_LINES` for the preamble; a heading with no body, such as ``[Booking
-    Flow]`` right before its steps, has nothing to test) and is not only call data
-    (:func:`call_data_only`)."""
+    Flow]`` right before its steps, has nothing to test) and does not only set context
+    (:func:`context_only`)."""
     text = rendered[section.start : section.end]
     if text.count("\n") <= (PREAMBLE_MIN_LINES if section.title == PREAMBLE else 1):
         return False
     body = text if section.title == PREAMBLE else text.partition("\n")[2]
-    return not call_data_only(body)
+    title = "" if section.title == PREAMBLE else section.title
+    return not context_only(title, body)
 
 
 def testable_sections(rendered: str) -> list[Section]:
     """The sections of the neutral document ``rendered`` that a generation plan assigns and
-    coverage counts: the :func:`plannable` ones, or, when none is, every section that is not only
-    call data (a short document still gets its sections tested)."""
+    coverage counts: the :func:`plannable` ones, or, when none is, every section that does not
+    only set context (a short document still gets its sections tested)."""
     every = document_sections(rendered)
     return [s for s in every if plannable(rendered, s)] or [
-        s for s in every if not call_data_only(rendered[s.start : s.end].partition("\n")[2])
+        s for s in every
+        if not context_only("" if s.title == PREAMBLE else s.title,
+                            rendered[s.start : s.end].partition("\n")[2])
     ]

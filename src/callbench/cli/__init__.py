@@ -7,13 +7,14 @@
 - :mod:`~callbench.cli.serve`: ``serve-local``
 - :mod:`~callbench.cli.generate`: ``new-agent``, ``generate``, ``review``
 - :mod:`~callbench.cli.importers`: ``import tau2``
+- :mod:`~callbench.cli.gate`: ``gate`` (CI)
 
 Importing this package registers every command on :data:`app` in the order ``--help`` lists them.
 """
 
 from __future__ import annotations
 
-from callbench.cli import bundle, importers, results, run, serve  # noqa: F401  (registers the commands)
+from callbench.cli import bundle, gate, importers, results, run, serve  # noqa: F401  (registers the commands)
 from callbench.cli.app import app
 from callbench.cli.generate import register as _register_generate
 from callbench.cli.results import report

@@ -144,6 +144,10 @@ def generate(
     max_attempts: int = typer.Option(
         3, "--max-attempts", min=1, max=10, help="Requests per scenario: the first and the repairs."
     ),
+    sections_per_item: int = typer.Option(
+        2, "--sections-per-item", min=1, max=6, help="Most sections of the operating document one "
+        "scenario is asked to test; with a small --n the plan picks sections (untested ones first) and "
+        "lists the rest as not planned."),
     cache: Path | None = typer.Option(None, "--cache", help="Response cache file (SQLite)."),
     cache_mode: str = typer.Option("read_write", "--cache-mode", help="off, read_write or replay_only."),
 ) -> None:
@@ -172,7 +176,8 @@ def generate(
         response_cache = open_cache(cache, cache_mode)
         client = create_client(model, model_settings, cache=response_cache, role="generator")
         options = GenerateOptions(
-            agent=agent, n=n, languages=languages, difficulty=difficulty, seed=seed, max_attempts=max_attempts
+            agent=agent, n=n, languages=languages, difficulty=difficulty, seed=seed,
+            max_attempts=max_attempts, sections_per_item=sections_per_item,
         )
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)
@@ -217,6 +222,9 @@ def generate(
     if outcome.rolled_back:
         typer.echo(f"removed the records of {len(outcome.rolled_back)} scenario(s) an interrupted batch "
                    f"left without their file ({', '.join(outcome.rolled_back)}); generated again below")
+    if outcome.uncovered:
+        typer.echo(f"not planned: {len(outcome.uncovered)} section(s) no scenario of this batch was asked to "
+                   f"test ({'; '.join(outcome.uncovered)}); a larger --n or another batch covers them")
     cost = "unknown" if outcome.usage.cost_usd is None else f"${outcome.usage.cost_usd:.4f}"
     typer.echo(
         f"batch {outcome.batch_id}: {len(outcome.written)} written, {len(outcome.failed)} not; "

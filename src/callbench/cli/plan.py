@@ -3,6 +3,7 @@ refused run input."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import typer
@@ -20,8 +21,9 @@ def _input_error(e: Exception, bundle_path: Path) -> str:
     return os_error_line(e, expected=BUNDLE_FOLDER if bundle else "")
 
 
-def _dry_run(config: object) -> None:
-    """Print the cost plan of ``config`` (:mod:`callbench.runs.costplan`); exit 2 on bad input."""
+def _dry_run(config: object, *, new_run: bool = False) -> None:
+    """Print the cost plan of ``config`` (:mod:`callbench.runs.costplan`); exit 2 on bad input.
+    ``new_run``: no run folder was given, so the plan is that of a new run (nothing done yet)."""
     from callbench.bundle.loader import BundleError
     from callbench.bundle.validate.audits import load_bundle
     from callbench.runs.costplan import plan_for_run, plan_lines
@@ -30,8 +32,14 @@ def _dry_run(config: object) -> None:
 
     assert isinstance(config, RunConfig)
     try:
-        check_run_folder(Path(config.out))
-        plan = plan_for_run(config, load_bundle(config.bundle_path))
+        if new_run:
+            with tempfile.TemporaryDirectory(prefix="callbench-dry-run-") as tmp:
+                # an empty folder: nothing of the run is done yet
+                fresh = config.model_copy(update={"out": Path(tmp)})
+                plan = plan_for_run(fresh, load_bundle(config.bundle_path))
+        else:
+            check_run_folder(Path(config.out))
+            plan = plan_for_run(config, load_bundle(config.bundle_path))
     except BundleError as e:
         for p in e.problems:
             typer.echo(str(p), err=True)

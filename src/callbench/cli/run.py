@@ -36,22 +36,14 @@ def _execute_held(
     import contextlib
     import sqlite3
 
-    from rich.console import Console, Group
+    from rich.console import Console
     from rich.live import Live
-    from rich.markup import escape
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from callbench.bundle.loader import BundleError
     from callbench.bundle.validate.audits import load_bundle
+    from callbench.cli.progress import RunProgress
     from callbench.grade.grader import GradeError
-    from callbench.models.activity import Activity, listening
+    from callbench.models.activity import listening
     from callbench.runfolder.lock import hold_run_folder
     from callbench.runs.budget import EXIT_BUDGET, BudgetReached
     from callbench.runs.executor import RunConfig, RunConflict
@@ -90,57 +82,20 @@ def _execute_held(
         raise typer.Exit(EXIT_MACHINE_FAULT if line else 2) from None
 
     totals = RunTotals()
-    # At 80 columns the full line (bar, counts, tokens, cost, time left) was cut off with ellipses:
-    # a narrow terminal gets a short bar, shorter labels and no time left (the token total is the
-    # same one, judges included, as in the cost table).
-    narrow = console.width < 120
-    counts = (
-        "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} · {task.fields[cost]}"
-        if narrow
-        else "skipped {task.fields[skipped]} · tokens {task.fields[tokens]:,} (all roles) · "
-        "cost {task.fields[cost]}"
-    )
-    columns = [
-        TextColumn("[bold]{task.description}"),
-        BarColumn(bar_width=10 if narrow else 40),
-        MofNCompleteColumn(),
-        TextColumn(counts),
-        TimeElapsedColumn(),
-    ]
-    if not narrow:
-        columns += [TextColumn("left"), TimeRemainingColumn()]
-    progress = Progress(*columns, console=console)
-    task = progress.add_task(title, total=None, skipped=0, tokens=0, cost="$0.00")
-    # a second line says what is under way between finished episodes: the run's phase, or what a
-    # local model is doing (loading, reading a long prompt: tokens read of how many, rate)
-    doing = Progress(TextColumn("  {task.description}"), TimeElapsedColumn(), console=console)
-    now = doing.add_task("starting: checking the run folder, the bundle and every role's model")
-
-    phase = ["episodes: simulating and grading"]
-    shown = [""]
-
-    def on_activity(act: Activity | None) -> None:
-        text = escape(act.describe() if act is not None else phase[0])
-        what = act.what if act is not None else phase[0]
-        if what != shown[0]:  # a new activity: its own elapsed time
-            shown[0] = what
-            doing.reset(now, description=text)
-        else:
-            doing.update(now, description=text)
+    bars = RunProgress(console, title)
 
     def show() -> None:
-        progress.update(task, skipped=totals.skipped, tokens=totals.tokens, cost=totals.cost_text())
+        bars.totals(totals.skipped, totals.tokens, totals.cost_text())
 
     def on_plan(planned: list, done: set) -> None:
-        progress.update(task, total=len(planned), completed=len([k for k in planned if k.episode_id in done]))
-        on_activity(None)
+        bars.plan(len(planned), len([k for k in planned if k.episode_id in done]))
 
     def on_episode(trace: object, _executor_totals: dict) -> None:
         from callbench.trace import Trace
 
         assert isinstance(trace, Trace)
         totals.add_trace(trace)
-        progress.update(task, advance=1)
+        bars.episode_done()
         show()
 
     def on_graded(grade: object) -> None:
@@ -162,7 +117,7 @@ def _execute_held(
 
     try:
         try:
-            with Live(Group(progress, doing), console=console, refresh_per_second=4), listening(on_activity):
+            with Live(bars.group(), console=console, refresh_per_second=4), listening(bars.on_activity):
                 return asyncio.run(go())
         finally:
             if not console.is_interactive:  # as rich's Progress.stop: end the last line in a pipe
@@ -208,7 +163,9 @@ def run(
     conversation_judge: str = typer.Option(
         ..., "--conversation-judge", help="Conversation judge model spec."
     ),
-    out: Path = typer.Option(..., "--out", help="Run folder (created; an existing run is resumed)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Run folder (created; an existing run is resumed). Required unless --dry-run."
+    ),
     repeats: int = typer.Option(1, "--repeats", min=1),
     seed: int = typer.Option(0, "--seed", min=0),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes at once."),
@@ -279,6 +236,10 @@ def run(
     from callbench.runs.plan import ScenarioFilters
     from callbench.sim.episode import LoopLimits
 
+    if out is None and not dry_run:
+        typer.echo("error: --out: give the run folder (created; an existing run is resumed); only "
+                   "--dry-run works without one", err=True)
+        raise typer.Exit(2)
     if executor not in ("local", "ray"):
         typer.echo(f"error: --executor {executor!r}: expected local or ray", err=True)
         raise typer.Exit(2)
@@ -306,7 +267,7 @@ def run(
 
     config = RunConfig(
         bundle_path=bundle,
-        out=out,
+        out=out or Path("."),  # a dry run without --out plans a new run; it never reads this path
         candidates=[role("candidate", c) for c in candidate],
         caller=role("caller", caller),
         task_judge=role("task_judge", task_judge),
@@ -331,15 +292,15 @@ def run(
         max_cost_usd=max_cost,
     )
     if dry_run:
-        _dry_run(config)
+        _dry_run(config, new_run=out is None)
         return
     _manifest, gid = _execute(config, cache, cache_mode, "episodes")
     from callbench.report.fit import labelled_path
 
-    typer.echo("\n".join(labelled_path("run folder:", str(out))))
+    typer.echo("\n".join(labelled_path("run folder:", str(config.out))))
     if gid:
         typer.echo(f"grade set: {gid}; report with:")
-        typer.echo(f"  callbench report {out}")
+        typer.echo(f"  callbench report {config.out}")
 
 
 @app.command()
@@ -407,11 +368,9 @@ def demo(
         typer.echo(f"error: --model: {e}", err=True)
         raise typer.Exit(2) from None
     if spec.startswith("local") and importlib.util.find_spec("llama_cpp") is None:
-        typer.echo(
-            "error: the embedded model needs the local extra: pip install 'callbench[local]' "
-            "(or, from a checkout: pip install '.[local]')",
-            err=True,
-        )
+        from callbench.models.local.extra import install_hint
+
+        typer.echo(f"error: the embedded model needs the local extra: {install_hint('local')}", err=True)
         raise typer.Exit(2)
     bundle = load_bundle(starter_path())
     config = demo_config(

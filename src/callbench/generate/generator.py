@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from callbench.bundle.coverage import agent_coverage
 from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.provenance import Generation, machine_written, provenance_path
@@ -43,7 +44,7 @@ from callbench.generate.manifest import (
     load_manifest,
     save_manifest,
 )
-from callbench.generate.plan import make_plan, parse_mix
+from callbench.generate.plan import DEFAULT_SECTIONS_PER_ITEM, MAX_SECTIONS_PER_ITEM, make_plan, parse_mix
 from callbench.generate.records import commit_scenario, roll_back_orphans
 from callbench.generate.repair import add_usage, key_settings, request_and_repair, sha256_json
 from callbench.generate.request import (
@@ -73,6 +74,8 @@ class GenerateOptions(BaseModel):
     difficulty: str | None = None
     seed: int = 0
     max_attempts: int = Field(default=3, ge=1, le=10)
+    sections_per_item: int = Field(default=DEFAULT_SECTIONS_PER_ITEM, ge=1, le=MAX_SECTIONS_PER_ITEM)
+    """Most document sections one scenario is asked to test (:mod:`callbench.generate.plan`)."""
 
 
 class ItemResult(BaseModel):
@@ -99,6 +102,8 @@ class GenerationOutcome(BaseModel):
     """Items of this batch already done (written or failed) by an earlier, interrupted invocation."""
     rolled_back: list[str] = Field(default_factory=list)
     """Scenario ids whose records a crash left without their file (removed; regenerated)."""
+    uncovered: list[str] = Field(default_factory=list)
+    """Testable sections of the document that no plan item asked for (a larger batch covers them)."""
 
 
 def _prepare(bundle_dir: Path, agent_id: str) -> tuple[LoadedAgent, list[Scenario], set[str]]:
@@ -176,7 +181,9 @@ async def generate_batch(
     try:
         langs = parse_mix(options.languages, options.n, None, "--languages")
         diffs = parse_mix(options.difficulty, options.n, ("medium", "hard"), "--difficulty")
-        plan = make_plan(agent, rendered, n=options.n, seed=options.seed, languages=langs, difficulty=diffs)
+        untested = _untested_by_hand(bundle_dir, agent)
+        plan = make_plan(agent, rendered, n=options.n, seed=options.seed, languages=langs, difficulty=diffs,
+                         sections_per_item=options.sections_per_item, untested=untested)
     except ValueError as e:
         raise GenerateError(str(e)) from None
     provider, model = parse_spec(client.spec)
@@ -199,6 +206,7 @@ async def generate_batch(
     manifest = load_manifest(bundle_dir)
     batch = manifest.batches.get(bid) or BatchRecord.model_validate(params)
     batch.failed = [f for f in batch.failed if f.reason != "infrastructure"]  # retried on resume
+    batch.uncovered = list(plan.uncovered)
     mine = {
         r.item: sid for sid, r in manifest.scenarios.items()
         if r.batch == bid and (sid in taken or r.review.status == "rejected")
@@ -207,7 +215,8 @@ async def generate_batch(
     done_failed = {f.item for f in batch.failed}
     by_id = {s.id: s for s in others}
     others = [s for s in others if s.id not in set(mine.values())]  # re-added in item order below
-    outcome = GenerationOutcome(batch_id=bid, resumed=len(mine) + len(done_failed), rolled_back=rolled_back)
+    outcome = GenerationOutcome(batch_id=bid, resumed=len(mine) + len(done_failed), rolled_back=rolled_back,
+                                uncovered=list(plan.uncovered))
     outcome.usage = batch.usage
     existing = sorted((s.id, s.title) for s in others)
     budgets = {lang: output_budget(others, lang) for lang in sorted({i.language for i in plan.items})}
@@ -274,6 +283,18 @@ async def generate_batch(
     outcome.written, outcome.failed = list(batch.written), list(batch.failed)
     outcome.manifest = str(save_manifest(bundle_dir, manifest))
     return outcome
+
+
+def _untested_by_hand(bundle_dir: Path, agent: LoadedAgent) -> list[str]:
+    """The sections of ``agent``'s document that no scenario outside ``generation.yaml`` tests.
+    Generated scenarios are left out so that a batch's plan does not change as the batch writes
+    (a resumed batch must find the same plan, hence the same batch id)."""
+    try:
+        generated = set(load_manifest(bundle_dir).scenarios)
+    except ValueError:
+        generated = set()
+    kept = [s for s in agent.scenarios if s.id not in generated]
+    return agent_coverage(agent.model_copy(update={"scenarios": kept})).unexercised_sections
 
 
 def _note_written_mix(batch: BatchRecord, manifest: GenerationManifest) -> None:

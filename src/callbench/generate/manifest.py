@@ -139,9 +139,13 @@ class BatchRecord(_Strict):
     """The language mix actually written (``languages`` is the planned one)."""
     written_difficulty: dict[str, int] = Field(default_factory=dict)
     """The difficulty mix actually written (``difficulty`` is the planned one)."""
+    uncovered: list[str] = Field(default_factory=list)
+    """Testable sections of the document that no plan item asked for (the plan is in ``plan``)."""
 
 
-BATCH_RESULT_FIELDS = frozenset({"written", "failed", "usage", "written_languages", "written_difficulty"})
+BATCH_RESULT_FIELDS = frozenset(
+    {"written", "failed", "usage", "written_languages", "written_difficulty", "uncovered"}
+)
 """Fields of a :class:`BatchRecord` filled while the batch runs: not part of its id."""
 
 

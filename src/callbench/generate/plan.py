@@ -1,22 +1,31 @@
 """The batch plan: what a generation batch must cover (issue 13 item 2).
 
 A plan assigns each of the ``n`` requested scenarios a language, a difficulty, the sections of the
-operating document it must test (round robin over the document's sections, Markdown and
-``[Bracketed]`` headings and a substantial preamble, see
-:func:`callbench.bundle.sections.document_sections`, in an order drawn from the seed; a section
-without body text or holding only the call's date and time is not assigned,
-:func:`callbench.bundle.sections.testable_sections`;
-what "test" means: :mod:`callbench.bundle.section_tests`), the tools
+operating document it must test (Markdown and ``[Bracketed]`` headings and a substantial preamble,
+see :func:`callbench.bundle.sections.document_sections`; a section without body text or one that
+only sets context, the call's date and time or worked examples not to be recited, is not assigned,
+:func:`callbench.bundle.sections.testable_sections`; what "test" means:
+:mod:`callbench.bundle.section_tests`), the tools
 those sections name (else the next tools in turn), a failure mode and a channel program. The
 whole plan goes with every request, so the model sees what the other items cover and writes
 distinct intents. Every choice derives from the seed (``random.Random`` seeded with SHA-256
 of the seed, agent id and purpose), so a plan is reproduced exactly.
+
+Sections per item: at most ``sections_per_item`` (:data:`DEFAULT_SECTIONS_PER_ITEM`, settable with
+``callbench generate --sections-per-item``), and no more than ``ceil(sections / n)``. One scenario
+is one call with one intent: a model asked to test nine sections in one call writes a scenario that
+fails the section contract on every attempt. So with a small ``n`` the plan *picks* sections: first
+those no scenario of the agent tests yet (``untested``), then the others, each group in an order
+drawn from the seed; item ``i`` takes the next ``sections_per_item`` of that order. The sections no
+item takes are the plan's ``uncovered`` list, shown to the user (a larger ``--n`` or another batch
+covers them). When ``n`` items need more sections than the document has, the order wraps around.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Collection
 
 from pydantic import BaseModel, Field
 
@@ -55,6 +64,13 @@ CHANNEL_KINDS: tuple[str, ...] = ("asr_substitute", "asr_drop", "asr_double", "v
 (:func:`callbench.generate.contract.channel_kinds`)."""
 
 
+DEFAULT_SECTIONS_PER_ITEM = 2
+"""Most sections one plan item asks a scenario to test (a call of a dozen turns tests one or two
+rules of a document well; more makes the section contract unsatisfiable in practice)."""
+
+MAX_SECTIONS_PER_ITEM = 6
+"""The largest ``sections_per_item`` accepted."""
+
 NO_SECTIONS = "the whole document"
 """The section name of a plan item when the document has no sections (nothing to hold it to)."""
 
@@ -89,6 +105,8 @@ class BatchPlan(BaseModel):
     agent: str
     seed: int
     items: list[PlanItem] = Field(default_factory=list)
+    uncovered: list[str] = Field(default_factory=list)
+    """Testable sections no item asks for, in document order (the plan picked others)."""
 
 
 class PlanError(ValueError):
@@ -139,14 +157,20 @@ def make_plan(
     seed: int,
     languages: dict[str, int],
     difficulty: dict[str, int],
+    sections_per_item: int = DEFAULT_SECTIONS_PER_ITEM,
+    untested: Collection[str] = (),
 ) -> BatchPlan:
     """The plan for ``n`` scenarios of ``agent`` (rules in the module docstring). ``rendered`` is
     the operating document as the model is sent it; ``languages`` and ``difficulty`` are mixes from
     :func:`parse_mix` (empty: the agent's languages evenly, and half medium, half hard); a bare
-    language subtag (``en``) stands for the agent's tag it starts (``en-IN``). Raises
-    :class:`PlanError` when ``n`` is below 1 or a language is not one the agent serves."""
+    language subtag (``en``) stands for the agent's tag it starts (``en-IN``); ``untested`` holds
+    the titles of sections no existing scenario tests (planned first). Raises :class:`PlanError`
+    when ``n`` is below 1, ``sections_per_item`` is outside 1..:data:`MAX_SECTIONS_PER_ITEM` or a
+    language is not one the agent serves."""
     if n < 1:
         raise PlanError(f"--n {n}: ask for at least one scenario")
+    if not 1 <= sections_per_item <= MAX_SECTIONS_PER_ITEM:
+        raise PlanError(f"--sections-per-item {sections_per_item}: use 1 to {MAX_SECTIONS_PER_ITEM}")
     aid = agent.config.id
     langs = languages or parse_mix(",".join(agent.config.languages), n, None, "--languages")
     resolved: dict[str, int] = {}
@@ -169,12 +193,15 @@ def make_plan(
     sections = testable_sections(rendered)
     order = list(range(len(sections)))
     _rng(seed, aid, "sections").shuffle(order)
+    gaps = set(untested)
+    order = [k for k in order if sections[k].title in gaps] + [
+        k for k in order if sections[k].title not in gaps]
     modes = list(FAILURE_MODES)
     _rng(seed, aid, "failure_modes").shuffle(modes)
     channels = list(CHANNEL_PROGRAMS)
     _rng(seed, aid, "channel").shuffle(channels)
     tool_names = [t.name for t in agent.config.tools]
-    per_item = max(1, -(-len(sections) // n)) if sections else 0
+    per_item = min(sections_per_item, max(1, -(-len(sections) // n))) if sections else 0
     items: list[PlanItem] = []
     next_tool = 0
     for i in range(n):
@@ -198,4 +225,6 @@ def make_plan(
                 channel_kinds=list(channels[i % len(channels)][1]),
             )
         )
-    return BatchPlan(agent=aid, seed=seed, items=items)
+    asked = {t for i in items for t in i.sections}
+    uncovered = [s.title for s in sections if s.title not in asked]
+    return BatchPlan(agent=aid, seed=seed, items=items, uncovered=uncovered)

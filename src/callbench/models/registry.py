@@ -36,7 +36,9 @@ def _create_local(spec: str, model: str, settings: ModelSettings) -> ModelClient
     from callbench.models.local.weights import VARIANTS, check_gguf, default_variant, ensure_weights
 
     if not llama_available():
-        raise ValueError(f"{spec}: the local provider needs llama-cpp-python: pip install 'callbench[local]'")
+        from callbench.models.local.extra import install_hint
+
+        raise ValueError(f"{spec}: the local provider needs llama-cpp-python: {install_hint('local')}")
     if model in ("", *VARIANTS):
         variant = model or default_variant()
         return LocalClient(spec, settings, model_path=ensure_weights(variant),
@@ -81,7 +83,7 @@ def create_client(
             return create_scripted_judge(spec, settings)
         from callbench.models.scripted.models import create_scripted
 
-        return create_scripted(spec, settings, bundle)
+        return create_scripted(spec, settings, bundle, role=role)
     if provider == "deployed":
         if role not in (None, "candidate"):
             raise ValueError(f"{spec}: a deployed agent can only be a candidate, not the {role}")

@@ -16,17 +16,26 @@ def build_clients(
     config: RunConfig, bundle: Bundle, cache: ResponseCache | None = None
 ) -> dict[str, ModelClient]:
     """Create one client per role: ``candidate:<slug>`` for each candidate, ``caller``,
-    ``task_judge``, ``conversation_judge``. Raises ``ValueError`` naming a bad spec."""
+    ``task_judge``, ``conversation_judge``. Raises ``ValueError`` naming every role whose client
+    cannot be made, one line each (``caller anthropic:...: set ANTHROPIC_API_KEY ...``): a user
+    with no keys set learns every key the run needs at once, not one per attempt."""
     from callbench.models.registry import create_client
 
-    def make(role: RoleSpec, name: Role) -> ModelClient:
-        return create_client(role.spec, role.settings, bundle=bundle, cache=cache, role=name)
-
-    clients = {
-        f"candidate:{candidate_slug(c.spec, c.settings)}": make(c, "candidate") for c in config.candidates
-    }
-    clients["caller"] = make(config.caller, "caller")
+    roles: list[tuple[str, RoleSpec, Role]] = [
+        (f"candidate:{candidate_slug(c.spec, c.settings)}", c, "candidate") for c in config.candidates
+    ]
+    roles.append(("caller", config.caller, "caller"))
     if config.grade:
-        clients["task_judge"] = make(config.task_judge, "task_judge")
-        clients["conversation_judge"] = make(config.conversation_judge, "conversation_judge")
+        roles += [("task_judge", config.task_judge, "task_judge"),
+                  ("conversation_judge", config.conversation_judge, "conversation_judge")]
+    clients: dict[str, ModelClient] = {}
+    errors: list[str] = []
+    for key, role, name in roles:
+        try:
+            clients[key] = create_client(role.spec, role.settings, bundle=bundle, cache=cache, role=name)
+        except ValueError as e:
+            errors.append(f"{name.replace('_', ' ')}: {e}")
+    if errors:
+        raise ValueError("\n".join(errors) if len(errors) == 1 else
+                         f"{len(errors)} role(s) cannot start:\n" + "\n".join(f"  {e}" for e in errors))
     return clients

@@ -59,6 +59,7 @@ from callbench.models.base import (
     Usage,
     request_seed,
 )
+from callbench.models.local.extra import install_hint
 from callbench.models.local.format import (
     candidate_output_schema,
     cap_sizes,
@@ -116,7 +117,7 @@ def _llama() -> Any:
         llama_cpp = import_llama_cpp(local_threads())
     except ImportError:
         raise InfrastructureError(
-            "the local provider needs llama-cpp-python: pip install 'callbench[local]'", retryable=False
+            f"the local provider needs llama-cpp-python: {install_hint('local')}", retryable=False
         ) from None
     return llama_cpp
 

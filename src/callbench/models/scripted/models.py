@@ -84,6 +84,16 @@ SCRIPTED_SPECS = (
     "scripted:junk-all", "scripted:claim-done", "scripted:file:<path>", "scripted:generator:<path>",
 )
 
+SPECS_BY_ROLE: dict[str, tuple[str, ...]] = {
+    "candidate": ("scripted:reference", "scripted:hangup", "scripted:talk", "scripted:junk-lookups",
+                  "scripted:junk-all", "scripted:claim-done", "scripted:file:<path>"),
+    "caller": ("scripted:plan", "scripted:file:<path>"),
+    "generator": ("scripted:generator:<path>",),
+}
+"""The scripted models that can play each role (judges: ``scripted.judge.SCRIPTED_JUDGE_SPECS``);
+a mistyped name is matched against its role's models only, so ``scripted:refrence`` as a
+candidate suggests ``scripted:reference``, never a judge."""
+
 GAMING_SPECS = ("scripted:junk-lookups", "scripted:junk-all", "scripted:claim-done")
 """Candidates that try to collect action-check weight without doing the task (issue 23 item 4)."""
 
@@ -164,11 +174,12 @@ class TalkCandidate(ScriptedBase):
 
 
 def create_scripted(
-    spec: str, settings: ModelSettings | None = None, bundle: Bundle | None = None
+    spec: str, settings: ModelSettings | None = None, bundle: Bundle | None = None, role: str | None = None
 ) -> ModelClient:
     """Create the scripted candidate or caller model named by ``spec`` (see the module docstring).
 
-    Raises ``ValueError`` for an unknown spec, for ``scripted:reference`` / ``scripted:plan``
+    Raises ``ValueError`` for an unknown spec (suggesting the closest models of ``role``, see
+    :data:`SPECS_BY_ROLE`; of every role when None), for ``scripted:reference`` / ``scripted:plan``
     without a bundle, and for an unreadable or invalid script file.
     """
     if spec == "scripted:reference":
@@ -205,11 +216,20 @@ def create_scripted(
         return ScriptedFileModel.from_file(path, settings)
     from callbench.models.scripted.judge import SCRIPTED_JUDGE_SPECS
 
-    every = [*SCRIPTED_SPECS, *SCRIPTED_JUDGE_SPECS]
-    if spec in SCRIPTED_JUDGE_SPECS:
+    if spec in SCRIPTED_JUDGE_SPECS and role not in ("task_judge", "conversation_judge"):
         raise ValueError(f"{spec} is a scripted judge, for --task-judge and --conversation-judge; as a "
                          f"candidate or caller use one of {', '.join(SCRIPTED_SPECS)}")
-    close = difflib.get_close_matches(spec, every, n=2, cutoff=0.6)
-    hint = f"did you mean {' or '.join(close)}? " if close else ""
-    raise ValueError(f"unknown scripted model {spec!r}; {hint}candidates and callers: "
-                     f"{', '.join(SCRIPTED_SPECS)}; judges: {', '.join(SCRIPTED_JUDGE_SPECS)}")
+    mine: tuple[str, ...]
+    if role in ("task_judge", "conversation_judge"):
+        mine, label = SCRIPTED_JUDGE_SPECS, "scripted judges"
+    elif role in SPECS_BY_ROLE:
+        mine, label = SPECS_BY_ROLE[role], f"scripted {role}s"
+    else:
+        mine, label = (*SCRIPTED_SPECS, *SCRIPTED_JUDGE_SPECS), "scripted models"
+    # names compare without the "scripted:" every one shares (it made any two names look alike),
+    # and "<path>" placeholders as their prefix ("file:")
+    names = {m.removeprefix("scripted:").removesuffix("<path>"): m for m in mine}
+    close = difflib.get_close_matches(spec.removeprefix("scripted:"), list(names), n=2, cutoff=0.6)
+    hint = f"did you mean {' or '.join(names[c] for c in close)}? " if close else ""
+    raise ValueError(f"unknown scripted model {spec!r}{f' for the {role}' if role else ''}; {hint}"
+                     f"{label}: {', '.join(mine)}")
