@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from callbench.bundle.loader import render_instructions
-from callbench.bundle.validate.audits import load_bundle
 from callbench.bundle.sections import document_sections
 from callbench.bundle.sections import testable_sections as plannable_sections
+from callbench.bundle.validate.audits import load_bundle
 from callbench.generate.contract import tested_sections as sections_tested
 from callbench.generate.manifest import load_manifest
 from callbench.generate.plan import DEFAULT_SECTIONS_PER_ITEM, PlanError, PlanItem, make_plan
