@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.state_models import StateChange, StateRecord
 from callbench.models.base import ModelSettings, ToolCall, ToolSchema, Usage
+from callbench.models.output_limits import safe_json_text
 
 TRACE_SCHEMA_VERSION = 1
 
@@ -192,10 +193,13 @@ class Trace(BaseModel):
     def canonical_json(self) -> str:
         """Deterministic JSON (sorted keys, no timestamps, compact separators): equal traces give
         equal bytes. Compact so that the C encoder serialises it (``indent`` falls back to the
-        pure-Python encoder, several times slower); readers accept any JSON layout."""
-        return json.dumps(
+        pure-Python encoder, several times slower); readers accept any JSON layout. A lone surrogate
+        left in a string is written as the text of its escape
+        (:func:`~callbench.models.output_limits.safe_json_text`), so the text always encodes as
+        UTF-8 and the hash is over what is stored."""
+        return safe_json_text(json.dumps(
             self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-        )
+        ))
 
     def sha256(self) -> str:
         return hashlib.sha256(self.canonical_json().encode()).hexdigest()

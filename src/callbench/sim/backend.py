@@ -25,6 +25,7 @@ from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.matchers import match_fields
 from callbench.bundle.models import AgentConfig, Scenario
 from callbench.bundle.state_engine import StateStore
+from callbench.models.output_limits import TOOL_ARGUMENT_LIMITS, OutputLimitError, loads_limited
 from callbench.sim.text import json_text
 from callbench.trace import MatcherOutcome, ToolEvent
 
@@ -53,8 +54,13 @@ def _bad_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _loads(raw: str) -> Any:
+def _parse(raw: str) -> Any:
     return json.loads(raw, object_pairs_hook=_no_dupes, parse_constant=_bad_constant)
+
+
+def _loads(raw: str) -> Any:
+    """``raw`` parsed within :data:`TOOL_ARGUMENT_LIMITS` (a limit exceeded is a ``ValueError``)."""
+    return loads_limited(raw, TOOL_ARGUMENT_LIMITS, loads=_parse)
 
 
 def _kind(v: Any) -> str:
@@ -66,13 +72,18 @@ def _kind(v: Any) -> str:
 def parse_arguments(raw: str) -> ParsedArguments:
     """Parse a tool call's raw argument string (RFC 8259 JSON, which must be an object).
 
-    A JSON string whose content is itself a JSON object is decoded once more and flagged. Never
-    raises; failures come back as ``error`` with a plain reason.
+    A JSON string whose content is itself a JSON object is decoded once more and flagged. The
+    output limits of :data:`~callbench.models.output_limits.TOOL_ARGUMENT_LIMITS` apply (depth,
+    size, string length: a parse error naming the limit and where); strings are stored through
+    :func:`~callbench.models.output_limits.safe_text`. Never raises; failures come back as
+    ``error`` with a plain reason.
     """
     if not raw.strip():
         return ParsedArguments(None, "arguments are empty; expected a JSON object")
     try:
         value = _loads(raw)
+    except OutputLimitError as e:
+        return ParsedArguments(None, f"arguments exceed the output limits: {e}")
     except ValueError as e:
         return ParsedArguments(None, f"arguments are not valid JSON: {e}")
     if isinstance(value, dict):

@@ -21,6 +21,7 @@ from callbench.models.base import (
     ToolSchema,
     Usage,
 )
+from callbench.models.output_limits import safe_error_text, safe_response, safe_text
 from callbench.sim.backend import Backend, CallSite, dump_result
 from callbench.sim.caller import SCHEMA_NAME, CallerOutput, Verdict, caller_schema, validate_turn
 from callbench.sim.channel import Channel
@@ -150,12 +151,12 @@ class Conversation:
                 static_system_chars=self.static_system_chars,
             )
             try:
-                resp = await self.candidate.complete(req)
+                resp = safe_response(await self.candidate.complete(req))
             except ModelOutputError as e:
                 self._charge("candidate", e.usage)
-                err = str(e) or type(e).__name__
+                err = safe_text(str(e) or type(e).__name__)
                 if e.raw:
-                    err += f" | raw output: {e.raw[:2000]}"
+                    err += f" | raw output: {safe_text(e.raw[:2000])}"
                 self._add("assistant", candidate_turn=turn, error=err)
                 return False
             self._charge("candidate", resp.usage)
@@ -223,7 +224,7 @@ class Conversation:
             )
             raw: str | None
             try:
-                resp = await self.caller.complete(req)
+                resp = safe_response(await self.caller.complete(req))
                 self._charge("caller", resp.usage)
                 raw = resp.content
                 verdict = validate_turn(raw, brief, self.expressed)
@@ -234,8 +235,8 @@ class Conversation:
                     raise InfrastructureError(
                         f"caller: {e}", retryable=False, kind="empty_reply", role="caller"
                     ) from None
-                raw = e.raw
-                verdict = Verdict(rejection=f"invalid_json: {e}")
+                raw = safe_error_text(e.raw)
+                verdict = Verdict(rejection=f"invalid_json: {safe_text(str(e))}")
             if verdict.output is not None:
                 output = verdict.output
                 break
