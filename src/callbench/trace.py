@@ -93,6 +93,15 @@ class MatcherOutcome(BaseModel):
     reason: str
 
 
+class SchemaError(BaseModel):
+    """One way a call's arguments break the tool's JSON Schema: ``path`` (RFC 6901 JSON pointer
+    into the arguments; "" is the arguments object), the failing ``keyword`` and the message."""
+
+    path: str
+    keyword: str
+    message: str
+
+
 class ToolEvent(BaseModel):
     """One tool call and the backend's answer."""
 
@@ -111,9 +120,12 @@ class ToolEvent(BaseModel):
     queue_position: int | None = None  # j: prior calls to this tool (0-based)
     outcome: Literal[
         "authored", "mismatch", "default", "unknown_tool", "parse_error", "limit_reached", "after_call_ended",
-        "state", "state_error",
-    ]  # state / state_error: answered by the agent's stateful backend (ok / refused with an error)
-    executed: bool = True  # False: not sent to the backend (tool-call limit reached, or the call had ended)
+        "state", "state_error", "schema_error",
+    ]  # state / state_error: answered by the agent's stateful backend (ok / refused with an error);
+    # schema_error: arguments outside the tool's schema, rejected without running (sim/call_schema.py)
+    executed: bool = True  # False: not sent to the backend (tool-call limit reached, the call had ended,
+    # or the arguments broke the tool's schema)
+    schema_errors: list[SchemaError] = Field(default_factory=list)  # located; kept in accept mode too
     matcher_results: list[MatcherOutcome] = Field(default_factory=list)
     result: Any = None
     call_ending: bool = False

@@ -38,7 +38,8 @@ class RewritingCandidate:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         resp = await self.inner.complete(request)
         calls = [
-            c.model_copy(update={"arguments": self.rewrite(json.loads(c.arguments))}) if c.name == self.tool else c
+            c.model_copy(update={"arguments": self.rewrite(json.loads(c.arguments))})
+            if c.name == self.tool else c
             for c in resp.tool_calls
         ]
         return resp.model_copy(update={"tool_calls": calls})
