@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from tests.hostile.conftest import SCENARIO, rewriting
+from tests.hostile.helpers import SCENARIO, rewriting
 
 from callbench.bundle.models import Bundle
 from callbench.grade.grader import grade_trace
