@@ -73,3 +73,34 @@ def test_safe_text_keeps_what_utf8_holds() -> None:
     text = "tab\there NUL\x00 bell\x07 தமிழ் 😀"
     assert safe_text(text) is text
     assert safe_text("a\udc80b\ud83d") == "a\\udc80b\\ud83d"
+
+
+def test_every_role_parser_locates_a_limit() -> None:
+    """Deep, long or oversized JSON is each role's located output error, never a RecursionError."""
+    import pytest
+
+    from callbench.grade.parse import ReplyError, extract_json
+    from callbench.models.base import ModelOutputError
+    from callbench.models.output import check_json_output
+    from callbench.models.output_limits import REPLY_LIMITS
+    from callbench.sim.caller import validate_turn
+
+    deep = '{"speech": ' + "[" * 4000 + "]" * 4000 + "}"
+    long = json.dumps({"speech": "x" * (REPLY_LIMITS.max_string_chars + 1)})
+    brief_free = validate_turn(deep, _brief(), [])  # the caller's: a rejection (then a rerun)
+    assert brief_free.rejection is not None and "nested deeper than 64 levels" in brief_free.rejection
+    assert "at /speech" in (validate_turn(long, _brief(), []).rejection or "")
+    with pytest.raises(ReplyError, match="nested deeper than 64"):  # the judge's: a judge error
+        extract_json(deep)
+    with pytest.raises(ModelOutputError, match="nested deeper than 64"):  # the generator's (and any
+        check_json_output(deep, {"type": "object"})  # response_schema reply): an output error
+    with pytest.raises(ModelOutputError, match="characters of JSON"):
+        check_json_output("{}" + " " * REPLY_LIMITS.max_chars, {"type": "object"})
+
+
+def _brief():  # type: ignore[no-untyped-def]
+    from tests.hostile.helpers import STARTER
+
+    from callbench.bundle.loader import load_bundle
+
+    return load_bundle(STARTER).scenario(SCENARIO)[1].brief
