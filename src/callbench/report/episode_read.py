@@ -221,6 +221,7 @@ class EpisodeJob:
     grade_path: str | None
     ledger_path: str
     call: CallSpec | None = None  # also write the episode's folder-report call file
+    grade_sha256: str | None = None  # the grade file's hash the run index recorded (None: unknown)
 
     @classmethod
     def of(
@@ -293,6 +294,11 @@ def read_episode(job: EpisodeJob, sent: set[str] | None = None, *, chunk_start: 
             raise  # not reached: a valid grade has both fields
         if head.episode_id != job.episode_id:
             raise ReportInputError(f"{gpath}: episode_id {head.episode_id!r} does not match the file name")
+        if job.grade_sha256 is not None and text_sha256(grade_text) != job.grade_sha256:
+            warnings.append(
+                f"{gpath}: changed after grading (its content no longer matches the hash the run index "
+                "recorded); its scores are shown as the file now says; regrade the run"
+            )
         if (
             trace is not None
             and head.trace_sha256 != text_sha256(text)

@@ -1,0 +1,43 @@
+"""A grade file edited after grading is reported with a warning, as an edited trace is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.hostile.helpers import SCENARIO, STARTER
+from typer.testing import CliRunner
+
+from callbench.cli import app
+from callbench.report.load import load_run
+from callbench.runs import episode_files
+from callbench.runs.store import RunStore, recorded_grade_hashes
+
+
+def _run(tmp_path: Path) -> Path:
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, [
+        "run", str(STARTER), "--candidate", "scripted:talk", "--caller", "scripted:plan",
+        "--task-judge", "scripted:not_met", "--conversation-judge", "scripted:not_met",
+        "--scenarios", SCENARIO, "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output[-2000:]
+    return out
+
+
+def test_edited_grade_file_is_warned_about(tmp_path: Path) -> None:
+    out = _run(tmp_path)
+    run = load_run(out)
+    assert run.warnings == []
+    gs = run.grade_set.grade_set_id
+    (eid,) = recorded_grade_hashes(out, gs)
+    path = next((out / "grades" / gs / "episodes").iterdir())
+    data = json.loads(episode_files.read_text(path))
+    assert data["overall"] != 100
+    data["overall"] = data["task_score"] = data["conversation_score"] = 100.0
+    episode_files.write_text(path.parent, eid, json.dumps(data) + "\n")
+    store = RunStore(out)
+    store.reconcile_index()  # a resume's reconcile keeps the record as graded
+    store.close()
+    again = load_run(out)
+    assert len(again.warnings) == 1
+    assert "changed after grading" in again.warnings[0] and str(path) in again.warnings[0]
