@@ -141,6 +141,7 @@ class TraceSummary:
     never_reached: int = 0
     empty_replies: int = 0  # assistant messages with an ``empty_reply`` error
     tool_calls_in_content: int = 0  # assistant messages with a ``tool_call_in_content`` error
+    invalid_tool_calls: int = 0  # tool events whose arguments broke the tool's schema (either mode)
 
     @property
     def skipped(self) -> bool:
@@ -195,6 +196,7 @@ class TraceSummary:
             never_reached=len(trace.unreached_channel_events),
             empty_replies=sum(e.startswith("empty_reply") for e in errors),
             tool_calls_in_content=sum(e.startswith("tool_call_in_content") for e in errors),
+            invalid_tool_calls=sum(bool(e.schema_errors) for e in trace.tool_events),
         )
 
 
