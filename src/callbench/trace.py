@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.state.models import StateChange, StateRecord
 from callbench.models.base import ModelSettings, ToolCall, ToolSchema, Usage
+from callbench.models.output_limits import safe_json_text
 from callbench.models.timing import AttemptTiming
 from callbench.textfile import read_text
 
@@ -94,6 +95,15 @@ class MatcherOutcome(BaseModel):
     reason: str
 
 
+class SchemaError(BaseModel):
+    """One way a call's arguments break the tool's JSON Schema: ``path`` (RFC 6901 JSON pointer
+    into the arguments; "" is the arguments object), the failing ``keyword`` and the message."""
+
+    path: str
+    keyword: str
+    message: str
+
+
 class ToolEvent(BaseModel):
     """One tool call and the backend's answer."""
 
@@ -112,9 +122,12 @@ class ToolEvent(BaseModel):
     queue_position: int | None = None  # j: prior calls to this tool (0-based)
     outcome: Literal[
         "authored", "mismatch", "default", "unknown_tool", "parse_error", "limit_reached", "after_call_ended",
-        "state", "state_error",
-    ]  # state / state_error: answered by the agent's stateful backend (ok / refused with an error)
-    executed: bool = True  # False: not sent to the backend (tool-call limit reached, or the call had ended)
+        "state", "state_error", "schema_error",
+    ]  # state / state_error: answered by the agent's stateful backend (ok / refused with an error);
+    # schema_error: arguments outside the tool's schema, rejected without running (sim/call_schema.py)
+    executed: bool = True  # False: not sent to the backend (tool-call limit reached, the call had ended,
+    # or the arguments broke the tool's schema)
+    schema_errors: list[SchemaError] = Field(default_factory=list)  # located; kept in accept mode too
     matcher_results: list[MatcherOutcome] = Field(default_factory=list)
     result: Any = None
     call_ending: bool = False
@@ -317,14 +330,17 @@ class Trace(BaseModel):
         Compact so that the C encoder serialises it (``indent`` falls back to the pure-Python
         encoder, several times slower); readers accept any JSON layout. ``latency`` is left out when
         it is None (a trace saved before timings keeps its bytes) and always with ``content_only``;
-        ``deployed`` is left out when it is None (traces of model candidates keep their bytes)."""
+        ``deployed`` is left out when it is None (traces of model candidates keep their bytes). A
+        lone surrogate left in a string is written as the text of its escape
+        (:func:`~callbench.models.output_limits.safe_json_text`), so the text always encodes as
+        UTF-8 and the hash is over what is stored."""
         exclude = {"latency"} if content_only or self.latency is None else set()
         if self.deployed is None:
             exclude.add("deployed")
-        return json.dumps(
+        return safe_json_text(json.dumps(
             self.model_dump(mode="json", exclude=exclude), sort_keys=True, ensure_ascii=False,
             separators=(",", ":"),
-        )
+        ))
 
     def sha256(self) -> str:
         """SHA-256 of the content: :meth:`canonical_json` without the timings, so a streamed and a

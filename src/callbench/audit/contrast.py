@@ -17,7 +17,9 @@ the backend's answers are the ones it really gives:
   the words after it describe a record the backend never made. The rest of the path is unchanged.
   Wrong values tried, in order: arguments with free values before those with an ``enum`` in the
   tool schema; for an enum,
-  its other options; else a string reversed, then with ``"0"`` appended, then ``"unknown"``; a
+  its other options; else a string with its last digit moved on by one (so that it still fits the
+  tool's schema, which the backend checks first), then reversed, then with ``"0"`` appended, then
+  ``"unknown"``; a
   number plus 1, then ``10 x + 7``; a boolean negated. Not derived when no argument change
   reaches the mismatch or default answer.
 - ``cut_short``: the reference replayed with the caller-turn limit set to 1, so the call is cut
@@ -111,9 +113,19 @@ def _wrong_values(value: Any, schema: dict[str, Any]) -> list[Any]:
     if isinstance(value, int | float):
         return [value + 1, value * 10 + 7]
     if isinstance(value, str):
-        out = [value[::-1], value + "0", "unknown"]
-        return [v for v in dict.fromkeys(out) if v != value]
+        out = [_one_digit_changed(value), value[::-1], value + "0", "unknown"]
+        return [v for v in dict.fromkeys(out) if v and v != value]
     return []
+
+
+def _one_digit_changed(value: str) -> str:
+    """``value`` with its last digit moved on by one (9 -> 0): a wrong value that still fits the
+    usual patterns of ids, dates and digit strings, which the backend's schema check requires
+    (a value outside the schema is rejected before the fixtures, so it never reaches a mismatch)."""
+    for i in range(len(value) - 1, -1, -1):
+        if value[i] in "0123456789":
+            return value[:i] + str((int(value[i]) + 1) % 10) + value[i + 1:]
+    return ""
 
 
 def _without_tools(path: list[ReferenceTurn]) -> list[ReferenceTurn]:

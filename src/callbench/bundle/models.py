@@ -104,6 +104,29 @@ class ToolSpec(Strict):
     description: str = Field(min_length=1, max_length=4000)
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     default_response: Any = None
+    schema_errors: Literal["reject", "accept"] | None = Field(
+        default=None,
+        description="This tool's handling of calls whose arguments do not fit `parameters` (default: "
+        "the agent's schema_errors). accept needs schema_errors_reason.",
+    )
+    schema_errors_reason: str | None = Field(
+        default=None, min_length=1, max_length=1000,
+        description="Why this tool's runtime accepts arguments that do not fit its schema (required "
+        "with schema_errors: accept).",
+    )
+
+    @model_validator(mode="after")
+    def _opt_out_reason(self) -> ToolSpec:
+        """A tool that opts out of the schema check says why; a reason without the opt-out is refused
+        (it would be silently ignored)."""
+        reason = bool(self.schema_errors_reason and self.schema_errors_reason.strip())
+        if self.schema_errors == "accept" and not reason:
+            raise ValueError(f"tool {self.name!r}: schema_errors: accept needs schema_errors_reason "
+                             "(why this tool's runtime accepts arguments outside its schema)")
+        if self.schema_errors != "accept" and self.schema_errors_reason is not None:
+            raise ValueError(f"tool {self.name!r}: schema_errors_reason is only used with "
+                             "schema_errors: accept")
+        return self
 
 
 class CallEndingTool(Strict):
@@ -152,6 +175,13 @@ class AgentConfig(Strict):
         "first_user_message role setting when that is auto (docs/decisions.md).",
     )
     first_user_message_text: str | None = Field(default=None, max_length=2000)
+    schema_errors: Literal["reject", "accept"] = Field(
+        default="reject",
+        description="A tool call whose arguments do not fit the tool's JSON Schema: reject (answered "
+        "with an invalid_arguments tool error, never executed; what function-calling runtimes do) or "
+        "accept (executed, with its schema errors recorded). A tool may opt out of reject with a "
+        "reason (its own schema_errors).",
+    )
 
     @model_validator(mode="after")
     def _first_turn(self) -> AgentConfig:

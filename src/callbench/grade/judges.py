@@ -39,6 +39,7 @@ from callbench.models.base import (
     Role,
     Usage,
 )
+from callbench.models.output_limits import safe_response, safe_text
 from callbench.trace import Trace
 
 MAX_ATTEMPTS = 2
@@ -78,11 +79,11 @@ async def ask_judge(
         ctx = context.model_copy(update={"attempt": attempt})
         out.attempts += 1
         try:
-            resp = await client.complete(
+            resp = safe_response(await client.complete(
                 ModelRequest(
                     messages=convo, response_schema=schema, response_schema_name=schema_name, context=ctx
                 )
-            )
+            ))
         except InfrastructureError as e:
             if e.status not in FATAL_STATUS and attempt < max_attempts - 1:
                 continue  # the judge's provider failed: ask again (the adapter already retried)
@@ -92,7 +93,7 @@ async def ask_judge(
             return out
         except ModelOutputError as e:
             content: str | None = None
-            problems = [f"the reply violated the output format: {e}"]
+            problems = [f"the reply violated the output format: {safe_text(str(e))}"]
             last_errors = {k: problems[0] for k in pending}
         else:
             out.usage = out.usage + resp.usage

@@ -26,6 +26,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from callbench.grade.models import Label
+from callbench.models.output_limits import (
+    REPLY_LIMITS,
+    OutputLimitError,
+    check_depth,
+    check_strings,
+    safe_value,
+)
 
 Kind = Literal["criteria", "ratings"]
 ItemKey = tuple[Kind, str]
@@ -107,13 +114,20 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 def extract_json(text: str | None) -> dict[str, Any]:
     """The JSON object in a reply: from a code fence if there is one, else the whole text, else the
     first ``{...}`` value in it. Raises :class:`ReplyError` saying what is wrong, including a key
-    given twice in one object."""
+    given twice in one object, or an output limit exceeded (:mod:`callbench.models.output_limits`).
+    Strings come back through ``safe_text``."""
     if text is None or not text.strip():
         raise ReplyError("the reply is empty")
     s = clean_text(text).strip()
     fence = _FENCE.search(s)
     if fence:
         s = fence.group(1).strip()
+    try:  # the output limits (depth, size; strings below): a judge output error, never a RecursionError
+        if len(s) > REPLY_LIMITS.max_chars:
+            raise OutputLimitError(f"{len(s)} characters (at most {REPLY_LIMITS.max_chars})")
+        check_depth(s, REPLY_LIMITS.max_depth)
+    except OutputLimitError as e:
+        raise ReplyError(f"the reply exceeds the output limits: {e}") from None
     try:
         value = _DECODER.decode(s)
     except json.JSONDecodeError:
@@ -126,7 +140,12 @@ def extract_json(text: str | None) -> dict[str, Any]:
             raise ReplyError(f"the reply is not valid JSON: {e}") from None
     if not isinstance(value, dict):
         raise ReplyError(f"the reply is a JSON {type(value).__name__}, not an object")
-    return value
+    try:
+        check_strings(value, REPLY_LIMITS.max_string_chars)
+    except OutputLimitError as e:
+        raise ReplyError(f"the reply exceeds the output limits: {e}") from None
+    safe: dict[str, Any] = safe_value(value)  # lone surrogates escaped: the grade file can be saved
+    return safe
 
 
 def _norm(s: str) -> str:

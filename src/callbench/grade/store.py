@@ -21,11 +21,14 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from pydantic_core import PydanticSerializationError
+
 from callbench.grade.action_checks import GradeError
 from callbench.grade.models import EpisodeGrade, GradeSetManifest
 from callbench.grade.prompts import PROMPT_VERSION
 from callbench.grade.rubric import DEFAULT_RUBRIC, Rubric
 from callbench.grade.scoring import DEFAULT_CUTOFF
+from callbench.models.output_limits import safe_json_text
 from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import GRADES, MANIFEST, RunManifest, grades_dir
 from callbench.runfolder.provenance import code_version
@@ -48,9 +51,21 @@ def episode_path(run_dir: Path, grade_set_id: str, episode_id: str) -> Path:
 
 
 def save_episode_grade(run_dir: Path, grade: EpisodeGrade) -> Path:
-    """Write an episode grade atomically into its grade set (compressed JSON); returns the path."""
+    """Write an episode grade atomically into its grade set (compressed JSON); returns the path.
+    A lone surrogate left in a string is written as the text of its escape (``safe_json_text``)."""
     return episode_files.write_text(
-        episodes_folder(run_dir, grade.grade_set_id), grade.episode_id, grade.model_dump_json() + "\n")
+        episodes_folder(run_dir, grade.grade_set_id), grade.episode_id, grade_text(grade) + "\n")
+
+
+def grade_text(grade: EpisodeGrade) -> str:
+    """The JSON text a grade file holds (without its final newline): pydantic's compact JSON, or,
+    when a string holds a lone surrogate UTF-8 cannot encode, the same fields through
+    ``json.dumps`` with each such surrogate written as its escape's text."""
+    try:
+        return grade.model_dump_json()
+    except PydanticSerializationError:
+        return safe_json_text(json.dumps(grade.model_dump(mode="json"), ensure_ascii=False,
+                                         separators=(",", ":")))
 
 
 def read_episode_grade(path: Path) -> EpisodeGrade:

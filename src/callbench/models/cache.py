@@ -15,8 +15,15 @@ requests one after another. So a run repeated in replay-only mode asks for exact
 first run stored and gets every response back as stored (the full ModelResponse JSON, usage
 included). ``cached`` is set True on a response served from the cache.
 
-A :class:`ModelOutputError` is cached as well (its message, raw text and usage), so a replay
-meets the same unusable answers and takes the same retry path.
+A :class:`ModelOutputError` is cached as well (its message, raw text, usage and kind), so a replay
+meets the same unusable answers and takes the same retry path. A reply is cached as what it is and
+charged again the same way (docs/decisions.md "Hostile model output"): every check that turns a
+reply into an output error (JSON limits, schemas, tool arguments) runs after the cache, on the
+cached text, so a replayed reply fails exactly as it did the first time and is charged to the same
+role, and no reply can crash an episode, so resume never meets the same crash again. Text is stored
+through :func:`~callbench.models.output_limits.safe_response` (a lone surrogate as its escape's
+text) and the model's own call gets the same text back, so the first run and a replay agree. A row
+that cannot be read back is a miss (``read_write`` asks the model again and replaces it).
 
 Concurrency: one connection per cache, WAL journal, a busy timeout for other processes, and an
 asyncio lock around each statement; inserts are single ``INSERT OR IGNORE`` transactions, so
@@ -45,6 +52,7 @@ from callbench.models.base import (
     Usage,
     identity_settings,
 )
+from callbench.models.output_limits import safe_error_text, safe_response, safe_text
 
 NON_KEY_SETTINGS = frozenset({"base_url", "extra_headers", "timeout_s", "max_attempts", "retry_base_delay_s",
                               "stream"})
@@ -130,14 +138,16 @@ class ResponseCache:
             row = self._conn.execute("SELECT kind, payload FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else (row[0], row[1])
 
-    async def put(self, key: str, spec: str, kind: str, payload: str) -> None:
-        """Store ``payload`` under ``key`` unless a row is already there (first answer wins)."""
+    async def put(self, key: str, spec: str, kind: str, payload: str, *, replace: bool = False) -> None:
+        """Store ``payload`` under ``key`` unless a row is already there (first answer wins), or
+        in its place with ``replace`` (a row that could not be read back)."""
         if self._conn is None:
             return
         created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        verb = "REPLACE" if replace else "IGNORE"
         async with self._lock:
             self._conn.execute(
-                "INSERT OR IGNORE INTO responses (key, spec, kind, payload, created) VALUES (?, ?, ?, ?, ?)",
+                f"INSERT OR {verb} INTO responses (key, spec, kind, payload, created) VALUES (?, ?, ?, ?, ?)",
                 (key, spec, kind, payload, created))
 
     def count(self) -> int:
@@ -150,6 +160,22 @@ class ResponseCache:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+def _decode(kind: str, payload: str) -> ModelResponse | ModelOutputError | None:
+    """A stored row as the response or output error it records (the error's ``kind`` kept; rows
+    stored before it was: ``invalid_output``), or None when the row does not read back."""
+    try:
+        if kind == "model_output_error":
+            data = json.loads(payload)
+            usage = Usage.model_validate(data["usage"]) if data.get("usage") else None
+            return ModelOutputError(str(data["message"]), raw=data.get("raw"), usage=usage,
+                                    kind=str(data.get("kind") or "invalid_output"))
+        if kind == "response":
+            return ModelResponse.model_validate_json(payload)
+    except (ValueError, KeyError, TypeError):
+        return None
+    return None
 
 
 class CachedClient:
@@ -173,26 +199,28 @@ class CachedClient:
         key = self.cache.next_key(self.spec, self.settings, request)
         hit = await self.cache.get(key)
         if hit is not None:
-            kind, payload = hit
-            if kind == "model_output_error":
-                data = json.loads(payload)
-                usage = Usage.model_validate(data["usage"]) if data.get("usage") else None
-                raise ModelOutputError(data["message"], raw=data.get("raw"), usage=usage)
-            return ModelResponse.model_validate_json(payload).model_copy(update={"cached": True})
+            stored = _decode(*hit)
+            if isinstance(stored, ModelOutputError):
+                raise stored
+            if stored is not None:
+                return stored.model_copy(update={"cached": True})
         if self.cache.mode is CacheMode.REPLAY_ONLY:
             ctx = request.context
             raise InfrastructureError(
                 f"replay-only cache miss for {self.spec} ({ctx.role}, episode {ctx.episode_id or '-'}, "
                 f"turn {ctx.turn}, attempt {ctx.attempt}): key {key} is not in {self.cache.path}",
                 retryable=False)
+        replace = hit is not None  # a row that did not read back is replaced
         try:
-            response = await self.inner.complete(request)
+            response = safe_response(await self.inner.complete(request))
         except ModelOutputError as err:
-            payload = canonical_json({"message": str(err), "raw": err.raw,
+            safe = ModelOutputError(safe_text(str(err)), raw=safe_error_text(err.raw), usage=err.usage,
+                                    kind=err.kind)
+            payload = canonical_json({"message": str(safe), "raw": safe.raw, "kind": safe.kind,
                                       "usage": err.usage.model_dump(mode="json") if err.usage else None})
-            await self.cache.put(key, self.spec, "model_output_error", payload)
-            raise
-        await self.cache.put(key, self.spec, "response", response.model_dump_json())
+            await self.cache.put(key, self.spec, "model_output_error", payload, replace=replace)
+            raise safe from None
+        await self.cache.put(key, self.spec, "response", response.model_dump_json(), replace=replace)
         return response
 
     async def aclose(self) -> None:

@@ -31,8 +31,8 @@ _VIEW_KEYS = ("anchor", "run_id", "episode_id", "candidate", "agent_id", "scenar
 _MESSAGE_KEYS = ("index", "role", "content", "json", "tool_calls", "tool_call_id", "caller_turn", "fragment",
                  "tool_event_index", "candidate_turn", "error", "instructions")  # fmt: skip
 _EVENT_KEYS = ("index", "name", "candidate_turn", "message_index", "result_message_index", "arguments",
-               "parse_error", "double_encoded", "known_tool", "queue_position", "outcome", "executed",
-               "matchers", "state_changes", "result", "call_ending", "success_condition_met",
+               "parse_error", "schema_errors", "double_encoded", "known_tool", "queue_position", "outcome",
+               "executed", "matchers", "state_changes", "result", "call_ending", "success_condition_met",
                "ended_call")  # fmt: skip
 _CHANNEL_KEYS = ("kind", "source", "applied", "span", "replacement", "detail")
 
@@ -155,6 +155,7 @@ def search_text(record: dict[str, Any]) -> str:
             parts += [c["name"], c["id"], _shown(c["arguments"])]
     for t in r["tool_events"]:
         parts += [t["name"], _shown(t["arguments"]), t.get("parse_error", ""), t["outcome"]]
+        parts += t.get("schema_errors", ())
         parts += [f"{x['field']}: {x['reason']}" for x in t.get("matchers", ())]
         parts += t.get("state_changes", ())
         parts.append(_shown(t.get("result")))

@@ -142,6 +142,7 @@ class TraceSummary:
     never_reached: int = 0
     empty_replies: int = 0  # assistant messages with an ``empty_reply`` error
     tool_calls_in_content: int = 0  # assistant messages with a ``tool_call_in_content`` error
+    invalid_tool_calls: int = 0  # tool events whose arguments broke the tool's schema (either mode)
 
     @property
     def skipped(self) -> bool:
@@ -196,6 +197,7 @@ class TraceSummary:
             never_reached=len(trace.unreached_channel_events),
             empty_replies=sum(e.startswith("empty_reply") for e in errors),
             tool_calls_in_content=sum(e.startswith("tool_call_in_content") for e in errors),
+            invalid_tool_calls=sum(bool(e.schema_errors) for e in trace.tool_events),
         )
 
 
@@ -222,6 +224,7 @@ class EpisodeJob:
     grade_path: str | None
     ledger_path: str
     call: CallSpec | None = None  # also write the episode's folder-report call file
+    grade_sha256: str | None = None  # the grade file's hash the run index recorded (None: unknown)
 
     @classmethod
     def of(
@@ -294,6 +297,11 @@ def read_episode(job: EpisodeJob, sent: set[str] | None = None, *, chunk_start: 
             raise  # not reached: a valid grade has both fields
         if head.episode_id != job.episode_id:
             raise ReportInputError(f"{gpath}: episode_id {head.episode_id!r} does not match the file name")
+        if job.grade_sha256 is not None and text_sha256(grade_text) != job.grade_sha256:
+            warnings.append(
+                f"{gpath}: changed after grading (its content no longer matches the hash the run index "
+                "recorded); its scores are shown as the file now says; regrade the run"
+            )
         if (
             trace is not None
             and head.trace_sha256 != text_sha256(text)

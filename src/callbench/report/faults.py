@@ -54,6 +54,8 @@ class RunFaults(BaseModel):
     not_graded: dict[str, int] = Field(default_factory=dict)  # reason category -> episodes
     empty_replies: int = 0  # candidate empty_reply output errors (graded)
     tool_calls_in_content: int = 0  # candidate tool_call_in_content output errors (graded)
+    invalid_tool_calls: dict[str, int] = Field(default_factory=dict)  # candidate spec -> calls outside
+    # their tool's schema (graded: rejected, or run under schema_errors: accept)
 
     @property
     def n_faults(self) -> int:
@@ -100,6 +102,9 @@ class FaultCounter:
             self.skipped[category] += 1
         out.empty_replies += trace.empty_replies
         out.tool_calls_in_content += trace.tool_calls_in_content
+        if trace.invalid_tool_calls:
+            spec = trace.candidate_spec
+            out.invalid_tool_calls[spec] = out.invalid_tool_calls.get(spec, 0) + trace.invalid_tool_calls
 
     def add_grade(self, grade: EpisodeGrade) -> None:
         for role, counts in grade.faults.items():
@@ -164,6 +169,9 @@ def fault_summary(run_id: str, f: RunFaults) -> str:
     tool calls returned as text, when there were any)."""
     as_text = (f"; candidate tool calls returned as text {f.tool_calls_in_content}"
                if f.tool_calls_in_content else "")
+    if f.invalid_tool_calls:
+        as_text += "; tool calls outside their schema " + ", ".join(
+            f"{spec} {n}" for spec, n in sorted(f.invalid_tool_calls.items()))
     return (f"{run_id}: skipped {sum(f.skipped.values())} ({_counts(f.skipped)}); not graded "
             f"{sum(f.not_graded.values())} ({_counts(f.not_graded)}); candidate empty replies "
             f"{f.empty_replies}{as_text}; fault ledgers for {f.episodes_with_ledger} of {f.episodes} "

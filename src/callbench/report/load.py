@@ -44,6 +44,7 @@ from callbench.report.ledger import LedgerCounter, RunLedger
 from callbench.report.workers import map_ordered
 from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
+from callbench.runfolder.store import recorded_grade_hashes
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import RoleInfo, Trace
 
@@ -148,6 +149,9 @@ def load_run(
     planned = {k.episode_id: k for k in manifest.planned}
     ids = [*planned, *sorted((set(trace_files) | set(grade_files)) - set(planned))]
     jobs = [EpisodeJob.of(run_dir, i, trace_files.get(i), grade_files.get(i)) for i in ids]
+    recorded = recorded_grade_hashes(run_dir, grade_set_id)  # an edited grade file is warned about
+    for job in jobs:
+        job.grade_sha256 = recorded.get(job.episode_id)
     shown = [j for j in jobs if j.trace_path is not None or j.grade_path is not None]
     wanted = calls(len(shown)) if calls is not None else None
     sink = None

@@ -188,6 +188,7 @@ def _tool_events(trace: Trace, prefix: str, json_text: JsonText) -> list[dict[st
             "raw_arguments": e.raw_arguments,
             "arguments": json_text(e.arguments) if e.arguments is not None else None,
             "parse_error": e.parse_error,
+            "schema_errors": [f"{x.path or '/'}: {x.message}" for x in e.schema_errors],
             "double_encoded": e.double_encoded,
             "known_tool": e.known_tool,
             "queue_position": e.queue_position,

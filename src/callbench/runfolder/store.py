@@ -67,7 +67,9 @@ CREATE TABLE IF NOT EXISTS grades (
 );
 """
 # columns added after the first index format; an older index gains them (NULL = not yet checked)
-_ADDED = {"episodes": ("trace_size", "trace_mtime_ns"), "grades": ("file_size", "file_mtime_ns")}
+_ADDED = {"episodes": ("trace_size", "trace_mtime_ns"),
+          "grades": ("file_size", "file_mtime_ns", "file_sha256")}
+_ADDED_TYPES = {"file_sha256": "TEXT"}  # the others are INTEGER
 
 
 def text_sha256(text: str) -> str:
@@ -156,7 +158,8 @@ class RunStore:
                     have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
                     for col in columns:
                         if col not in have:
-                            db.execute(f"ALTER TABLE {table} ADD COLUMN {col} INTEGER")
+                            kind = _ADDED_TYPES.get(col, "INTEGER")
+                            db.execute(f"ALTER TABLE {table} ADD COLUMN {col} {kind}")
                 db.commit()
             except BaseException:
                 db.close()  # a folder that refused the index (full, read-only) keeps no file open
@@ -278,19 +281,24 @@ class RunStore:
         passed: bool | None,
         judge_errors: int,
     ) -> None:
-        """Index one episode grade (insert or replace), with its grade file's size and time."""
+        """Index one episode grade (insert or replace), with its grade file's size, time and
+        content hash (:func:`text_sha256` of its text): the record that makes a later edit of the
+        file visible (the report warns, as for an edited trace)."""
         size: int | None = None
         mtime: int | None = None
+        sha: str | None = None
         try:
-            st = self.grade_path(grade_set_id, episode_id).stat()
+            path = self.grade_path(grade_set_id, episode_id)
+            st = path.stat()
             size, mtime = st.st_size, st.st_mtime_ns
-        except OSError:
+            sha = text_sha256(episode_files.read_text(path))
+        except (OSError, UnicodeDecodeError):
             pass  # no grade file (an index-only caller): the next reconcile reads the file if any
         with self._lock:
             db = self._db()
             with db:
                 _index_grade(db, grade_set_id, episode_id, task, conversation, overall, passed,
-                             judge_errors, size, mtime)
+                             judge_errors, size, mtime, sha)
 
     def rebuild_index(self) -> int:
         """Recreate the episodes table from the trace files and the grades table from the episode
@@ -368,7 +376,9 @@ class RunStore:
 
     def _reconcile_grades(self, db: sqlite3.Connection) -> None:
         """Index grade files that have no row or whose size or time changed; drop rows without a
-        file. An unreadable grade file is skipped (the grader reports it)."""
+        file. An unreadable grade file is skipped (the grader reports it). A file whose content no
+        longer has the hash its row recorded keeps its row (scores and hash as graded): an edit
+        after grading is never taken in silently, and the report warns about it."""
         found: dict[tuple[str, str], tuple[Path, int, int]] = {}
         grades = self.root / GRADES
         if grades.is_dir():
@@ -378,6 +388,8 @@ class RunStore:
                     found[(gdir.name, eid)] = (Path(e.path), st.st_size, st.st_mtime_ns)
         rows = {(r[0], r[1]): (r[2], r[3]) for r in
                 db.execute("SELECT grade_set_id, episode_id, file_size, file_mtime_ns FROM grades")}
+        hashes = {(r[0], r[1]): r[2] for r in
+                  db.execute("SELECT grade_set_id, episode_id, file_sha256 FROM grades")}
         with db:
             db.executemany("DELETE FROM grades WHERE grade_set_id = ? AND episode_id = ?",
                            sorted(set(rows) - set(found)))
@@ -385,11 +397,14 @@ class RunStore:
                 if rows.get(key) == (size, mtime):
                     continue
                 try:
-                    g = _GradeRow.model_validate_json(episode_files.read_text(path))
+                    text = episode_files.read_text(path)
+                    if hashes.get(key) and text_sha256(text) != hashes[key]:
+                        continue  # changed since it was indexed: keep the record (the report warns)
+                    g = _GradeRow.model_validate_json(text)
                 except (OSError, ValueError):
                     continue  # an unreadable grade file is reported by the grader, not indexed
                 _index_grade(db, g.grade_set_id, g.episode_id, g.task_score, g.conversation_score,
-                             g.overall, g.passed, g.judge_errors, size, mtime)
+                             g.overall, g.passed, g.judge_errors, size, mtime, text_sha256(text))
 
     def total_cost(self, episode_ids: set[str]) -> float | None:
         """Summed cost in USD of the given indexed episodes; None when any price is unknown."""
@@ -452,10 +467,29 @@ def _index_trace(db: sqlite3.Connection, t: Trace, sha: str, size: int, mtime_ns
 
 def _index_grade(db: sqlite3.Connection, grade_set_id: str, episode_id: str, task: float | None,
                  conversation: float | None, overall: float | None, passed: bool | None,
-                 judge_errors: int, size: int | None, mtime_ns: int | None) -> None:
+                 judge_errors: int, size: int | None, mtime_ns: int | None, sha: str | None = None) -> None:
     db.execute(
         "INSERT OR REPLACE INTO grades (grade_set_id, episode_id, task, conversation, overall,"
-        " passed, judge_errors, file_size, file_mtime_ns) VALUES (?,?,?,?,?,?,?,?,?)",
+        " passed, judge_errors, file_size, file_mtime_ns, file_sha256) VALUES (?,?,?,?,?,?,?,?,?,?)",
         (grade_set_id, episode_id, task, conversation, overall, None if passed is None else int(passed),
-         judge_errors, size, mtime_ns),
+         judge_errors, size, mtime_ns, sha),
     )
+
+
+def recorded_grade_hashes(run_dir: Path, grade_set_id: str) -> dict[str, str]:
+    """Episode id -> the grade file hash the run index recorded for ``grade_set_id``
+    (:func:`text_sha256`), read without writing; empty when there is no index or it records no
+    hashes (an index from before they were kept, or one that cannot be read)."""
+    path = run_dir / INDEX
+    if not path.is_file():
+        return {}
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            rows = db.execute("SELECT episode_id, file_sha256 FROM grades WHERE grade_set_id = ?",
+                              (grade_set_id,)).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return {}
+    return {str(e): str(h) for e, h in rows if h}

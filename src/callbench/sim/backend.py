@@ -10,6 +10,9 @@ Builds on :class:`callbench.bundle.fixtures.ResolvedFixtures` (queue semantics a
   anything else that is not a JSON object (an array, a number, an empty string, duplicate keys,
   NaN) is a parse error;
 * an unknown tool name gets an error result listing the valid tools and consumes no queue entry;
+* arguments outside the tool's JSON Schema are located (:mod:`callbench.sim.call_schema`) and,
+  unless the agent or the tool accepts them, answered with an ``invalid_arguments`` tool error:
+  not executed, no queue entry consumed, no state touched;
 * call-ending tools: the returned object is checked against the agent's success condition.
 
 The backend is deterministic; it has a seed only so every component is keyed the same way.
@@ -25,7 +28,11 @@ from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.matchers import match_fields
 from callbench.bundle.models import AgentConfig, Scenario
 from callbench.bundle.state.engine import StateStore
+from callbench.models.base import ToolSchema
+from callbench.models.output_limits import TOOL_ARGUMENT_LIMITS, OutputLimitError, loads_limited
+from callbench.sim.call_schema import argument_errors, invalid_arguments_result
 from callbench.sim.text import json_text
+from callbench.sim.tools import candidate_tools
 from callbench.trace import MatcherOutcome, ToolEvent
 
 
@@ -53,8 +60,13 @@ def _bad_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _loads(raw: str) -> Any:
+def _parse(raw: str) -> Any:
     return json.loads(raw, object_pairs_hook=_no_dupes, parse_constant=_bad_constant)
+
+
+def _loads(raw: str) -> Any:
+    """``raw`` parsed within :data:`TOOL_ARGUMENT_LIMITS` (a limit exceeded is a ``ValueError``)."""
+    return loads_limited(raw, TOOL_ARGUMENT_LIMITS, loads=_parse)
 
 
 def _kind(v: Any) -> str:
@@ -66,13 +78,18 @@ def _kind(v: Any) -> str:
 def parse_arguments(raw: str) -> ParsedArguments:
     """Parse a tool call's raw argument string (RFC 8259 JSON, which must be an object).
 
-    A JSON string whose content is itself a JSON object is decoded once more and flagged. Never
-    raises; failures come back as ``error`` with a plain reason.
+    A JSON string whose content is itself a JSON object is decoded once more and flagged. The
+    output limits of :data:`~callbench.models.output_limits.TOOL_ARGUMENT_LIMITS` apply (depth,
+    size, string length: a parse error naming the limit and where); strings are stored through
+    :func:`~callbench.models.output_limits.safe_text`. Never raises; failures come back as
+    ``error`` with a plain reason.
     """
     if not raw.strip():
         return ParsedArguments(None, "arguments are empty; expected a JSON object")
     try:
         value = _loads(raw)
+    except OutputLimitError as e:
+        return ParsedArguments(None, f"arguments exceed the output limits: {e}")
     except ValueError as e:
         return ParsedArguments(None, f"arguments are not valid JSON: {e}")
     if isinstance(value, dict):
@@ -138,18 +155,23 @@ class Backend:
     """
 
     def __init__(self, agent: AgentConfig, scenario: Scenario, seed: int = 0, *,
-                 fixtures: ResolvedFixtures | None = None, state: StateStore | None = None) -> None:
+                 fixtures: ResolvedFixtures | None = None, state: StateStore | None = None,
+                 tools: list[ToolSchema] | None = None) -> None:
         self.agent = agent
         self.state = state
         self.seed = seed
         self.fixtures = fixtures if fixtures is not None else ResolvedFixtures(agent, scenario)
         self.tool_names = [t.name for t in agent.tools]
+        offered = tools if tools is not None else candidate_tools(agent)
+        self.parameters = {t.name: t.parameters for t in offered}
+        self.accepts = {t.name for t in agent.tools if (t.schema_errors or agent.schema_errors) == "accept"}
         self.ending = {c.tool: c for c in agent.call_ending_tools}
         self.calls: dict[str, int] = {}
 
     def dispatch(self, site: CallSite) -> ToolEvent:
         """Answer the tool call at ``site`` and return its event (``result`` is the object sent
-        back). Consumes the tool's j-th queue entry unless the tool is unknown.
+        back). Consumes the tool's j-th queue entry unless the tool is unknown or the call is
+        rejected for arguments outside the tool's schema (``outcome`` ``schema_error``).
         """
         name = site.name
         parsed = parse_arguments(site.raw_arguments)
@@ -162,6 +184,12 @@ class Backend:
                 "valid_tools": list(self.tool_names),
             }
             return ToolEvent(**base, known_tool=False, outcome="unknown_tool", result=result)
+        if parsed.arguments is not None and name in self.parameters:
+            errors = argument_errors(self.parameters[name], parsed.arguments)
+            if errors and name not in self.accepts:  # rejected as a runtime would: never executed
+                return ToolEvent(**base, outcome="schema_error", executed=False, schema_errors=errors,
+                                 result=invalid_arguments_result(name, errors))
+            base["schema_errors"] = errors
         j = self.calls.get(name, 0)
         self.calls[name] = j + 1
         if self.state is not None and self.state.handles(name):

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from callbench.bundle.models import Brief
+from callbench.models.output_limits import REPLY_LIMITS, loads_limited
 from callbench.sim.caller_rules import speech_problem
 
 SCHEMA_NAME = "caller_turn"
@@ -188,7 +189,7 @@ def validate_turn(raw: str | None, brief: Brief, expressed: list[str]) -> Verdic
     if text.startswith("```"):
         return Verdict(rejection="invalid_json: the reply is wrapped in a code fence, not a bare JSON object")
     try:
-        data = json.loads(text)
+        data = loads_limited(text, REPLY_LIMITS)  # depth, size and string limits: a rejection
     except ValueError as e:
         return Verdict(rejection=f"invalid_json: {e}")
     if not isinstance(data, dict):

@@ -21,6 +21,7 @@ from callbench.models.base import (
     ToolSchema,
     Usage,
 )
+from callbench.models.output_limits import safe_error_text, safe_response, safe_text
 from callbench.sim.backend import Backend, CallSite, dump_result
 from callbench.sim.caller import SCHEMA_NAME, CallerOutput, Verdict, caller_schema, validate_turn
 from callbench.sim.channel import Channel
@@ -153,14 +154,14 @@ class Conversation:
             )
             began = self.latency.begin()
             try:
-                resp = await self.candidate.complete(req)
+                resp = safe_response(await self.candidate.complete(req))
             except ModelOutputError as e:
                 self.latency.record(role="candidate", turn=turn, attempt=0, began=began, response=None,
                                     timing=e.timing)
                 self._charge("candidate", e.usage)
-                err = str(e) or type(e).__name__
+                err = safe_text(str(e) or type(e).__name__)
                 if e.raw:
-                    err += f" | raw output: {e.raw[:2000]}"
+                    err += f" | raw output: {safe_text(e.raw[:2000])}"
                 self._add("assistant", candidate_turn=turn, error=err)
                 return False
             timed = self.latency.record(role="candidate", turn=turn, attempt=0, began=began, response=resp,
@@ -232,7 +233,7 @@ class Conversation:
             raw: str | None
             began = self.latency.begin()
             try:
-                resp = await self.caller.complete(req)
+                resp = safe_response(await self.caller.complete(req))
                 self.latency.record(role="caller", turn=turn, attempt=attempt, began=began, response=resp,
                                     timing=resp.timing, cached=resp.cached)
                 self._charge("caller", resp.usage)
@@ -247,8 +248,8 @@ class Conversation:
                     raise InfrastructureError(
                         f"caller: {e}", retryable=False, kind="empty_reply", role="caller"
                     ) from None
-                raw = e.raw
-                verdict = Verdict(rejection=f"invalid_json: {e}")
+                raw = safe_error_text(e.raw)
+                verdict = Verdict(rejection=f"invalid_json: {safe_text(str(e))}")
             if verdict.output is not None:
                 output = verdict.output
                 break

@@ -173,7 +173,7 @@ async def run_episode(
             tools=tools,
             caller_prompt=caller_prompt,
             backend=Backend(agent.config, scenario, seeds.backend, fixtures=const.fixtures,
-                            state=new_state_store(agent)),
+                            state=new_state_store(agent), tools=tools),
             channel=Channel(scenario.channel, seeds.channel, scenario.brief.known_facts),
             candidate=candidate,
             caller=caller,

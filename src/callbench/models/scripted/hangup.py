@@ -65,7 +65,9 @@ class ScriptedBase:
 
 
 def minimal_arguments(schema: dict[str, Any]) -> dict[str, Any]:
-    """The smallest arguments object ``schema`` accepts for its required fields (see ``scripted:hangup``)."""
+    """The smallest arguments object ``schema`` accepts for its required fields (see ``scripted:hangup``):
+    an enum's first member, else an empty value of the type (a string of ``minLength`` characters,
+    a number at its ``minimum``)."""
     props = schema.get("properties", {}) if isinstance(schema, dict) else {}
     out: dict[str, Any] = {}
     for name in schema.get("required", []) if isinstance(schema, dict) else []:
@@ -75,10 +77,13 @@ def minimal_arguments(schema: dict[str, Any]) -> dict[str, Any]:
             continue
         t = p.get("type") if isinstance(p, dict) else None
         t = t[0] if isinstance(t, list) and t else t
+        low = p.get("minLength", 0) if isinstance(p, dict) else 0
+        least = p.get("minimum", 0) if isinstance(p, dict) else 0
+        # the backend rejects arguments outside the schema: honour its lower bounds
         out[name] = {
-            "string": "",
-            "integer": 0,
-            "number": 0,
+            "string": "x" * low if isinstance(low, int) and 0 < low <= 1000 else "",
+            "integer": least if isinstance(least, int) else 0,
+            "number": least if isinstance(least, int | float) else 0,
             "boolean": False,
             "array": [],
             "object": {},

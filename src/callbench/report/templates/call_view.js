@@ -138,6 +138,7 @@
     td = h(tr, "td");
     pre(td, e.language, shown(t.arguments));
     if (t.parse_error) { h(td, "div", {"class": "bad"}, "parse error: " + t.parse_error); }
+    (t.schema_errors || []).forEach(function (s) { h(td, "div", {"class": "bad"}, "outside the schema: " + s); });
     if (t.double_encoded) { h(td, "div", {"class": "warn"}, "double-encoded arguments"); }
     add(tr, "\n");
     td = h(tr, "td", null, t.outcome);
