@@ -17,7 +17,7 @@ from callbench.bundle.models import Bundle
 from callbench.grade.grader import grade_trace
 from callbench.grade.store import read_episode_grade, save_episode_grade
 from callbench.models.base import ModelResponse, ToolCall, Usage
-from callbench.runfolder.store import RunStore
+from callbench.runfolder.store import RunStore, text_sha256
 from callbench.sim.episode import LoopLimits, run_episode
 
 TEXT = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=30)
@@ -67,7 +67,8 @@ async def test_any_reply_ends_with_a_saved_trace(starter: Bundle, cand: list[Any
         store = RunStore(Path(tmp) / "run")
         sha = store.save_trace(trace)
         back = store.load_trace(trace.episode_id)
-        assert back.sha256() == sha
+        assert text_sha256(back.canonical_json()) == sha  # the file's text, timings included
+        assert back.sha256() == trace.sha256()  # the content hash, over what is stored
         assert len(back.messages) == len(trace.messages)
         grade = await grade_trace(trace, starter, Replies(judge), Replies(judge), grade_set_id="g")
         path = save_episode_grade(Path(tmp) / "run", grade)

@@ -36,7 +36,8 @@ def _saved(tmp_path: Path, trace: Trace) -> Trace:
     store = RunStore(tmp_path / "run")
     sha = store.save_trace(trace)
     back = store.load_trace(trace.episode_id)
-    assert back.sha256() == sha == trace.sha256()
+    assert back.sha256() == trace.sha256()  # the content hash, over what is stored
+    assert text_sha256(back.canonical_json()) == sha  # the index's hash: the file's text
     from callbench.runfolder.episode_files import read_text
 
     assert text_sha256(read_text(store.trace_path(trace.episode_id))) == sha
