@@ -333,7 +333,7 @@ def run(
         _dry_run(config)
         return
     _manifest, gid = _execute(config, cache, cache_mode, "episodes")
-    from callbench.report.fit import labelled_path
+    from callbench.report.terminal.fit import labelled_path
 
     typer.echo("\n".join(labelled_path("run folder:", str(out))))
     if gid:
@@ -386,7 +386,7 @@ def demo(
     import importlib.util
 
     from callbench.bundle.loader import load_bundle
-    from callbench.report.fit import echo_wrapped, labelled_path
+    from callbench.report.terminal.fit import echo_wrapped, labelled_path
     from callbench.runs.demo import (
         DEMO_MAX_TURNS,
         clear_demo_run,
