@@ -5,10 +5,10 @@ For each call of a run, read as the report reads it (one at a time; reading the 
 files is not counted), the CPU time (``time.process_time``) of
 
 - ``call_file``: everything the folder does for a call but writing it (view, data, script text,
-  table row, search text; :func:`callbench.report.html_folder.call_file`);
+  table row, search text; :func:`callbench.report.html.folder.call_file`);
 - writing: ``call_file`` plus writing ``calls/e<n>.js`` into a temporary folder;
 - for comparison, what the folder did before (issue 27 item 2's first version): the view with
-  indented JSON, the Jinja markup (:func:`callbench.report.html.render_episode`) and its text
+  indented JSON, the Jinja markup (:func:`callbench.report.html.page.render_episode`) and its text
   content by regular expression.
 
 Each is the best of ``--rounds`` passes over all calls (the least disturbed by other processes);
@@ -27,10 +27,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from callbench.report.html import render_episode
-from callbench.report.html_folder import call_file
-from callbench.report.load import RunData, load_runs
-from callbench.report.viewer import CallData, SharedTexts, call_data, episode_view
+from callbench.report.html.call_file import call_file
+from callbench.report.html.page import render_episode
+from callbench.report.html.viewer import CallData, SharedTexts, call_data, episode_view
+from callbench.report.model.load import RunData, load_runs
 
 TARGET_MS = 1.0
 Work = Callable[[CallData, int, SharedTexts, SharedTexts], object]

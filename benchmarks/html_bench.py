@@ -11,7 +11,7 @@ Figures, each printed beside its target:
 - single file at ``SINGLE_FILE_MAX_CALLS`` calls and at the sizes of ``--single``: file size and
   open time (the limit is chosen so the largest single file opens within the same 3 s).
 
-Reading the run: until ``report/load.py`` streams (issue 27 item 1), this script reads each trace
+Reading the run: until ``report/model/load.py`` streams (issue 27 item 1), this script reads each trace
 and grade once for the statistics and again, one at a time, for the HTML writer (the iterator of
 ``CallData`` the writer takes), so it measures the writer, not the loader. The single files are
 written from runs of their own size by the report's loader. Times are wall clock on
@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from callbench.grade.models import EpisodeGrade, GradeSetManifest
-from callbench.report.build import build_report
-from callbench.report.episode_read import TraceSummary
-from callbench.report.html import write_html
-from callbench.report.html_folder import SINGLE_FILE_MAX_CALLS, write_html_folder
-from callbench.report.load import RunData, _record, load_runs, read_model
-from callbench.report.viewer import CallData, call_data
+from callbench.report.html.folder import SINGLE_FILE_MAX_CALLS, write_html_folder
+from callbench.report.html.page import write_html
+from callbench.report.html.viewer import CallData, call_data
+from callbench.report.model.build import build_report
+from callbench.report.model.episode_read import TraceSummary
+from callbench.report.model.load import RunData, _record, load_runs, read_model
 from callbench.runfolder.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
 from callbench.trace import Trace
 
@@ -74,7 +74,7 @@ def _grade(run_dir: Path, gid: str, episode_id: str) -> EpisodeGrade | None:
 
 
 STREAMING = hasattr(RunData, "iter_episodes")
-"""True once ``report/load.py`` streams (issue 27 item 1); until then the two functions below
+"""True once ``report/model/load.py`` streams (issue 27 item 1); until then the two functions below
 stand in for it, reading each trace once for the records and again for the writer."""
 
 

@@ -37,7 +37,7 @@ class EndReason(StrEnum):
     CALLER_DONE = "caller_done"  # the caller ended the call with every plan step expressed
     # The caller said done with plan steps open. Scored like any other call (the candidate's score:
     # the unmet checks and criteria count against it, as a real caller may hang up); counted per
-    # candidate in the simulator ledger (report/ledger.py, ``caller_done_early``) so a simulator
+    # candidate in the simulator ledger (report/model/ledger.py, ``caller_done_early``) so a simulator
     # that quits early is visible beside the scores.
     CALLER_DONE_EARLY = "caller_done_early"
     MAX_TURNS = "max_turns"  # the caller-turn limit was reached

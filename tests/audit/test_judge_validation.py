@@ -237,7 +237,7 @@ def test_the_demo_judges_find_the_shipped_validation_and_it_fails(starter: Bundl
     # client are demo_config's settings unchanged (checked against the real client in CI stage 2).
     from types import SimpleNamespace
 
-    from callbench.report.validation import judge_validation
+    from callbench.report.model.validation import judge_validation
     from callbench.runs.demo import demo_config
     from callbench.trace import RoleInfo
 

@@ -1,4 +1,4 @@
-"""Module-level functions for tests of ``callbench.report.workers`` (a spawned worker imports the
+"""Module-level functions for tests of ``callbench.report.model.workers`` (a spawned worker imports the
 function it runs by name, so these cannot live in a test module)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import signal
 import time
 from pathlib import Path
 
-from callbench.report.episode_read import ReportInputError
+from callbench.report.model.episode_read import ReportInputError
 
 
 def square_with_pid(items: list[int]) -> list[tuple[int, int]]:

@@ -9,7 +9,7 @@ from tests.hostile.helpers import SCENARIO, STARTER
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.report.load import load_run
+from callbench.report.model.load import load_run
 from callbench.runfolder import episode_files
 from callbench.runfolder.store import RunStore, recorded_grade_hashes
 
@@ -47,7 +47,7 @@ def test_edited_grade_file_is_warned_about(tmp_path: Path) -> None:
 def test_invalid_tool_calls_are_counted_per_candidate(tmp_path: Path) -> None:
     """The report's fault summary (JSON ``runs[].faults`` and terminal) counts tool calls outside
     their schema per candidate."""
-    from callbench.report.faults import fault_summary
+    from callbench.report.model.faults import fault_summary
 
     bad = {"identifier_type": "passport", "identifier": "NB21547790", "card_last4": "0719",
            "date_of_birth": "1967-05-11", "note": "x"}

@@ -86,7 +86,7 @@ def test_every_language_tagged_and_drawn_by_its_script_font(browser: Any, report
         lo, hi, family = script
         chars = "".join(sorted({ch for ch in text if lo <= ord(ch) <= hi}))
         assert len(chars) > 20, (tag, chars)  # native script, not transliteration
-        # no skip when the machine lacks the font: the report embeds it (report/fonts.py)
+        # no skip when the machine lacks the font: the report embeds it (report/html/fonts.py)
         # the report's font stack names the family for this language
         stack = page.evaluate(
             "t => getComputedStyle(document.querySelector('div.text[lang=\"' + t + '\"]')).fontFamily", tag

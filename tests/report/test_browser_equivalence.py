@@ -23,11 +23,11 @@ import pytest
 from callbench.bundle.state.models import StateChange
 from callbench.grade.models import GradedItem, Label
 from callbench.models.base import ToolCall
-from callbench.report.build import build_report
-from callbench.report.html import embed_fonts, render_episode, render_page
-from callbench.report.html_folder import write_html_folder
-from callbench.report.load import load_runs
-from callbench.report.viewer import CallData, SharedTexts, call_data, episode_row, episode_view
+from callbench.report.html.folder import write_html_folder
+from callbench.report.html.page import embed_fonts, render_episode, render_page
+from callbench.report.html.viewer import CallData, SharedTexts, call_data, episode_row, episode_view
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
 from callbench.trace import CallerTurn, ChannelEvent, MatcherOutcome, ToolEvent, TraceMessage
 
 from .conftest import write_run

@@ -4,8 +4,8 @@ loads its file and shows its transcript; no request leaves the folder.
 
 The run folder is written with the report tests' contracts (``conftest.make_trace`` and
 ``make_grade``: 4 candidates x 25 agents x 50 scenarios x 2 repeats), loaded by the report's
-loader and written through the real writer (:func:`callbench.report.html_folder.write_html_folder`
-over :func:`callbench.report.viewer.call_data`). Open times are measured in ``benchmarks/html_bench.py``,
+loader and written through the real writer (:func:`callbench.report.html.folder.write_html_folder`
+over :func:`callbench.report.html.viewer.call_data`). Open times are measured in ``benchmarks/html_bench.py``,
 not here. Skipped when playwright or chromium is missing.
 """
 
@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 from callbench.grade.models import GradeSetManifest
-from callbench.report.build import build_report
-from callbench.report.html_folder import write_html_folder
-from callbench.report.load import load_runs
-from callbench.report.viewer import call_data
+from callbench.report.html.folder import write_html_folder
+from callbench.report.html.viewer import call_data
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
 from callbench.runfolder.manifest import EpisodeKey, RunManifest
 from callbench.trace import RoleInfo
 

@@ -11,10 +11,17 @@ from typer.testing import CliRunner
 
 from callbench.bundle.models import Diagnostic
 from callbench.cli import app
-from callbench.report.build import build_report
-from callbench.report.export import CSV_COLUMNS, episode_row, read_csv, read_json, write_csv, write_json
-from callbench.report.load import load_runs
-from callbench.report.terminal import render_terminal
+from callbench.report.export.json_csv import (
+    CSV_COLUMNS,
+    episode_row,
+    read_csv,
+    read_json,
+    write_csv,
+    write_json,
+)
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
+from callbench.report.terminal.tables import render_terminal
 
 MakeRun = Callable[..., Path]
 

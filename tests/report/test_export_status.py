@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from callbench.audit.store import save_judge_audit
 from callbench.cli import app
-from callbench.report.build import build_report
-from callbench.report.export import CSV_COLUMNS, read_csv, write_csv
-from callbench.report.load import load_runs
+from callbench.report.export.json_csv import CSV_COLUMNS, read_csv, write_csv
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
 from callbench.trace import RoleInfo
 
 from .test_judge_validation import _audit

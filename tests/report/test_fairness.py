@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 
 from callbench.cli import app
 from callbench.models.base import ModelSettings
-from callbench.report.build import build_report
-from callbench.report.fairness import UnfairComparisonError, check_fairness, smoke_test_roles
-from callbench.report.html import render_html
-from callbench.report.load import load_runs
-from callbench.report.terminal import render_terminal
+from callbench.report.html.page import render_html
+from callbench.report.model.build import build_report
+from callbench.report.model.fairness import UnfairComparisonError, check_fairness, smoke_test_roles
+from callbench.report.model.load import load_runs
+from callbench.report.terminal.tables import render_terminal
 from callbench.trace import RoleInfo
 
 MakeRun = Callable[..., Path]
@@ -99,7 +99,7 @@ def test_describe_role_shows_only_settings_that_differ_from_the_defaults() -> No
     # base_url and extra_headers have serializers, which defeated exclude_defaults: every role
     # read "scripted:plan (base_url=None, extra_headers=[])" in the terminal, HTML and JSON
     from callbench.models.base import ModelSettings
-    from callbench.report.fairness import describe_role
+    from callbench.report.model.fairness import describe_role
     from callbench.trace import RoleInfo
 
     assert describe_role(RoleInfo(spec="scripted:plan")) == "scripted:plan"

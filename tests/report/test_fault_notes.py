@@ -10,10 +10,11 @@ from pathlib import Path
 from rich.console import Console
 
 from callbench.models.faults import FaultLedger, RoleFaults
-from callbench.report.build import build_report
-from callbench.report.faults import RunFaults, fault_rows, render_faults_terminal
-from callbench.report.load import load_runs
-from callbench.report.terminal import render_terminal
+from callbench.report.model.build import build_report
+from callbench.report.model.faults import RunFaults, fault_rows
+from callbench.report.model.load import load_runs
+from callbench.report.terminal.sections import render_faults_terminal
+from callbench.report.terminal.tables import render_terminal
 from callbench.trace import atomic_write_text
 
 MakeRun = Callable[..., Path]

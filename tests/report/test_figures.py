@@ -4,13 +4,13 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from callbench.report.breakdowns import scenario_cells
-from callbench.report.build import all_records, build_report
-from callbench.report.charts import ForestRow, Tile, forest, nice_ticks, score_colour, tile_grid
-from callbench.report.figures import figures
-from callbench.report.html import render_html
-from callbench.report.load import load_runs
-from callbench.report.textdiff import apply_line_ops, line_ops, word_diff
+from callbench.report.html.charts import ForestRow, Tile, forest, nice_ticks, score_colour, tile_grid
+from callbench.report.html.figures import figures
+from callbench.report.html.page import render_html
+from callbench.report.html.textdiff import apply_line_ops, line_ops, word_diff
+from callbench.report.model.breakdowns import scenario_cells
+from callbench.report.model.build import all_records, build_report
+from callbench.report.model.load import load_runs
 
 MakeRun = Callable[..., Path]
 

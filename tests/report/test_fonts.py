@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from fontTools.ttLib import TTFont
 
-from callbench.report.build import build_report
-from callbench.report.fonts import SCRIPT_FONTS, font_face_css, subset_font, used_codepoints
-from callbench.report.html import embed_fonts, render_html
-from callbench.report.load import load_runs
+from callbench.report.html.fonts import SCRIPT_FONTS, font_face_css, subset_font, used_codepoints
+from callbench.report.html.page import embed_fonts, render_html
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
 
 MakeRun = Callable[..., Path]
 HINDI = "नमस्ते, आपका खाता संख्या क्या है?"

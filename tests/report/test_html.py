@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from callbench.report.build import build_report
-from callbench.report.html import neutralise_js, render_html, viewer_js, write_html
-from callbench.report.load import load_runs
+from callbench.report.html.page import neutralise_js, render_html, viewer_js, write_html
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
 
 MakeRun = Callable[..., Path]
 EVIL = "<script>alert(1)</script> see https://evil.example/x?a=1&b=2"
@@ -79,7 +79,7 @@ def test_no_external_url_anywhere(html: str) -> None:
                 assert key == "href" and value.startswith("#"), (tag, attrs)
         assert "style" not in attrs or "url(" not in str(attrs["style"])
     head = html.split("<script", 1)[0]
-    # the only url() is an embedded font, a data: URL inside the page (report/fonts.py)
+    # the only url() is an embedded font, a data: URL inside the page (report/html/fonts.py)
     urls = re.findall(r"url\(([^)]*)\)", head)
     assert all(u.startswith("data:font/woff;base64,") for u in urls), [u[:40] for u in urls]
     assert "@import" not in html

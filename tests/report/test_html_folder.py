@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import callbench.report.html_folder as html_folder
+import callbench.report.html.folder as html_folder
 from callbench.cli import app
-from callbench.report.build import build_report
-from callbench.report.html_folder import MARKER, ReportFolderError, call_file, write_html_folder
-from callbench.report.load import load_runs
-from callbench.report.viewer import CallData, SharedTexts, call_count, call_data
+from callbench.report.html.call_file import call_file
+from callbench.report.html.folder import MARKER, ReportFolderError, write_html_folder
+from callbench.report.html.viewer import CallData, SharedTexts, call_count, call_data
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
 
 MakeRun = Callable[..., Path]
 HOSTILE = 'Booked <script>alert("x")</script> </script><!-- see https://evil.example/ & Tamil தமிழ்'
@@ -207,7 +208,8 @@ def test_call_count_matches_the_calls_written(make_run: MakeRun, tmp_path: Path)
 def test_a_search_shard_is_the_json_object_of_its_calls(tmp_path: Path) -> None:
     import json
 
-    from callbench.report.html_folder import SearchEntry, _Shards, js_value
+    from callbench.report.html.call_file import SearchEntry, js_value
+    from callbench.report.html.folder import _Shards
 
     texts = {"e0": 'plain "quoted" \\ text', "e1": "https://example.org/x </script> नमस्ते", "e2": ""}
     shards = _Shards(tmp_path)

@@ -4,7 +4,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from callbench.report.load import load_run
+from callbench.report.model.load import load_run
 from callbench.stats.summary import summarize_usage
 
 

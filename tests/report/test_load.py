@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.report.load import ReportInputError, load_run, load_runs
+from callbench.report.model.load import ReportInputError, load_run, load_runs
 
 MakeRun = Callable[..., Path]
 

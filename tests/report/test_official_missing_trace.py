@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from callbench.report.build import build_report
-from callbench.report.load import load_runs
-from callbench.report.terminal import render_terminal
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
+from callbench.report.terminal.tables import render_terminal
 from callbench.runfolder import episode_files
 
 MakeRun = Callable[..., Path]
@@ -80,9 +80,9 @@ def _runs_table(page: str) -> str:
 def _pages(rd: Path, tmp_path: Path, ids: list[str] | None = None) -> dict[str, str]:
     """The one-file report and the folder's index page of ``rd`` (``ids`` replacing the run's
     missing traces, as a manifest naming other episodes would give)."""
-    from callbench.report.html import render_html
-    from callbench.report.html_folder import write_html_folder
-    from callbench.report.viewer import call_data
+    from callbench.report.html.folder import write_html_folder
+    from callbench.report.html.page import render_html
+    from callbench.report.html.viewer import call_data
 
     runs = load_runs([rd])
     report = build_report(runs, n_samples=20)

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 from callbench.bundle.models import Diagnostic, Pillar
 from callbench.cli import app
 from callbench.grade.models import EpisodeGrade, GradedItem, Label
-from callbench.report.build import build_report
-from callbench.report.html import render_html
-from callbench.report.load import load_runs
+from callbench.report.html.page import render_html
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
 from callbench.trace import ChannelEvent, EndReason, atomic_write_text, load_trace, save_trace
 
 MakeRun = Callable[..., Path]

@@ -22,7 +22,7 @@ MakeRun = Callable[..., Path]
 @pytest.fixture
 def never_computed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts calls of the report's statistics (none may happen when an output path is bad)."""
-    import callbench.report.build as build
+    import callbench.report.model.build as build
 
     calls: list[int] = []
     real = build.build_report

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli.app import app
-from callbench.report import export
+from callbench.report.export import json_csv as export
 from fakes.synthetic import synthetic_runs
 
 

@@ -13,11 +13,11 @@ from rich.console import Console
 
 from callbench.grade.models import GradeSetManifest
 from callbench.grade.store import grade_set_summary
-from callbench.report.build import build_report
-from callbench.report.export import write_json
-from callbench.report.html import render_html
-from callbench.report.load import load_runs
-from callbench.report.terminal import render_terminal
+from callbench.report.export.json_csv import write_json
+from callbench.report.html.page import render_html
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
+from callbench.report.terminal.tables import render_terminal
 
 MakeRun = Callable[..., Path]
 

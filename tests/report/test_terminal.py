@@ -12,9 +12,9 @@ from rich.console import Console
 
 from callbench.grade.models import EpisodeGrade
 from callbench.models.base import Usage
-from callbench.report.build import build_report
-from callbench.report.load import load_runs
-from callbench.report.terminal import MAX_CALL_ROWS, render_terminal, total_tokens
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
+from callbench.report.terminal.tables import MAX_CALL_ROWS, render_terminal, total_tokens
 from callbench.trace import RoleInfo
 
 MakeRun = Callable[..., Path]

@@ -23,10 +23,10 @@ from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelRequest, ModelResponse
 from callbench.models.scripted.judge import create_scripted_judge
 from callbench.models.scripted.models import create_scripted
-from callbench.report.build import Report, build_report
-from callbench.report.fit import labelled_path, print_table, words, wrap_words
-from callbench.report.load import load_runs
-from callbench.report.terminal import render_terminal
+from callbench.report.model.build import Report, build_report
+from callbench.report.model.load import load_runs
+from callbench.report.terminal.fit import labelled_path, print_table, words, wrap_words
+from callbench.report.terminal.tables import render_terminal
 from callbench.runs.demo import demo_config, starter_path
 from callbench.runs.plan import candidate_slug
 from callbench.runs.session import run_and_grade

@@ -11,11 +11,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from callbench.report.build import Report, build_report
-from callbench.report.export import read_json, write_json
-from callbench.report.html import render_html
-from callbench.report.load import load_runs
-from callbench.report.terminal import PAIRED_FEW_NOTE, render_terminal
+from callbench.report.export.json_csv import read_json, write_json
+from callbench.report.html.page import render_html
+from callbench.report.model.build import Report, build_report
+from callbench.report.model.load import load_runs
+from callbench.report.terminal.tables import PAIRED_FEW_NOTE, render_terminal
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS, PairedComparison
 
 MakeRun = Callable[..., Path]

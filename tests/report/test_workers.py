@@ -1,4 +1,4 @@
-"""callbench.report.workers and the parallel report load (issue 27 item 1): the same results in the
+"""callbench.report.model.workers and the parallel report load (issue 27 item 1): the same results in the
 same order as one process, errors raised again unchanged, and no worker outliving the report."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from callbench.report import workers
-from callbench.report.episode_read import ReportInputError
-from callbench.report.load import load_run
-from callbench.report.workers import WorkerCrash, chunks, default_workers, map_ordered
+from callbench.report.model import workers
+from callbench.report.model.episode_read import ReportInputError
+from callbench.report.model.load import load_run
+from callbench.report.model.workers import WorkerCrash, chunks, default_workers, map_ordered
 from fakes import worker_fns
 from fakes.synthetic import synthetic_runs
 
@@ -66,7 +66,7 @@ def test_a_killed_worker_is_a_plain_error(chunk: int, ahead: int | None) -> None
 
 _NO_MAIN_GUARD = """
 import sys
-from callbench.report.workers import WorkerCrash, map_ordered
+from callbench.report.model.workers import WorkerCrash, map_ordered
 from fakes.worker_fns import square_with_pid
 try:
     out = list(map_ordered(square_with_pid, list(range(10)), workers=2, chunk=1, min_items=0))
@@ -103,8 +103,8 @@ def test_workers_that_cannot_start_are_not_called_killed(tmp_path: Path) -> None
 _LIBRARY_NO_GUARD = """
 import sys
 from pathlib import Path
-from callbench.report import workers
-from callbench.report.load import load_runs
+from callbench.report.model import workers
+from callbench.report.model.load import load_runs
 workers.PARALLEL_MIN_ITEMS, workers.CHUNK_ITEMS = 0, 4
 runs = load_runs([Path(sys.argv[1])])
 print("episodes", len(runs[0].records))
@@ -124,8 +124,8 @@ def test_a_library_script_without_the_guard_gets_one_line_per_process(tmp_path: 
                           timeout=120)
     assert done.returncode == 1 and "episodes" not in done.stdout
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("callbench.report.workers.WorkerStartError: the report's worker processes could "
-                           "not start"), done.stderr
+    assert last.startswith("callbench.report.model.workers.WorkerStartError: the report's worker processes "
+                           "could not start"), done.stderr
     assert 1 <= done.stderr.count(workers.RERUN_MAIN_LINE) <= 2
     assert done.stderr.count("Traceback") == 1  # the parent's, none from the workers
 
@@ -153,7 +153,7 @@ def test_workers_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 
 _STOPPABLE = """
 import sys
-from callbench.report.workers import map_ordered
+from callbench.report.model.workers import map_ordered
 from fakes.worker_fns import slow_recording_pid
 list(map_ordered(slow_recording_pid, [sys.argv[1]] * 8, workers=2, chunk=1, min_items=0))
 """
@@ -218,7 +218,7 @@ def test_a_damaged_trace_names_its_file_from_a_worker(
 def test_no_pool_outlives_its_map(tmp_path: Path) -> None:
     """Each map shuts its pool down, and a map run on a thread that then ends keeps its workers
     (they are not tied to the thread that started them) until the map is done."""
-    script = ("import sys, threading\nfrom callbench.report.workers import map_ordered\n"
+    script = ("import sys, threading\nfrom callbench.report.model.workers import map_ordered\n"
               "from fakes.worker_fns import record_pid, square_with_pid\n"
               "out = []\n"
               "t = threading.Thread(target=lambda: out.extend(map_ordered(square_with_pid, list(range(20)),"
@@ -243,10 +243,10 @@ def _tree(folder: Path) -> dict[str, bytes]:
 def test_the_folder_report_is_the_same_written_by_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from callbench.report.build import build_report
-    from callbench.report.html_folder import write_html_folder
-    from callbench.report.load import load_runs
-    from callbench.report.viewer import call_data
+    from callbench.report.html.folder import write_html_folder
+    from callbench.report.html.viewer import call_data
+    from callbench.report.model.build import build_report
+    from callbench.report.model.load import load_runs
 
     run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 36, seed=9, candidates=3)
     runs = load_runs([run], workers=1)
@@ -330,10 +330,10 @@ def test_the_report_command_writes_the_folder_while_it_reads_the_run(
     from typer.testing import CliRunner
 
     from callbench.cli.app import app
-    from callbench.report.build import build_report
-    from callbench.report.html_folder import write_html_folder
-    from callbench.report.load import load_runs
-    from callbench.report.viewer import call_data
+    from callbench.report.html.folder import write_html_folder
+    from callbench.report.html.viewer import call_data
+    from callbench.report.model.build import build_report
+    from callbench.report.model.load import load_runs
 
     run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 30, seed=11, candidates=2)
     if parallel:
@@ -341,7 +341,7 @@ def test_the_report_command_writes_the_folder_while_it_reads_the_run(
         monkeypatch.setattr(workers, "CHUNK_ITEMS", 4)
         monkeypatch.setenv(workers.WORKERS_ENV, "2")
     reads: list[int] = []
-    from callbench.report import html_calls
+    from callbench.report.html import calls as html_calls
 
     real = html_calls.write_calls
     monkeypatch.setattr(html_calls, "write_calls", lambda jobs: reads.append(len(jobs)) or real(jobs))
@@ -361,7 +361,7 @@ def test_the_report_command_writes_the_folder_while_it_reads_the_run(
 def test_candidates_summarised_on_threads_give_the_same_report(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from callbench.report import build
+    from callbench.report.model import build
 
     run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 45, seed=6, candidates=3)
     runs = load_run(run, workers=1)

@@ -264,8 +264,8 @@ def test_demo_report_shows_tools_checks_scripts_and_a_comparison(tmp_path: Path)
     the report compares the two candidates with an interval."""
     import asyncio
 
-    from callbench.report.build import build_report
-    from callbench.report.load import load_runs
+    from callbench.report.model.build import build_report
+    from callbench.report.model.load import load_runs
     from callbench.runs.session import run_and_grade
 
     bundle = load_bundle(starter_path())

@@ -10,8 +10,8 @@ from pathlib import Path
 from callbench.bundle.models import Bundle
 from callbench.grade.grader import grade_run
 from callbench.grade.store import load_episode_grades
-from callbench.report.build import build_report
-from callbench.report.load import load_run
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_run
 from callbench.runfolder import episode_files
 from callbench.runfolder.store import RunStore, text_sha256
 from callbench.runs.session import run_and_grade
@@ -131,7 +131,7 @@ def test_scan_skips_temp_and_hidden_files_and_prefers_the_compressed_form(tmp_pa
 
 
 def test_a_damaged_trace_is_one_line_naming_the_file_in_report(tmp_path: Path, dairy: Bundle) -> None:
-    from callbench.report.load import ReportInputError
+    from callbench.report.model.load import ReportInputError
 
     out = tmp_path / "run"
     _run(out, dairy, 1)

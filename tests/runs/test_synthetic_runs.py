@@ -10,7 +10,7 @@ from types import ModuleType
 import pytest
 
 from callbench.grade.grader import grade_run
-from callbench.report.load import load_run
+from callbench.report.model.load import load_run
 from callbench.runfolder import episode_files
 from callbench.runfolder.store import RunStore
 from fakes.synthetic import synthetic_runs

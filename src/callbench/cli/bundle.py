@@ -159,7 +159,7 @@ def audit(
     from callbench.audit.judges import AuditJudges
     from callbench.audit.store import save_judge_audit
     from callbench.bundle.validate.audits import validate_safely
-    from callbench.report.audit import render_audit
+    from callbench.report.terminal.audit import render_audit
 
     _one_shot_gc()
 
@@ -284,7 +284,7 @@ def inspect(
         typer.echo(comp.model_dump_json(indent=2))
     else:
         from callbench.bundle.inspect import coverage_tables
-        from callbench.report.fit import print_table
+        from callbench.report.terminal.fit import print_table
 
         console = Console(emoji=False)
         try:

@@ -1,5 +1,5 @@
 """Where ``callbench report`` writes its HTML report: one file up to
-:data:`~callbench.report.html_folder.SINGLE_FILE_MAX_CALLS` calls, else a folder (docs/report.md),
+:data:`~callbench.report.html.folder.SINGLE_FILE_MAX_CALLS` calls, else a folder (docs/report.md),
 and the fallback beside a read-only run folder (issue 25 item 8)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import typer
 from callbench.cli.output_paths import OutputProblem
 
 if TYPE_CHECKING:
-    from callbench.report.html_folder import FolderBuild
+    from callbench.report.html.folder import FolderBuild
 
 
 @dataclass
@@ -42,8 +42,8 @@ class HtmlTarget:
         if not self.folder:
             return file_path_problem(option, self.path,
                                      folder_hint="a folder report is written with --html-folder DIR")
-        from callbench.report.html_folder import ReportFolderError
-        from callbench.report.html_folder import _check_target as check_folder_target
+        from callbench.report.html.folder import ReportFolderError
+        from callbench.report.html.folder import _check_target as check_folder_target
 
         try:
             check_folder_target(self.path.absolute())
@@ -53,11 +53,11 @@ class HtmlTarget:
 
     def start(self, runs: list | None) -> FolderBuild | None:
         """For a folder: start writing its calls in the background (the report's worker processes,
-        :func:`callbench.report.html_folder.start_html_folder`) while the statistics are computed;
+        :func:`callbench.report.html.folder.start_html_folder`) while the statistics are computed;
         None for a file, or when the folder's place cannot be written now (the calls are then
         written by :meth:`write`, which also tries the fallback place). With ``runs`` None the
         calls are handed to the build while the run is read (``FolderBuild.take``)."""
-        from callbench.report.html_folder import ReportFolderError, start_html_folder
+        from callbench.report.html.folder import ReportFolderError, start_html_folder
 
         if not self.folder:
             return None
@@ -70,8 +70,8 @@ class HtmlTarget:
         """Write the report at ``path`` (raises OSError, or ReportFolderError for a folder path
         that is a file or a folder not made by a report); ``build``: the folder's calls started by
         :meth:`start` (used once)."""
-        from callbench.report.html import write_html
-        from callbench.report.html_folder import FolderBuild, write_html_folder
+        from callbench.report.html.folder import FolderBuild, write_html_folder
+        from callbench.report.html.page import write_html
 
         if self.folder and isinstance(build, FolderBuild):
             build.finish(result, path, reason=self.reason)  # type: ignore[arg-type]
@@ -88,8 +88,8 @@ def html_target(
     """One file up to SINGLE_FILE_MAX_CALLS calls (or without traces), else a folder: the one
     asked for, ``--html`` without its ``.html`` suffix, or ``RUN_DIR/report``. The calls are
     counted from ``runs`` unless ``n_calls`` gives their number."""
-    from callbench.report.html_folder import SINGLE_FILE_MAX_CALLS
-    from callbench.report.viewer import call_count
+    from callbench.report.html.folder import SINGLE_FILE_MAX_CALLS
+    from callbench.report.html.viewer import call_count
 
     if html_folder is not None:
         return HtmlTarget(html_folder, True, True, "asked for with --html-folder", True)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from callbench.cli.html_output import HtmlTarget
     from callbench.cli.output_paths import OutputProblem
+    from callbench.report.model.load import CallFiles
 
 
 @app.command()
@@ -178,8 +179,8 @@ def report(
     from callbench.audit.store import load_judge_audits
     from callbench.cli.html_output import html_target
     from callbench.cli.output_paths import OutputProblem, first_problem
-    from callbench.report.load import ReportInputError, load_runs
-    from callbench.report.workers import default_workers, use_cpus
+    from callbench.report.model.load import ReportInputError, load_runs
+    from callbench.report.model.workers import default_workers, use_cpus
 
     use_cpus()  # large runs are read and their HTML folder written by worker processes
     try:
@@ -206,11 +207,11 @@ def report(
     for w in audit_warnings:
         typer.echo(f"warning: {w}", err=True)
     status = Console(stderr=True, emoji=False)
-    from callbench.report.workers import WorkerCrash
+    from callbench.report.model.workers import WorkerCrash
 
     early: dict[str, Any] = {}
 
-    def calls_while_reading(n_calls: int) -> tuple[Path, Any] | None:
+    def calls_while_reading(n_calls: int) -> CallFiles | None:
         """A folder report of one run: its call files are written while the run is read (each
         trace read once); the target and its checks are the same as after reading."""
         if no_html:
@@ -224,7 +225,7 @@ def report(
         if build is None:
             return None
         early["build"] = build
-        return build.calls_dir, build.take
+        return build.while_reading()
 
     written: list[str] = []  # the report files finished so far, for the line of a stop
     try:
@@ -282,14 +283,14 @@ def _report_outputs(
     from rich.console import Console
 
     from callbench.cli.html_output import write_default_html
-    from callbench.report.build import build_report
-    from callbench.report.export import write_csv, write_json
-    from callbench.report.fairness import UnfairComparisonError
-    from callbench.report.fit import labelled_path
-    from callbench.report.html_folder import ReportFolderError
-    from callbench.report.load import ReportInputError
-    from callbench.report.terminal import render_terminal
-    from callbench.report.workers import WorkerCrash
+    from callbench.report.export.json_csv import write_csv, write_json
+    from callbench.report.html.folder import ReportFolderError
+    from callbench.report.model.build import build_report
+    from callbench.report.model.fairness import UnfairComparisonError
+    from callbench.report.model.load import ReportInputError
+    from callbench.report.model.workers import WorkerCrash
+    from callbench.report.terminal.fit import labelled_path
+    from callbench.report.terminal.tables import render_terminal
 
     try:
         # the statistics take seconds to minutes on a large run: say so while they run (a transient
@@ -358,7 +359,8 @@ def agreement(
     from rich.console import Console
 
     from callbench.grade.action_checks import GradeError
-    from callbench.report.agreement import render_agreement, run_agreement
+    from callbench.report.model.agreement import run_agreement
+    from callbench.report.terminal.agreement import render_agreement
 
     if len(grade_set) != 2:
         typer.echo(f"error: give --grade-set exactly twice (got {len(grade_set)})", err=True)

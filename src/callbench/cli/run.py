@@ -295,7 +295,7 @@ def run(
         _dry_run(config, new_run=out is None)
         return
     _manifest, gid = _execute(config, cache, cache_mode, "episodes")
-    from callbench.report.fit import labelled_path
+    from callbench.report.terminal.fit import labelled_path
 
     typer.echo("\n".join(labelled_path("run folder:", str(config.out))))
     if gid:
@@ -348,7 +348,7 @@ def demo(
     import importlib.util
 
     from callbench.bundle.validate.audits import load_bundle
-    from callbench.report.fit import echo_wrapped, labelled_path
+    from callbench.report.terminal.fit import echo_wrapped, labelled_path
     from callbench.runs.demo import (
         DEMO_MAX_TURNS,
         clear_demo_run,

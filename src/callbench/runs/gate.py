@@ -33,8 +33,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 # The report's public API, in one place (report/ is being split into sub-packages).
-from callbench.report.build import Report, build_report
-from callbench.report.load import RunData, load_run
+from callbench.report.model.build import Report, build_report
+from callbench.report.model.load import RunData, load_run
 from callbench.stats.bootstrap import derive_rng
 from callbench.stats.paired import PairedComparison, paired_comparison
 
@@ -138,7 +138,7 @@ def judge_threshold(candidate: str, entry: dict[str, Any], t: Threshold, strict:
 
 def differences(run: RunData, base: RunData) -> list[str]:
     """What makes ``run`` and ``base`` not comparable: bundle hash, caller, judges, settings."""
-    from callbench.report.fairness import describe_role
+    from callbench.report.model.fairness import describe_role
 
     m, b = run.manifest, base.manifest
     pairs = [
@@ -188,11 +188,11 @@ def run_gate(
 ) -> tuple[GateResult, Report, RunData]:
     """Judge the run at ``run_dir`` (module docstring); ``pairs`` names (run candidate, baseline
     candidate) pairs to compare when the names differ (a new model against the old). Returns the
-    result, the run's report (built with :func:`callbench.report.build.build_report`) and the
+    result, the run's report (built with :func:`callbench.report.model.build.build_report`) and the
     loaded run. Raises
     :class:`GateInputError` for a run folder the report cannot read or a ``pairs`` entry naming
     no candidate."""
-    from callbench.report.load import ReportInputError
+    from callbench.report.model.load import ReportInputError
 
     try:
         data = load_run(run_dir)

@@ -1,7 +1,7 @@
 """Per-candidate summaries: pillars and overall with hierarchical intervals, pass rate, splits,
 diagnostics, counts of skipped/ungraded episodes and judge errors, cost and tokens.
 
-Input is one :class:`EpisodeRecord` per planned episode (built by ``callbench.report.load`` from
+Input is one :class:`EpisodeRecord` per planned episode (built by ``callbench.report.model.load`` from
 run folders). Scores come from the grade files (``grade/models.py``): pillar and overall scores
 as graded, pass = ``overall >= cutoff`` of the episode's grade (DESIGN.md "Scores": pass = overall
 >= 70, provisional). Skipped episodes (simulator or infrastructure failure) are excluded from

@@ -1,5 +1,5 @@
 // callbench folder report: one call's details.episode element built from its data
-// (callbench/report/call_script.py), the same DOM templates/episode.html.j2 gives the single file:
+// (callbench/report/html/call_script.py), the same DOM templates/episode.html.j2 gives the single file:
 // same elements, attributes in the same order, the same text and the same white space between
 // elements (tests/report/test_browser_equivalence.py). DOM calls only (createElement,
 // createTextNode, setAttribute): trace text is never parsed as markup. Embedded in the folder
@@ -63,7 +63,7 @@
     return out;
   }
 
-  // A value held for display (callbench/report/call_script.py: json_source): [compact JSON] or text.
+  // A value held for display (callbench/report/html/call_script.py: json_source): [compact JSON] or text.
   function shown(x) { return x !== null && typeof x === "object" ? indentJSON(x[0]) : x; }
 
   // A <pre>: the parser drops one line feed right after its start tag.

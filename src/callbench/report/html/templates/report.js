@@ -32,7 +32,7 @@
     note.textContent = text;
   }
 
-  // Folder report: the call file calls back with the call's data (callbench/report/call_script.py).
+  // Folder report: the call file calls back with the call's data (callbench/report/html/call_script.py).
   window.callbenchCall = function (anchor, call) {
     var box = document.getElementById("calls");
     if (!box || document.getElementById(anchor)) { return; }

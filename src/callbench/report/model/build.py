@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 
 from callbench import __version__
 from callbench.audit.store import JudgeAccuracy, JudgeAudit, JudgeRole
-from callbench.report.breakdowns import ScenarioCell, by_agent, scenario_cells
-from callbench.report.fairness import (
+from callbench.report.model.breakdowns import ScenarioCell, by_agent, scenario_cells
+from callbench.report.model.fairness import (
     FairnessFlag,
     check_fairness,
     describe_role,
@@ -25,12 +25,12 @@ from callbench.report.fairness import (
     smoke_test_roles,
     stand_in_judges,
 )
-from callbench.report.faults import RunFaults, run_faults
-from callbench.report.judge_accuracy import run_judge_accuracy
-from callbench.report.ledger import RunLedger, run_ledger
-from callbench.report.load import RunData
-from callbench.report.official import missing_traces, run_is_official
-from callbench.report.validation import GradeSetInfo, grade_set_info, judged_status
+from callbench.report.model.faults import RunFaults
+from callbench.report.model.judge_accuracy import run_judge_accuracy
+from callbench.report.model.ledger import RunLedger
+from callbench.report.model.load import RunData
+from callbench.report.model.official import missing_traces, run_is_official
+from callbench.report.model.validation import GradeSetInfo, grade_set_info, judged_status
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
 from callbench.stats.summary import (
@@ -54,7 +54,7 @@ class RunInfo(BaseModel):
     git_commit: str | None = None
     git_dirty: bool | None = None
     official: bool = False
-    """The manifest's ``official``, unless a planned call lost its trace file (report/official.py)."""
+    """The manifest's ``official``, unless a planned call lost its trace file (report/model/official.py)."""
     missing_traces: list[str] = Field(default_factory=list)
     """Planned calls with no trace file (episode ids): the run is then not official."""
     awaiting_review: int = 0
@@ -73,9 +73,10 @@ class RunInfo(BaseModel):
     grade_set_id: str
     grade_set_created: str
     cutoff: float
-    simulator: RunLedger | None = None  # simulator and channel ledger (report/ledger.py)
-    faults: RunFaults | None = None  # provider fault ledger (report/faults.py)
-    judge_accuracy: dict[JudgeRole, JudgeAccuracy] = Field(default_factory=dict)  # report/judge_accuracy.py
+    simulator: RunLedger | None = None  # simulator and channel ledger (report/model/ledger.py)
+    faults: RunFaults | None = None  # provider fault ledger (report/model/faults.py)
+    # report/model/judge_accuracy.py
+    judge_accuracy: dict[JudgeRole, JudgeAccuracy] = Field(default_factory=dict)
 
 
 class SkippedEpisode(BaseModel):
@@ -154,12 +155,12 @@ class Report(BaseModel):
     paired: list[PairedComparison] = Field(default_factory=list)
     skipped: list[SkippedEpisode] = Field(default_factory=list)
     calls: list[CallRow] = Field(default_factory=list)
-    # candidate -> agent -> overall score with interval (report/breakdowns.py)
+    # candidate -> agent -> overall score with interval (report/model/breakdowns.py)
     by_agent: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
     scenario_cells: list[ScenarioCell] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     grade_sets: list[GradeSetInfo] = Field(default_factory=list)
-    """Per run, the grade set shown: cutoff, official, judge validation (report/validation.py)."""
+    """Per run, the grade set shown: cutoff, official, judge validation (report/model/validation.py)."""
     judged_status: str = ""
     """Shown beside every judged figure when a grade set's judges are not validated or failed."""
 
@@ -192,8 +193,8 @@ def run_info(run: RunData, judge_audits: list[JudgeAudit] | None = None) -> RunI
         grade_set_id=g.grade_set_id,
         grade_set_created=g.created,
         cutoff=g.cutoff,
-        simulator=run_ledger(run),
-        faults=run_faults(run),
+        simulator=run.ledger,  # counted while the run was loaded (load.py)
+        faults=run.faults,
         judge_accuracy=run_judge_accuracy(run, judge_audits or []),
     )
 
@@ -217,7 +218,7 @@ def build_report(
     """Summarise ``runs`` (at least one). ``judge_audits``: saved judges-on-known-answers audits
     (:mod:`callbench.audit.store`); a run shows the accuracy of its judges from the one that
     matches them. Raises
-    :class:`~callbench.report.fairness.UnfairComparisonError` for different bundle hashes and
+    :class:`~callbench.report.model.fairness.UnfairComparisonError` for different bundle hashes and
     ``ValueError`` for no runs or bad bootstrap settings."""
     if not runs:
         raise ValueError("no runs to report")

@@ -1,11 +1,11 @@
 """One self-contained HTML report that works offline.
 
-- Charts are inline SVG drawn in Python (:mod:`callbench.report.figures`); the page's only script
+- Charts are inline SVG drawn in Python (:mod:`callbench.report.html.figures`); the page's only script
   is the small viewer script ``templates/report.js`` (filters, sort, search, opening linked
   episodes and instruction blocks), embedded once. No external URL: no CDN, no web fonts, no
   links out. Fonts: the CSS font stack names Noto families for Devanagari, Tamil, Gujarati and
   Bengali first, and the page embeds those fonts, subset to the characters it uses
-  (:mod:`callbench.report.fonts`), so Indic text renders with no Indic font installed.
+  (:mod:`callbench.report.html.fonts`), so Indic text renders with no Indic font installed.
 - Script text is checked by :func:`neutralise_js`: it must not be able to end its ``<script>``
   element early, and any ``://`` is written ``:\\/\\/`` (the same string in JavaScript and
   JSON), so the file holds no URL text; in HTML text ``://`` is written ``&#58;//``.
@@ -27,17 +27,24 @@ from jinja2 import Environment, Template
 from markupsafe import Markup, escape
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
-from callbench.report.build import Report
-from callbench.report.faults import FAULT_COLUMNS, fault_rows, fault_summary
-from callbench.report.figures import figures
-from callbench.report.fonts import font_face_css
-from callbench.report.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
-from callbench.report.ledger import LEDGER_COLUMNS, ledger_rows
-from callbench.report.load import RunData
-from callbench.report.official import HTML_SHOWN_IDS, missing_traces_text
-from callbench.report.sources_view import SOURCE_LABELS, SOURCES_NOTE, source_cells, validation_lines
-from callbench.report.terminal import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
-from callbench.report.viewer import episode_row, episode_views
+from callbench.report.html.figures import figures
+from callbench.report.html.fonts import font_face_css
+from callbench.report.html.viewer import episode_row, episode_views
+from callbench.report.model.build import Report
+from callbench.report.model.faults import FAULT_COLUMNS, fault_rows, fault_summary
+from callbench.report.model.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
+from callbench.report.model.ledger import LEDGER_COLUMNS, ledger_rows
+from callbench.report.model.load import RunData
+from callbench.report.model.official import HTML_SHOWN_IDS, missing_traces_text
+from callbench.report.model.text import (
+    REFERENCE_TEXT,
+    SMOKE_TEST_TEXT,
+    SOURCE_LABELS,
+    SOURCES_NOTE,
+    STAND_IN_TEXT,
+    source_cells,
+    validation_lines,
+)
 from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 from callbench.stats.sources import SOURCE_NAMES
@@ -69,7 +76,7 @@ def script_json(value: Any) -> Markup:
 def viewer_js() -> str:
     """The report's viewer script (``templates/report.js``), checked for inline embedding."""
     return neutralise_js(
-        (resources.files("callbench.report") / "templates" / SCRIPT).read_text(encoding="utf-8")
+        (resources.files("callbench.report.html") / "templates" / SCRIPT).read_text(encoding="utf-8")
     )
 
 
@@ -101,7 +108,7 @@ def _environment() -> Environment:
 
 
 def _template_source(name: str = TEMPLATE) -> str:
-    return (resources.files("callbench.report") / "templates" / name).read_text(encoding="utf-8")
+    return (resources.files("callbench.report.html") / "templates" / name).read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)
@@ -112,7 +119,7 @@ def _templates() -> tuple[Template, Template]:
 
 def render_episode(view: dict[str, Any]) -> Markup:
     """One call's ``<details class="episode">`` element (``templates/episode.html.j2``) from its
-    :func:`~callbench.report.viewer.episode_view`, every value escaped as in the page."""
+    :func:`~callbench.report.html.viewer.episode_view`, every value escaped as in the page."""
     return Markup(_templates()[1].render(e=view))
 
 
@@ -135,7 +142,7 @@ def render_page(
     include_traces: bool = True,
 ) -> str:
     """The report page: every table and figure, the episodes table from ``rows``
-    (:func:`~callbench.report.viewer.episode_row`), the shared instruction and brief blocks, and
+    (:func:`~callbench.report.html.viewer.episode_row`), the shared instruction and brief blocks, and
     either the calls themselves (``episode_html``, the single file) or, with ``folder`` (keys
     ``calls``, ``search``, ``shards``, ``search_mb``, ``reason``), an empty container the viewer
     script fills from the folder's call files. Fonts are not embedded here (:func:`embed_fonts`)."""
@@ -182,7 +189,8 @@ def render_page(
 def render_html(report: Report, runs: list[RunData], *, include_traces: bool = True) -> str:
     """The report as one HTML document (module docstring for the offline and escaping rules).
     ``include_traces=False`` leaves out the per-episode trace viewer (for very large runs, where
-    it dominates the file size). Trace data is read through :func:`~callbench.report.viewer.call_data`."""
+    it dominates the file size). Trace data is read through
+    :func:`~callbench.report.html.viewer.call_data`."""
     views, instructions, briefs = episode_views(runs) if include_traces else ([], [], [])
     page = render_page(
         report,
@@ -198,7 +206,7 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
 def embed_fonts(page: str, *, extra_text: str = "", parallel: bool = False) -> str:
     """``page`` with ``@font-face`` rules embedding subsets of the shipped Noto fonts for the
     Indic scripts its text uses, and those of ``extra_text`` (the folder report's call files)
-    (:func:`callbench.report.fonts.font_face_css`), in a ``<style>`` element at the end of its
+    (:func:`callbench.report.html.fonts.font_face_css`), in a ``<style>`` element at the end of its
     head; unchanged when it uses none. ``parallel``: subset the fonts in the report's worker
     processes (for large reports)."""
     css = font_face_css(page + extra_text, parallel=parallel)

@@ -15,7 +15,7 @@ The pool follows the project's process rules (DESIGN.md, "process control"):
 - when the parent stops for any reason (an input error from a worker, Ctrl-C, a crash of a
   worker), pending chunks are cancelled and every worker is terminated before the exception goes
   on, so nothing the report started outlives it;
-- an exception raised in a worker (e.g. :class:`~callbench.report.load.ReportInputError` naming a
+- an exception raised in a worker (e.g. :class:`~callbench.report.model.load.ReportInputError` naming a
   damaged file) is raised again in the parent unchanged; a worker killed by the system surfaces as
   :class:`WorkerCrash` with a plain message naming the signal, and workers that exit by themselves
   before any chunk comes back (they could not start: most often a script with no ``__main__``
@@ -83,7 +83,7 @@ _configured = 1
 def use_cpus(limit: int = 8) -> int:
     """Let this process's report work use the CPUs it may run on (``os.sched_getaffinity`` where
     available), at most ``limit``; returns that number. ``callbench report`` calls it; a library
-    user who calls :func:`~callbench.report.load.load_runs` directly works in one process unless
+    user who calls :func:`~callbench.report.model.load.load_runs` directly works in one process unless
     it calls this (worker processes are started with ``spawn``, which imports the caller's main
     module again: a script doing so needs the ``if __name__ == "__main__":`` guard, Python's
     multiprocessing guide, "Safe importing of main module")."""

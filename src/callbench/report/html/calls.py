@@ -1,12 +1,12 @@
 """The folder report's call files, written by worker processes (issue 27 item 1).
 
-Each call of a folder report (:mod:`callbench.report.html_folder`) is read and turned into its
+Each call of a folder report (:mod:`callbench.report.html.folder`) is read and turned into its
 ``calls/e<n>.js`` file independently of the others, so :func:`folder_calls` spreads that work over
-:func:`callbench.report.workers.map_ordered`: a worker reads a chunk of calls' traces and grades,
-builds each file with :func:`callbench.report.html_folder.call_file`, writes it, and sends back
+:func:`callbench.report.model.workers.map_ordered`: a worker reads a chunk of calls' traces and grades,
+builds each file with :func:`callbench.report.html.call_file.call_file`, writes it, and sends back
 only the call's episodes-table row, its search text and the long texts it links to (operating
 instructions and caller briefs, each sent once per chunk). The parent replays those links into its
-own :class:`~callbench.report.viewer.SharedTexts` in call order, so the blocks, their order and
+own :class:`~callbench.report.html.viewer.SharedTexts` in call order, so the blocks, their order and
 their line-edit bases are exactly those of one process reading every call in turn.
 """
 
@@ -16,18 +16,16 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from callbench.grade.models import EpisodeGrade
-from callbench.report.episode_read import parse, read_model, read_text
-from callbench.report.load import RunData
-from callbench.report.viewer import CallData, SharedTexts
-from callbench.report.workers import map_ordered
+from callbench.report.html.call_file import SearchEntry, call_file, non_ascii_runs
+from callbench.report.html.viewer import CallData, SharedTexts
+from callbench.report.model.episode_read import parse, read_model, read_text
+from callbench.report.model.load import RunData
+from callbench.report.model.workers import map_ordered
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import Trace
-
-if TYPE_CHECKING:
-    from callbench.report.html_folder import SearchEntry
 
 
 class SharedUse(NamedTuple):
@@ -88,8 +86,6 @@ def make_call(
     """Build and write the ``n``-th call's file into ``calls_dir``; its shared texts are sent only
     if not in ``sent`` (the texts this chunk already sent; updated). Raises ``OSError`` when the
     file cannot be written."""
-    from callbench.report.html_folder import SearchEntry, call_file, non_ascii_runs  # it imports this one
-
     uses: list[SharedUse] = []
     made = call_file(call, n, _Recorder("instr", uses, sent), _Recorder("brief", uses, sent))
     Path(calls_dir, f"{made.anchor}.js").write_text(made.script, encoding="utf-8")
@@ -97,9 +93,20 @@ def make_call(
     return CallOut(made.row, entry, non_ascii_runs(made.search), uses, chunk_start=chunk_start)
 
 
+def write_episode_call(
+    record: EpisodeRecord, trace: Trace | None, grade: EpisodeGrade | None, n: int, calls_dir: str,
+    sent: set[str], *, chunk_start: bool,
+) -> CallOut:
+    """:func:`make_call` for an episode the run's loader has just read (the
+    :class:`~callbench.report.model.episode_read.CallWriter` a folder report hands to
+    :func:`callbench.report.model.load.load_run`, so each trace is read once for both; a module-level
+    function, so a spawned worker unpickles it by name). ``record`` comes without its grade."""
+    return make_call(CallData(record, trace, grade), n, calls_dir, sent, chunk_start=chunk_start)
+
+
 def write_calls(jobs: list[CallJob]) -> list[CallOut]:
     """Read, build and write each job's call file (the unit of work of a report worker); raises
-    :class:`~callbench.report.episode_read.ReportInputError` naming a file that became unreadable
+    :class:`~callbench.report.model.episode_read.ReportInputError` naming a file that became unreadable
     since the run was loaded, ``OSError`` when a call file cannot be written."""
     sent: set[str] = set()
     out: list[CallOut] = []
@@ -135,10 +142,10 @@ def folder_calls(
     *, workers: int | None = None, ahead: int | None = None,
 ) -> Iterator[CallOut]:
     """Write every call of ``runs`` (those with a trace or a grade, in run then plan order, as
-    :func:`callbench.report.viewer.call_data`) into ``calls_dir`` and yield each call's
+    :func:`callbench.report.html.viewer.call_data`) into ``calls_dir`` and yield each call's
     :class:`CallOut` in that order, after adding its operating instructions and caller brief to
     ``instructions`` and ``briefs`` (``workers`` and ``ahead`` as in
-    :func:`~callbench.report.workers.map_ordered`)."""
+    :func:`~callbench.report.model.workers.map_ordered`)."""
     jobs: list[CallJob] = []
     for run in runs:
         for rec in run.records:

@@ -27,19 +27,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from callbench.models.faults import FaultLedger, RoleFaults
-from callbench.report.fit import print_table, print_wrapped
 from callbench.runfolder.manifest import FAULTS
 from callbench.runfolder.store import PREFLIGHT
 
 if TYPE_CHECKING:
     from callbench.grade.models import EpisodeGrade
-    from callbench.report.episode_read import TraceSummary
-    from callbench.report.load import RunData
+    from callbench.report.model.episode_read import TraceSummary
 
 ROLE_ORDER = ("candidate", "caller", "task_judge", "conversation_judge")
 
@@ -67,9 +62,9 @@ def _category(text: str) -> str:
 
 
 class FaultCounter:
-    """Counts a run's fault ledger one episode at a time (``report/load.py`` feeds it while it
+    """Counts a run's fault ledger one episode at a time (``report/model/load.py`` feeds it while it
     reads each trace and grade once): the preflights' ledgers at creation, :meth:`add_trace` per
-    trace with its ``faults/<episode_id>.json`` (read by ``report/episode_read.py``),
+    trace with its ``faults/<episode_id>.json`` (read by ``report/model/episode_read.py``),
     :meth:`add_grade` per episode grade of the chosen grade set, :meth:`result` at the end."""
 
     def __init__(self, run_dir: Path) -> None:
@@ -121,12 +116,6 @@ class FaultCounter:
         return out
 
 
-def run_faults(run: RunData) -> RunFaults:
-    """The fault ledger of one loaded run (its traces, their ledgers, the chosen grade set), as
-    counted while it was loaded."""
-    return run.faults
-
-
 def _counts(d: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(d.items())) if d else "none"
 
@@ -176,28 +165,3 @@ def fault_summary(run_id: str, f: RunFaults) -> str:
             f"{sum(f.not_graded.values())} ({_counts(f.not_graded)}); candidate empty replies "
             f"{f.empty_replies}{as_text}; fault ledgers for {f.episodes_with_ledger} of {f.episodes} "
             "episode(s)")
-
-
-def render_faults_terminal(faults: list[tuple[str, RunFaults | None]], console: Console) -> None:
-    """Print the fault ledger: a table of requests, retries and faults per run and role, then one
-    line per run with skipped and not-graded episodes by reason category."""
-    rows = [row for run_id, f in faults if f is not None for row in fault_rows(run_id, f)]
-    lines = [fault_summary(run_id, f) for run_id, f in faults if f is not None]
-    if not rows and not lines:
-        return
-    t = Table(title="Fault ledger (provider and machine faults; never charged to a candidate)",
-              title_justify="left")
-    t.add_column("run", overflow="fold")
-    for col in FAULT_COLUMNS:
-        t.add_column(col, overflow="fold")
-    for row in rows:
-        t.add_row(*(escape(x) for x in row))
-    if rows:
-        print_table(console, t)
-    else:
-        console.print(f"[b]{t.title}[/b]")
-    footnote = note_footnote([f for _, f in faults if f is not None])
-    if footnote:
-        print_wrapped(console, "  " + footnote)
-    for line in lines:
-        print_wrapped(console, "  " + line)

@@ -1,5 +1,5 @@
-"""The report's figures (inline SVG from :mod:`callbench.report.charts`), chosen from a
-:class:`~callbench.report.build.Report`.
+"""The report's figures (inline SVG from :mod:`callbench.report.html.charts`), chosen from a
+:class:`~callbench.report.model.build.Report`.
 
 A figure that has nothing to say is left out, not drawn empty: the paired-difference forest
 needs two candidates; the score matrix, per-agent, diagnostics and distribution figures need at
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
-from callbench.report.build import Report
-from callbench.report.charts import PALETTE, ForestRow, Tile, forest, histograms, tile_grid
+from callbench.report.html.charts import PALETTE, ForestRow, Tile, forest, histograms, tile_grid
+from callbench.report.model.build import Report
 from callbench.stats.bootstrap import BootstrapResult
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 

@@ -1,8 +1,8 @@
 """Reading one episode of a run folder for the report: its trace, its grade in the chosen grade set
 and its fault ledger, turned into what the report keeps (issue 27 item 1).
 
-:func:`read_episodes` is the per-episode half of :func:`callbench.report.load.load_run`, made to
-run in a worker process (:mod:`callbench.report.workers`): it takes plain paths and ids and
+:func:`read_episodes` is the per-episode half of :func:`callbench.report.model.load.load_run`, made to
+run in a worker process (:mod:`callbench.report.model.workers`): it takes plain paths and ids and
 returns small picklable results, never whole traces. Each :class:`EpisodeRead` holds a
 :class:`TraceSummary` (the trace fields the episode's record and the run's ledgers need, as plain
 values), the grade file's text, the fault ledger file's bytes and any warnings. The parent
@@ -21,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,9 +31,6 @@ from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import FAULTS, EpisodeKey
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import EndReason, RoleInfo, Trace
-
-if TYPE_CHECKING:
-    from callbench.report.html_calls import CallOut
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -115,8 +112,8 @@ _CHANNEL = ("applied", "not_applied", "seeded_applied", "seeded_not_applied", "a
 @dataclass
 class TraceSummary:
     """What the report keeps of a trace: the fields of the episode's record and those the run's
-    simulator ledger, fault ledger and fairness facts count (``report/ledger.py``,
-    ``report/faults.py``, :class:`callbench.report.load.TraceFacts`), with the per-turn lists
+    simulator ledger, fault ledger and fairness facts count (``report/model/ledger.py``,
+    ``report/model/faults.py``, :class:`callbench.report.model.load.TraceFacts`), with the per-turn lists
     already counted; plain values only (cheap to pickle). Built by :meth:`of`."""
 
     episode_id: str
@@ -201,15 +198,33 @@ class TraceSummary:
         )
 
 
+class CallWriter(Protocol):
+    """Writes one episode's call file of a folder report from what was just read (the record
+    without its grade, the trace and grade, either may be None), as call number ``n`` into the
+    folder ``calls_dir``; ``sent``: the shared texts the worker's chunk already sent (updated);
+    ``chunk_start``: the first call of the chunk. Returns what the parent hands on, in call order,
+    to the one that asked for the call files (:class:`callbench.report.model.load.CallFiles`).
+    The HTML report supplies it; this layer only carries it to the worker and back, so it reads
+    episodes without knowing any view. It must be a module-level function: a spawned worker
+    unpickles it by name."""
+
+    def __call__(
+        self, record: EpisodeRecord, trace: Trace | None, grade: EpisodeGrade | None, n: int,
+        calls_dir: str, sent: set[str], *, chunk_start: bool,
+    ) -> object: ...
+
+
 @dataclass
 class CallSpec:
     """Write the episode's call file of a folder report while it is read (one reading of the trace
-    for both): call number ``n``, the run id and plan key its record is built from, the folder."""
+    for both): call number ``n``, the run id and plan key its record is built from, the folder, and
+    the writer (:class:`CallWriter`)."""
 
     n: int
     run_id: str
     key: EpisodeKey | None
     calls_dir: str
+    write: CallWriter
 
 
 @dataclass
@@ -252,7 +267,7 @@ class EpisodeRead:
     grade_text: str | None
     fault_ledger: bytes | None
     warnings: list[str] = field(default_factory=list)
-    call: CallOut | None = None  # the call file written (``EpisodeJob.call``)
+    call: object = None  # what ``EpisodeJob.call``'s writer returned for the call file it wrote
 
     def grade(self, job: EpisodeJob) -> EpisodeGrade | None:
         """The grade of ``job`` (the job this was read for), validated; raises
@@ -274,7 +289,7 @@ class EpisodeRead:
 def read_episode(job: EpisodeJob, sent: set[str] | None = None, *, chunk_start: bool = True) -> EpisodeRead:
     """Read one episode's trace (validated), grade text (its id and trace hash checked) and fault
     ledger bytes (module docstring), and with ``job.call`` write its folder-report call file
-    (:func:`callbench.report.html_calls.make_call`; ``sent``: the shared texts this chunk sent).
+    (:class:`CallWriter`; ``sent``: the shared texts this chunk sent).
     Raises :class:`ReportInputError` naming the file when one is unreadable, invalid, or holds
     another episode's id, ``OSError`` when the call file cannot be written."""
     trace: Trace | None = None
@@ -319,16 +334,13 @@ def read_episode(job: EpisodeJob, sent: set[str] | None = None, *, chunk_start: 
         with contextlib.suppress(OSError):
             ledger = Path(job.ledger_path).read_bytes()
     summary = TraceSummary.of(trace) if trace is not None else None
-    call: CallOut | None = None
+    call: object = None
     if job.call is not None:
-        from callbench.report.html_calls import make_call
-        from callbench.report.viewer import CallData
-
         spec = job.call
         grade = parse(gpath, grade_text, EpisodeGrade, "episode grade") if gpath and grade_text else None
         record = episode_record(spec.run_id, job.episode_id, spec.key, summary, grade)
-        call = make_call(CallData(record.model_copy(update={"grade": None}), trace, grade), spec.n,
-                         spec.calls_dir, set() if sent is None else sent, chunk_start=chunk_start)
+        call = spec.write(record.model_copy(update={"grade": None}), trace, grade, spec.n, spec.calls_dir,
+                          set() if sent is None else sent, chunk_start=chunk_start)
     return EpisodeRead(summary, grade_text, ledger, warnings, call)
 
 

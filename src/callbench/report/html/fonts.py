@@ -2,7 +2,7 @@
 
 A report opened on a machine with no Indic font (a stock Linux with DejaVu only) showed Hindi,
 Tamil, Marathi, Bengali and Gujarati as empty boxes. The package ships Noto Sans Devanagari, Tamil,
-Bengali and Gujarati (``report/fonts/``, SIL Open Font License 1.1, ``OFL.txt`` beside them, taken
+Bengali and Gujarati (``report/html/fonts/``, SIL Open Font License 1.1, ``OFL.txt`` beside them, taken
 unmodified from Debian's ``fonts-noto-core``); :func:`font_face_css` subsets each font whose script
 the report uses to exactly the characters of that script in the report (with every OpenType
 layout feature, so conjuncts and vowel signs shape as in the full font), and embeds it as a WOFF
@@ -51,7 +51,7 @@ JOINERS = frozenset({0x200C, 0x200D, 0x25CC})
 
 @functools.cache
 def _font_bytes(name: str) -> bytes:
-    return resources.files("callbench.report").joinpath("fonts", name).read_bytes()
+    return resources.files("callbench.report.html").joinpath("fonts", name).read_bytes()
 
 
 def subset_font(font: ScriptFont, codepoints: set[int]) -> bytes:
@@ -100,9 +100,9 @@ def subset_fonts(jobs: list[tuple[ScriptFont, set[int]]]) -> list[bytes]:
 def font_face_css(text: str, *, parallel: bool = False) -> str:
     """``@font-face`` rules embedding, for each script in ``text``, its font subset to exactly the
     characters used (module docstring); empty when ``text`` has no such script. With ``parallel``
-    the fonts are subset in the report's worker processes (:mod:`callbench.report.workers`; about
+    the fonts are subset in the report's worker processes (:mod:`callbench.report.model.workers`; about
     0.6 s of CPU per font), the same bytes either way."""
-    from callbench.report.workers import map_ordered
+    from callbench.report.model.workers import map_ordered
 
     jobs = list(used_codepoints(text).items())
     subsets = map_ordered(subset_fonts, jobs, chunk=1, min_items=2 if parallel else len(jobs) + 1)

@@ -11,7 +11,7 @@ scenarios in a few lines; a report over many episodes of one agent then does not
 30,000-character document per episode. Every block is named by the agents and scenarios that used
 it. Text in the call's language (messages, caller turns, tool arguments and results, briefs)
 carries the episode's BCP 47 tag as ``lang``; caller turns carry the word-level difference of
-intended and observed speech (:func:`callbench.report.textdiff.word_diff`).
+intended and observed speech (:func:`callbench.report.html.textdiff.word_diff`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS
 from callbench.grade.models import EpisodeGrade
-from callbench.report.load import RunData
-from callbench.report.textdiff import apply_line_ops, line_ops, word_diff
+from callbench.report.html.textdiff import apply_line_ops, line_ops, word_diff
+from callbench.report.model.load import RunData
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import Trace
 
@@ -43,7 +43,7 @@ class SharedTexts:
     ``add(text, group, agent, scenario, language)`` returns the block's anchor
     (``<kind>-<first 16 hex of sha256>``). Per ``group`` the first text added is the base, kept
     whole (``text``); each later distinct text keeps ``base`` (the base's anchor) and ``ops``
-    (:func:`~callbench.report.textdiff.line_ops` from the base) instead, unless the edits are
+    (:func:`~callbench.report.html.textdiff.line_ops` from the base) instead, unless the edits are
     not smaller than half the text, in which case it is kept whole too.
     """
 
@@ -111,7 +111,7 @@ class SharedTexts:
 
 JsonText = Callable[[Any], Any]
 """How a view holds a JSON value for display: :func:`pretty` (the single file's template prints the
-text) or :func:`callbench.report.call_script.json_source` (the folder's viewer script indents it)."""
+text) or :func:`callbench.report.html.call_script.json_source` (the folder's viewer script indents it)."""
 
 
 def _text_view(content: str | None, role: str, json_text: JsonText) -> tuple[Any, bool]:

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from callbench.models.base import ModelSettings
-from callbench.report.load import RunData
+from callbench.report.model.load import RunData
 from callbench.trace import RoleInfo
 
 

@@ -8,7 +8,7 @@ re-graded or checked, so the run is not official and the report names the calls.
 
 from __future__ import annotations
 
-from callbench.report.load import RunData
+from callbench.report.model.load import RunData
 
 SHOWN_IDS = 5
 """How many missing episode ids the terminal report names before "(+N more)"."""

@@ -14,16 +14,17 @@ Browsers block ``fetch()`` of ``file://`` URLs, but not ``<script src>`` of a fi
 page: the viewer script (``templates/report.js``) adds a ``<script>`` element for a call's file
 when the call is opened (a row, a score-matrix tile, a link or the URL's ``#e<n>``), and for the
 search files on the first search. A call file holds the call's data, not markup
-(:func:`callbench.report.call_script.call_record`, as a JSON literal: :func:`js_value`); the call
+(:func:`callbench.report.html.call_script.call_record`, as a JSON literal:
+:func:`~callbench.report.html.call_file.js_value`); the call
 builder (``templates/call_view.js``, embedded in the folder's page only) makes the call's
 ``<details class="episode">`` element from it with DOM calls only
 (``createElement``, ``textContent``, ``setAttribute``; never ``innerHTML``), the same DOM the single
 file's template gives (``tests/report/test_browser_equivalence.py`` compares them call by call).
-Its search text comes from the same strings (:func:`callbench.report.call_script.search_text`).
-:func:`call_file` does all of one call's work but the writing (a pure function, so it may run in
-worker processes): 0.76 ms of CPU per call of the 1,000-episode synthetic run, 1.0 ms with writing
-the file (``benchmarks/folder_call_bench.py``, load average 1.9 on 2 cores), against 2.8 ms
-without writing when the markup was rendered in Python.
+Its search text comes from the same strings (:func:`callbench.report.html.call_script.search_text`).
+:func:`~callbench.report.html.call_file.call_file` does all of one call's work but the writing (a
+pure function, so it may run in worker processes): 0.76 ms of CPU per call of the 1,000-episode
+synthetic run, 1.0 ms with writing the file (``benchmarks/folder_call_bench.py``, load average 1.9
+on 2 cores), against 2.8 ms without writing when the markup was rendered in Python.
 
 The folder is written whole into a temporary sibling, then renamed into place; an earlier report
 folder at the same path is moved aside first and deleted after (the one moment between the two
@@ -34,23 +35,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import threading
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
-from callbench.report.build import Report
-from callbench.report.call_script import call_record, json_source, search_text
-from callbench.report.html import embed_fonts, neutralise_js, render_page, script_json
-from callbench.report.load import RunData
-
-if TYPE_CHECKING:
-    from callbench.report.html_calls import CallOut
-from callbench.report.viewer import CallData, SharedTexts, episode_row, episode_view
+from callbench.report.html.call_file import SearchEntry, call_file, non_ascii_runs
+from callbench.report.html.calls import CallOut, SharedReplay, folder_calls, write_episode_call
+from callbench.report.html.page import embed_fonts, neutralise_js, render_page, script_json
+from callbench.report.html.viewer import CallData, SharedTexts
+from callbench.report.model.build import Report
+from callbench.report.model.load import CallFiles, RunData
 from callbench.trace import atomic_write_text
 
 SINGLE_FILE_MAX_CALLS = 250
@@ -69,23 +67,8 @@ _REPORT_ENTRIES = frozenset({"index.html", MARKER, CALLS.rstrip("/"), SEARCH.rst
 """What a folder report holds at its top level (anything else there is not ours to delete)."""
 
 
-_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
-
-
-def non_ascii_runs(text: str) -> list[str]:
-    """The distinct runs of non-ASCII characters in ``text`` (what the embedded fonts look at)."""
-    return [] if text.isascii() else list(set(_NON_ASCII.findall(text)))
-
-
 class ReportFolderError(Exception):
     """The folder report cannot be written to the path asked for; the message names it."""
-
-
-def js_value(value: Any) -> str:
-    """``value`` as a JavaScript literal for a ``.js`` file loaded by ``<script src>`` (JSON; no
-    HTML parser reads the file, so ``<`` stays as is), with ``://`` written ``:\\/\\/`` so the
-    folder holds no URL text either."""
-    return json.dumps(value, ensure_ascii=False).replace("://", ":\\/\\/")
 
 
 @lru_cache(maxsize=1)
@@ -93,7 +76,7 @@ def call_view_js() -> str:
     """The folder page's call builder (``templates/call_view.js``), checked for inline embedding;
     the single file, which has its calls' markup, does not carry it."""
     return neutralise_js(
-        (resources.files("callbench.report") / "templates" / "call_view.js").read_text(encoding="utf-8")
+        (resources.files("callbench.report.html") / "templates" / "call_view.js").read_text(encoding="utf-8")
     )
 
 
@@ -101,34 +84,6 @@ def with_call_view(page: str) -> str:
     """``page`` with the call builder in a ``<script>`` at the end of its head, so it is defined
     before the viewer script (end of body) can load any call file."""
     return page.replace("</head>", f'<script id="call-view">\n{call_view_js()}</script>\n</head>', 1)
-
-
-class CallFile(NamedTuple):
-    """One call of the folder report, ready to write: its ``anchor`` (``e<n>``), ``script`` (the
-    text of ``calls/e<n>.js``), ``row`` (its :func:`~callbench.report.viewer.episode_row`) and
-    ``search`` (its searchable text for ``search/s<k>.js``)."""
-
-    anchor: str
-    script: str
-    row: dict[str, Any]
-    search: str
-
-
-def call_file(call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts) -> CallFile:
-    """Everything the folder report does for the ``n``-th call but writing it: its view
-    (:func:`~callbench.report.viewer.episode_view`, JSON held as compact text,
-    :func:`~callbench.report.call_script.json_source`), its data as ``callbenchCall("e<n>",
-    {...});``, its table row and its search text. Adds the call's operating instructions and
-    caller brief to ``instructions`` and ``briefs``; the links it makes to them are content-hash
-    anchors (``instr-<sha256 prefix>``), the same whatever :class:`SharedTexts` is passed, so a
-    worker process may use its own and the page's blocks be gathered in call order after. Reads
-    and writes no file; raises nothing for any :class:`CallData` the loader gives."""
-    view = episode_view(call, n, instructions, briefs, json_text=json_source)
-    record = call_record(view)
-    anchor = view["anchor"]
-    return CallFile(
-        anchor, f'callbenchCall("{anchor}", {js_value(record)});\n', episode_row(view), search_text(record)
-    )
 
 
 def _row_values(row: dict[str, Any]) -> list[Any]:
@@ -172,18 +127,6 @@ def _move_into_place(tmp: Path, folder: Path) -> None:
     os.rename(tmp, folder)
     if old.exists():
         shutil.rmtree(old, ignore_errors=True)
-
-
-class SearchEntry(NamedTuple):
-    """One call's search text as a shard holds it: ``"<anchor>": <text as a JS string>`` and the
-    text's size in UTF-8 bytes. Made by :meth:`of` (in a worker for a large report)."""
-
-    item: str
-    size: int
-
-    @classmethod
-    def of(cls, anchor: str, text: str) -> SearchEntry:
-        return cls(f"{js_value(anchor)}: {js_value(text)}", len(text.encode()))
 
 
 class _Shards:
@@ -231,8 +174,6 @@ class FolderBuild:
 
     def __init__(self, folder: Path, calls: Iterable[CallData] | None, runs: list[RunData] | None,
                  background: bool) -> None:
-        from callbench.report.html_calls import SharedReplay, folder_calls
-
         if calls is not None and runs is not None:
             raise ValueError("give calls or runs, not both")
         self.folder, self.parallel = folder.absolute(), False  # fonts: 4 subsets, not worth a pool
@@ -277,6 +218,12 @@ class FolderBuild:
         self.chars.update(done.non_ascii)
         self.shards.add(done.search)
         self.rows.append(done.row)
+
+    def while_reading(self) -> CallFiles:
+        """What :func:`callbench.report.model.load.load_run` needs to write this folder's call files
+        while it reads the run (:data:`~callbench.report.model.load.CallsRequest`): the folder, the
+        writer its workers call for each episode, and :meth:`take`."""
+        return CallFiles(self.calls_dir, write_episode_call, self.take)
 
     def _consume(self) -> None:
         try:
@@ -337,7 +284,7 @@ class FolderBuild:
     def abort(self) -> None:
         """Stop writing calls (the workers are stopped) and remove the temporary folder."""
         if self._thread is not None and self._thread.is_alive():
-            from callbench.report.workers import close_pool
+            from callbench.report.model.workers import close_pool
 
             close_pool(terminate=True)
             self._thread.join(timeout=30)
@@ -349,12 +296,13 @@ def start_html_folder(
     background: bool = False,
 ) -> FolderBuild:
     """Start a folder report at ``folder`` from ``calls`` (read once, one at a time: an iterator of
-    :class:`~callbench.report.viewer.CallData` in run then plan order, e.g.
-    :func:`callbench.report.viewer.call_data`) or from ``runs`` (``calls`` None: the runs' calls
+    :class:`~callbench.report.html.viewer.CallData` in run then plan order, e.g.
+    :func:`callbench.report.html.viewer.call_data`) or from ``runs`` (``calls`` None: the runs' calls
     are read and written by the report's worker processes,
-    :func:`callbench.report.html_calls.folder_calls`; the same files), or from neither: the calls
-    are then written while the run is read (:data:`callbench.report.load.CallsRequest`) and
-    handed to :meth:`FolderBuild.take`. Only the episodes-table row of each call stays in memory.
+    :func:`callbench.report.html.calls.folder_calls`; the same files), or from neither: the calls
+    are then written while the run is read (:data:`callbench.report.model.load.CallsRequest`,
+    :meth:`FolderBuild.while_reading`) and handed to :meth:`FolderBuild.take`. Only the
+    episodes-table row of each call stays in memory.
     Raises :class:`ReportFolderError` when ``folder`` is a file
     or a folder that is not a callbench report folder, ``OSError`` when it cannot be written."""
     return FolderBuild(folder, calls, runs, background)

@@ -11,13 +11,16 @@ from rich.panel import Panel
 from rich.table import Table
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
-from callbench.report.build import CallRow, Report
-from callbench.report.faults import render_faults_terminal
-from callbench.report.fit import print_table, print_wrapped
-from callbench.report.judge_accuracy import render_judge_accuracy_terminal
-from callbench.report.ledger import render_ledger_terminal
-from callbench.report.official import missing_traces_text
-from callbench.report.sources_view import render_validation_terminal
+from callbench.report.model.build import CallRow, Report
+from callbench.report.model.official import missing_traces_text
+from callbench.report.model.text import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
+from callbench.report.terminal.fit import print_table, print_wrapped
+from callbench.report.terminal.sections import (
+    render_faults_terminal,
+    render_judge_accuracy_terminal,
+    render_ledger_terminal,
+    render_validation_terminal,
+)
 from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL, BootstrapResult
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 
@@ -25,20 +28,6 @@ MAX_SKIPPED_ROWS = 20
 MAX_CALL_ROWS = 40
 """Runs with at most this many planned calls get a per-call table; larger runs a summary."""
 
-SMOKE_TEST_TEXT = (
-    "SMOKE TEST: the roles named below ran on the embedded smoke-test model, a small local model that "
-    "shows the harness works end to end. Its scores say nothing about how good any phone agent is."
-)
-REFERENCE_TEXT = (
-    "REFERENCE: the candidate(s) named below replay each scenario's reference path from the bundle, "
-    "turn by turn and with no model: the authored correct call, a reference ceiling to compare "
-    "against, not a model. Its caller and judges are the run's own."
-)
-STAND_IN_TEXT = (
-    "STAND-IN JUDGES: the judges named below are scripted (fixed labels or replies from a file, no "
-    "model). Their grades show that grading works; they are not a measurement of quality (under "
-    "scripted:met an agent that hangs up at once passes most calls)."
-)
 OFFICIAL_TEXT = (
     "official = every planned call finished, none skipped, one callbench version, from a clean git "
     "checkout (a run whose git state is unknown, made outside a git checkout, cannot be), no "

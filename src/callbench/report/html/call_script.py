@@ -11,7 +11,7 @@ is done here:
   (``f"{x:.1f}"``; a float weight as ``1.0``), so JavaScript's number printing never shows;
 - JSON shown indented (tool arguments, results, JSON tool messages) is sent as its compact text
   from Python's C encoder (:func:`json_source`: ``[text]``), which the script re-indents
-  token by token into exactly :func:`callbench.report.viewer.pretty`'s text (numbers are never
+  token by token into exactly :func:`callbench.report.html.viewer.pretty`'s text (numbers are never
   parsed, so ``1.0``, ``1e+16``, ``NaN`` and integers beyond 2**53 print as Python prints them);
   Python's pure-Python indenting encoder (about half the cost of a call) is not used.
 
@@ -40,7 +40,8 @@ _CHANNEL_KEYS = ("kind", "source", "applied", "span", "replacement", "detail")
 def json_source(value: Any) -> Any:
     """``value`` for display as indented JSON by the viewer script: ``[compact JSON text]``
     (``json.dumps`` with sorted keys, non-ASCII kept, Python's default ``", "``/``": "``
-    separators), or the ``repr`` text when it is not JSON (as :func:`~callbench.report.viewer.pretty`)."""
+    separators), or the ``repr`` text when it is not JSON (as
+    :func:`~callbench.report.html.viewer.pretty`)."""
     try:
         return [_COMPACT(value)]
     except (TypeError, ValueError):
@@ -48,7 +49,7 @@ def json_source(value: Any) -> Any:
 
 
 def _num(x: float | None, digits: int = 1) -> str:
-    """The template's ``num`` filter (``callbench.report.html``): an em dash for None."""
+    """The template's ``num`` filter (``callbench.report.html.page``): an em dash for None."""
     return "—" if x is None else f"{x:.{digits}f}"
 
 
@@ -80,7 +81,7 @@ def _channel(ev: dict[str, Any]) -> dict[str, Any]:
 
 def call_record(view: dict[str, Any]) -> dict[str, Any]:
     """The data of one call for ``callbenchCall`` from its
-    :func:`~callbench.report.viewer.episode_view` made with ``json_text=json_source``: plain
+    :func:`~callbench.report.html.viewer.episode_view` made with ``json_text=json_source``: plain
     strings, integers, booleans and None (JSON), floats already formatted as text. Messages and
     tool events leave out what the script derives (their anchors ``e<n>-m<i>``/``e<n>-t<i>``)
     and what is empty (:func:`_set`)."""

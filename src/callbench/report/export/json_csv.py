@@ -1,6 +1,6 @@
 """Machine-readable exports, written atomically (``callbench.trace.atomic_write_text``).
 
-- ``--json PATH``: the whole :class:`~callbench.report.build.Report` (leaderboard with intervals,
+- ``--json PATH``: the whole :class:`~callbench.report.model.build.Report` (leaderboard with intervals,
   pillars, pass rates, splits, diagnostics, paired comparisons, skipped episodes, fairness flags,
   runs), readable back with :func:`read_json`.
 - ``--csv PATH``: one row per planned episode (:data:`CSV_COLUMNS`): ids, status, skip reason,
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from callbench.bundle.models import Diagnostic
-from callbench.report.build import Report
-from callbench.report.validation import GradeSetInfo
+from callbench.report.model.build import Report
+from callbench.report.model.validation import GradeSetInfo
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import atomic_write_text
 
@@ -56,7 +56,7 @@ def read_json(path: Path) -> Report:
 
 def episode_row(r: EpisodeRecord, grade_set: GradeSetInfo | None = None) -> dict[str, Any]:
     """The CSV row of one episode (typed values; None for undefined). ``grade_set`` is the
-    report's view of the episode's run's grade set (:class:`~callbench.report.validation.GradeSetInfo`):
+    report's view of the episode's run's grade set (:class:`~callbench.report.model.validation.GradeSetInfo`):
     its id, judge-validation status and whether it is official; None leaves those cells empty."""
     g = r.grade
     row: dict[str, Any] = {k: None for k in CSV_COLUMNS}

@@ -1,18 +1,30 @@
-"""Terminal view of the judge validation of each grade set, the audit's floor agents' scores with
-the run's own judges, and where each candidate's overall score comes from (issue 23 items 2-3;
-data: :mod:`callbench.report.validation`, :mod:`callbench.stats.sources`)."""
+"""The report's wording that the terminal and the HTML report both show, as plain text (neither
+rich markup nor HTML; each view escapes it): the banners that say which roles are stand-ins (the
+smoke-test model, the reference replay, scripted judges), the judge validation of each grade set
+with the audit's floor agents' scores under the run's own judges, and where each candidate's
+overall score comes from (data: :mod:`callbench.report.model.validation`,
+:mod:`callbench.stats.sources`). It lives below both views so that neither imports the other."""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-from callbench.report.build import Report
-from callbench.report.fit import print_table, print_wrapped
-from callbench.report.validation import GradeSetInfo
+from callbench.report.model.build import Report
+from callbench.report.model.validation import GradeSetInfo
 from callbench.stats.sources import SOURCE_NAMES
 
+SMOKE_TEST_TEXT = (
+    "SMOKE TEST: the roles named below ran on the embedded smoke-test model, a small local model that "
+    "shows the harness works end to end. Its scores say nothing about how good any phone agent is."
+)
+REFERENCE_TEXT = (
+    "REFERENCE: the candidate(s) named below replay each scenario's reference path from the bundle, "
+    "turn by turn and with no model: the authored correct call, a reference ceiling to compare "
+    "against, not a model. Its caller and judges are the run's own."
+)
+STAND_IN_TEXT = (
+    "STAND-IN JUDGES: the judges named below are scripted (fixed labels or replies from a file, no "
+    "model). Their grades show that grading works; they are not a measurement of quality (under "
+    "scripted:met an agent that hangs up at once passes most calls)."
+)
 SOURCE_LABELS = {
     "action_checks": "action checks",
     "task_judge": "task judge",
@@ -70,24 +82,3 @@ def source_cells(report: Report) -> list[tuple[str, list[str]]]:
             cells.append(f"{100 * x.weight_share:.1f}% ({x.points:.1f} pts)")
         rows.append((c.candidate, cells))
     return rows
-
-
-def render_validation_terminal(report: Report, console: Console) -> None:
-    """The judge-validation lines of every grade set, then the score-sources table."""
-    print_wrapped(console, "Judge validation (callbench audit --judges; docs/validity.md)", style="bold")
-    for info in report.grade_sets:
-        for line in validation_lines(info):
-            style = None if info.judge_validation.status in ("validated", "human_labels") else "red"
-            print_wrapped(console, line, style=style)
-    rows = source_cells(report)
-    if not rows:
-        return
-    suffix = f" — {escape(report.judged_status)}" if report.judged_status else ""
-    t = Table(title=f"Where the overall score comes from{suffix}", title_justify="left")
-    t.add_column("candidate", overflow="fold")
-    for s in SOURCE_NAMES:
-        t.add_column(SOURCE_LABELS[s], justify="right")
-    for cand, cells in rows:
-        t.add_row(escape(cand), *cells)
-    print_table(console, t)
-    print_wrapped(console, SOURCES_NOTE)

@@ -9,13 +9,8 @@ judges' accuracy is not measured.
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
 from callbench.audit.store import JudgeAccuracy, JudgeAudit, JudgeRole, matching_accuracy
-from callbench.report.fit import print_table, print_wrapped
-from callbench.report.load import RunData
+from callbench.report.model.load import RunData
 
 JUDGE_ACCURACY_COLUMNS = ["role", "judge", "audit traces (scenarios)", "reference: met",
                           "null floor: expected label", "all"]
@@ -57,23 +52,3 @@ def accuracy_cells(acc: JudgeAccuracy) -> list[str]:
 def accuracy_rows(run_id: str, accuracy: dict[JudgeRole, JudgeAccuracy]) -> list[tuple[str, list[str]]]:
     """(``run_id role``, cells) per audited judge of a run, for the terminal and HTML tables."""
     return [(f"{run_id} {role.replace('_', ' ')}", accuracy_cells(acc)) for role, acc in accuracy.items()]
-
-
-def render_judge_accuracy_terminal(
-    runs: list[tuple[str, dict[JudgeRole, JudgeAccuracy]]], console: Console
-) -> None:
-    """The judge-accuracy table, or the :data:`NOT_MEASURED` line when no judge of any run was audited."""
-    rows = [row for run_id, acc in runs for row in accuracy_rows(run_id, acc)]
-    if not rows:
-        print_wrapped(console, NOT_MEASURED)
-        return
-    t = Table(
-        title="Judge accuracy on known answers (callbench audit --judges; a judge not listed was not "
-        "audited on this bundle with these settings)",
-        title_justify="left",
-    )
-    for col in ["run / role", *JUDGE_ACCURACY_COLUMNS[1:]]:
-        t.add_column(col, overflow="fold")
-    for label, cells in rows:
-        t.add_row(escape(label), *(escape(c) for c in cells))
-    print_table(console, t)

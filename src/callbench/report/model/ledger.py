@@ -33,17 +33,12 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from callbench.grade.models import EpisodeGrade, Label
-from callbench.report.fit import print_table
 from callbench.trace import EndReason
 
 if TYPE_CHECKING:
-    from callbench.report.episode_read import TraceSummary
-    from callbench.report.load import RunData
+    from callbench.report.model.episode_read import TraceSummary
 
 
 class ChannelLedger(BaseModel):
@@ -152,7 +147,7 @@ class _Tally:
 
 
 class LedgerCounter:
-    """Counts a run's ledger one episode at a time (``report/load.py`` feeds it while it reads
+    """Counts a run's ledger one episode at a time (``report/model/load.py`` feeds it while it reads
     each trace once, so no trace is kept): :meth:`add` per episode, :meth:`result` at the end."""
 
     def __init__(self) -> None:
@@ -173,12 +168,6 @@ class LedgerCounter:
         total = RunLedger(**self.total.ledger().model_dump(), by_candidate=per)
         total.candidates_differ = len({ledger.model_dump_json() for ledger in per.values()}) > 1
         return total
-
-
-def run_ledger(run: RunData) -> RunLedger:
-    """The ledger of one loaded run (its traces and the chosen grade set's episode grades), in
-    total and per candidate (the report's candidate labels), as counted while it was loaded."""
-    return run.ledger
 
 
 def _counts(d: dict[str, int]) -> str:
@@ -220,21 +209,3 @@ def ledger_rows(run_id: str, led: RunLedger) -> list[tuple[str, list[str]]]:
     if led.candidates_differ:
         rows += [(f"  {cand}", ledger_cells(sub)) for cand, sub in led.by_candidate.items()]
     return rows
-
-
-def render_ledger_terminal(ledgers: list[tuple[str, RunLedger | None]], console: Console) -> None:
-    """Print the simulator and channel ledger table (one row per run, plus per-candidate rows
-    where the candidates' ledgers differ)."""
-    rows = [row for run_id, led in ledgers if led is not None for row in ledger_rows(run_id, led)]
-    if not rows:
-        return
-    t = Table(
-        title="Simulator and channel ledger (caller, channel and judge faults; see docs/validity.md)",
-        title_justify="left",
-    )
-    t.add_column("run / candidate", overflow="fold")
-    for col in LEDGER_COLUMNS:
-        t.add_column(col, overflow="fold")
-    for label, cells in rows:
-        t.add_row(escape(label), *(escape(x) for x in cells))
-    print_table(console, t)

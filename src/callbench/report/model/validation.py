@@ -22,8 +22,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from callbench.audit.store import FloorScore, JudgeAudit, JudgeRole, matching_audit
-from callbench.report.load import RunData
-from callbench.report.official import run_is_official
+from callbench.report.model.load import RunData
+from callbench.report.model.official import run_is_official
 
 ROLES: tuple[JudgeRole, ...] = ("task_judge", "conversation_judge")
 NOT_VALIDATED = "judges not validated"
@@ -58,7 +58,7 @@ class JudgeValidation(BaseModel):
 
 class GradeSetInfo(BaseModel):
     """The grade set a report shows for one run: id, kind, cutoff, whether it is official (the run
-    is official, :func:`callbench.report.official.run_is_official`, and its judges passed
+    is official, :func:`callbench.report.model.official.run_is_official`, and its judges passed
     validation) and its judge validation."""
 
     run_id: str

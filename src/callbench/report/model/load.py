@@ -10,8 +10,8 @@ grades (:class:`EpisodeGrade`). The default grade set is the last one listed in
 Each trace is read once and dropped (issue 27 item 1): what the report needs from it is kept as
 the episode's :class:`EpisodeRecord` and counted into the run's simulator ledger, fault ledger and
 :class:`TraceFacts` as it goes, so memory holds per-episode summaries, not traces. Reading an
-episode (:mod:`callbench.report.episode_read`) runs in worker processes when a run is large
-(:mod:`callbench.report.workers`); the counting stays here, in plan order, so the report is the
+episode (:mod:`callbench.report.model.episode_read`) runs in worker processes when a run is large
+(:mod:`callbench.report.model.workers`); the counting stays here, in plan order, so the report is the
 same however the reading was split. The HTML trace viewer reads traces again one at a time
 through :meth:`RunData.iter_episodes`.
 
@@ -25,11 +25,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from callbench.grade.models import EpisodeGrade, GradeSetManifest
-from callbench.report.episode_read import (
+from callbench.report.model.episode_read import (
     CallSpec,
+    CallWriter,
     EpisodeJob,
     ReportInputError,
     TraceSummary,
@@ -39,19 +40,17 @@ from callbench.report.episode_read import (
     read_model,
     read_text,
 )
-from callbench.report.faults import FaultCounter, RunFaults
-from callbench.report.ledger import LedgerCounter, RunLedger
-from callbench.report.workers import map_ordered
+from callbench.report.model.faults import FaultCounter, RunFaults
+from callbench.report.model.ledger import LedgerCounter, RunLedger
+from callbench.report.model.workers import map_ordered
 from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
 from callbench.runfolder.store import recorded_grade_hashes
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import RoleInfo, Trace
 
-if TYPE_CHECKING:
-    from callbench.report.html_calls import CallOut
-
-__all__ = ["ReportInputError", "RunData", "TraceFacts", "load_run", "load_runs", "read_model"]
+__all__ = ["CallFiles", "CallsRequest", "ReportInputError", "RunData", "TraceFacts", "load_run", "load_runs",
+           "read_model"]
 
 _record = episode_record  # the name benchmarks/html_bench.py uses
 
@@ -109,10 +108,23 @@ class RunData:
             yield rec, trace, grade
 
 
-CallsRequest = Callable[[int], "tuple[Path, Callable[[CallOut], None]] | None"]
-"""Asked by :func:`load_run` with the run's number of calls once its files are listed: a folder
-to write each call's file into while the episodes are read, and what to hand each written call
-to (:class:`callbench.report.html_calls.CallOut`, in call order); or None for no call files."""
+@dataclass
+class CallFiles:
+    """Where and how :func:`load_run` writes a folder report's call files while it reads the
+    episodes: the folder ``calls_dir``, the ``write`` function its workers call for each episode
+    with a trace or a grade (:class:`~callbench.report.model.episode_read.CallWriter`), and
+    ``take``, given each call's result of ``write`` in call order (in this process). The HTML
+    report makes it (:meth:`callbench.report.html.folder.FolderBuild.while_reading`)."""
+
+    calls_dir: Path
+    write: CallWriter
+    take: Callable[[Any], None]  # takes what ``write`` returns (opaque to the loader)
+
+
+CallsRequest = Callable[[int], "CallFiles | None"]
+"""Asked by :func:`load_run` with the run's number of calls once its files are listed: the
+:class:`CallFiles` to write each call's file while the episodes are read, or None for no call
+files."""
 
 
 def load_run(
@@ -121,8 +133,8 @@ def load_run(
 ) -> RunData:
     """Load one run folder, reading each trace and grade file once (module docstring).
     ``grade_set_id`` picks a grade set (default: the manifest's last). Episodes are read in worker
-    processes when there are many (:func:`callbench.report.workers.map_ordered`; ``workers``
-    default :func:`~callbench.report.workers.default_workers`, 1 = this process only); the result
+    processes when there are many (:func:`callbench.report.model.workers.map_ordered`; ``workers``
+    default :func:`~callbench.report.model.workers.default_workers`, 1 = this process only); the result
     is the same either way.
 
     Raises :class:`ReportInputError` when the folder, manifest, grade set or any trace/grade file
@@ -156,9 +168,10 @@ def load_run(
     wanted = calls(len(shown)) if calls is not None else None
     sink = None
     if wanted is not None:
-        calls_dir, sink = wanted
+        sink = wanted.take
         for n, job in enumerate(shown):
-            job.call = CallSpec(n, manifest.run_id, planned.get(job.episode_id), str(calls_dir))
+            job.call = CallSpec(n, manifest.run_id, planned.get(job.episode_id), str(wanted.calls_dir),
+                                wanted.write)
     ledger = LedgerCounter()
     faults = FaultCounter(run_dir)
     facts = TraceFacts()
