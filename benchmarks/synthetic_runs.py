@@ -77,6 +77,7 @@ class _Template:
     scenario_id: str
     agent_id: str
     trace_text: str  # canonical JSON with "@@<field>@@" strings in place of _PLACEHOLDERS
+    content_text: str  # the same without the timings: what Trace.sha256 (and so a grade) hashes
     end_reason: str
     usage: dict[str, dict[str, Any]]
     ledger_text: str
@@ -84,6 +85,13 @@ class _Template:
 
 
 _CACHE: dict[int, tuple[dict[str, Any], list[_Template]]] = {}
+
+
+def _fill(template: str, fills: list[tuple[str, str]]) -> str:
+    """``template`` with each placeholder replaced once by its value."""
+    for old, new in fills:
+        template = template.replace(old, new, 1)
+    return template
 
 
 def _canonical(value: Any) -> str:
@@ -126,6 +134,7 @@ def _scripted_run(limit: int) -> tuple[dict[str, Any], list[_Template]]:
             grade = read_episode_grade(episode_path(out, gid, eid))
             templates.append(_Template(
                 scenario_id=key["scenario_id"], agent_id=key["agent_id"], trace_text=_canonical(trace),
+                content_text=_canonical({k: v for k, v in trace.items() if k != "latency"}),
                 end_reason=end_reason, usage=usage,
                 ledger_text=store.faults_path(eid).read_text(encoding="utf-8"), grade=grade,
             ))
@@ -241,15 +250,14 @@ def make_synthetic_run(run_dir: Path, episodes: int, *, seed: int = 0, candidate
                 seeds = {k: rng.getrandbits(63) for k in SEED_NAMES}
                 seeds["run"] = seed
                 end = "skipped" if skip else t.end_reason
-                text = (t.trace_text
-                        .replace('"@@episode_id@@"', _canonical(eid), 1)
-                        .replace('"@@candidate@@"', roles_json[c], 1)
-                        .replace('"@@repeat@@"', str(r), 1)
-                        .replace('"@@seeds@@"', _canonical(seeds), 1)
-                        .replace('"@@usage@@"', _canonical(usage), 1)
-                        .replace('"@@end_reason@@"', _canonical(end), 1)
-                        .replace('"@@skip_reason@@"', _canonical(SKIP_REASON if skip else None), 1))
-                sha = text_sha256(text)
+                fills = [('"@@episode_id@@"', _canonical(eid)), ('"@@candidate@@"', roles_json[c]),
+                         ('"@@repeat@@"', str(r)), ('"@@seeds@@"', _canonical(seeds)),
+                         ('"@@usage@@"', _canonical(usage)), ('"@@end_reason@@"', _canonical(end)),
+                         ('"@@skip_reason@@"', _canonical(SKIP_REASON if skip else None))]
+                text = _fill(t.trace_text, fills)
+                sha = text_sha256(text)  # the index keeps the file's text hash
+                same = t.content_text == t.trace_text
+                content_sha = sha if same else text_sha256(_fill(t.content_text, fills))
                 episode_files.write_text(traces_dir, eid, text + "\n", sync=False)
                 _write(store.faults_path(eid), t.ledger_text)
                 if skip:
@@ -258,7 +266,7 @@ def make_synthetic_run(run_dir: Path, episodes: int, *, seed: int = 0, candidate
                 else:
                     gtext = rng.choice(variants[(t_i, c)])
                 gtext = (gtext.replace('"@@episode_id@@"', json.dumps(eid), 1)
-                         .replace('"@@sha@@"', json.dumps(sha), 1)
+                         .replace('"@@sha@@"', json.dumps(content_sha), 1)
                          .replace('"@@candidate@@"', json.dumps(roles[c].spec), 1)
                          .replace("987654321", str(r), 1))
                 episode_files.write_text(gdir, eid, gtext, sync=False)
