@@ -1,6 +1,7 @@
 """Candidates that are endpoints, not models: deployed agents driven over their own interface
 (:mod:`.base`), with adapters for the generic HTTP protocol (:mod:`.generic`), Vapi
-(:mod:`.vapi`) and Retell (:mod:`.retell`); :func:`create_deployed` builds one from its spec."""
+(:mod:`.vapi`), Retell (:mod:`.retell`) and a LiveKit Agents bot run in process (:mod:`.livekit`);
+:func:`create_deployed` builds one from its spec."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from callbench.models.deployed.base import (
     as_deployed,
 )
 
-ADAPTERS = ("http", "vapi", "retell")
+ADAPTERS = ("http", "vapi", "retell", "livekit")
 
 __all__ = [
     "ADAPTERS",
@@ -33,14 +34,16 @@ __all__ = [
 
 def split_deployed(spec: str, model: str) -> tuple[str, str]:
     """``(adapter, target)`` of a deployed spec's model part (``http:<URL>``, ``vapi:<assistant
-    id>``, ``retell:<agent id>``). Raises ValueError naming the spec for an unknown adapter, a
+    id>``, ``retell:<agent id>``, ``livekit:<module or file.py>:<factory>``). Raises ValueError
+    naming the spec for an unknown adapter, a
     missing target, or an ``http`` URL that is not http(s) or that holds userinfo or a query (the
     spec is saved in the manifest: credentials go in ``extra_headers`` as ``env:VAR``)."""
     adapter, _, target = model.partition(":")
     if adapter not in ADAPTERS:
         raise ValueError(
             f"model spec {spec!r}: unknown deployed adapter {adapter!r}; expected "
-            "deployed:http:<URL>, deployed:vapi:<assistant id> or deployed:retell:<agent id>"
+            "deployed:http:<URL>, deployed:vapi:<assistant id>, deployed:retell:<agent id> or "
+            "deployed:livekit:<module or file.py>:<factory>"
         )
     if not target.strip():
         raise ValueError(f"model spec {spec!r}: deployed:{adapter} needs a target after the colon")
@@ -56,6 +59,10 @@ def split_deployed(spec: str, model: str) -> tuple[str, str]:
                 f"model spec {spec!r}: the URL may hold no user, password or query (the spec "
                 "is saved); send credentials as extra_headers with env:VAR values"
             )
+    if adapter == "livekit":
+        from callbench.models.deployed.livekit import check_target
+
+        check_target(spec, target.strip())
     return adapter, target.strip()
 
 
@@ -69,6 +76,10 @@ def create_deployed(
         from callbench.models.deployed.generic import HttpDeployed
 
         return HttpDeployed(spec, settings, target, webhook)
+    if adapter == "livekit":
+        from callbench.models.deployed.livekit import LiveKitDeployed
+
+        return LiveKitDeployed(spec, settings, target, webhook)
     if adapter == "vapi":
         from callbench.models.deployed.vapi import VapiDeployed
 
