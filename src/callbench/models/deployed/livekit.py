@@ -7,7 +7,7 @@ the agent's own. ``<module>`` is a dotted module on ``sys.path``; a target endin
 the colon is a file path (relative to the working directory).
 
 Each episode builds a fresh bot and drives it through LiveKit's own text interface, as LiveKit's
-testing guide does (https://docs.livekit.io/agents/build/testing/): ``session.start(agent,
+testing guide does (https://docs.livekit.io/testing/unit-tests.md): ``session.start(agent,
 capture_run=True)`` for the start of the call (the greeting, e.g. ``generate_reply()`` in
 ``on_enter``), then ``session.run(user_input=...)`` per caller turn; the agent's messages are the
 assistant messages of each run, and the session closing (the bot shut itself down) is the agent
