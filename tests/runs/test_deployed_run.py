@@ -156,3 +156,47 @@ async def test_preflight_opens_a_session_and_refuses_one_that_does_not_open() ->
     assert str(err.value).startswith("preflight: candidate:bad deployed:vapi:asst_1: ")
     assert "HTTP 401" in str(err.value) and "canary-wrong-key-1234" not in str(err.value)
     assert len(fake.auth_seen) == 2 and fake.sessions == {}  # the good session was opened and closed
+
+
+async def test_livekit_run_records_its_config_and_saves_no_secret(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("livekit.agents")
+    from callbench.models.deployed import create_deployed
+
+    spec = "deployed:livekit:tests.fakes.livekit_bot:clinic"
+    config = RunConfig(
+        bundle_path=STARTER,
+        out=tmp_path / "run",
+        candidates=[RoleSpec(spec=spec)],
+        caller=RoleSpec(spec="scripted:plan"),
+        task_judge=RoleSpec(spec="scripted:met"),
+        conversation_judge=RoleSpec(spec="scripted:met"),
+        filters=ScenarioFilters(scenarios=[SCENARIO]),
+    )
+    cand = create_deployed(
+        spec, spec.removeprefix("deployed:"), ModelSettings(), WebhookConfig(secret=SECRET)
+    )
+    clients: dict[str, ModelClient] = {
+        f"candidate:{candidate_slug(spec, ModelSettings())}": cand,
+        "caller": create_scripted("scripted:plan", ModelSettings(), starter()),
+        "task_judge": create_scripted_judge("scripted:met", ModelSettings()),
+        "conversation_judge": create_scripted_judge("scripted:met", ModelSettings()),
+    }
+    caplog.set_level("DEBUG")
+    try:
+        manifest, _ = await run_and_grade(config, clients=clients, bundle=starter())
+    finally:
+        await cand.aclose()
+    want = config_sha256(await cand.deployed_config())
+    assert manifest.deployed_configs == {spec: want}  # type: ignore[attr-defined]
+    store = RunStore(config.out)
+    try:
+        traces = [store.load_trace(e) for e in store.finished_ids()]
+    finally:
+        store.close()
+    assert len(traces) == 1 and traces[0].deployed is not None
+    assert traces[0].deployed.adapter == "livekit" and traces[0].deployed.config_sha256 == want
+    assert [e.name for e in traces[0].tool_events][:2] == ["verify_patient", "get_patient_appointments"]
+    assert SECRET.encode() not in _all_bytes(config.out)
+    assert not [r for r in caplog.records if SECRET in r.getMessage() or SECRET in str(r.__dict__)]

@@ -4,7 +4,7 @@
 - :mod:`~callbench.cli.bundle`: ``validate``, ``audit``, ``inspect``, ``schema``, ``provenance``
 - :mod:`~callbench.cli.results`: ``grade``, ``report``, ``agreement``, ``labels``
 - :mod:`~callbench.cli.run`: ``run``, ``demo``
-- :mod:`~callbench.cli.serve`: ``serve-local``
+- :mod:`~callbench.cli.serve`: ``serve-local``, ``serve-backend``
 - :mod:`~callbench.cli.generate`: ``new-agent``, ``generate``, ``review``
 - :mod:`~callbench.cli.importers`: ``import tau2``
 - :mod:`~callbench.cli.gate`: ``gate`` (CI)

@@ -9,9 +9,9 @@ Providers (DESIGN.md "models/"; issue #5):
   embedded llama.cpp model
   (DESIGN.md "Embedded default model"); bare ``local`` picks the 1.5B weights when installed.
 - ``scripted:<name>``: deterministic test models (written in ``scripted.py`` / ``scripted_judge.py``).
-- ``deployed:http:<URL>``, ``deployed:vapi:<assistant id>``, ``deployed:retell:<agent id>``: a
-  deployed agent driven over its own interface, candidates only (``models/deployed/``,
-  ``docs/deployed.md``).
+- ``deployed:http:<URL>``, ``deployed:ws:<URL>``, ``deployed:vapi:<assistant id>``,
+  ``deployed:retell:<agent id>``, ``deployed:livekit:<module or file.py>:<factory>``: a deployed
+  agent driven over its own interface, candidates only (``models/deployed/``, ``docs/deployed.md``).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Where the platform lets us read the deployed configuration
 (:meth:`~callbench.models.deployed.base.DeployedCandidate.deployed_config`: Vapi's assistant,
-Retell's agent and LLM), its function tools are compared with each agent of the run's tools by
-name, by parameter names, by each parameter's JSON type and by the required list; every
+Retell's agent and LLM, a LiveKit bot's agent), its function tools are compared with each agent
+of the run's tools by name, by parameter names, by each parameter's JSON type and by the required list; every
 difference is one located line, and any difference stops the run (:class:`DeploymentMismatch`).
 The SHA-256 of the configuration is kept on the candidate (so each trace records it) and in the
 manifest (``deployed_configs``), and a resumed run whose deployment changed is refused. Where it
@@ -18,7 +18,7 @@ from typing import Any
 from callbench.bundle.models import LoadedAgent
 from callbench.models.base import ModelClient, ToolSchema
 from callbench.models.deployed.base import as_deployed
-from callbench.models.deployed.platform import PlatformDeployed, config_sha256
+from callbench.models.deployed.platform import config_sha256
 
 
 class DeploymentMismatch(Exception):
@@ -79,8 +79,8 @@ async def check_deployments(
             out[dep.spec] = None
             continue
         dep.config_sha256 = out[dep.spec] = config_sha256(config)
-        if isinstance(dep, PlatformDeployed):
-            deployed = dep.deployed_tools(config)
+        deployed = dep.deployed_tools(config)
+        if deployed is not None:
             for agent in agents:
                 lines += tool_differences(
                     dep.spec,

@@ -1,11 +1,13 @@
-"""A reference deployed agent speaking callbench's generic HTTP protocol (docs/deployed.md).
+"""A reference deployed agent speaking callbench's generic protocol, over HTTP and over a
+WebSocket (docs/deployed.md).
 
 Run it, then benchmark it:  python reference_agent.py --port 8700
     callbench run --candidate deployed:http:http://127.0.0.1:8700 ...
+    callbench run --candidate deployed:ws:ws://127.0.0.1:8700/ws ...
 Its "brain" is any OpenAI-compatible chat endpoint (OPENAI_BASE_URL, OPENAI_API_KEY, AGENT_MODEL,
 and your own prompt in AGENT_PROMPT_FILE); tests plug in a scripted brain instead. Its tools are
 callbench's mock backend: each tool call is POSTed to the session's tools_url. Adapt `brain` and
-`call_tool` to your stack; keep the three routes.
+`call_tool` to your stack; keep the routes.
 """
 
 from __future__ import annotations
@@ -111,12 +113,34 @@ def make_app(brain: Brain = openai_brain, prompt: str = "") -> web.Application:
         sessions.pop(request.match_info["sid"], None)
         return web.json_response({})
 
+    async def socket(request: web.Request) -> web.WebSocketResponse:
+        """One call per socket: "start" (the greeting), then "turn"s, until "end"."""
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        s: dict[str, Any] = {}
+        async for msg in ws:
+            frame = json.loads(msg.data)
+            if frame["type"] == "start":
+                s = {**frame, "turn": 0, "messages": [{"role": "system", "content": prompt}]}
+            elif frame["type"] == "turn" and s:
+                s["turn"] += 1
+                s["messages"].append({"role": "user", "content": frame["text"]})
+            elif frame["type"] == "end":
+                break
+            else:
+                await ws.send_json({"type": "error", "error": "send start first"})
+                continue
+            await ws.send_json({"type": "reply", **await respond(s)})
+        await ws.close()
+        return ws
+
     app = web.Application()
     app.add_routes(
         [
             web.post("/sessions", open_session),
             web.post("/sessions/{sid}/turns", turn),
             web.delete("/sessions/{sid}", close),
+            web.get("/ws", socket),
         ]
     )
     return app

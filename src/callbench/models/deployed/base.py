@@ -145,6 +145,11 @@ class DeployedCandidate:
         """The deployed agent's configuration as the platform reports it (None: not readable)."""
         return None
 
+    def deployed_tools(self, config: dict[str, Any]) -> list[ToolSchema] | None:
+        """The function tools of a configuration :meth:`deployed_config` returned (None: this
+        adapter cannot list them, so they are not compared with the bundle)."""
+        return None
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Refused: a deployed agent is driven through :meth:`open`, not prompted."""
         raise TypeError(f"{self.spec}: a deployed candidate is driven by sessions, not completion requests")

@@ -61,7 +61,7 @@ class PlatformDeployed(DeployedCandidate):
             self.on_close(self._http.close)
         return self._http
 
-    def deployed_tools(self, config: dict[str, Any]) -> list[ToolSchema]:
+    def deployed_tools(self, config: dict[str, Any]) -> list[ToolSchema] | None:
         """The function tools of a deployed configuration (subclasses read their format)."""
         raise NotImplementedError
 

@@ -58,6 +58,9 @@ class HookRegistry:
     """Hooks by token and by platform id (module docstring)."""
 
     def __init__(self) -> None:
+        self.fallback: Callable[[list[str]], EpisodeHook | None] | None = None
+        """Asked for a hook when no hook has any of a request's platform ids (``serve-backend``
+        opens a new call there); None in a run, where such a request is refused."""
         self._by_token: dict[str, EpisodeHook] = {}
         self._by_platform: dict[str, EpisodeHook] = {}
         self._retired: OrderedDict[str, EpisodeHook] = OrderedDict()
@@ -78,12 +81,13 @@ class HookRegistry:
         return self._by_token.get(token)
 
     def by_platform(self, ids: list[str]) -> EpisodeHook | None:
-        """The hook of the first of ``ids`` that is known (live or retired), or None."""
+        """The hook of the first of ``ids`` that is known (live or retired), else the
+        :attr:`fallback`'s, or None."""
         for i in ids:
             hook = self._by_platform.get(i)
             if hook is not None:
                 return hook
-        return None
+        return self.fallback(ids) if self.fallback is not None else None
 
     def retire(self, hook: EpisodeHook) -> None:
         """Mark ``hook`` ended; it stays findable for late calls (up to :data:`MAX_RETIRED`)."""
