@@ -1,5 +1,5 @@
 """Side by side: the same scripted candidates over tau2-bench retail in callbench and in tau2-bench
-(issue 29 item 5; docs/peers.md explains how to read the numbers).
+(docs/peers.md explains how to read the numbers).
 
 For each candidate, every imported retail task is played in callbench (``scripted:plan`` caller,
 the paper's channel) and graded on its executable checks (action checks and the state check; the
@@ -12,7 +12,11 @@ its guard) stands in as ``cb_db``.
 Candidates (no model, no network): ``reference`` (the gold path), ``hangup`` (does nothing),
 ``sloppy`` (the gold path without its last write call on every second task).
 
-Run: ``python benchmarks/tau2_side_by_side.py [--data ../shared/peers/tau2] [--limit N] [--per-task]``.
+Run: ``python benchmarks/tau2_side_by_side.py --data TAU2_BENCH [--limit N] [--per-task]``, where
+TAU2_BENCH is a clone of https://github.com/sierra-research/tau2-bench (its
+data/tau2/domains/retail/ is read), a data folder holding retail/, or the retail folder itself;
+``$CALLBENCH_TAU2_DATA`` is the default. Without it, the ten-task test fixture
+(tests/importers/data/tau2) is used, which checks the plumbing, not the whole domain's figures.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -31,17 +36,14 @@ from callbench.bundle.models import Bundle
 from callbench.bundle.state_check import replay_reference, state_differences
 from callbench.grade.action_checks import grade_action_checks
 from callbench.grade.models import Label
-from callbench.importers.tau2 import import_tau2
+from callbench.importers.tau2 import Tau2ImportError, import_tau2
 from callbench.importers.tau2.tools import WRITE_TOOLS
 from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import run_episode
 from callbench.trace import Trace
 
-_CANDIDATES = [
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "peers" / "tau2",
-    Path("/work/shared/peers/tau2"),
-]
-DEFAULT_DATA = next((p for p in _CANDIDATES if (p / "retail" / "db.json").is_file()), _CANDIDATES[0])
+FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "importers" / "data" / "tau2"
+DEFAULT_DATA = Path(os.environ.get("CALLBENCH_TAU2_DATA") or FIXTURE)
 
 
 def sloppy_bundle(bundle: Bundle) -> Bundle:
@@ -96,13 +98,15 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="Only the first N tasks.")
     ap.add_argument("--per-task", action="store_true", help="Print one row per task and candidate.")
     args = ap.parse_args()
-    if not (args.data / "retail" / "db.json").is_file():
-        sys.exit(f"{args.data}: no tau2-bench data (retail/db.json); pass --data")
     tau2 = None
     if importlib.util.find_spec("tau2") is not None:
         import tau2.domains.retail.environment as tau2  # type: ignore[import-not-found,no-redef]
+    print(f"tau2-bench data: {args.data}")
     with tempfile.TemporaryDirectory() as tmp:
-        import_tau2(args.data, Path(tmp) / "retail")
+        try:
+            import_tau2(args.data, Path(tmp) / "retail")
+        except Tau2ImportError as e:
+            sys.exit(f"error: {e}")
         bundle = load_bundle(Path(tmp) / "retail")
     ids = [s.id for _, s in bundle.scenarios()][: args.limit or None]
     candidates = {

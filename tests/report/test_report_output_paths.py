@@ -1,7 +1,8 @@
 """``callbench report`` checks its output paths before it computes anything: an ``--html`` path that
 is a folder, a ``--json``/``--csv`` path under a file, a folder that cannot be written. Each gives one
 located line (the option and the path), no errno text, and nothing is written; the exit code is 2
-for a bad path and 4 for a write the machine refuses (README, "Exit codes")."""
+for a bad path and 4 for a write the machine refuses (docs/running.md, "Provider faults, exit codes
+and transport")."""
 
 from __future__ import annotations
 

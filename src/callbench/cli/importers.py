@@ -19,7 +19,11 @@ app.add_typer(import_app, name="import")
 
 @import_app.command("tau2")
 def import_tau2_command(
-    path: Path = typer.Argument(..., help="The tau2-bench data folder (holding retail/ and LICENSE)."),
+    path: Path = typer.Argument(
+        ...,
+        help="A tau2-bench checkout (its data/tau2/domains/retail/ is read), a data folder "
+        "holding retail/, or the retail folder itself.",
+    ),
     out: Path = typer.Option(..., "--out", help="The bundle folder to write (must not exist)."),
     domain: str = typer.Option("retail", "--domain", help="The tau2-bench domain (retail)."),
     force: bool = typer.Option(False, "--force", help="Replace --out if it exists."),

@@ -1,8 +1,13 @@
 """``callbench import tau2 PATH --out BUNDLE``: write tau2-bench's retail domain as a bundle.
 
-Reads ``PATH/<domain>/`` (tasks.json, split_tasks.json, policy.md, tools.json, db.json) and
-``PATH/LICENSE``; writes one agent (``tau2_<domain>``: policy.md as its operating document, the tools
-with descriptions written here, a state of the domain's tables) and one scenario per task
+``PATH`` is a tau2-bench checkout (the domain's files are in ``data/tau2/domains/<domain>/``, as in
+the sierra-research/tau2-bench repository), a data folder holding ``<domain>/``, or the domain
+folder itself (:func:`find_domain_dir`). Reads the domain's tasks.json, split_tasks.json,
+policy.md and db.json, its tools.json when present (tau2-bench itself has none: its tools are
+Python code, so the retail tool facts read from that code ship with callbench as
+``retail_tools.json``), and tau2-bench's ``LICENSE``; writes one agent (``tau2_<domain>``:
+policy.md as its operating document, the tools with descriptions written here, a state of the
+domain's tables) and one scenario per task
 (:func:`callbench.importers.tau2.tasks.convert_task`), with a provenance file marking every
 scenario ``imported`` with the source commit and task id. The folder is written next to ``out``
 and renamed into place, so a failed import leaves nothing half-written.
@@ -29,10 +34,11 @@ from callbench.importers.tau2.tools import STATE_OPS, TRANSFERRED, tool_specs
 
 SOURCE_REPO = "sierra-research/tau2-bench"
 SOURCE_COMMIT = "a2c0247"
-"""The commit the shared data was copied from (its README); recorded in provenance."""
+"""The tau2-bench commit whose data this importer was written and measured against; recorded in
+provenance."""
 DOMAINS = ("retail",)
-"""Domains this importer can convert: those whose database is in the data folder and whose tools
-have descriptions and operations here (airline's db.json is not shipped with the data)."""
+"""Domains this importer can convert: those whose tools
+have descriptions and state operations here (airline has neither yet)."""
 
 
 class Tau2ImportError(Exception):
@@ -73,10 +79,43 @@ def _dump(path: Path, data: Any) -> None:
         )
 
 
+CHECKOUT_DATA = Path("data", "tau2", "domains")
+"""Where a tau2-bench checkout keeps each domain's data files."""
+PACKAGED_TOOLS = Path(__file__).with_name("retail_tools.json")
+"""The retail tool facts (names, kinds, parameters, return types) read from tau2-bench's
+``src/tau2/domains/retail/tools.py`` at the same commit; used when the domain folder has no
+tools.json."""
+
+
+def find_domain_dir(src: Path, domain: str) -> Path:
+    """The folder holding ``domain``'s tasks.json under ``src``: ``src/data/tau2/domains/<domain>``
+    (a tau2-bench checkout), ``src/<domain>`` (a data folder) or ``src`` itself (the domain folder).
+
+    Raises :class:`Tau2ImportError` naming the places looked at when none holds tasks.json."""
+    places = [src / CHECKOUT_DATA / domain, src / domain, src]
+    for place in places:
+        if (place / "tasks.json").is_file():
+            return place
+    if not src.is_dir():
+        raise Tau2ImportError(f"{src}: no such folder (expected a tau2-bench checkout or its data folder)")
+    looked = ", ".join(str(p / "tasks.json") for p in places)
+    raise Tau2ImportError(
+        f"{src}: no tau2-bench {domain} data here (looked for {looked}); give a checkout of "
+        "sierra-research/tau2-bench or its data/tau2/domains folder"
+    )
+
+
+def _find_licence(src: Path, ddir: Path) -> Path | None:
+    """tau2-bench's LICENSE: in the domain folder ``ddir`` or in ``src`` (the checkout's root or
+    the data folder), never further up, where it would be another project's."""
+    return next((f / "LICENSE" for f in (ddir, src) if (f / "LICENSE").is_file()), None)
+
+
 def import_tau2(
     src: str | Path, out: str | Path, *, domain: str = "retail", force: bool = False
 ) -> ImportSummary:
-    """Import ``domain`` of the tau2-bench data folder ``src`` as a bundle at ``out``.
+    """Import ``domain`` of the tau2-bench checkout, data folder or domain folder ``src``
+    (:func:`find_domain_dir`) as a bundle at ``out``.
 
     Raises :class:`Tau2ImportError` for an unknown domain, a missing or malformed source file, a task
     that cannot be converted, or an ``out`` that exists (unless ``force``: it is then replaced)."""
@@ -86,14 +125,13 @@ def import_tau2(
             f"domain {domain!r}: only {', '.join(DOMAINS)} can be imported (its database "
             "is in the data folder and its tools are described here)"
         )
-    ddir = src / domain
-    if not ddir.is_dir():
-        raise Tau2ImportError(f"{ddir}: no such folder (expected the tau2-bench data folder)")
+    ddir = find_domain_dir(src, domain)
     if out.exists() and not force:
         raise Tau2ImportError(f"{out}: already exists; choose another --out or pass --force to replace it")
     tasks = _read_json(ddir / "tasks.json")
     splits = _read_json(ddir / "split_tasks.json") if (ddir / "split_tasks.json").is_file() else {}
-    tools_facts = _read_json(ddir / "tools.json")
+    tools_path = ddir / "tools.json" if (ddir / "tools.json").is_file() else PACKAGED_TOOLS
+    tools_facts = _read_json(tools_path)
     db = _read_json(ddir / "db.json")
     if not isinstance(tasks, list):
         raise Tau2ImportError(f"{ddir / 'tasks.json'}: expected a list of tasks")
@@ -107,7 +145,7 @@ def import_tau2(
         raise Tau2ImportError(f"{ddir / 'policy.md'}: cannot read: {e}") from None
     try:
         tools = tool_specs(
-            tools_facts.get("tools", []) if isinstance(tools_facts, dict) else [], str(ddir / "tools.json")
+            tools_facts.get("tools", []) if isinstance(tools_facts, dict) else [], str(tools_path)
         )
     except ValueError as e:
         raise Tau2ImportError(str(e)) from None
@@ -166,8 +204,8 @@ def import_tau2(
                 f"commit {SOURCE_COMMIT} (MIT licence, see LICENSE-tau2-bench).",
             },
         )
-        if (src / "LICENSE").is_file():
-            shutil.copyfile(src / "LICENSE", tmp / "LICENSE-tau2-bench")
+        if (licence := _find_licence(src, ddir)) is not None:
+            shutil.copyfile(licence, tmp / "LICENSE-tau2-bench")
         adir = tmp / "agents" / agent_id
         _dump(adir / "agent.yaml", agent)
         (adir / "prompt.md").write_text(policy, encoding="utf-8")
