@@ -43,7 +43,7 @@ from callbench.report.html import write_html
 from callbench.report.html_folder import SINGLE_FILE_MAX_CALLS, write_html_folder
 from callbench.report.load import RunData, _record, load_runs, read_model
 from callbench.report.viewer import CallData, call_data
-from callbench.runs.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
+from callbench.runfolder.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
 from callbench.trace import Trace
 
 HERE = Path(__file__).resolve().parent

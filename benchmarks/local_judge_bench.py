@@ -22,7 +22,7 @@ from callbench.bundle.loader import load_bundle
 from callbench.grade.grader import grade_trace
 from callbench.models.base import ModelSettings
 from callbench.models.registry import create_client
-from callbench.runs.store import RunStore
+from callbench.runfolder.store import RunStore
 
 
 class Timed:

@@ -58,11 +58,11 @@ from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
 from callbench.models.base import ModelSettings
 from callbench.models.remote.transport import transport_choice
+from callbench.runfolder.store import RunStore
 from callbench.runs import executor as executor_module
 from callbench.runs.executor import RoleSpec, RunConfig, execute_run
 from callbench.runs.plan import ScenarioFilters
 from callbench.runs.session import build_clients
-from callbench.runs.store import RunStore
 
 STARTER = Path(str(files("callbench") / "examples" / "starter"))
 TESTS = Path(__file__).resolve().parents[1] / "tests"

@@ -20,7 +20,7 @@ Episodes are spread evenly over candidates and scenarios: repeat ``r`` of every 
 every candidate comes before repeat ``r + 1``; ``episodes`` need not be a multiple of
 ``candidates * scenarios`` (the manifest's plan lists exactly the episodes written, and
 ``repeats`` is the highest repeat count). Traces and grades are written in the run folder's
-current file format (:mod:`callbench.runs.episode_files`: gzip JSON) without the fsync a real run
+current file format (:mod:`callbench.runfolder.episode_files`: gzip JSON) without the fsync a real run
 does per file (a generator needs no crash safety): 10,000 episodes took 54 s of CPU (88 s wall
 at load 5 on 2 shared cores), about half of it gzip; before traces were compressed, 18 s of CPU.
 
@@ -52,10 +52,10 @@ from callbench.grade.models import EpisodeGrade, GradedItem, GradeSetManifest, L
 from callbench.grade.scoring import overall_score, score_items
 from callbench.grade.store import GRADE_SET_FILE, episode_path, grade_set_id_for, read_episode_grade
 from callbench.models.base import ModelSettings, Usage
-from callbench.runs import episode_files
-from callbench.runs.manifest import FAULTS, MANIFEST, EpisodeKey, RunManifest
+from callbench.runfolder import episode_files
+from callbench.runfolder.manifest import FAULTS, MANIFEST, EpisodeKey, RunManifest
+from callbench.runfolder.store import RunStore, text_sha256
 from callbench.runs.plan import ScenarioFilters, candidate_slug
-from callbench.runs.store import RunStore, text_sha256
 from callbench.trace import RoleInfo
 
 STARTER = Path(str(files("callbench") / "examples" / "starter"))

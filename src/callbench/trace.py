@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.state_models import StateChange, StateRecord
 from callbench.models.base import ModelSettings, ToolCall, ToolSchema, Usage
+from callbench.textfile import read_text
 
 TRACE_SCHEMA_VERSION = 1
 
@@ -153,7 +154,7 @@ class CallerView(BaseModel):
 
 class Trace(BaseModel):
     """One episode. Saved atomically as ``traces/<episode_id>.json.gz`` (gzip JSON; older runs:
-    ``.json``; :mod:`callbench.runs.episode_files`)."""
+    ``.json``; :mod:`callbench.runfolder.episode_files`)."""
 
     schema_version: int = TRACE_SCHEMA_VERSION
     episode_id: str
@@ -248,9 +249,8 @@ def save_trace(trace: Trace, path: Path) -> None:
 
 def load_trace(path: Path) -> Trace:
     """Load a trace file of either form a run folder holds (gzip ``.json.gz`` or plain ``.json``:
-    :mod:`callbench.runs.episode_files`); raises ``ValueError`` naming the file on bad content."""
-    from callbench.runs.episode_files import read_text
-
+    :mod:`callbench.runfolder.episode_files`, read by :mod:`callbench.textfile`); raises
+    ``ValueError`` naming the file on bad content."""
     try:
         return Trace.model_validate_json(read_text(path))
     except (OSError, ValueError) as e:

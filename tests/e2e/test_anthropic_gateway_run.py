@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 from fakes.anthropic_gateway import AnthropicGateway
 from fakes.fault_server import FaultServer
 

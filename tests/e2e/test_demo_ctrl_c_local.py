@@ -36,9 +36,9 @@ from .conftest import require_local_model
 
 require_local_model(("reads /proc (Linux only)", not sys.platform.startswith("linux")))
 
-from callbench.runs import episode_files  # noqa: E402
-from callbench.runs.lock import hold_run_folder  # noqa: E402
-from callbench.runs.store import RunStore  # noqa: E402
+from callbench.runfolder import episode_files  # noqa: E402
+from callbench.runfolder.lock import hold_run_folder  # noqa: E402
+from callbench.runfolder.store import RunStore  # noqa: E402
 from callbench.runs.supervisor import GRACE_S  # noqa: E402
 
 SRC = Path(__file__).parents[2] / "src"

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from callbench.cli import app
 from callbench.models.faults import FAULT_KINDS as KNOWN_KINDS
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 from callbench.runs.machine import EXIT_PROVIDER
 from fakes.fault_server import FAULT_KINDS, LEDGER_KIND, RETRYABLE_KINDS, FaultServer
 

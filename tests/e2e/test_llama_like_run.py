@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 from fakes.llama_like_server import LlamaLikeServer
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"

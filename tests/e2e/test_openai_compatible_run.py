@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 
 DAIRY = Path(__file__).parents[1] / "sim" / "data" / "dairy_bundle"
 SECRET = "sk-test-never-saved-7f3a9c"

@@ -35,7 +35,7 @@ require_local_model(server=True)
 
 from callbench.bundle.loader import load_bundle  # noqa: E402
 from callbench.cli import app  # noqa: E402
-from callbench.runs import episode_files  # noqa: E402
+from callbench.runfolder import episode_files  # noqa: E402
 from callbench.runs.demo import DEMO_MAX_TOKENS, choose_demo_scenarios, starter_path  # noqa: E402
 
 SPEC = "openai:local-0.5b"

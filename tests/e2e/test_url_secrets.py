@@ -15,7 +15,7 @@ import yaml
 
 from callbench.models.base import ModelSettings, saved_url
 from callbench.models.remote.secrets import Redactor, resolve_base_url
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 from fakes.fault_server import FaultServer
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"

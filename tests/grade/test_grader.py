@@ -24,7 +24,7 @@ from callbench.grade.models import Label
 from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
 from callbench.models.base import ModelSettings
 from callbench.models.scripted.judge import create_scripted_judge
-from callbench.runs.manifest import RunManifest
+from callbench.runfolder.manifest import RunManifest
 from callbench.trace import RoleInfo, save_trace
 
 

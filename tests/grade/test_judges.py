@@ -13,7 +13,7 @@ from callbench.grade.judges import run_conversation_judge, run_task_judge
 from callbench.grade.models import Label
 from callbench.models.base import InfrastructureError, ModelOutputError
 from callbench.models.scripted.judge import create_scripted_judge
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 
 TASK_OK = {
     "criteria": {

@@ -28,7 +28,7 @@ from callbench.cli import app
 from callbench.importers.tau2 import Tau2ImportError, import_tau2
 from callbench.importers.tau2.bundle import ImportSummary
 from callbench.importers.tau2.tools import WRITE_TOOLS
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 
 SRC = Path(__file__).resolve().parent / "data" / "tau2"
 TASKS = ["0", "2", "20", "22", "24", "50", "81", "105", "109", "111"]  # the fixture's tasks

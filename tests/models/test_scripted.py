@@ -15,13 +15,13 @@ from callbench.models.base import (
     RequestContext,
     ToolSchema,
 )
+from callbench.models.scripted.hangup import minimal_arguments
 from callbench.models.scripted.models import (
     HangupCandidate,
     PlanCaller,
     ReferenceCandidate,
     closing_line,
     create_scripted,
-    minimal_arguments,
     spoken,
 )
 from callbench.models.scripted.script import ScriptedFileModel, load_script

@@ -28,7 +28,7 @@ from callbench.models.base import (
 from callbench.models.faults import collect_faults
 from callbench.models.registry import create_client
 from callbench.models.remote.anomalies import anthropic_content, openai_choices
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 from fakes.fault_server import FaultServer, role_of
 
 DAIRY = Path(__file__).parents[1] / "sim" / "data" / "dairy_bundle"

@@ -17,8 +17,8 @@ from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Diagnostic, Pillar
 from callbench.grade.models import EpisodeGrade, GradedItem, GradeSetManifest, Label, PointTotals
 from callbench.models.base import ToolCall, Usage
-from callbench.runs import episode_files
-from callbench.runs.manifest import EpisodeKey, RunManifest
+from callbench.runfolder import episode_files
+from callbench.runfolder.manifest import EpisodeKey, RunManifest
 from callbench.trace import (
     CallerTurn,
     CallerView,

@@ -25,7 +25,7 @@ from callbench.report.build import build_report
 from callbench.report.html_folder import write_html_folder
 from callbench.report.load import load_runs
 from callbench.report.viewer import call_data
-from callbench.runs.manifest import EpisodeKey, RunManifest
+from callbench.runfolder.manifest import EpisodeKey, RunManifest
 from callbench.trace import RoleInfo
 
 from .conftest import DIFFS, LANGS, make_grade, make_trace

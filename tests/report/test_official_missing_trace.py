@@ -14,7 +14,7 @@ from rich.console import Console
 from callbench.report.build import build_report
 from callbench.report.load import load_runs
 from callbench.report.terminal import render_terminal
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 
 MakeRun = Callable[..., Path]
 

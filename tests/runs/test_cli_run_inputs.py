@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 
 from .conftest import DAIRY
 

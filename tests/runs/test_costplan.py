@@ -20,13 +20,13 @@ from callbench.cli import app
 from callbench.grade.grader import load_episode_grades
 from callbench.models.base import ModelClient, ModelRequest, ModelResponse, ModelSettings, Usage
 from callbench.models.pricing import call_cost
+from callbench.runfolder.manifest import EpisodeKey
+from callbench.runfolder.store import RunStore
 from callbench.runs.budget import Budget, BudgetReached
 from callbench.runs.costplan import plan_for_run, plan_lines, text_tokens
 from callbench.runs.executor import RoleSpec, RunConfig
-from callbench.runs.manifest import EpisodeKey
 from callbench.runs.plan import candidate_slug
 from callbench.runs.session import run_and_grade
-from callbench.runs.store import RunStore
 
 from .conftest import DAIRY, scripted_clients
 

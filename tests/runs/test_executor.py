@@ -13,9 +13,9 @@ import pytest
 
 from callbench.bundle.models import Bundle
 from callbench.grade.grader import load_episode_grades
+from callbench.runfolder.store import RunStore
 from callbench.runs.executor import RoleSpec, RunConflict, execute_run
 from callbench.runs.session import run_and_grade
-from callbench.runs.store import RunStore
 from callbench.trace import EndReason
 
 from .conftest import scripted_clients, scripted_config
@@ -82,7 +82,7 @@ sys.path.insert(0, {tests!r})
 from runs.conftest import scripted_clients, scripted_config
 from callbench.bundle.loader import load_bundle
 from callbench.runs.session import run_and_grade
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 
 class Slow:
     def __init__(self, inner):

@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 
 from callbench.cli import app
 from callbench.models.base import ModelSettings
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
+from callbench.runfolder.store import RunStore
 from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER
 from callbench.runs.preflight import preflight
 from callbench.runs.session import build_clients
-from callbench.runs.store import RunStore
 from fakes.fault_server import FaultServer
 
 from .conftest import DAIRY, scripted_config
@@ -42,7 +42,7 @@ def _error_lines(output: str) -> list[str]:
 def test_disk_full_while_saving_a_trace_is_one_line_and_the_same_command_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import callbench.runs.store as store_module
+    import callbench.runfolder.store as store_module
 
     real = store_module.write_trace_text
     calls = {"n": 0}

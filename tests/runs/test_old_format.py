@@ -12,9 +12,9 @@ from callbench.grade.grader import grade_run
 from callbench.grade.store import load_episode_grades
 from callbench.report.build import build_report
 from callbench.report.load import load_run
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
+from callbench.runfolder.store import RunStore, text_sha256
 from callbench.runs.session import run_and_grade
-from callbench.runs.store import RunStore, text_sha256
 
 from .conftest import scripted_clients, scripted_config
 

@@ -27,10 +27,10 @@ ray = pytest.importorskip("ray")
 
 from callbench.bundle.models import Bundle  # noqa: E402
 from callbench.models.base import ModelClient  # noqa: E402
-from callbench.runs import episode_files  # noqa: E402
+from callbench.runfolder import episode_files  # noqa: E402
+from callbench.runfolder.store import RunStore  # noqa: E402
 from callbench.runs.executor import RunConfig, execute_run  # noqa: E402
 from callbench.runs.ray_executor import default_clients, execute_run_ray  # noqa: E402
-from callbench.runs.store import RunStore  # noqa: E402
 
 from .conftest import DAIRY, scripted_clients, scripted_config  # noqa: E402
 from .test_ray_executor import DieOnce, _traces  # noqa: E402
@@ -165,7 +165,7 @@ GATED_SAVES = textwrap.dedent(
     import os
     if os.environ.get("CALLBENCH_SUPERVISED") and os.environ.get("SAVE_LOG"):
         import threading, time
-        from callbench.runs.store import RunStore
+        from callbench.runfolder.store import RunStore
         real, one_at_a_time = RunStore.save_episode, threading.Lock()
         def logged(self, trace, ledger):
             with one_at_a_time:

@@ -20,10 +20,10 @@ ray = pytest.importorskip("ray")
 from callbench.bundle.models import Bundle  # noqa: E402
 from callbench.grade.grader import load_episode_grades  # noqa: E402
 from callbench.models.base import ModelClient, ModelRequest, ModelResponse  # noqa: E402
+from callbench.runfolder.store import RunStore  # noqa: E402
 from callbench.runs.executor import RunConfig, execute_run  # noqa: E402
 from callbench.runs.ray_executor import connect, default_clients, execute_run_ray  # noqa: E402
 from callbench.runs.session import run_and_grade  # noqa: E402
-from callbench.runs.store import RunStore  # noqa: E402
 
 from .conftest import scripted_clients, scripted_config  # noqa: E402
 

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.runs.lock import LOCK_FILE, RunFolderBusy, hold_run_folder
+from callbench.runfolder.lock import LOCK_FILE, RunFolderBusy, hold_run_folder
 
 from .test_signals import REPEATS, _command, _env, _traces, _wait_for
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fl
 
 
 HOLDER = (
-    "import sys; from pathlib import Path; from callbench.runs.lock import hold_run_folder\n"
+    "import sys; from pathlib import Path; from callbench.runfolder.lock import hold_run_folder\n"
     "with hold_run_folder(Path(sys.argv[1]), 'callbench run ray'):\n"
     "    print('held', flush=True); sys.stdin.read()\n"
 )

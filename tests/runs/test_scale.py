@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from callbench.bundle.models import Bundle
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
+from callbench.runfolder.store import RunStore, text_sha256
 from callbench.runs import executor as executor_module
 from callbench.runs.executor import RunCounts, execute_run
-from callbench.runs.store import RunStore, text_sha256
 from callbench.trace import EndReason
 
 from .conftest import scripted_clients, scripted_config
@@ -130,7 +130,7 @@ def test_run_counts_replace_an_episodes_earlier_status() -> None:
     counts = RunCounts({"a", "b", "c"}, [("a", skipped, "infrastructure: timeout"), ("z", "hang_up", None)])
     counts.record("b", skipped, "candidate_error: bad")
     counts.record("a", "hang_up", None)  # the infrastructure skip was run again and finished
-    from callbench.runs.manifest import RunManifest
+    from callbench.runfolder.manifest import RunManifest
 
     m = RunManifest.model_construct()
     counts.apply(m)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from callbench.runs import episode_files
+from callbench.runfolder import episode_files
 
 from .conftest import DAIRY
 

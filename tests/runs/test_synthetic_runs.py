@@ -11,8 +11,8 @@ import pytest
 
 from callbench.grade.grader import grade_run
 from callbench.report.load import load_run
-from callbench.runs import episode_files
-from callbench.runs.store import RunStore
+from callbench.runfolder import episode_files
+from callbench.runfolder.store import RunStore
 from fakes.synthetic import synthetic_runs
 
 

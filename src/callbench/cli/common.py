@@ -57,8 +57,8 @@ def _bundle_folder(path: Path) -> None:
 
 def _output_problem(run_dirs: list[Path], outputs: dict[str, Path | None]) -> str | None:
     """Why the report's output paths cannot be written, or None: two outputs on one path, or a
-    path holding a run's own saved data (:func:`callbench.runs.manifest.run_owned_path`)."""
-    from callbench.runs.manifest import run_owned_path
+    path holding a run's own saved data (:func:`callbench.runfolder.manifest.run_owned_path`)."""
+    from callbench.runfolder.manifest import run_owned_path
 
     seen: dict[Path, str] = {}
     for option, path in outputs.items():

@@ -56,9 +56,9 @@ def grade(
     from callbench.grade.models import EpisodeGrade
     from callbench.grade.rubric import DEFAULT_RUBRIC, load_rubric
     from callbench.models.base import ModelSettings
-    from callbench.runs.lock import hold_run_folder
+    from callbench.runfolder.lock import hold_run_folder
+    from callbench.runfolder.store import RunStore
     from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
-    from callbench.runs.store import RunStore
 
     store = RunStore(run_dir)
 
@@ -433,7 +433,7 @@ def labels_import(
     (nothing stored)."""
     from callbench.grade.action_checks import GradeError
     from callbench.grade.labels import import_labels, summary_lines
-    from callbench.runs.lock import RunFolderBusy, hold_run_folder
+    from callbench.runfolder.lock import RunFolderBusy, hold_run_folder
 
     try:
         if not (run_dir / "manifest.json").is_file():

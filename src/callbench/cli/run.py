@@ -15,7 +15,7 @@ from callbench.cli.results import report
 def _execute(
     config: object, cache_path: Path | None, cache_mode: str, title: str
 ) -> tuple[object, str | None]:
-    """:func:`_execute_held` holding the run folder's lock (:mod:`callbench.runs.lock`) from before
+    """:func:`_execute_held` holding the run folder's lock (:mod:`callbench.runfolder.lock`) from before
     the progress bar is drawn: a second driver gets its one line at once (exit 2)."""
     import contextlib
 
@@ -51,10 +51,10 @@ def _execute_held(
     from callbench.bundle.loader import BundleError, load_bundle
     from callbench.grade.grader import GradeError
     from callbench.models.activity import Activity, listening
+    from callbench.runfolder.lock import hold_run_folder
     from callbench.runs.budget import EXIT_BUDGET, BudgetReached
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.guard import RunStopped
-    from callbench.runs.lock import hold_run_folder
     from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
     from callbench.runs.plan import plan_episodes
     from callbench.runs.preflight import PreflightError

@@ -41,8 +41,8 @@ from callbench.grade.store import (
 )
 from callbench.models.base import ModelClient, ModelSettings, Role
 from callbench.models.faults import RoleFaults, collect_faults
-from callbench.runs import episode_files
-from callbench.runs.manifest import MANIFEST, grades_dir, traces_dir
+from callbench.runfolder import episode_files
+from callbench.runfolder.manifest import MANIFEST, grades_dir, traces_dir
 from callbench.trace import RoleInfo, Trace, load_trace
 
 __all__ = [

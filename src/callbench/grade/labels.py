@@ -50,8 +50,8 @@ from callbench.grade.store import (
     save_episode_grade,
     save_grade_set,
 )
-from callbench.runs import episode_files
-from callbench.runs.manifest import MANIFEST, traces_dir
+from callbench.runfolder import episode_files
+from callbench.runfolder.manifest import MANIFEST, traces_dir
 from callbench.trace import RoleInfo, Trace, TraceMessage, atomic_write_text, load_trace
 
 COLUMNS = [

@@ -1,8 +1,8 @@
 """Grade sets on disk: ids, ``grade_set.json``, episode grade files, registration in the run manifest.
 
-Layout (``runs/manifest.py``): ``RUN_DIR/grades/<grade_set_id>/grade_set.json``
+Layout (``runfolder/manifest.py``): ``RUN_DIR/grades/<grade_set_id>/grade_set.json``
 (:class:`GradeSetManifest`) and ``episodes/<episode_id>.json.gz`` (:class:`EpisodeGrade`, gzip JSON;
-``.json`` in runs graded before issue 27, still read: :mod:`callbench.runs.episode_files`); every write
+``.json`` in runs graded before issue 27, still read: :mod:`callbench.runfolder.episode_files`); every write
 is atomic (``trace.atomic_write_text``).
 
 Grade set ids: ``gs<NNN>-<hash10>``. ``NNN`` is a counter (1 + the highest counter already in
@@ -26,9 +26,9 @@ from callbench.grade.models import EpisodeGrade, GradeSetManifest, PassRule
 from callbench.grade.prompts import PROMPT_VERSION
 from callbench.grade.rubric import DEFAULT_RUBRIC, Rubric
 from callbench.grade.scoring import DEFAULT_CUTOFF, DEFAULT_PASS_RULE
-from callbench.runs import episode_files
-from callbench.runs.manifest import GRADES, MANIFEST, RunManifest, grades_dir
-from callbench.runs.provenance import code_version
+from callbench.runfolder import episode_files
+from callbench.runfolder.manifest import GRADES, MANIFEST, RunManifest, grades_dir
+from callbench.runfolder.provenance import code_version
 from callbench.trace import RoleInfo, atomic_write_text
 
 GRADE_SET_FILE = "grade_set.json"
@@ -43,7 +43,7 @@ def episodes_folder(run_dir: Path, grade_set_id: str) -> Path:
 
 def episode_path(run_dir: Path, grade_set_id: str, episode_id: str) -> Path:
     """An episode's grade file: ``RUN_DIR/grades/<grade_set_id>/episodes/<episode_id>.json.gz``
-    (gzip JSON), or ``.json`` in a run graded before issue 27 (:mod:`callbench.runs.episode_files`)."""
+    (gzip JSON), or ``.json`` in a run graded before issue 27 (:mod:`callbench.runfolder.episode_files`)."""
     return episode_files.path_for(episodes_folder(run_dir, grade_set_id), episode_id)
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from callbench.grade.action_checks import GradeError
 from callbench.grade.models import GradeSetManifest
 from callbench.grade.store import load_episode_grades, load_grade_set, read_run_manifest
-from callbench.runs.manifest import GRADES
+from callbench.runfolder.manifest import GRADES
 from callbench.stats.agreement import Interval
 from callbench.stats.grade_agreement import (
     CriteriaAgreement,

@@ -27,8 +27,8 @@ from pydantic import BaseModel, ValidationError
 
 from callbench.grade.models import EpisodeGrade
 from callbench.models.faults import FaultLedger
-from callbench.runs import episode_files
-from callbench.runs.manifest import FAULTS, EpisodeKey
+from callbench.runfolder import episode_files
+from callbench.runfolder.manifest import FAULTS, EpisodeKey
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import EndReason, RoleInfo, Trace
 
@@ -60,7 +60,7 @@ run folder is kept; report it again afterwards)."""
 
 
 def read_text(path: Path, what: str) -> str:
-    """The text of a run-folder file (gzip or plain, :func:`callbench.runs.episode_files.read_text`);
+    """The text of a run-folder file (gzip or plain, :func:`callbench.runfolder.episode_files.read_text`);
     raises :class:`ReportInputError` naming ``path`` and ``what`` it is when missing or unreadable."""
     try:
         return episode_files.read_text(path)

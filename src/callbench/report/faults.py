@@ -33,8 +33,8 @@ from rich.table import Table
 
 from callbench.models.faults import FaultLedger, RoleFaults
 from callbench.report.fit import print_table, print_wrapped
-from callbench.runs.manifest import FAULTS
-from callbench.runs.store import PREFLIGHT
+from callbench.runfolder.manifest import FAULTS
+from callbench.runfolder.store import PREFLIGHT
 
 if TYPE_CHECKING:
     from callbench.grade.models import EpisodeGrade

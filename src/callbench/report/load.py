@@ -1,11 +1,11 @@
-"""Load run folders (``runs/manifest.py`` layout) into typed records for the report, streaming.
+"""Load run folders (``runfolder/manifest.py`` layout) into typed records for the report, streaming.
 
 Reads ``RUN_DIR/manifest.json`` (:class:`RunManifest`), each trace file
 (``RUN_DIR/traces/<episode_id>.json.gz``, or ``.json`` in older runs; :class:`Trace`) and the chosen
 grade set ``RUN_DIR/grades/<id>/grade_set.json`` (:class:`GradeSetManifest`) with its episode
 grades (:class:`EpisodeGrade`). The default grade set is the last one listed in
 ``manifest.grade_sets`` (the latest regrade). File names and formats:
-:mod:`callbench.runs.episode_files`.
+:mod:`callbench.runfolder.episode_files`.
 
 Each trace is read once and dropped (issue 27 item 1): what the report needs from it is kept as
 the episode's :class:`EpisodeRecord` and counted into the run's simulator ledger, fault ledger and
@@ -42,8 +42,8 @@ from callbench.report.episode_read import (
 from callbench.report.faults import FaultCounter, RunFaults
 from callbench.report.ledger import LedgerCounter, RunLedger
 from callbench.report.workers import map_ordered
-from callbench.runs import episode_files
-from callbench.runs.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
+from callbench.runfolder import episode_files
+from callbench.runfolder.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import RoleInfo, Trace
 

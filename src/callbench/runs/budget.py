@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Iterable
 
 from callbench.models.base import Usage
-from callbench.runs.manifest import EpisodeKey
+from callbench.runfolder.manifest import EpisodeKey
 
 EXIT_BUDGET = 5
 """Exit code of a run stopped by ``--max-cost`` (finished episodes are kept; resume with more)."""

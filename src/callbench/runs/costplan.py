@@ -40,10 +40,10 @@ from callbench.bundle.models import Bundle, LoadedAgent, Pillar, Scenario
 from callbench.grade.store import iter_episode_grades
 from callbench.models.base import Usage
 from callbench.models.pricing import PriceTable, call_cost
+from callbench.runfolder.manifest import MANIFEST, EpisodeKey
+from callbench.runfolder.store import RunStore
 from callbench.runs.executor import RoleSpec, RunConfig, rerun_ids
-from callbench.runs.manifest import MANIFEST, EpisodeKey
 from callbench.runs.plan import candidate_slug, plan_episodes
-from callbench.runs.store import RunStore
 from callbench.sim.caller import build_caller_prompt
 
 ASCII_CHARS_PER_TOKEN = 4.0

@@ -40,10 +40,10 @@ from callbench.grade.prompts import PROMPT_VERSION
 from callbench.models.base import ModelSettings
 from callbench.models.local.format import tools_block_position
 from callbench.models.specs import parse_spec
+from callbench.runfolder.manifest import MANIFEST
+from callbench.runfolder.store import RunStore
 from callbench.runs.executor import RoleSpec, RunConfig, rerun_ids
-from callbench.runs.manifest import MANIFEST
 from callbench.runs.plan import ScenarioFilters, plan_episodes
-from callbench.runs.store import RunStore
 from callbench.sim.episode import LoopLimits
 
 DEMO_MAX_TURNS = 2

@@ -24,13 +24,13 @@ from callbench.bundle.models import Bundle
 from callbench.bundle.provenance import review_counts, unreviewed_generated
 from callbench.models.base import ModelClient, ModelSettings
 from callbench.models.faults import FaultLedger, collect_faults
+from callbench.runfolder.manifest import EpisodeKey, RunManifest
+from callbench.runfolder.provenance import code_version, git_state
+from callbench.runfolder.store import RunStore
 from callbench.runs.budget import Budget, BudgetReached
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
 from callbench.runs.guard import limit_providers as guard_limit
-from callbench.runs.manifest import EpisodeKey, RunManifest
 from callbench.runs.plan import ScenarioFilters, candidate_slug, plan_episodes
-from callbench.runs.provenance import code_version, git_state
-from callbench.runs.store import RunStore
 from callbench.sim.episode import LoopLimits, run_episode
 from callbench.trace import EndReason, RoleInfo, Trace
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.models.base import OPERATIONAL_SETTINGS, ModelSettings, identity_settings
-from callbench.runs.manifest import EpisodeKey
+from callbench.runfolder.manifest import EpisodeKey
 
 
 class ScenarioFilters(BaseModel):

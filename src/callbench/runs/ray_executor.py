@@ -37,6 +37,10 @@ from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
 from callbench.models.base import ModelClient
 from callbench.models.faults import FaultLedger
+from callbench.runfolder.manifest import EpisodeKey
+from callbench.runfolder.provenance import code_version
+from callbench.runfolder.store import RunStore
+from callbench.runs.clients import build_clients
 from callbench.runs.executor import (
     IN_FLIGHT_PER_SLOT,
     GradeHook,
@@ -49,9 +53,6 @@ from callbench.runs.executor import (
     simulate,
 )
 from callbench.runs.guard import Limited, RunHealth, health_of
-from callbench.runs.manifest import EpisodeKey
-from callbench.runs.provenance import code_version
-from callbench.runs.store import RunStore
 from callbench.trace import Trace
 
 ClientFactory = Callable[[RunConfig, Bundle], dict[str, ModelClient]]
@@ -103,8 +104,6 @@ def _keep_on_loopback(address: str | None) -> None:
 def default_clients(config: RunConfig, bundle: Bundle) -> dict[str, ModelClient]:
     """The candidate and caller clients a worker builds from the run's specs (no response cache:
     a cache file is local to one machine)."""
-    from callbench.runs.session import build_clients
-
     clients = build_clients(config.model_copy(update={"grade": False}), bundle)
     return {k: c for k, c in clients.items() if k.startswith("candidate:") or k == "caller"}
 

@@ -27,11 +27,14 @@ from callbench.grade.grader import (
 )
 from callbench.grade.models import EpisodeGrade
 from callbench.models import activity
-from callbench.models.base import ModelClient, Role, Usage
+from callbench.models.base import ModelClient, Usage
 from callbench.models.cache import CacheMode, ResponseCache
 from callbench.models.faults import collect_faults
+from callbench.runfolder.lock import LOCK_FILE, hold_run_folder
+from callbench.runfolder.manifest import MANIFEST, EpisodeKey, RunManifest
+from callbench.runfolder.store import RunStore
+from callbench.runs.clients import build_clients
 from callbench.runs.executor import (
-    RoleSpec,
     RunConfig,
     execute_run,
     limit_providers,
@@ -39,33 +42,10 @@ from callbench.runs.executor import (
     saved_form,
 )
 from callbench.runs.guard import RunHealth
-from callbench.runs.lock import LOCK_FILE, hold_run_folder
-from callbench.runs.manifest import MANIFEST, EpisodeKey, RunManifest
-from callbench.runs.plan import candidate_slug, select_scenarios
+from callbench.runs.plan import select_scenarios
 from callbench.runs.preflight import preflight
 from callbench.runs.provider_check import check_request_rules
-from callbench.runs.store import RunStore
 from callbench.trace import Trace
-
-
-def build_clients(
-    config: RunConfig, bundle: Bundle, cache: ResponseCache | None = None
-) -> dict[str, ModelClient]:
-    """Create one client per role: ``candidate:<slug>`` for each candidate, ``caller``,
-    ``task_judge``, ``conversation_judge``. Raises ``ValueError`` naming a bad spec."""
-    from callbench.models.registry import create_client
-
-    def make(role: RoleSpec, name: Role) -> ModelClient:
-        return create_client(role.spec, role.settings, bundle=bundle, cache=cache, role=name)
-
-    clients = {
-        f"candidate:{candidate_slug(c.spec, c.settings)}": make(c, "candidate") for c in config.candidates
-    }
-    clients["caller"] = make(config.caller, "caller")
-    if config.grade:
-        clients["task_judge"] = make(config.task_judge, "task_judge")
-        clients["conversation_judge"] = make(config.conversation_judge, "conversation_judge")
-    return clients
 
 
 def _reusable_grade_set(run_dir: Path, config: RunConfig, clients: dict[str, ModelClient]) -> str | None:

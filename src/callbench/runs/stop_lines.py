@@ -1,6 +1,6 @@
 """The end of the line a stopped command prints (:func:`callbench.runs.supervisor.stop_message`):
 what the stop left behind and what to do next, worded for the command, since commands keep
-different things. ``run``/``demo`` save each episode as it finishes (runs/store.py) and resume;
+different things. ``run``/``demo`` save each episode as it finishes (runfolder/store.py) and resume;
 ``generate`` commits each scenario with its records (generate/records.py) and resumes the batch;
 ``grade`` saves each grade into its set (grade/grader.py) and continues the latest unfinished set
 unless ``--new-set`` is given; ``report`` writes each file whole or not at all (atomic writes), so

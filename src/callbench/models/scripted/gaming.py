@@ -29,7 +29,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from callbench.models.base import ModelRequest, ModelResponse, ToolCall, ToolSchema
-from callbench.models.scripted.models import HangupCandidate
+from callbench.models.scripted.hangup import HangupCandidate
 
 LOOKUP_VERBS = re.compile(
     r"^(get|lookup|look_up|find|search|check|verify|list|fetch|query|read|show|view|track|locate|trace)"

@@ -1,6 +1,7 @@
 """The per-episode files of a run folder, traces and episode grades: their names, their format,
 reading and writing. Every reader and writer of ``traces/`` and ``grades/<id>/episodes/`` goes
-through this module (issue 27 item 3), so the format is known in one place.
+through this module, so the format is known in one place (the reading of either form is
+:mod:`callbench.textfile`, below the trace model, which reads trace files too).
 
 Format: gzip-compressed JSON (RFC 1952), ``<episode_id>.json.gz``, written atomically (temp file
 in the same folder, fsync, rename) with a fixed header (no file name, time 0) so that equal text
@@ -16,14 +17,18 @@ canonical JSON (``Trace.sha256``), whichever form the file has.
 
 from __future__ import annotations
 
-import errno
 import gzip
 import os
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from callbench.textfile import DamagedFile, decompress, read_text
 from callbench.trace import atomic_write_bytes
+
+__all__ = [
+    "COMPRESSED", "LEVEL", "PLAIN", "DamagedFile", "encode", "episode_id_of", "file_bytes", "iter_texts",
+    "new_path", "path_for", "paths", "read_text", "remove", "remove_temp_files", "scan", "write_text",
+]
 
 COMPRESSED = ".json.gz"
 """Suffix of the current form."""
@@ -31,14 +36,6 @@ PLAIN = ".json"
 """Suffix of the form runs wrote before issue 27 (still read)."""
 LEVEL = 6
 """gzip compression level (docs/scale.md: level 6 vs 1, 3 and 9)."""
-
-
-class DamagedFile(OSError):
-    """A compressed episode file whose gzip data is damaged or truncated. ``filename`` names the
-    file; ``str()`` is the reason alone (callers put the path in front)."""
-
-    def __str__(self) -> str:
-        return str(self.strerror)
 
 
 def episode_id_of(name: str) -> str | None:
@@ -104,22 +101,6 @@ def remove_temp_files(folder: Path) -> None:
                 Path(e.path).unlink(missing_ok=True)
 
 
-def read_text(path: Path) -> str:
-    """The JSON text of an episode file of either form.
-
-    Raises ``OSError`` (missing or unreadable file; :class:`DamagedFile` for a damaged or
-    truncated gzip stream) or ``UnicodeDecodeError`` (not UTF-8)."""
-    path = Path(path)
-    if not path.name.endswith(".gz"):
-        return path.read_text(encoding="utf-8")
-    data = path.read_bytes()
-    try:
-        raw = gzip.decompress(data)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise DamagedFile(errno.EIO, f"damaged gzip data ({e or 'truncated'})", str(path)) from None
-    return raw.decode("utf-8")
-
-
 def file_bytes(path: Path) -> bytes:
     """The content of any file of a run folder as a reader of its text sees it: decompressed for
     a ``.gz`` file, as stored otherwise (for scans of a whole folder, e.g. that no secret was
@@ -128,10 +109,7 @@ def file_bytes(path: Path) -> bytes:
     data = path.read_bytes()
     if not path.name.endswith(".gz"):
         return data
-    try:
-        return gzip.decompress(data)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise DamagedFile(errno.EIO, f"damaged gzip data ({e or 'truncated'})", str(path)) from None
+    return decompress(path, data)
 
 
 def iter_texts(folder: Path) -> Iterator[tuple[str, Path, str]]:

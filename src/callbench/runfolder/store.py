@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from callbench.models.faults import FaultLedger
-from callbench.runs import episode_files
-from callbench.runs.manifest import FAULTS, GRADES, MANIFEST, TRACES, RunManifest
+from callbench.runfolder import episode_files
+from callbench.runfolder.manifest import FAULTS, GRADES, MANIFEST, TRACES, RunManifest
 from callbench.trace import Trace, atomic_write_text, load_trace
 
 PREFLIGHT = "preflight"
@@ -205,7 +207,7 @@ class RunStore:
         return set(episode_files.scan(self.traces))
 
     def save_trace(self, trace: Trace) -> str:
-        """Save atomically (compressed, :mod:`callbench.runs.episode_files`), then index it;
+        """Save atomically (compressed, :mod:`callbench.runfolder.episode_files`), then index it;
         returns the trace's hash (:func:`text_sha256` of the JSON text).
 
         The trace is serialised once (``Trace.canonical_json``, the C JSON encoder); the same text
@@ -367,8 +369,6 @@ class RunStore:
     def _reconcile_grades(self, db: sqlite3.Connection) -> None:
         """Index grade files that have no row or whose size or time changed; drop rows without a
         file. An unreadable grade file is skipped (the grader reports it)."""
-        from callbench.grade.models import EpisodeGrade
-
         found: dict[tuple[str, str], tuple[Path, int, int]] = {}
         grades = self.root / GRADES
         if grades.is_dir():
@@ -385,7 +385,7 @@ class RunStore:
                 if rows.get(key) == (size, mtime):
                     continue
                 try:
-                    g = EpisodeGrade.model_validate_json(episode_files.read_text(path))
+                    g = _GradeRow.model_validate_json(episode_files.read_text(path))
                 except (OSError, ValueError):
                     continue  # an unreadable grade file is reported by the grader, not indexed
                 _index_grade(db, g.grade_set_id, g.episode_id, g.task_score, g.conversation_score,
@@ -405,6 +405,20 @@ class RunStore:
                 self._db().execute(
                     "SELECT episode_id, end_reason, skip_reason FROM episodes ORDER BY episode_id")
             )
+
+
+class _GradeRow(BaseModel):
+    """The fields of an episode grade file (``callbench.grade.models.EpisodeGrade``, the grader's
+    model) that the index holds, with the same types; other fields are ignored. Read here rather
+    than through the grader's model because the run folder sits below the grader in the package."""
+
+    grade_set_id: str
+    episode_id: str
+    task_score: float | None = None
+    conversation_score: float | None = None
+    overall: float | None = None
+    passed: bool | None = None
+    judge_errors: int = 0
 
 
 def write_trace_text(traces: Path, episode_id: str, text: str) -> Path:

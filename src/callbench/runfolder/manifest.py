@@ -8,7 +8,7 @@ Layout::
     RUN_DIR/faults/<episode_id>.json            its fault ledger (requests, retries, faults by role)
     RUN_DIR/grades/<grade_set_id>/grade_set.json, episodes/<episode_id>.json.gz (or .json)
 
-Names and format of the per-episode trace and grade files: :mod:`callbench.runs.episode_files`.
+Names and format of the per-episode trace and grade files: :mod:`callbench.runfolder.episode_files`.
     RUN_DIR/index.sqlite                        run index (episodes, status, scores)
 """
 
