@@ -22,7 +22,8 @@ def test_critical_defaults_follow_the_diagnostic_and_state_checks() -> None:
     assert ActionCheck(id="a", tool="t", diagnostic=Diagnostic.OUTCOME_REACHED).is_critical
     assert not ActionCheck(id="a", tool="t", diagnostic=Diagnostic.ARGUMENT_ACCURACY).is_critical
     assert ActionCheck(id="a", tool="t", diagnostic=Diagnostic.TOOL_CHOICE, critical=True).is_critical
-    assert not ActionCheck(id="a", tool="t", diagnostic=Diagnostic.OUTCOME_REACHED, critical=False).is_critical
+    off = ActionCheck(id="a", tool="t", diagnostic=Diagnostic.OUTCOME_REACHED, critical=False)
+    assert not off.is_critical
     assert StateCheck(id="s").is_critical and not StateCheck(id="s", critical=False).is_critical
 
 
@@ -65,10 +66,9 @@ def test_an_extra_write_style_failure_cannot_pass_on_good_marks(critical_bundle,
     bundle, scen = critical_bundle, critical_bundle.scenario("zero_supply")[1]
     trace = trace_of(bundle, "good")
     trace.tool_events[1].arguments = {"category": "other", "shift": "evening"}
-    items = grade_action_checks(trace, scen) + [
-        GradedItem(id="r", source="rating", pillar=Pillar.CONVERSATION,
-                   diagnostic=Diagnostic.SPEAKABILITY, weight=3, rating=5),
-    ]
+    rating = GradedItem(id="r", source="rating", pillar=Pillar.CONVERSATION,
+                        diagnostic=Diagnostic.SPEAKABILITY, weight=3, rating=5)
+    items = [*grade_action_checks(trace, scen), rating]
     g = episode_grade(trace, items, grade_set_id="gs", scenario=scen)
     assert g.task_score == pytest.approx(100 * 3 / 6)  # lookup (1) and no_pickup (2) met of 6
     assert g.overall == pytest.approx(75.0)
@@ -105,4 +105,5 @@ def test_one_ordering_slip_counts_once_in_the_diagnostics(critical_bundle, trace
     g = episode_grade(trace, list(items.values()), grade_set_id="gs", scenario=scen)
     assert g.task.weight == 6 and g.task.points == 2  # the pillar still counts the miss
     assert g.diagnostics[Diagnostic.ARGUMENT_ACCURACY].weight == 0  # ... but not as an argument error
-    assert g.diagnostics[Diagnostic.TOOL_CHOICE].weight == 1 and g.diagnostics[Diagnostic.TOOL_CHOICE].points == 0
+    tool_choice = g.diagnostics[Diagnostic.TOOL_CHOICE]
+    assert (tool_choice.weight, tool_choice.points) == (1, 0)

@@ -130,8 +130,8 @@ def perturb(kind: str, scen: Scenario, path: Path_) -> Path_ | None:
                                             "arguments": {"order_id": order, "reason": "no longer needed"}})
         return out
     if kind == "swap_independent_writes":
-        pair = next(((a, b) for i, a in enumerate(writes) for b in writes[i + 1:]
-                     if _record(out[a[0]]["tool_calls"][a[1]]) != _record(out[b[0]]["tool_calls"][b[1]])), None)
+        rec = {(t, k): _record(out[t]["tool_calls"][k]) for t, k in writes}
+        pair = next(((a, b) for i, a in enumerate(writes) for b in writes[i + 1:] if rec[a] != rec[b]), None)
         if pair is None:
             return None
         (ta, ka), (tb, kb) = pair
