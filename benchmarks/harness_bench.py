@@ -19,7 +19,7 @@ import time
 from importlib.resources import files
 from pathlib import Path
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.runfolder.store import RunStore
 from callbench.runs.executor import RoleSpec, RunConfig
 from callbench.runs.session import build_clients, run_and_grade

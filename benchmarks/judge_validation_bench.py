@@ -26,7 +26,7 @@ from pathlib import Path
 from callbench.audit.core import audit_bundle
 from callbench.audit.judges import AuditJudges
 from callbench.audit.store import save_judge_audit
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.grader import make_judge_client
 from callbench.runs.demo import choose_demo_scenarios, demo_config, starter_path
 

@@ -18,7 +18,7 @@ import json
 import time
 from pathlib import Path
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.grader import grade_trace
 from callbench.models.base import ModelSettings
 from callbench.models.registry import create_client

@@ -54,8 +54,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelSettings
 from callbench.models.remote.transport import transport_choice
 from callbench.runfolder.store import RunStore
@@ -334,7 +334,7 @@ def bench_validate(repeats: int = 3) -> None:
     on an idle one the wall time is about the same, the work being sequential) and wall time.
     Twice: with the result cache off (``CALLBENCH_VALIDATE_CACHE=0``: the first validate after any
     change, every audit run) and with a warm cache in a temporary folder (nothing changed since
-    the last validate: ``bundle/validate_cache.py``). With ``PYTHONDONTWRITEBYTECODE`` set and no
+    the last validate: ``bundle/validate/cache.py``). With ``PYTHONDONTWRITEBYTECODE`` set and no
     ``.pyc`` files yet, every module is compiled at each start (about 0.06 s more here)."""
     import resource
 

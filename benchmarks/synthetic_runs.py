@@ -95,7 +95,7 @@ def _scripted_run(limit: int) -> tuple[dict[str, Any], list[_Template]]:
     """A real scripted run of the first ``limit`` starter scenarios, read back as templates."""
     if limit in _CACHE:
         return _CACHE[limit]
-    from callbench.bundle.loader import load_bundle
+    from callbench.bundle.validate.audits import load_bundle
     from callbench.runs.executor import RoleSpec, RunConfig
     from callbench.runs.session import run_and_grade
 

@@ -31,9 +31,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
-from callbench.bundle.state_check import replay_reference, state_differences
+from callbench.bundle.state.check import replay_reference, state_differences
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.action_checks import grade_action_checks
 from callbench.grade.models import Label
 from callbench.importers.tau2 import Tau2ImportError, import_tau2

@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from callbench.bundle.loader import load_bundle_collect
-from callbench.bundle.validate import validate_loaded, validate_path
+from callbench.bundle.validate.audits import validate_loaded, validate_path
 
 HERE = Path(__file__).resolve().parent.parent
 STARTER = HERE / "src" / "callbench" / "examples" / "starter"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.models.registry import create_client
 from callbench.models.scripted.judge import SCRIPTED_JUDGE_SPECS

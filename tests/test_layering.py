@@ -63,16 +63,6 @@ STAGES: tuple[frozenset[str], ...] = (
 package's ``__init__``)."""
 
 KNOWN_CYCLES: tuple[frozenset[str], ...] = (
-    # bundle/: the loader, its provenance and the validators import each other (deferred); being
-    # split into bundle/validate/ with the loader no longer importing the validator.
-    frozenset({
-        "callbench.bundle.loader",
-        "callbench.bundle.provenance",
-        "callbench.bundle.validate",
-        "callbench.bundle.validate_content",
-    }),
-    # bundle/: the state engine and its builtins; being moved into bundle/state/.
-    frozenset({"callbench.bundle.state_builtins", "callbench.bundle.state_engine"}),
     # report/: build.py and loading import the views and the views import build.Report and the
     # loaders back; being split into the report model at the bottom and terminal/, html/, export/
     # above it.

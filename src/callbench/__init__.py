@@ -3,7 +3,7 @@
 __version__: str
 RUNNING_AS_COMMAND = False
 """True in the process that runs a ``callbench`` command (set by ``callbench.__main__``), False when
-the CLI app or the library is used in-process: ``bundle/validate_cache.py`` serves only the former
+the CLI app or the library is used in-process: ``bundle/validate/cache.py`` serves only the former
 unless ``CALLBENCH_VALIDATE_CACHE`` says otherwise."""
 """The installed distribution's version (``importlib.metadata``), read on first use: importing
 ``importlib.metadata`` costs tens of milliseconds that every command's start-up (and the

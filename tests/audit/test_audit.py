@@ -26,8 +26,8 @@ from callbench.audit.core import (
 from callbench.audit.judges import AuditJudges
 from callbench.audit.store import load_judge_audits, matching_accuracy, save_judge_audit
 from callbench.bundle.checks import CallRecord, evaluate_checks
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import CONTRAST_KINDS, Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.models.scripted.judge import create_scripted_judge
 

@@ -8,8 +8,8 @@ import pytest
 
 from callbench.audit.causal import noncausal_values
 from callbench.audit.core import REFERENCE_CANDIDATE, _episode, audit_bundle
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 BALANCE = "bank_balance_salary_check"

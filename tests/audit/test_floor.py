@@ -11,8 +11,8 @@ import pytest
 
 from callbench.audit.core import FLOOR_CANDIDATES, FLOOR_MAX, GAMING_CANDIDATES, audit_bundle, floor_share
 from callbench.bundle.checks import CallRecord, evaluate_checks
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle, Pillar
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.models import GradedItem, Label
 from callbench.models.scripted.gaming import is_lookup, junk_arguments
 

@@ -19,8 +19,8 @@ from callbench.audit.judges import AuditJudges
 from callbench.audit.store import PACKAGED_VALIDATIONS, JudgeAudit
 from callbench.audit.validation import Observation as Obs
 from callbench.audit.validation import class_split, gate, rate, wilson_interval
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.grade.prompts import PROMPT_VERSION
 from callbench.models.base import ModelRequest, ModelResponse

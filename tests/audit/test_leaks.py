@@ -9,8 +9,8 @@ import pytest
 
 from callbench.audit.leaks import find_leaks, hidden_values, identifying, leaks
 from callbench.audit.normal import amounts, fold
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.bundle.validate.audits import load_bundle
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 DISPUTE = "bank_duplicate_charge_dispute"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from callbench.bundle.loader import Problem
-from callbench.bundle.validate import validate_path
+from callbench.bundle.validate.audits import validate_path
 
 MINIMAL = Path(__file__).parent / "data" / "minimal"
 AGENT = "pickup_desk"

@@ -101,7 +101,7 @@ def test_validate_garbage_never_tracebacks(tmp_path: Path) -> None:
 
 
 def test_validate_internal_error_is_a_problem(mb: MiniBundle, monkeypatch: pytest.MonkeyPatch) -> None:
-    from callbench.bundle import validate
+    from callbench.bundle.validate import audits as validate
 
     def boom(path: Any) -> Any:
         raise RecursionError("deep")

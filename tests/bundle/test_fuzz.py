@@ -17,8 +17,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from callbench.bundle import validate
-from callbench.bundle.validate import PROBLEM_CODES, validate_path
+from callbench.bundle.validate import audits as validate
+from callbench.bundle.validate.audits import PROBLEM_CODES, validate_path
 
 from .conftest import AGENT, BOOKING, MINIMAL
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from callbench.bundle.isolation import audit_caller_isolation
 from callbench.bundle.models import Scenario
 from callbench.bundle.normalize import TextSet, compact, find_value, norm_text, value_pattern
 from callbench.bundle.provenance import GENERATED_HEADER
+from callbench.bundle.validate.isolation import audit_caller_isolation
 
 from .conftest import BOOKING, MiniBundle
 

@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 from callbench.bundle import loader
 from callbench.bundle.loader import (
     BundleError,
-    load_bundle,
     load_bundle_collect,
     read_data_file,
     render_instructions,
     sha256_text,
     static_prefix_chars,
 )
+from callbench.bundle.validate.audits import load_bundle
 from callbench.bundle.yaml_data import YAML_LOADER
 
 from .conftest import AGENT, BOOKING, MINIMAL, MiniBundle

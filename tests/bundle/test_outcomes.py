@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from callbench.bundle.outcomes import claims_success, failed_result
+from callbench.bundle.validate.outcomes import claims_success, failed_result
 
 
 @pytest.mark.parametrize(

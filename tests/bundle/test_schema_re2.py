@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from callbench.bundle.schema_re2 import RE2Draft202012Validator
+from callbench.bundle.validate.schema_re2 import RE2Draft202012Validator
 
 
 def _errors(schema: dict, value: object) -> list[str]:

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from callbench.bundle.state_engine import StateStore, diff_values, tables_sha256
-from callbench.bundle.state_models import StateSpec
+from callbench.bundle.state.engine import StateStore
+from callbench.bundle.state.models import StateSpec
+from callbench.bundle.state.store import diff_values, tables_sha256
 
 
 def tables() -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``callbench validate``'s result cache (``bundle/validate_cache.py``): a hit replays the same
+"""``callbench validate``'s result cache (``bundle/validate/cache.py``): a hit replays the same
 lines and exit code without running the audits; any change to what the result depends on (a
 bundle byte, a symlink, an option, callbench's code) is a miss; a damaged entry is ignored."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from callbench.bundle import validate_cache
+from callbench.bundle.validate import cache as validate_cache
 from callbench.cli import bundle as cli_bundle
 
 from .conftest import MiniBundle, validate_cli
@@ -75,8 +75,8 @@ def test_a_changed_byte_a_symlink_or_an_option_is_a_miss(cache: Path, bundle: Pa
 def test_a_change_in_callbench_code_is_a_miss(cache: Path, bundle: Path, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     package = tmp_path / "pkg" / "callbench"
-    (package / "bundle").mkdir(parents=True)
-    module = package / "bundle" / "validate_cache.py"
+    (package / "bundle" / "validate").mkdir(parents=True)
+    module = package / "bundle" / "validate" / "cache.py"
     module.write_text("# 1\n", encoding="utf-8")
     monkeypatch.setattr(validate_cache, "__file__", str(module))
     options = {"json": "False"}

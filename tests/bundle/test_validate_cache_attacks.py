@@ -1,4 +1,4 @@
-"""Attacks on ``callbench validate``'s result cache (``bundle/validate_cache.py``): staleness (a
+"""Attacks on ``callbench validate``'s result cache (``bundle/validate/cache.py``): staleness (a
 change the key misses would replay a wrong result) and poisoning (a hostile or damaged cache
 folder must never break, hang or change ``validate``). Each test runs the real command with the
 cache on in a temporary folder."""
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from callbench.bundle import validate_cache
+from callbench.bundle.validate import cache as validate_cache
 from callbench.cli import bundle as cli_bundle
 
 from .conftest import MiniBundle, validate_cli
@@ -263,7 +263,7 @@ def test_unwritable_or_full_cache_never_fails(cache: Path, bundle: Path,
 
 
 def test_concurrent_validates_write_one_whole_entry(cache: Path, bundle: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(validate_cache.__file__).parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(validate_cache.__file__).parents[3])}
     cmd = ["nice", "-n", "19", sys.executable, "-m", "callbench", "validate", str(bundle)]
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(3)]

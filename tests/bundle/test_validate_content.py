@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from callbench.bundle import validate, validate_content
 from callbench.bundle.loader import sha256_text
-from callbench.bundle.validate_content import bcp47_ok, language_covered, norm_text
+from callbench.bundle.validate import audits as validate
+from callbench.bundle.validate import content as validate_content
+from callbench.bundle.validate.content import bcp47_ok, language_covered, norm_text
 
 from .conftest import AGENT, BOOKING, CANCEL, MiniBundle
 
@@ -285,7 +286,8 @@ def test_symlink_inside_the_bundle_is_fine(mb: MiniBundle) -> None:
 def test_load_bundle_runs_every_audit(mb: MiniBundle, tmp_path: Any) -> None:
     import os
 
-    from callbench.bundle.loader import BundleError, load_bundle
+    from callbench.bundle.loader import BundleError
+    from callbench.bundle.validate.audits import load_bundle
 
     os.symlink(tmp_path, mb.root / "escape")
     with pytest.raises(BundleError) as ei:

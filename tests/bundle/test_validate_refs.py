@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from callbench.bundle.validate import validate_loaded, validate_path
+from callbench.bundle.validate.audits import validate_loaded, validate_path
 
 from .conftest import AGENT, BOOKING, CANCEL, MINIMAL, MiniBundle
 
@@ -213,7 +213,7 @@ def test_every_problem_reported_at_once(mb: MiniBundle) -> None:
 
 
 def test_internal_failure_becomes_a_problem(mb: MiniBundle, monkeypatch: Any) -> None:
-    from callbench.bundle import validate
+    from callbench.bundle.validate import audits as validate
 
     def boom(*a: Any, **kw: Any) -> None:
         raise RuntimeError("bug")

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from callbench.bundle.validate_matchers import SchemaView, view_at
-from callbench.bundle.validate_tools import fast_schema_ok, schema_errors
+from callbench.bundle.validate.matchers import SchemaView, view_at
+from callbench.bundle.validate.tools import fast_schema_ok, schema_errors
 
 from .conftest import AGENT, MiniBundle
 
@@ -321,7 +321,7 @@ def test_local_ref_to_nowhere_is_located_at_the_ref(mb: MiniBundle) -> None:
 
 def test_ref_resolves_against_nested_id() -> None:
     """References inside a sub-schema with its own ``$id`` resolve against that ``$id``."""
-    from callbench.bundle.validate_tools import unresolved_refs
+    from callbench.bundle.validate.tools import unresolved_refs
 
     schema = {"type": "object", "$defs": {"inner": {
         "$id": "urn:callbench:inner", "$defs": {"b": {"type": "string"}},

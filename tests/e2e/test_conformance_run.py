@@ -22,8 +22,8 @@ import httpx2
 import pytest
 import yaml
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.store import load_episode_grades
 from callbench.models.base import ChatMessage, ModelRequest, ModelSettings, RequestContext, ToolSchema
 from callbench.models.registry import create_client

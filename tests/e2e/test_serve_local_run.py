@@ -33,7 +33,7 @@ from .conftest import require_local_model
 
 require_local_model(server=True)
 
-from callbench.bundle.loader import load_bundle  # noqa: E402
+from callbench.bundle.validate.audits import load_bundle  # noqa: E402
 from callbench.cli import app  # noqa: E402
 from callbench.runfolder import episode_files  # noqa: E402
 from callbench.runs.demo import DEMO_MAX_TOKENS, choose_demo_scenarios, starter_path  # noqa: E402

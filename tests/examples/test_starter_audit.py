@@ -25,9 +25,9 @@ import pytest
 from callbench.audit import leaks as audit_leaks
 from callbench.audit.core import FLOOR_CANDIDATES, FLOOR_MAX, FLOOR_MEAN, AuditReport, audit_bundle
 from callbench.audit.leaks import identifying
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.bundle.provenance import audit_provenance
+from callbench.bundle.validate.audits import load_bundle
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 
@@ -116,7 +116,7 @@ def test_every_scenario_has_provenance_at_its_current_hash(bundle: Bundle) -> No
     """issue 17: the starter records how each scenario was made and reviewed (provenance.yaml), and
     each record is for the scenario file as it is now."""
     from callbench.bundle.provenance import load_provenance
-    from callbench.bundle.validate import scenario_files
+    from callbench.bundle.validate.audits import scenario_files
 
     root = Path(bundle.root)
     problems: list[Any] = []

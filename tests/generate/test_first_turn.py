@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.generate.first_turn import FirstTurnError, parse_option, read_first_turn
 
 from .conftest import AGENT, DATA, invoke

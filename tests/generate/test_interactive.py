@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import callbench.cli.generate
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.generate.manifest import load_manifest
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.generate.new_agent import parse_success
 from callbench.generate.tools_import import ToolsFileError, parse_tools
 

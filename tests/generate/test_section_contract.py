@@ -14,9 +14,10 @@ from typing import Any
 import yaml
 
 from callbench.bundle.coverage import agent_coverage
-from callbench.bundle.loader import load_bundle, render_instructions
+from callbench.bundle.loader import render_instructions
 from callbench.bundle.section_tests import scenario_sections
 from callbench.bundle.sections import document_sections
+from callbench.bundle.validate.audits import load_bundle
 from callbench.generate.contract import section_problems
 from callbench.generate.generator import GenerateOptions, generate_batch
 from callbench.generate.manifest import load_manifest

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelRequest, ModelResponse, ModelSettings, ToolCall, Usage
 from callbench.trace import (
     CallerTurn,

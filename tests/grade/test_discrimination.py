@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import callbench.examples
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.grader import grade_trace
 from callbench.grade.scoring import totals
 from callbench.models.scripted.judge import create_scripted_judge

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.grade.labels import COLUMNS
 from callbench.grade.store import load_episode_grades, load_grade_set, read_run_manifest

@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
-from callbench.bundle.validate import validate_path
+from callbench.bundle.validate.audits import load_bundle, validate_path
 from callbench.grade.action_checks import GradeError, grade_action_checks
 from callbench.grade.models import Label
 from callbench.models.scripted.models import create_scripted

@@ -20,10 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.audit.core import audit_bundle
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
-from callbench.bundle.state_check import replay_reference
-from callbench.bundle.validate import validate_path
+from callbench.bundle.state.check import replay_reference
+from callbench.bundle.validate.audits import load_bundle, validate_path
 from callbench.cli import app
 from callbench.importers.tau2 import Tau2ImportError, import_tau2
 from callbench.importers.tau2.bundle import ImportSummary

@@ -8,8 +8,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from callbench.bundle.state_engine import StateStore
-from callbench.bundle.state_models import StateSpec
+from callbench.bundle.state.engine import StateStore
+from callbench.bundle.state.models import StateSpec
 from callbench.importers.tau2.paths import (
     PathNotes,
     causal_order,

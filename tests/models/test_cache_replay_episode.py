@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelRequest, ModelResponse
 from callbench.models.cache import CachedClient, ResponseCache
 from callbench.models.scripted.models import create_scripted

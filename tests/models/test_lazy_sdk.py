@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 def test_validate_path_imports_no_sdk() -> None:
     code = (
         "import sys, json\n"
-        "import callbench.cli, callbench.cli.bundle, callbench.bundle.validate\n"
+        "import callbench.cli, callbench.cli.bundle, callbench.bundle.validate.audits\n"
         "import callbench.runs.provider_check, callbench.models.remote.openai_client\n"
         "import callbench.models.remote.anthropic_client, callbench.models.remote.retry\n"
         "print(json.dumps(sorted(m for m in ('openai', 'anthropic', 'httpx2')"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.models.base import ModelSettings
 from callbench.models.remote.anthropic_client import AnthropicClient

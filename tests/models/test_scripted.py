@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import (
     ChatMessage,
     InfrastructureError,

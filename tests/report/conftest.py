@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Diagnostic, Pillar
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.models import EpisodeGrade, GradedItem, GradeSetManifest, Label, PointTotals
 from callbench.models.base import ToolCall, Usage
 from callbench.runfolder import episode_files

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from callbench.bundle.state_models import StateChange
+from callbench.bundle.state.models import StateChange
 from callbench.grade.models import GradedItem, Label
 from callbench.models.base import ToolCall
 from callbench.report.build import build_report

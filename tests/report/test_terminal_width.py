@@ -18,8 +18,8 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import DIAGNOSTIC_LABELS
+from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelRequest, ModelResponse
 from callbench.models.scripted.judge import create_scripted_judge
 from callbench.models.scripted.models import create_scripted

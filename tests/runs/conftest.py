@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelClient, ModelSettings
 from callbench.models.scripted.judge import create_scripted_judge
 from callbench.models.scripted.models import create_scripted

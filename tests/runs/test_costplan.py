@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.grade.grader import load_episode_grades
 from callbench.models.base import ModelClient, ModelRequest, ModelResponse, ModelSettings, Usage

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import LoadedAgent
+from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.runs.demo import (
     DEMO_MAX_TURNS,

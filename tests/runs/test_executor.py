@@ -80,7 +80,7 @@ import asyncio, sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from runs.conftest import scripted_clients, scripted_config
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.runs.session import run_and_grade
 from callbench.runfolder import episode_files
 

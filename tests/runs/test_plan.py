@@ -43,7 +43,7 @@ def test_limit_and_bad_repeats(dairy: Bundle) -> None:
 
 def test_unknown_scenario_in_a_large_bundle_names_close_ids_not_all() -> None:
     """Regression: ``--scenarios nosuch`` on the 100-scenario starter listed all 100 ids."""
-    from callbench.bundle.loader import load_bundle
+    from callbench.bundle.validate.audits import load_bundle
     from callbench.runs.demo import starter_path
 
     starter = load_bundle(starter_path())

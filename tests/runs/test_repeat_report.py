@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.models.base import ModelClient, ModelRequest, ModelResponse, ModelSettings
 from callbench.models.scripted.judge import create_scripted_judge

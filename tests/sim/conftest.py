@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelClient, ModelRequest, ModelResponse, ModelSettings
 from callbench.models.scripted.models import create_scripted
 from callbench.models.scripted.script import ScriptedFileModel

@@ -53,7 +53,7 @@ from callbench.audit.leaks import find_leaks
 from callbench.audit.store import ContrastCount
 from callbench.bundle.loader import Problem
 from callbench.bundle.models import CONTRAST_KINDS, Bundle, LoadedAgent, Scenario
-from callbench.bundle.validate import bundle_files, validate_loaded
+from callbench.bundle.validate.audits import bundle_files, validate_loaded
 from callbench.grade.action_checks import grade_action_checks
 from callbench.grade.models import GradedItem, Label
 from callbench.models.base import ModelSettings

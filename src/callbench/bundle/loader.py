@@ -9,7 +9,10 @@ Layout (DESIGN.md "Bundle on disk")::
 
 Every file may be ``.yaml``, ``.yml`` or ``.json``. YAML is read with ``yaml.safe_load`` only.
 Loading collects :class:`Problem` records instead of raising, so every problem is reported at
-once; :func:`load_bundle` raises :class:`BundleError` carrying them all when the bundle is unusable.
+once. Loading runs no audit: :func:`callbench.bundle.validate.audits.load_bundle` (re-exported as
+``callbench.bundle.load_bundle``) loads, runs every audit and raises :class:`BundleError` carrying
+all the problems when the bundle is unusable. This module imports nothing of the validator, which
+sits above it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from pydantic import BaseModel, ValidationError
 from callbench.bundle import template_limits
 from callbench.bundle.models import AgentConfig, Bundle, BundleMeta, LoadedAgent, Scenario
 from callbench.bundle.normalize import is_nfc, nfc_joined
+from callbench.bundle.state.store import tables_sha256
 from callbench.bundle.yaml_data import load_yaml
 
 MAX_FILE_BYTES = 2_000_000
@@ -531,8 +535,6 @@ def _read_state(root: Path, agent_file: Path, cfg: AgentConfig, budget: _Budget,
     otherwise. (None, None) when the agent has no state or a table did not load."""
     if cfg.state is None:
         return None, None
-    from callbench.bundle.state_engine import tables_sha256
-
     tables: dict[str, Any] = {}
     ok = True
     for name, rel in cfg.state.tables.items():
@@ -657,15 +659,3 @@ def load_bundle_collect(path: str | Path) -> tuple[Bundle | None, list[Problem]]
     content_hash = sha256_text(canonical(hashed))
     bundle = Bundle(meta=meta, agents=agents, content_hash=content_hash, root=str(root.resolve()))
     return bundle, problems
-
-
-def load_bundle(path: str | Path) -> Bundle:
-    """Load a bundle and run every validation audit (as ``callbench validate``); raises
-    :class:`BundleError` listing all problems when any is found, ``FileNotFoundError`` when ``path``
-    is not a folder (or its ``bundle.yaml``)."""
-    from callbench.bundle.validate import validate_path
-
-    bundle, problems = validate_path(path)
-    if bundle is None or problems:
-        raise BundleError(problems)
-    return bundle

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from callbench.bundle.matchers import Matcher
-from callbench.bundle.state_models import StateSpec
+from callbench.bundle.state.models import StateSpec
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 """Ids of agents, scenarios, tools, steps, checks and criteria: safe as file names and in messages."""
@@ -142,7 +142,7 @@ class AgentConfig(Strict):
     state: StateSpec | None = Field(
         default=None,
         description="A stateful backend: tables loaded from data files and the operation answering "
-        "each stateful tool (callbench.bundle.state_models; docs/authoring.md).",
+        "each stateful tool (callbench.bundle.state.models; docs/authoring.md).",
     )
     first_user_message: Literal["none", "empty", "text"] | None = Field(
         default=None,

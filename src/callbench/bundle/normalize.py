@@ -5,7 +5,7 @@ Unicode composition, digits of another script (Gujarati ૧૨૩, Devanagari �
 written with other separators (``PK-1001``, ``pk 1001``, ``P K 1 0 0 1``, ``PK1001``). The
 functions here give one normal form of text (:func:`norm_text`) and a pattern that finds a value
 in normalised text in any of those forms (:func:`find_value`). Shared by the validator's caller
-isolation audit (:mod:`callbench.bundle.isolation`) and usable by any leak audit.
+isolation audit (:mod:`callbench.bundle.validate.isolation`) and usable by any leak audit.
 """
 
 from __future__ import annotations

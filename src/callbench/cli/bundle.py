@@ -12,7 +12,7 @@ from callbench.cli.common import _one_shot_gc, _role_settings, _split
 from callbench.oserror import os_error_line
 
 if TYPE_CHECKING:
-    from callbench.bundle import validate_cache
+    from callbench.bundle.validate import cache as validate_cache
 
 
 @app.command()
@@ -32,7 +32,7 @@ def validate(
 
     Exit codes: 0 clean; 1 problems found; 2 the path cannot be read or --providers is unknown.
     """
-    from callbench.bundle import validate_cache
+    from callbench.bundle.validate import cache as validate_cache
 
     options = {"json": str(as_json), "providers": providers}
     key = validate_cache.cache_key(path, options)
@@ -52,8 +52,8 @@ def _validate_uncached(path: Path, as_json: bool, providers: str) -> validate_ca
     """``validate``'s work: its stdout and stderr text and exit code (``validate_cache.Replay``)."""
     import json
 
-    from callbench.bundle.validate import validate_safely
-    from callbench.bundle.validate_cache import Replay
+    from callbench.bundle.validate.audits import validate_safely
+    from callbench.bundle.validate.cache import Replay
     from callbench.models.remote.rules import parse_targets
 
     _one_shot_gc()
@@ -158,7 +158,7 @@ def audit(
     from callbench.audit.core import AuditReport, audit_bundle
     from callbench.audit.judges import AuditJudges
     from callbench.audit.store import save_judge_audit
-    from callbench.bundle.validate import validate_safely
+    from callbench.bundle.validate.audits import validate_safely
     from callbench.report.audit import render_audit
 
     _one_shot_gc()
@@ -264,7 +264,7 @@ def inspect(
         bundle, problems = load_bundle_collect(path)
         comp = composition(bundle) if bundle is not None else None
     except OSError as e:
-        from callbench.bundle.validate import BUNDLE_FOLDER
+        from callbench.bundle.validate.audits import BUNDLE_FOLDER
 
         typer.echo(f"error: {os_error_line(e, path, expected=BUNDLE_FOLDER)}", err=True)
         raise typer.Exit(2) from None
@@ -367,14 +367,14 @@ def provenance(
         today,
         update_provenance,
     )
-    from callbench.bundle.validate import scenario_files
+    from callbench.bundle.validate.audits import scenario_files
 
     if path.is_file() and path.stem == "bundle":
         path = path.parent
     try:
         bundle, problems = load_bundle_collect(path)
     except OSError as e:
-        from callbench.bundle.validate import BUNDLE_FOLDER
+        from callbench.bundle.validate.audits import BUNDLE_FOLDER
 
         typer.echo(f"error: {os_error_line(e, path, expected=BUNDLE_FOLDER)}", err=True)
         raise typer.Exit(2) from None

@@ -13,7 +13,7 @@ def _input_error(e: Exception, bundle_path: Path) -> str:
     (:func:`callbench.oserror.os_error_line`), anything else as its message."""
     if not isinstance(e, OSError):
         return str(e)
-    from callbench.bundle.validate import BUNDLE_FOLDER
+    from callbench.bundle.validate.audits import BUNDLE_FOLDER
     from callbench.oserror import os_error_line
 
     bundle = e.filename is not None and Path(e.filename) in (bundle_path, bundle_path.parent)
@@ -22,7 +22,8 @@ def _input_error(e: Exception, bundle_path: Path) -> str:
 
 def _dry_run(config: object) -> None:
     """Print the cost plan of ``config`` (:mod:`callbench.runs.costplan`); exit 2 on bad input."""
-    from callbench.bundle.loader import BundleError, load_bundle
+    from callbench.bundle.loader import BundleError
+    from callbench.bundle.validate.audits import load_bundle
     from callbench.runs.costplan import plan_for_run, plan_lines
     from callbench.runs.executor import RunConfig
     from callbench.runs.session import check_run_folder

@@ -48,7 +48,8 @@ def _execute_held(
         TimeRemainingColumn,
     )
 
-    from callbench.bundle.loader import BundleError, load_bundle
+    from callbench.bundle.loader import BundleError
+    from callbench.bundle.validate.audits import load_bundle
     from callbench.grade.grader import GradeError
     from callbench.models.activity import Activity, listening
     from callbench.runfolder.lock import hold_run_folder
@@ -391,7 +392,7 @@ def demo(
     """
     import importlib.util
 
-    from callbench.bundle.loader import load_bundle
+    from callbench.bundle.validate.audits import load_bundle
     from callbench.report.fit import echo_wrapped, labelled_path
     from callbench.runs.demo import (
         DEMO_MAX_TURNS,

@@ -5,7 +5,7 @@ be (issue 13 item 3).
 into the bundle, into a temporary copy of the bundle that holds the agent and this one scenario
 (the other agents and scenarios are left out: the agent's own files were validated before the batch
 started, and id clashes are checked by the generator), then runs ``callbench validate`` on the copy
-(static audits and the reference replay, :func:`callbench.bundle.validate.validate_path`) and returns
+(static audits and the reference replay, :func:`callbench.bundle.validate.audits.validate_path`) and returns
 every problem located in the bundle's own file names. A candidate that passes validate then goes
 through the run audit of ``callbench audit`` (:func:`callbench.audit.core.audit_bundle`, scoped to
 this scenario: null floor, leak audit, channel events that never apply).
@@ -24,7 +24,7 @@ from callbench.audit.core import audit_bundle
 from callbench.bundle.loader import Problem
 from callbench.bundle.models import ID_PATTERN
 from callbench.bundle.provenance import GENERATED_HEADER
-from callbench.bundle.validate import validate_path
+from callbench.bundle.validate.audits import validate_path
 
 ROOT_SKIP = frozenset({"provenance.yaml", "provenance.yml", "provenance.json", "generation.yaml"})
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from callbench.bundle.loader import Problem, sha256_text
 from callbench.bundle.models import ID_PATTERN, AgentConfig, ToolSpec
-from callbench.bundle.validate import validate_path
+from callbench.bundle.validate.audits import validate_path
 from callbench.generate.first_turn import FirstTurn, FirstTurnError, parse_option, read_export_file
 from callbench.generate.liquid import TemplateImportError, TemplateMode, import_template
 from callbench.generate.tools_import import read_tools_file

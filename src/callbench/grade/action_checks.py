@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.models import LoadedAgent, Pillar, Scenario
-from callbench.bundle.state_check import evaluate_state_checks
+from callbench.bundle.state.check import evaluate_state_checks
 from callbench.grade.models import LABEL_VALUE, GradedItem, Label
 from callbench.trace import Trace
 

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from callbench.bundle.loader import BundleError, load_bundle
+from callbench.bundle.loader import BundleError
 from callbench.bundle.models import Bundle, Scenario
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.action_checks import GradeError, grade_action_checks
 from callbench.grade.judges import run_conversation_judge, run_task_judge
 from callbench.grade.models import EpisodeGrade, PassRule

@@ -34,8 +34,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from callbench.bundle.loader import BundleError, load_bundle
+from callbench.bundle.loader import BundleError
 from callbench.bundle.models import Bundle, Scenario
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.action_checks import GradeError
 from callbench.grade.models import EpisodeGrade, GradedItem, GradeSetManifest, Label, PointTotals
 from callbench.grade.rubric import DEFAULT_RUBRIC, RatingSpec, Rubric

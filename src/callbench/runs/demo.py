@@ -207,7 +207,7 @@ def demo_config(
     0.5B model ended four of six demo calls after its first turn and, in the Hindi and Tamil calls,
     repeated the agent's words or its own brief instead of its plan, so the reference candidate
     never reached a tool call."""
-    from callbench.bundle.loader import load_bundle
+    from callbench.bundle.validate.audits import load_bundle
 
     bundle = bundle or load_bundle(starter_path())
     chosen = choose_demo_scenarios(bundle, n_scenarios)

@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
 from callbench.bundle.provenance import review_counts, unreviewed_generated
+from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.models import PassRule
 from callbench.grade.scoring import DEFAULT_PASS_RULE
 from callbench.models.base import ModelClient, ModelSettings

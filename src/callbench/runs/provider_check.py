@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from callbench.bundle.loader import Problem
 from callbench.bundle.models import Bundle, LoadedAgent, Pillar, Scenario
-from callbench.bundle.validate import bundle_files
+from callbench.bundle.validate.audits import bundle_files
 from callbench.models.remote.rules import ANTHROPIC, GEMINI, OPENAI, TargetRules, tools_problems
 from callbench.models.remote.schemas import clean_tool_parameters
 from callbench.sim.tools import candidate_tools

@@ -33,8 +33,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelClient
 from callbench.models.faults import FaultLedger
 from callbench.runfolder.manifest import EpisodeKey

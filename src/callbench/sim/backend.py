@@ -24,7 +24,7 @@ from typing import Any, Literal
 from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.matchers import match_fields
 from callbench.bundle.models import AgentConfig, Scenario
-from callbench.bundle.state_engine import StateStore
+from callbench.bundle.state.engine import StateStore
 from callbench.sim.text import json_text
 from callbench.trace import MatcherOutcome, ToolEvent
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import LoadedAgent, Scenario
-from callbench.bundle.state_engine import StateStore
+from callbench.bundle.state.engine import StateStore
 from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage, first_user_message
 from callbench.models.faults import note_skip
 from callbench.sim.backend import Backend

@@ -8,7 +8,8 @@ critical item met), over the episodes that have an outcome; pass = the grade's v
 pass rule (:func:`callbench.grade.scoring.verdict`: by default outcome met and overall >= cutoff;
 the paper's rule, overall >= cutoff alone, by name). Calls cut by a turn cap before the authored
 correct call could finish enter neither rate and are counted (``n_cut``). Skipped episodes
-(simulator or infrastructure failure) are excluded from every mean and counted by reason, never scored 0 (DESIGN.md, paper). Undefined pillar scores
+(simulator or infrastructure failure) are excluded from every mean and counted by reason, never
+scored 0 (DESIGN.md, paper). Undefined pillar scores
 (no applicable item) are excluded from that pillar's mean and counted in its ``n_excluded``.
 
 Diagnostics (paper Table 3; DESIGN.md "Ten diagnostics"): for each diagnostic the

@@ -26,8 +26,8 @@ from typing import Any
 import yaml
 
 from callbench.bundle.provenance import file_sha256
-from callbench.bundle.state_engine import StateStore
-from callbench.bundle.state_models import StateSpec
+from callbench.bundle.state.engine import StateStore
+from callbench.bundle.state.models import StateSpec
 from callbench.importers.tau2.paths import PathNotes
 from callbench.importers.tau2.tasks import TaskError, convert_task
 from callbench.importers.tau2.tools import STATE_OPS, TRANSFERRED, tool_specs

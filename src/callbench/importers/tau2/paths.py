@@ -32,7 +32,7 @@ from typing import Any
 from callbench.audit.causal import DATE, leaves
 from callbench.audit.leaks import identifying
 from callbench.audit.normal import Seen, fold
-from callbench.bundle.state_engine import StateStore
+from callbench.bundle.state.engine import StateStore
 from callbench.importers.tau2.tools import STATE_OPS, WRITE_TOOLS
 
 MAX_CHAIN = 3

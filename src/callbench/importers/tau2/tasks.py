@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from callbench.bundle.state_engine import StateStore
+from callbench.bundle.state.engine import StateStore
 from callbench.importers.tau2.calls import TRANSFER, conversation
 from callbench.importers.tau2.paths import PathNotes, causal_order, complete_path, identify_by_email
 from callbench.importers.tau2.tools import WRITE_TOOLS
@@ -375,7 +375,7 @@ def _named_in_brief(scenario: dict[str, Any]) -> list[Any]:
     validator's own isolation audit; tau2's user is told them, so they are known facts. Only those
     values are protected from the channel's seeded noise, not every word of the request."""
     from callbench.bundle.models import Scenario
-    from callbench.bundle.validate_content import audit_isolation
+    from callbench.bundle.validate.content import audit_isolation
 
     paths: list[str] = []
     audit_isolation(Scenario.model_validate(scenario), lambda path, code, message: paths.append(path))

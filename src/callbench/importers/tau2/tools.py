@@ -3,7 +3,7 @@ Schemas (from ``retail/tools.json``: names, parameter names and types) and the s
 answering each tool (declarative where possible, else a reviewed built-in).
 
 Behaviour follows tau2-bench's retail tools (sierra-research/tau2-bench a2c0247,
-``src/tau2/domains/retail/tools.py``, MIT): see :mod:`callbench.bundle.state_builtins`.
+``src/tau2/domains/retail/tools.py``, MIT): see :mod:`callbench.bundle.state.builtin_ops`.
 """
 
 from __future__ import annotations

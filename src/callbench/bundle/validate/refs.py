@@ -1,6 +1,6 @@
 """Validator audits of one scenario's structure and references: ids, tool names, ``after`` order,
 plan steps, the channel program, ``${...}`` references, and its matchers against each tool's schema
-(issue 2 item 5; codes in :mod:`callbench.bundle.validate`).
+(issue 2 item 5; codes in :mod:`callbench.bundle.validate.audits`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pydantic import TypeAdapter, ValidationError
 from callbench.bundle.matchers import Matcher
 from callbench.bundle.models import AsrEvent, LoadedAgent, Scenario, VadSplit
 from callbench.bundle.references import REF, ReferenceError_, find_references, resolve
-from callbench.bundle.validate_matchers import SchemaView, audit_fields
-from callbench.bundle.validate_tools import Report, arguments_schema, schema_usable
+from callbench.bundle.validate.matchers import SchemaView, audit_fields
+from callbench.bundle.validate.tools import Report, arguments_schema, schema_usable
 
 _MATCHER: TypeAdapter[Any] = TypeAdapter(Matcher)
 

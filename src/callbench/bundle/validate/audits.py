@@ -25,9 +25,9 @@ Agent (``agents/<id>/agent.yaml``, ``prompt.md``)
     ``ending.undeclared`` ·
     ``ending.no_success`` · ``ending.duplicate`` · ``language.tag`` · ``prompt.hash_mismatch`` ·
     ``prompt.empty`` · ``prompt.render`` · ``size.prompt``
-    (see :mod:`callbench.bundle.validate_tools`, :mod:`callbench.bundle.validate_content`).
-Scenario (``agents/<id>/scenarios/<scenario>.yaml``; :mod:`callbench.bundle.validate_refs`,
-:mod:`callbench.bundle.validate_matchers`)
+    (see :mod:`callbench.bundle.validate.tools`, :mod:`callbench.bundle.validate.content`).
+Scenario (``agents/<id>/scenarios/<scenario>.yaml``; :mod:`callbench.bundle.validate.refs`,
+:mod:`callbench.bundle.validate.matchers`)
     ``ref.agent`` ``agent`` is not the agent owning the folder · ``ref.check_tool`` /
     ``ref.fixture_tool`` a check or fixture names a tool the agent lacks · ``ref.after`` an
     ``after`` id that is no check of the scenario · ``ref.applies_after`` an ``applies_after`` guard
@@ -44,11 +44,11 @@ Scenario (``agents/<id>/scenarios/<scenario>.yaml``; :mod:`callbench.bundle.vali
     tool's JSON Schema · ``brief.datetime`` · ``prompt.render`` · ``excerpt.not_verbatim`` ·
     ``excerpt.partial`` ·
     ``language.tag`` / ``language.agent`` / ``language.brief_mismatch`` · ``isolation.leak`` /
-    ``isolation.known_fact`` / ``isolation.caller_known`` (:mod:`callbench.bundle.isolation`) ·
+    ``isolation.known_fact`` / ``isolation.caller_known`` (:mod:`callbench.bundle.validate.isolation`) ·
     ``reference.unknown_tool`` / ``reference.args_invalid`` / ``reference.length`` /
     ``reference.after_end`` / ``reference.check_unmet`` / ``reference.fixture_mismatch`` /
     ``reference.fixture_default`` / ``reference.end_unmet`` / ``reference.success_after_failure`` (see
-    :mod:`callbench.bundle.validate_replay`).
+    :mod:`callbench.bundle.validate.replay`).
 Provenance (``provenance.yaml`` at the root, when present; :mod:`callbench.bundle.provenance`)
     ``provenance.missing_entry`` · ``provenance.hash_mismatch`` · ``provenance.unknown_scenario`` ·
     ``provenance.file`` · ``provenance.generation``, and ``parse`` / ``schema`` for the file itself.
@@ -66,20 +66,27 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from callbench.bundle.loader import DATA_SUFFIXES, MAX_FILES, Problem, load_bundle_collect, read_data_file
+from callbench.bundle.loader import (
+    DATA_SUFFIXES,
+    MAX_FILES,
+    BundleError,
+    Problem,
+    load_bundle_collect,
+    read_data_file,
+)
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.bundle.provenance import audit_provenance, machine_written
-from callbench.bundle.validate_content import (
+from callbench.bundle.validate.content import (
     audit_isolation,
     audit_languages,
     audit_prompt,
     audit_rendered,
     bcp47_ok,
 )
-from callbench.bundle.validate_refs import audit_references, audit_scenario_matchers, audit_structure
-from callbench.bundle.validate_replay import audit_reference_path, audit_reference_refs
-from callbench.bundle.validate_state import audit_state_checks, audit_state_spec
-from callbench.bundle.validate_tools import Report, audit_tool_schemas
+from callbench.bundle.validate.refs import audit_references, audit_scenario_matchers, audit_structure
+from callbench.bundle.validate.replay import audit_reference_path, audit_reference_refs
+from callbench.bundle.validate.state import audit_state_checks, audit_state_spec
+from callbench.bundle.validate.tools import Report, audit_tool_schemas
 
 MAX_AGENTS = 1_000
 """Most agents in one bundle (``size.agents``)."""
@@ -141,6 +148,16 @@ def validate_path(path: str | Path) -> tuple[Bundle | None, list[Problem]]:
     if bundle is not None:
         problems += validate_loaded(bundle)
     return bundle, dedupe(problems)
+
+
+def load_bundle(path: str | Path) -> Bundle:
+    """Load a bundle and run every validation audit (as ``callbench validate``); raises
+    :class:`BundleError` listing all problems when any is found, ``FileNotFoundError`` when ``path``
+    is not a folder (or its ``bundle.yaml``)."""
+    bundle, problems = validate_path(path)
+    if bundle is None or problems:
+        raise BundleError(problems)
+    return bundle
 
 
 class Outcome(BaseModel):
@@ -366,7 +383,7 @@ def _agent_audits(agent: LoadedAgent, rep: Report, rep_prompt: Report) -> bool:
 def _scenario_audits(agent: LoadedAgent, s: Scenario, sfile: str, pfile: str, prompt_ok: bool,
                      sizes: set[str], machine: bool = False) -> list[Problem]:
     """Scenario-level audits; ``machine``: the file was written by callbench generate, whose known
-    facts must not copy hidden or fixture values undeclared (:mod:`callbench.bundle.isolation`)."""
+    facts must not copy hidden or fixture values undeclared (:mod:`callbench.bundle.validate.isolation`)."""
     found: list[Problem] = []
     rep = _reporter(found, sfile)
     audit_structure(agent, s, rep)

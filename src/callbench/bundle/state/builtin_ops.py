@@ -18,7 +18,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from callbench.bundle.state_engine import StateFailure, StateStore, argument
+from callbench.bundle.state.store import Records, StateFailure, argument
 
 _OPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -43,7 +43,7 @@ def _arith(node: ast.AST) -> float:
     raise StateFailure("invalid_arguments", "Invalid expression")
 
 
-def calculate(store: StateStore, args: dict[str, Any]) -> str:
+def calculate(store: Records, args: dict[str, Any]) -> str:
     """``calculate``: evaluate ``expression`` (numbers, + - * /, parentheses, spaces) by walking
     its syntax tree (never ``eval``); returns the value rounded to 2 decimals as text, e.g. "4.0".
     Errors: ``invalid_arguments`` for other characters, bad syntax or division by zero."""
@@ -60,14 +60,14 @@ def calculate(store: StateStore, args: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- retail helpers
 
 
-def _order(store: StateStore, order_id: str) -> dict[str, Any]:
+def _order(store: Records, order_id: str) -> dict[str, Any]:
     rec = store.get("orders", order_id)
     if rec is None:
         raise StateFailure("not_found", "Order not found")
     return rec
 
 
-def _method(store: StateStore, user_id: str, method_id: str, *, write: bool = False) -> dict[str, Any]:
+def _method(store: Records, user_id: str, method_id: str, *, write: bool = False) -> dict[str, Any]:
     user = store.get("users", user_id)
     if user is None:
         raise StateFailure("not_found", "User not found")
@@ -82,7 +82,7 @@ def _is_gift_card(method: dict[str, Any]) -> bool:
     return method.get("source") == "gift_card"
 
 
-def _variant(store: StateStore, product_id: str, item_id: str) -> dict[str, Any]:
+def _variant(store: Records, product_id: str, item_id: str) -> dict[str, Any]:
     product = store.get("products", product_id)
     if product is None:
         raise StateFailure("not_found", "Product not found")
@@ -100,7 +100,7 @@ def _items_exist(order: dict[str, Any], item_ids: list[str], message: Callable[[
 
 
 def _price_difference(
-    store: StateStore, order: dict[str, Any], item_ids: list[str], new_ids: list[str], *, same_allowed: bool
+    store: Records, order: dict[str, Any], item_ids: list[str], new_ids: list[str], *, same_allowed: bool
 ) -> tuple[float, dict[str, Any]]:
     diff = 0.0
     variant: dict[str, Any] = {}
@@ -129,7 +129,7 @@ def _str_list(args: dict[str, Any], name: str) -> list[str]:
 # ---------------------------------------------------------------- retail writes
 
 
-def cancel_pending_order(store: StateStore, args: dict[str, Any]) -> Any:
+def cancel_pending_order(store: Records, args: dict[str, Any]) -> Any:
     """Cancel a ``pending`` order for reason "no longer needed" or "ordered by mistake": status
     ``cancelled``, ``cancel_reason`` set, one refund per payment appended to ``payment_history``;
     a gift card is credited at once. Errors: not found; "Non-pending order cannot be cancelled";
@@ -159,7 +159,7 @@ def cancel_pending_order(store: StateStore, args: dict[str, Any]) -> Any:
     return order
 
 
-def exchange_delivered_order_items(store: StateStore, args: dict[str, Any]) -> Any:
+def exchange_delivered_order_items(store: Records, args: dict[str, Any]) -> Any:
     """Request an exchange on a ``delivered`` order: each of ``item_ids`` (duplicates allowed) for
     the same position of ``new_item_ids`` (an available variant of the same product); status
     ``exchange requested`` with the sorted id lists, payment method and price difference (rounded
@@ -190,7 +190,7 @@ def exchange_delivered_order_items(store: StateStore, args: dict[str, Any]) -> A
     return order
 
 
-def modify_pending_order_items(store: StateStore, args: dict[str, Any]) -> Any:
+def modify_pending_order_items(store: Records, args: dict[str, Any]) -> Any:
     """Swap items of a ``pending`` order for other available variants of the same products, once:
     a payment (or refund) of the summed price difference on ``payment_method_id`` (a gift card is
     charged or credited at once, and must cover a positive difference), each item's id replaced,
@@ -230,7 +230,7 @@ def modify_pending_order_items(store: StateStore, args: dict[str, Any]) -> Any:
     return order
 
 
-def modify_pending_order_payment(store: StateStore, args: dict[str, Any]) -> Any:
+def modify_pending_order_payment(store: Records, args: dict[str, Any]) -> Any:
     """Move a pending order's single payment to another method of the same user: a payment on the
     new method and a refund on the old one are appended; gift cards are charged / credited at once.
     Errors: not pending, method unknown, not exactly one payment, same method, gift card balance
@@ -267,7 +267,7 @@ def modify_pending_order_payment(store: StateStore, args: dict[str, Any]) -> Any
     return order
 
 
-def return_delivered_order_items(store: StateStore, args: dict[str, Any]) -> Any:
+def return_delivered_order_items(store: Records, args: dict[str, Any]) -> Any:
     """Request a return of items of a ``delivered`` order, refunded to the original payment method
     or a gift card: status ``return requested``, sorted ``return_items`` and the method. Errors: not
     delivered, method unknown or neither original nor a gift card, items missing."""
@@ -287,7 +287,7 @@ def return_delivered_order_items(store: StateStore, args: dict[str, Any]) -> Any
     return order
 
 
-BUILTIN_FUNCTIONS: dict[str, Callable[[StateStore, dict[str, Any]], Any]] = {
+BUILTIN_FUNCTIONS: dict[str, Callable[[Records, dict[str, Any]], Any]] = {
     "calculate": calculate,
     "retail.cancel_pending_order": cancel_pending_order,
     "retail.exchange_delivered_order_items": exchange_delivered_order_items,

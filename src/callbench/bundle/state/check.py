@@ -1,7 +1,7 @@
 """State checks (issue 29 item 2): the final state of a call against the state its reference path
 produces, with a readable difference.
 
-Shared by the grader (over a trace's saved :class:`~callbench.bundle.state_models.StateRecord`)
+Shared by the grader (over a trace's saved :class:`~callbench.bundle.state.models.StateRecord`)
 and the validator's reference replay. The expected state replays the reference path's tool calls,
 in order, through the same engine as the simulation (:class:`StateStore`); calls of tools without
 a state operation change nothing and are skipped, and the replay stops after a call-ending tool
@@ -16,7 +16,8 @@ from typing import Any
 from callbench.bundle.checks import CheckResult
 from callbench.bundle.matchers import match_fields
 from callbench.bundle.models import LoadedAgent, Scenario, StateCheck
-from callbench.bundle.state_engine import StateStore, diff_values
+from callbench.bundle.state.engine import StateStore
+from callbench.bundle.state.store import diff_values
 
 MAX_SHOWN = 8
 """Differences listed in a check's reason; the rest are counted."""

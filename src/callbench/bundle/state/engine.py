@@ -10,14 +10,12 @@ nothing: a failed operation is rolled back whole.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from callbench.bundle.matchers import lookup_path, values_equal
-from callbench.bundle.state_models import (
+from callbench.bundle.state.builtin_ops import BUILTIN_FUNCTIONS
+from callbench.bundle.state.models import (
     BuiltinOp,
     ConstantOp,
     FindOp,
@@ -29,45 +27,7 @@ from callbench.bundle.state_models import (
     StateSpec,
     UpdateOp,
 )
-
-Tables = Mapping[str, Mapping[str, Any]]
-
-
-class StateFailure(Exception):
-    """An operation refused a call: ``code`` and a one-line ``message`` for the tool result."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def tables_sha256(tables: Tables) -> str:
-    """SHA-256 (hex) of the tables as canonical JSON (sorted keys, compact, UTF-8)."""
-    text = json.dumps(tables, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def diff_values(before: Any, after: Any, path: str = "") -> list[tuple[str, Any, Any]]:
-    """Field-level differences between two JSON values: (dotted path, before, after) for each
-    changed leaf; objects are compared key by key, anything else (lists too) as a whole. A key
-    absent on one side has the value None there."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        out: list[tuple[str, Any, Any]] = []
-        for k in [*before, *(k for k in after if k not in before)]:
-            sub = f"{path}.{k}" if path else str(k)
-            out += diff_values(before.get(k), after.get(k), sub)
-        return out
-    if type(before) is type(after) and before == after:
-        return []
-    if (
-        before is not None
-        and after is not None
-        and values_equal(before, after)
-        and not isinstance(before, list | dict)
-    ):
-        return []
-    return [(path, before, after)]
+from callbench.bundle.state.store import Records, StateFailure, Tables, argument, diff_values, tables_sha256
 
 
 @dataclass
@@ -80,42 +40,15 @@ class StateAnswer:
     changes: list[StateChange] = field(default_factory=list)
 
 
-class StateStore:
+class StateStore(Records):
     """The state of one call: the initial ``tables`` (shared, never mutated) plus the records this
-    call changed (copied on first write). ``spec`` maps tools to operations."""
+    call changed (copied on first write; record access in :class:`~callbench.bundle.state.store.Records`).
+    ``spec`` maps tools to operations."""
 
     def __init__(self, tables: Tables, spec: StateSpec, initial_sha256: str = "") -> None:
-        self.base = tables
+        super().__init__(tables)
         self.spec = spec
         self.initial_sha256 = initial_sha256 or tables_sha256(tables)
-        self.touched: dict[str, dict[str, Any]] = {}
-        self._pending: dict[tuple[str, str], Any] = {}
-
-    # ------------------------------------------------------------ record access (for operations)
-
-    def keys(self, table: str) -> list[str]:
-        """The record keys of ``table`` in file order; raises ``StateFailure`` for an unknown table."""
-        if table not in self.base:
-            raise StateFailure("not_found", f"no table {table!r}")
-        return list(self.base[table])
-
-    def get(self, table: str, key: str) -> Any | None:
-        """The current record (do not mutate it; use :meth:`writable`), or None."""
-        if table in self.touched and key in self.touched[table]:
-            return self.touched[table][key]
-        return self.base.get(table, {}).get(key)
-
-    def writable(self, table: str, key: str) -> Any:
-        """The record, copied into this call's state so it may be changed in place; raises
-        ``StateFailure`` when absent (no operation creates records)."""
-        rec = self.get(table, key)
-        if rec is None:
-            raise StateFailure("not_found", f"no record {key!r} in {table!r}")
-        if (table, key) not in self._pending:
-            self._pending[(table, key)] = copy.deepcopy(rec)
-        if key not in self.touched.get(table, {}):
-            self.touched.setdefault(table, {})[key] = copy.deepcopy(rec)
-        return self.touched[table][key]
 
     # ------------------------------------------------------------ calls
 
@@ -157,16 +90,6 @@ class StateStore:
     def record(self) -> StateRecord:
         """The state to save with the trace: initial hash and every changed record's final version."""
         return StateRecord(initial_sha256=self.initial_sha256, final=copy.deepcopy(self.touched))
-
-
-def argument(args: dict[str, Any], name: str, kind: type | tuple[type, ...] = str) -> Any:
-    """Argument ``name`` of type ``kind``; raises ``StateFailure`` (``invalid_arguments``)."""
-    if name not in args:
-        raise StateFailure("invalid_arguments", f"missing argument {name!r}")
-    v = args[name]
-    if not isinstance(v, kind) or (isinstance(v, bool) and kind is not bool):
-        raise StateFailure("invalid_arguments", f"argument {name!r} has the wrong type")
-    return v
 
 
 def _field_equals(rec: Any, path: str, value: Any) -> bool:
@@ -228,7 +151,5 @@ def _run(store: StateStore, op: Any, args: dict[str, Any]) -> Any:
             _set_path(rec, path, source[1:] if source.startswith("=") else argument(args, source))
         return rec
     if isinstance(op, BuiltinOp):
-        from callbench.bundle.state_builtins import BUILTIN_FUNCTIONS
-
         return BUILTIN_FUNCTIONS[op.name](store, args)
     raise StateFailure("invalid_arguments", f"unknown operation {type(op).__name__}")

@@ -1,6 +1,6 @@
 """What a tool result and a reference turn say about success (issue 26 item 1).
 
-The reference replay (:mod:`callbench.bundle.validate_replay`) must tell a failed tool result from a
+The reference replay (:mod:`callbench.bundle.validate.replay`) must tell a failed tool result from a
 successful one, and a reference turn that reports success from one that reports the failure. Both
 are heuristics over data the bundle author wrote, so both are deliberately narrow (a false alarm
 sends a generated scenario back for repair; a miss is what the review is for):

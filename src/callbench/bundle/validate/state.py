@@ -11,9 +11,9 @@ never be used).
 from __future__ import annotations
 
 from callbench.bundle.models import LoadedAgent, Scenario
-from callbench.bundle.state_builtins import BUILTIN_TABLES
-from callbench.bundle.state_models import BuiltinOp, ConstantOp
-from callbench.bundle.validate_tools import Report
+from callbench.bundle.state.builtin_ops import BUILTIN_TABLES
+from callbench.bundle.state.models import BuiltinOp, ConstantOp
+from callbench.bundle.validate.tools import Report
 
 
 def audit_state_spec(agent: LoadedAgent, rep: Report) -> None:

@@ -10,11 +10,11 @@ import unicodedata
 from datetime import datetime
 
 from callbench.bundle.excerpts import excerpt_cut, locate_excerpt
-from callbench.bundle.isolation import audit_caller_isolation
 from callbench.bundle.loader import MAX_PROMPT_CHARS, render_instructions, sha256_text
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.normalize import norm_text as norm_text  # re-exported
-from callbench.bundle.validate_tools import Report
+from callbench.bundle.validate.isolation import audit_caller_isolation
+from callbench.bundle.validate.tools import Report
 
 # ---------------------------------------------------------------- instructions
 
@@ -151,7 +151,8 @@ def audit_isolation(scen: Scenario, report: Report, *, strict_known_facts: bool 
     """Caller isolation (paper, Table 1: the caller never sees the backend state): hidden-state and
     fixture values in anything the caller reads, in normalised forms, and (``strict_known_facts``,
     for machine-written scenarios) known facts that copy them (codes ``isolation.leak``,
-    ``isolation.known_fact``, ``isolation.caller_known``; rules in :mod:`callbench.bundle.isolation`)."""
+    ``isolation.known_fact``, ``isolation.caller_known``; rules in
+    :mod:`callbench.bundle.validate.isolation`)."""
     audit_caller_isolation(scen, report, strict_known_facts=strict_known_facts)
 
 

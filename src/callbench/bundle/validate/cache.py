@@ -72,7 +72,7 @@ def cache_dir() -> Path | None:
 def _code_fingerprint(h: hashlib._Hash) -> None:
     """callbench's files (path, size, mtime) and the audit libraries' installed versions (their
     ``.dist-info`` folder names on ``sys.path``) and Python's version into ``h``."""
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]  # src/callbench (this file: bundle/validate/cache.py)
     for folder, dirs, files in os.walk(package):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):

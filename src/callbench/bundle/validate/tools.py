@@ -1,6 +1,6 @@
 """Validator audits of tool interfaces: tool parameters must be JSON Schema 2020-12 object schemas,
 call-ending tools must be declared with a success condition, and reference-path arguments must fit
-the tool's schema (issue 2 item 5). Matchers against the schema: :mod:`callbench.bundle.validate_matchers`.
+the tool's schema (issue 2 item 5). Matchers against the schema: :mod:`callbench.bundle.validate.matchers`.
 
 Schemas are read, never fetched: a ``$ref`` must be local (``#...``); remote references are a
 ``tool.schema_remote_ref`` problem and validation uses an empty ``referencing.Registry`` so that
@@ -22,7 +22,7 @@ import referencing.exceptions
 from jsonschema import Draft202012Validator
 
 from callbench.bundle.models import AgentConfig, ToolSpec
-from callbench.bundle.schema_re2 import RE2Draft202012Validator
+from callbench.bundle.validate.schema_re2 import RE2Draft202012Validator
 
 Report = Callable[[str, str, str], None]
 """``report(path, code, message)``: how an audit records one problem for the current file."""
@@ -286,7 +286,7 @@ def schema_usable(schema: dict[str, Any]) -> bool:
 
 @functools.lru_cache(maxsize=512)
 def _validator(schema_json: str) -> Any:
-    """An RE2-backed 2020-12 validator for the schema (:mod:`callbench.bundle.schema_re2`), or
+    """An RE2-backed 2020-12 validator for the schema (:mod:`callbench.bundle.validate.schema_re2`), or
     None when the schema is invalid or has a non-local reference."""
     schema = json.loads(schema_json)
     if schema_errors(schema):

@@ -23,7 +23,7 @@ from callbench.bundle.matchers import (
     Subset,
     values_equal,
 )
-from callbench.bundle.validate_tools import Report
+from callbench.bundle.validate.tools import Report
 
 _MAX_REF_HOPS = 32
 

@@ -19,10 +19,10 @@ from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.fixtures import NO_DATA, FixtureAnswer, ResolvedFixtures
 from callbench.bundle.matchers import match_fields
 from callbench.bundle.models import LoadedAgent, Scenario
-from callbench.bundle.outcomes import claims_success, failed_result
 from callbench.bundle.references import ReferenceError_, find_references
-from callbench.bundle.state_engine import StateStore
-from callbench.bundle.validate_tools import Report, audit_arguments
+from callbench.bundle.state.engine import StateStore
+from callbench.bundle.validate.outcomes import claims_success, failed_result
+from callbench.bundle.validate.tools import Report, audit_arguments
 
 
 def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> None:
@@ -45,8 +45,8 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
     intended), ``reference.end_unmet`` (a call-ending tool is called but no call of it returns a
     result meeting its success condition, so the episode would not end there: paper, section 4),
     ``reference.success_after_failure`` (speech after an authored failed tool result,
-    :func:`callbench.bundle.outcomes.failed_result`, with no successful result in between, claims
-    the action succeeded, :func:`callbench.bundle.outcomes.claims_success`). The replay is skipped
+    :func:`callbench.bundle.validate.outcomes.failed_result`, with no successful result in between, claims
+    the action succeeded, :func:`callbench.bundle.validate.outcomes.claims_success`). The replay is skipped
     when the fixtures hold an unresolved reference or the checks have an ``after`` cycle (both
     reported by other audits). Tools the agent's state answers are answered from a fresh state
     (issue 29), the others from the fixtures.

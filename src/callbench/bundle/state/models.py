@@ -5,7 +5,7 @@ write that changes what a later read returns. An agent may therefore declare a *
 records loaded from data files of the bundle, and for each stateful tool one operation that reads
 or changes those records. Operations are declarative where they can be (look a record up by key,
 find one by field values, update fields after preconditions), and otherwise name one of a small,
-reviewed set of built-in operations (:mod:`callbench.bundle.state_builtins`). No code from a
+reviewed set of built-in operations (:mod:`callbench.bundle.state.builtin_ops`). No code from a
 bundle is ever executed.
 
 On disk, in ``agent.yaml``::
@@ -42,7 +42,7 @@ BUILTINS = (
     "retail.modify_pending_order_payment",
     "retail.return_delivered_order_items",
 )
-"""The reviewed built-in operations (:mod:`callbench.bundle.state_builtins` documents each)."""
+"""The reviewed built-in operations (:mod:`callbench.bundle.state.builtin_ops` documents each)."""
 
 
 class GetOp(_Strict):

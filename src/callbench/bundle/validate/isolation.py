@@ -27,7 +27,7 @@ from typing import Any
 
 from callbench.bundle.models import Scenario
 from callbench.bundle.normalize import TextSet
-from callbench.bundle.validate_tools import Report
+from callbench.bundle.validate.tools import Report
 
 _CLOCK = re.compile(r"[0-9]{1,2}:[0-9]{2}(\s*-\s*[0-9]{1,2}:[0-9]{2})?")
 
