@@ -257,3 +257,13 @@ def test_match_fields_reports_each_field() -> None:
     assert res.fields["kg"].ok and not res.fields["slot"].ok
     assert res.reason.startswith("slot: ")
     assert match_fields({}, {"anything": 1}).ok
+
+
+def test_contains_exactly_is_multiset_equality() -> None:
+    from callbench.bundle.matchers import Contains
+
+    m = Contains(contains=["a", "b", "b"], exactly=True)
+    assert m.evaluate(["b", "a", "b"]).ok
+    assert not m.evaluate(["a", "b"]).ok  # one b short
+    assert not m.evaluate(["a", "b", "b", "c"]).ok and "also holds" in m.evaluate(["a", "b", "b", "c"]).reason
+    assert Contains(contains=["a", "b"]).evaluate(["a", "b", "c"]).ok  # without exactly: a superset passes

@@ -3,6 +3,7 @@ recording fake judge client."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -413,3 +414,17 @@ def make_trace(bundle: Bundle) -> Callable[..., Trace]:
 @pytest.fixture
 def recording() -> type[RecordingClient]:
     return RecordingClient
+
+
+@pytest.fixture
+def critical_bundle(tmp_path: Path) -> Bundle:
+    """The dairy bundle with ``log_reason`` marked outcome-critical (its outcome check)."""
+    scen = copy.deepcopy(SCENARIO)
+    scen["action_checks"][1]["critical"] = True
+    return load_bundle(write_bundle(tmp_path / "critical", scen))
+
+
+@pytest.fixture
+def trace_of() -> Callable[..., Trace]:
+    """:func:`build_trace` (tests cannot import conftest under ``--import-mode=importlib``)."""
+    return build_trace

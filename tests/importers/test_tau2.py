@@ -59,7 +59,8 @@ def test_bundle_shape(bundle: Bundle) -> None:
     # the fixture's trimmed database (the whole domain has 1,000 orders and 500 users)
     assert len(agent.state_tables["orders"]) == 94 and len(agent.state_tables["users"]) == 37
     assert [c.tool for c in s.action_checks] == ["exchange_delivered_order_items"]
-    assert s.action_checks[0].args["item_ids"].model_dump()["eq"] == ["1151293680", "4983901480"]
+    assert s.action_checks[0].args["item_ids"].model_dump()["contains"] == ["1151293680", "4983901480"]
+    assert s.action_checks[0].args["item_ids"].model_dump()["exactly"] is True  # tau2 sorts the list
     assert s.state_checks[0].id == "final_state" and s.hidden_state["user"]["user_id"] == "yusuf_rossi_9620"
     assert s.brief.known_facts["what_you_know"] == "You are Yusuf Rossi in zip code 19122."
     assert s.channel.seeded_noise and s.language == "en-US"
@@ -325,3 +326,27 @@ async def test_whole_retail_domain(tmp_path: Path) -> None:
     assert [s.scenario_id for s in report.scenarios if not s.reference_met] == []
     failing = sorted(s.id for _, s in bundle.scenarios() if "gold_action_fails" in s.tags)
     assert len(failing) == 15
+
+
+def _record_of(check) -> str:
+    args = check.args
+    key = "order_id" if "order_id" in args else "user_id"
+    return f"{key}={args[key].model_dump().get('eq')}"
+
+
+def test_gold_writes_are_ordered_only_within_one_record(bundle: Bundle) -> None:
+    """tau2's DB check cannot see the order of changes to different orders, and its policy asks for
+    none: an ``after`` joins only writes on the same record; writes on different records are free."""
+    unordered_pairs = 0
+    for agent in bundle.agents.values():
+        for s in agent.scenarios:
+            writes = [c for c in s.action_checks if c.tool in WRITE_TOOLS]
+            by_id = {c.id: c for c in writes}
+            for c in writes:
+                for dep in c.after:
+                    assert _record_of(by_id[dep]) == _record_of(c), (s.id, c.id, dep)
+            unordered_pairs += sum(
+                1 for i, a in enumerate(writes) for b in writes[i + 1:]
+                if _record_of(a) != _record_of(b) and a.id not in b.after
+            )
+    assert unordered_pairs >= 1  # the fixture holds tasks with writes on two different orders

@@ -194,7 +194,10 @@ def test_demo_banner_names_exactly_which_roles_run_where(tmp_path: Path) -> None
     assert lines[3].startswith("Candidate scripted:reference: the bundle's reference path replayed")
     assert "reference ceiling" in lines[3] and "not a model" in lines[3]
     assert lines[4].startswith("NOTE: the embedded model is a small smoke-test model")
-    assert len(lines) == 5
+    assert lines[5] == (f"Calls are cut at {DEMO_MAX_TURNS} caller turns to save time: a call whose correct "
+                        "version needs more turns is reported as cut (its outcome 'not reached', no pass "
+                        "verdict), not as failed.")
+    assert len(lines) == 6
     every = demo_banner(demo_config(tmp_path / "d", "local:0.5b", bundle, model_caller=True))
     assert every[1] == (
         "On the embedded smoke-test model local:0.5b: candidate local:0.5b, caller, task judge, "
@@ -204,7 +207,8 @@ def test_demo_banner_names_exactly_which_roles_run_where(tmp_path: Path) -> None
     other = demo_banner(demo_config(tmp_path / "d", "openai:gpt-4o", bundle, 1, reference=False))
     assert other[0].startswith("callbench demo: 1 starter scenario (") and "x 1 candidate," in other[0]
     assert other[1] == "On model openai:gpt-4o: candidate openai:gpt-4o, task judge, conversation judge."
-    assert len(other) == 3 and other[2].startswith("Caller scripted:plan:")  # no smoke-test note
+    assert len(other) == 4 and other[2].startswith("Caller scripted:plan:")  # no smoke-test note
+    assert other[3].startswith("Calls are cut at 2 caller turns")
     # a role on a different spec is listed under its own model
     mixed = demo_config(tmp_path / "d", "local:0.5b", bundle)
     mixed.task_judge = RoleSpec(spec="openai:gpt-4o")

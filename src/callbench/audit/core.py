@@ -22,6 +22,11 @@ models (:mod:`callbench.models.scripted`), no network:
   (:func:`callbench.audit.causal.find_noncausal`, ``audit.reference_noncausal``).
 - *gaming floor*: the gaming candidates :data:`GAMING_CANDIDATES` play the scenario too and are held
   to the same bounds (``audit.floor_high`` names the scenario, the candidate and the checks met).
+- *outcome*: every scenario has an outcome-critical item (or says why not, ``no_critical_reason``:
+  otherwise ``audit.no_critical``); the reference replay meets every critical item (its unmet checks
+  are ``audit.reference_unmet`` already) and no floor candidate meets any (``audit.critical_floor``,
+  naming the candidate and the item): an outcome that doing nothing or gaming reaches measures
+  nothing.
 - *leaks*: :func:`callbench.audit.leaks.find_leaks` (``audit.leak``).
 - *judges on known answers* (optional): the reference, null-floor and contrastive traces
   (:mod:`callbench.audit.contrast`) graded by the judges (:mod:`callbench.audit.judges`); a judge
@@ -75,12 +80,14 @@ AUDIT_SEED = 20260314
 
 
 class CheckOutcome(BaseModel):
-    """One action check in one audited episode: ``label`` met / not_met / not_applicable."""
+    """One action check in one audited episode: ``label`` met / not_met / not_applicable;
+    ``critical``: the check decides the episode's outcome."""
 
     id: str
     weight: int
     label: Literal["met", "not_met", "not_applicable"]
     reason: str = ""
+    critical: bool = False
 
 
 class ChannelTally(BaseModel):
@@ -200,7 +207,7 @@ async def _episode(
         never_reached=len(trace.unreached_channel_events),
     )
     checks = [
-        CheckOutcome(id=i.id, weight=i.weight, label=str(i.label), reason=i.reason)
+        CheckOutcome(id=i.id, weight=i.weight, label=str(i.label), reason=i.reason, critical=i.critical)
         for i in items
     ]
     return trace, EpisodeAudit(
@@ -351,6 +358,16 @@ async def audit_bundle(
                     "be replayed, so nothing shows its checks can be met",
                 )
             )
+        if not scen.critical_check_ids and not scen.no_critical_reason.strip():
+            report.problems.append(
+                Problem(
+                    file=sfile, path="action_checks", code="audit.no_critical",
+                    message=f"{scen.id}: no outcome-critical check (a state check, a check with "
+                    "diagnostic outcome_reached, or one marked critical: true), so its episodes have "
+                    "no outcome; mark the check(s) that show the caller got what they called for, or "
+                    "give no_critical_reason",
+                )
+            )
         for spec in specs:
             try:
                 trace, ep = await _episode(bundle, agent, scen, spec)
@@ -371,6 +388,16 @@ async def audit_bundle(
                     report.problems += find_noncausal(agent, scen, trace, sfile)
             else:
                 sa.floor[spec] = ep
+                for c in ep.checks:
+                    if c.critical and c.label == "met":
+                        report.problems.append(
+                            Problem(
+                                file=sfile, path=f"action_checks.{c.id}", code="audit.critical_floor",
+                                message=f"{scen.id}: {spec} meets the outcome-critical check {c.id!r} "
+                                "(a floor agent must reach no outcome): guard it with applies_after on "
+                                "a check only the right call meets, or pin the arguments that matter",
+                            )
+                        )
                 if ep.share > FLOOR_MAX:
                     met = ", ".join(f"{c.id} ({c.weight})" for c in ep.checks if c.label == "met")
                     report.problems.append(

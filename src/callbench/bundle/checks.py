@@ -36,6 +36,10 @@ class CheckResult(BaseModel):
     count: int
     cited_events: list[int]
     first_met_index: int | None = None
+    not_reached: list[str] = []
+    """Checks this one must come ``after`` that were never met, when that alone failed it: its own
+    matching call was made (``cited_events``) but cannot count. Empty when the check failed on its
+    own (or was met). Such a failure is one slip counted at the predecessor, not a second error."""
 
 
 def _order(checks: list[ActionCheck]) -> list[ActionCheck]:
@@ -83,12 +87,20 @@ def reaches_record(call: CallRecord, records: dict[str, list[dict[str, Any]]]) -
     return any(match_fields(m, call.arguments).ok for m in records.get(call.name, []))
 
 
+def n_within(n: int, lo: int, hi: int | None) -> bool:
+    """``lo <= n <= hi`` (no upper bound when ``hi`` is None): a check's count bounds."""
+    return n >= lo and (hi is None or n <= hi)
+
+
 def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckResult]:
     """Evaluate every action check of ``scenario`` over ``calls`` (in call order).
 
     A call counts for a check when its tool name equals ``check.tool``, its arguments satisfy every
     matcher, and it comes after the first counted call of each check in ``after`` (a check with an
-    unmet ``after`` dependency counts nothing). Met when ``count.min <= n <= count.max``.
+    unmet ``after`` dependency counts nothing). Met when ``count.min <= n <= count.max``. A check
+    that fails only because a check it comes ``after`` was never met (its own matching calls would
+    have met it) says so: ``not_reached`` names the predecessors and the reason starts
+    "not reached: depends on", so one ordering slip is one miss in the diagnostics, not a cascade.
 
     A check with ``applies_after`` guards is evaluated the same way, then marked not applicable
     (``applicable=False``, ``met=False``) unless every guard is applicable and met. A check that is
@@ -123,11 +135,20 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
                 (counted if ok else near).append(call.index)
         n = len(counted)
         hi = c.count.max
-        met = n >= c.count.min and (hi is None or n <= hi)
+        met = n_within(n, c.count.min, hi)
+        unmet_deps = [a for a in c.after if first.get(a) is None]
+        not_reached: list[str] = []
         if start is None:
-            reason = "a check it must come after was never met: " + ", ".join(
-                a for a in c.after if first.get(a) is None
-            )
+            own = [call.index for call in calls if call.name == c.tool and (
+                not matchers if call.arguments is None else match_fields(matchers, call.arguments).ok)]
+            if own and n_within(len(own), c.count.min, hi):
+                not_reached = unmet_deps
+                near = own
+                reason = (f"not reached: depends on {', '.join(unmet_deps)} (never met); its own "
+                          f"{len(own)} matching call(s) of {c.tool} cannot count before it")
+            else:
+                reason = "a check it must come after was never met: " + ", ".join(unmet_deps) + (
+                    f"; {len(own)} matching call(s) of {c.tool} anywhere in the call" if own else "")
         elif met:
             reason = f"{n} matching call(s) of {c.tool}"
         elif n < c.count.min:
@@ -154,5 +175,6 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
             count=n,
             cited_events=counted or near,
             first_met_index=first[c.id],
+            not_reached=not_reached if applicable else [],
         )
     return [results[c.id] for c in scenario.action_checks]

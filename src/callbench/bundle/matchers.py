@@ -8,6 +8,8 @@ On disk a matcher is a one-key mapping naming its kind, or a bare value as short
     range: {min: 1, max: 40}    # numeric, inclusive bounds, either may be omitted
     regex: "[0-9]{4}"           # RE2 syntax, full match by default (set full: false to search)
     contains: [a, b]            # a list that contains every listed item (order free)
+    contains: [a, b]            # ... and nothing else, duplicates counted (a multiset):
+    exactly: true
     subset: {shift: evening}    # an object whose listed keys match, recursively (values are matchers)
     all: [m1, m2]  /  any: [m1, m2]  /  not: m
 
@@ -188,16 +190,30 @@ class Regex(_Base):
 
 
 class Contains(_Base):
-    """``contains``: the value is a list holding an equal item for every listed item."""
+    """``contains``: the value is a list holding an equal item for every listed item. With
+    ``exactly: true`` the list holds those items and nothing else, in any order, each as often as
+    listed (multiset equality: an argument whose order carries nothing, as tau2-bench sorts the
+    item lists of an exchange before storing them)."""
 
     kind: Literal["contains"] = "contains"
     contains: list[JSONValue]
+    exactly: bool = False
 
     def evaluate(self, value: Any, present: bool = True) -> MatchResult:
         if not present:
             return self._missing()
         if not isinstance(value, list):
             return MatchResult(ok=False, reason=f"{_short(value)} is not a list")
+        if self.exactly:
+            rest = list(value)
+            for c in self.contains:
+                hit = next((i for i, v in enumerate(rest) if values_equal(v, c)), None)
+                if hit is None:
+                    return MatchResult(ok=False, reason=f"list lacks {_short(c)} (as often as listed)")
+                rest.pop(hit)
+            if rest:
+                return MatchResult(ok=False, reason=f"list also holds {_short(rest)}")
+            return MatchResult(ok=True, reason=f"list holds exactly {_short(self.contains)} in some order")
         missing = [c for c in self.contains if not any(values_equal(v, c) for v in value)]
         if missing:
             return MatchResult(ok=False, reason=f"list lacks {_short(missing)}")
@@ -272,7 +288,7 @@ MATCHER_KEYS: dict[str, type[_Base]] = {
     "any": AnyOf,
     "not": Not,
 }
-_OPTION_KEYS = {"full", "ignore_case"}
+_OPTION_KEYS = {"full", "ignore_case", "exactly"}
 
 
 def _tag(v: Any) -> str:

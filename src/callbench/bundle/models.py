@@ -308,6 +308,19 @@ class ActionCheck(Strict):
     )
     importance: Importance = 2
     diagnostic: Diagnostic = Diagnostic.TOOL_CHOICE
+    critical: bool | None = Field(
+        default=None,
+        description=(
+            "Outcome-critical: the episode's outcome is met only when every applicable critical item "
+            "is met. Default: critical when the diagnostic is outcome_reached, else not."
+        ),
+    )
+
+    @property
+    def is_critical(self) -> bool:
+        """Whether the check decides the episode's outcome: ``critical`` when the author set it,
+        else True exactly for ``diagnostic: outcome_reached`` (docs/authoring.md "Outcome")."""
+        return self.diagnostic == Diagnostic.OUTCOME_REACHED if self.critical is None else self.critical
 
 
 class StateCheck(Strict):
@@ -327,6 +340,17 @@ class StateCheck(Strict):
     )
     importance: Importance = 3
     diagnostic: Diagnostic = Diagnostic.OUTCOME_REACHED
+    critical: bool = Field(
+        default=True,
+        description="Outcome-critical (default true): the episode's outcome is met only when every "
+        "applicable critical item is met.",
+    )
+
+    @property
+    def is_critical(self) -> bool:
+        """Whether the check decides the episode's outcome (``critical``, true unless the author
+        says otherwise)."""
+        return self.critical
 
 
 class Anchors(Strict):
@@ -428,6 +452,26 @@ class Scenario(Strict):
     state_checks: list[StateCheck] = Field(default_factory=list, max_length=10)
     criteria: list[Criterion] = Field(default_factory=list, max_length=50)
     reference_path: list[ReferenceTurn] | None = None
+    no_critical_reason: str = Field(
+        default="", max_length=2000,
+        description="Why this scenario has no outcome-critical check (for example a call whose right "
+        "outcome is only said, never done); without it, a scenario with no critical item is a "
+        "validation problem. Its episodes then have no outcome and pass on the overall score alone.",
+    )
+
+    @property
+    def critical_check_ids(self) -> list[str]:
+        """Ids of the action and state checks that decide the outcome, in scenario order."""
+        return [c.id for c in self.action_checks if c.is_critical] + [
+            c.id for c in self.state_checks if c.is_critical
+        ]
+
+    def caller_turns_needed(self) -> int:
+        """Caller turns the authored correct call takes: one per reference turn after the greeting
+        (``len(reference_path) - 1``), else one per plan step when there is no reference path."""
+        if self.reference_path:
+            return max(0, len(self.reference_path) - 1)
+        return len(self.brief.plan)
 
     @field_validator("tags")
     @classmethod

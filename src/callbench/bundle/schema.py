@@ -68,8 +68,9 @@ def _matcher_def() -> dict[str, Any]:
         "description": (
             "A bare value (string, number, boolean, null or list) means eq; otherwise an object naming "
             "exactly one matcher kind: eq, present, one_of, range, regex (RE2, full match unless "
-            "full: false; ignore_case), contains, subset, all, any, not. An object value for eq must be "
-            "wrapped: {eq: {...}}. Strings compare after Unicode NFC; 25 equals 25.0."
+            "full: false; ignore_case), contains (exactly: true for the same items in any order), "
+            "subset, all, any, not. An object value for eq must be wrapped: {eq: {...}}. Strings compare "
+            "after Unicode NFC; 25 equals 25.0."
         ),
         "anyOf": [
             {"type": ["string", "number", "boolean", "null", "array"]},

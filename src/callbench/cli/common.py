@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -74,3 +75,14 @@ def _output_problem(run_dirs: list[Path], outputs: dict[str, Path | None]) -> st
     return None
 
 
+
+
+def _pass_rule(value: str) -> Any:
+    """``--pass-rule`` checked against :data:`callbench.grade.models.PASS_RULES`; exits 2 with one
+    line naming the choices otherwise."""
+    from callbench.grade.models import PASS_RULES
+
+    if value not in PASS_RULES:
+        typer.echo(f"error: --pass-rule {value!r}: use one of {', '.join(PASS_RULES)}", err=True)
+        raise typer.Exit(2)
+    return value

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from callbench.cli.app import app
-from callbench.cli.common import _output_problem, _role_settings
+from callbench.cli.common import _output_problem, _pass_rule, _role_settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,6 +28,12 @@ def grade(
     cutoff: float | None = typer.Option(
         None, "--cutoff", min=0, max=100,
         help="Pass mark for the overall score (default: the run's own, from its first grade set).",
+    ),
+    pass_rule: str | None = typer.Option(
+        None, "--pass-rule",
+        help="outcome_and_overall (the outcome met and overall >= the cutoff) or overall (the "
+        "paper's rule) (default: the run's own; a run graded before outcomes existed gets "
+        "outcome_and_overall).",
     ),
     rubric: Path | None = typer.Option(None, "--rubric", help="Rating rubric file (YAML/JSON)."),
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Episodes graded at once."),
@@ -103,6 +109,7 @@ def grade(
                     task_judge_settings=chosen["task_judge"][1],
                     conversation_judge_settings=chosen["conversation_judge"][1],
                     cutoff=cutoff,
+                    pass_rule=None if pass_rule is None else _pass_rule(pass_rule),
                     rubric=rub,
                     concurrency=concurrency,
                     on_episode=index,

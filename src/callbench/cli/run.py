@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from callbench.cli.app import app
-from callbench.cli.common import _role_settings, _split
+from callbench.cli.common import _pass_rule, _role_settings, _split
 from callbench.cli.plan import _dry_run, _input_error
 from callbench.cli.results import report
 
@@ -191,6 +191,11 @@ def run(
         False, "--no-grade", help="Only simulate; grade later with callbench grade."
     ),
     cutoff: float = typer.Option(70.0, "--cutoff", min=0, max=100, help="Pass cutoff on the overall score."),
+    pass_rule: str = typer.Option(
+        "outcome_and_overall", "--pass-rule",
+        help="outcome_and_overall (default: the outcome met and overall >= the cutoff) or overall "
+        "(the paper's rule: overall >= the cutoff alone; named as such in every report).",
+    ),
     local_limit: int = typer.Option(
         1, "--local-concurrency", min=1, help="Concurrent calls to the local model."
     ),
@@ -286,6 +291,7 @@ def run(
         limits=LoopLimits(max_caller_turns=max_turns),
         grade=not no_grade,
         cutoff=cutoff,
+        pass_rule=_pass_rule(pass_rule),
         preflight=not no_preflight,
         executor=executor,
         ray_address=ray_address,

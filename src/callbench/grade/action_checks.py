@@ -59,7 +59,7 @@ def grade_state_checks(trace: Trace, scenario: Scenario, agent: LoadedAgent | No
         items.append(GradedItem(
             id=res.id, source="action_check", pillar=Pillar.TASK, diagnostic=checks[res.id].diagnostic,
             weight=checks[res.id].importance, label=label, r=LABEL_VALUE.get(label), reason=res.reason,
-            cited_events=[e.index for e in writers],
+            critical=checks[res.id].is_critical, cited_events=[e.index for e in writers],
             cited_messages=sorted({e.message_index for e in writers}),
         ))
     return items
@@ -102,6 +102,8 @@ def grade_action_checks(
                 reason=res.reason,
                 cited_events=sorted(res.cited_events),
                 cited_messages=cited_msgs,
+                critical=check.is_critical,
+                not_reached=res.not_reached,
             )
         )
     met = {i.id for i in items if i.label == Label.MET}

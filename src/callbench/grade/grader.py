@@ -22,10 +22,10 @@ from callbench.bundle.models import Bundle, Scenario
 from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.action_checks import GradeError, grade_action_checks
 from callbench.grade.judges import run_conversation_judge, run_task_judge
-from callbench.grade.models import EpisodeGrade
+from callbench.grade.models import EpisodeGrade, PassRule
 from callbench.grade.prompts import PROMPT_VERSION
 from callbench.grade.rubric import DEFAULT_RUBRIC, Rubric
-from callbench.grade.scoring import DEFAULT_CUTOFF, episode_grade
+from callbench.grade.scoring import DEFAULT_CUTOFF, DEFAULT_PASS_RULE, episode_grade
 from callbench.grade.store import (
     create_grade_set,
     episode_path,
@@ -90,8 +90,10 @@ async def grade_trace(
     *,
     grade_set_id: str = "",
     rubric: Rubric = DEFAULT_RUBRIC,
+    pass_rule: PassRule = DEFAULT_PASS_RULE,
 ) -> EpisodeGrade:
-    """Grade one trace: action checks, the task judge and the conversation judge (concurrently).
+    """Grade one trace: action checks, the task judge and the conversation judge (concurrently);
+    the outcome and the pass verdict under ``pass_rule`` (:func:`~callbench.grade.scoring.verdict`).
 
     Returns an :class:`EpisodeGrade` (``skipped=True`` with no scores for a skipped trace; no judge
     is called then). Judge failures become judge-error items, never exceptions. Raises
@@ -101,14 +103,15 @@ async def grade_trace(
     _check_hash(bundle, trace)
     scenario = _scenario(bundle, trace)
     if trace.skipped:
-        return episode_grade(trace, [], grade_set_id=grade_set_id, cutoff=cutoff)
+        return episode_grade(trace, [], grade_set_id=grade_set_id, cutoff=cutoff, pass_rule=pass_rule)
     checks = grade_action_checks(trace, scenario, bundle.scenario(scenario.id)[0])
     with collect_faults() as ledger:
         (task_items, task_out), (conv_items, conv_out) = await asyncio.gather(
             run_task_judge(trace, scenario, task_judge),
             run_conversation_judge(trace, scenario, conversation_judge, rubric),
         )
-    grade = episode_grade(trace, checks + task_items + conv_items, grade_set_id=grade_set_id, cutoff=cutoff)
+    grade = episode_grade(trace, checks + task_items + conv_items, grade_set_id=grade_set_id, cutoff=cutoff,
+                          pass_rule=pass_rule, scenario=scenario)
     grade.faults = ledger.snapshot()
     grade.usage = {
         k: o.usage for k, o in (("task_judge", task_out), ("conversation_judge", conv_out)) if o.attempts
@@ -132,7 +135,8 @@ async def grade_into_set(
     gs = load_grade_set(run_dir, grade_set_id)
     rubric = Rubric.model_validate(gs.rubric) if gs.rubric else DEFAULT_RUBRIC
     grade = await grade_trace(
-        trace, bundle, task_judge, conversation_judge, gs.cutoff, grade_set_id=grade_set_id, rubric=rubric
+        trace, bundle, task_judge, conversation_judge, gs.cutoff, grade_set_id=grade_set_id, rubric=rubric,
+        pass_rule=gs.pass_rule,
     )
     path = episode_path(run_dir, grade_set_id, trace.episode_id)
     if path.is_file():  # graded again (it was not graded): keep the judge requests made before
@@ -209,6 +213,7 @@ async def grade_run(
     bundle: Bundle | None = None,
     on_episode: Callable[[EpisodeGrade], Any] | None = None,
     continue_latest: bool = True,
+    pass_rule: PassRule | None = None,
 ) -> str:
     """Grade every trace of ``RUN_DIR`` into a new grade set and return its id.
 
@@ -220,7 +225,8 @@ async def grade_run(
     content hash differs from the manifest's or any trace's. ``on_episode`` is called with each
     episode grade as it is written. Earlier grade sets are left in place; the new id is appended
     to the manifest's ``grade_sets``. ``cutoff`` (the pass mark on the overall score): None keeps
-    the run's own (:func:`run_cutoff`), so a regrade never resets a run made with ``--cutoff 95``.
+    the run's own (:func:`run_cutoff`), so a regrade never resets a run made with ``--cutoff 95``;
+    ``pass_rule`` likewise (None: the run's own, :func:`run_pass_rule`).
 
     With ``continue_latest`` (the default), when the run's latest grade set was made with the same
     judges, settings, cutoff and rubric and still lacks some episodes or holds episodes that were
@@ -246,6 +252,8 @@ async def grade_run(
         )
     if cutoff is None:
         cutoff = run_cutoff(run_dir, manifest.grade_sets)
+    if pass_rule is None:
+        pass_rule = run_pass_rule(run_dir, manifest.grade_sets)
     # Traces are streamed (issue 27 item 1): checked one at a time here, before any is graded, then
     # read again by the grading workers; none is kept, so memory does not grow with the run.
     files = episode_files.paths(traces_dir(run_dir))
@@ -260,7 +268,8 @@ async def grade_run(
     )
     try:
         resumed = (
-            _continuable(run_dir, manifest.grade_sets, _role(tj), _role(cj), cutoff, rubric, list(files))
+            _continuable(run_dir, manifest.grade_sets, _role(tj), _role(cj), cutoff, rubric, list(files),
+                         pass_rule)
             if continue_latest
             else None
         )
@@ -276,6 +285,7 @@ async def grade_run(
                 rubric=rubric,
                 run_id=manifest.run_id,
                 bundle_hash=manifest.bundle_hash,
+                pass_rule=pass_rule,
             ).grade_set_id
         pending = iter(todo)
 
@@ -308,13 +318,29 @@ def run_cutoff(run_dir: Path, grade_sets: list[str]) -> float:
     return DEFAULT_CUTOFF
 
 
+def run_pass_rule(run_dir: Path, grade_sets: list[str]) -> PassRule:
+    """The run's pass rule: that of its first judge grade set made since grade sets record one
+    (``callbench run --pass-rule``), else the default
+    (:data:`~callbench.grade.scoring.DEFAULT_PASS_RULE`). A regrade of a run graded before outcomes
+    existed gets the default rule, and its grade set says so."""
+    for gid in grade_sets:
+        path = grades_dir(run_dir, gid) / "grade_set.json"
+        if not path.is_file():
+            continue
+        gs = load_grade_set(run_dir, gid)
+        if gs.kind == "judge" and "pass_rule" in gs.model_fields_set:
+            return gs.pass_rule
+    return DEFAULT_PASS_RULE
+
+
 def pending_episodes(run_dir: Path, grade_set_id: str) -> set[str]:
     """Episode ids of a grade set that were *not graded* (to be graded again)."""
     return {g.episode_id for g in iter_episode_grades(run_dir, grade_set_id) if g.not_graded}
 
 
 def _continuable(run_dir: Path, grade_sets: list[str], tj: RoleInfo, cj: RoleInfo, cutoff: float,
-                 rubric: Rubric, episode_ids: list[str]) -> tuple[str, list[str]] | None:
+                 rubric: Rubric, episode_ids: list[str],
+                 pass_rule: PassRule = DEFAULT_PASS_RULE) -> tuple[str, list[str]] | None:
     """(latest grade set id, episode ids it still needs) when that set can be continued, else None."""
     if not grade_sets or not (grades_dir(run_dir, grade_sets[-1]) / "grade_set.json").is_file():
         return None
@@ -323,6 +349,7 @@ def _continuable(run_dir: Path, grade_sets: list[str], tj: RoleInfo, cj: RoleInf
         gs.task_judge.model_dump(mode="json") == tj.model_dump(mode="json")
         and gs.conversation_judge.model_dump(mode="json") == cj.model_dump(mode="json")
         and gs.cutoff == cutoff
+        and gs.pass_rule == pass_rule
         and gs.rubric == rubric.model_dump(mode="json", by_alias=True)
         and gs.prompt_version == PROMPT_VERSION
     )

@@ -40,7 +40,7 @@ from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.action_checks import GradeError
 from callbench.grade.models import EpisodeGrade, GradedItem, GradeSetManifest, Label, PointTotals
 from callbench.grade.rubric import DEFAULT_RUBRIC, RatingSpec, Rubric
-from callbench.grade.scoring import item_value, overall_score, score_items
+from callbench.grade.scoring import item_value, overall_score, score_items, verdict
 from callbench.grade.store import (
     create_grade_set,
     finalize_grade_set,
@@ -326,7 +326,7 @@ def import_labels(run_dir: Path, path: Path) -> LabelImport:
     human = RoleInfo(spec=f"human:{digest}")
     gs = create_grade_set(
         run_dir, human, human, cutoff=src.cutoff, rubric=_rubric(src), run_id=manifest.run_id,
-        bundle_hash=manifest.bundle_hash, register=False,
+        bundle_hash=manifest.bundle_hash, register=False, pass_rule=src.pass_rule,
     )  # fmt: skip
     gs.kind = "human"
     gs.source_grade_set = src.grade_set_id
@@ -351,7 +351,9 @@ def import_labels(run_dir: Path, path: Path) -> LabelImport:
             grade.task, grade.conversation, grade.diagnostics = task, conv, diags
             grade.task_score, grade.conversation_score = task.score, conv.score
             grade.overall = overall_score(task.score, conv.score)
-            grade.passed = None if grade.overall is None else grade.overall >= grade.cutoff
+            # action checks (the critical items) are copied, so the outcome stands as graded
+            grade.passed = verdict(grade.overall, grade.outcome_met, cutoff=grade.cutoff,
+                                   rule=grade.pass_rule, cut=grade.cut)
         else:
             _clear_scores(grade)
         save_episode_grade(run_dir, grade)

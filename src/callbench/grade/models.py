@@ -52,6 +52,10 @@ class GradedItem(BaseModel):
     reason: str = ""
     cited_messages: list[int] = Field(default_factory=list)  # TraceMessage.index values
     cited_events: list[int] = Field(default_factory=list)  # ToolEvent.index values
+    critical: bool = False  # outcome-critical (bundle: ActionCheck/StateCheck.is_critical)
+    # predecessors whose miss alone failed this check (bundle/checks.py CheckResult.not_reached):
+    # the item keeps its label in the pillar but enters no diagnostic, so one slip counts once there
+    not_reached: list[str] = Field(default_factory=list)
 
 
 class PointTotals(BaseModel):
@@ -65,6 +69,16 @@ class PointTotals(BaseModel):
     def score(self) -> float | None:
         """100 * points / weight, or None when no item applies."""
         return None if self.weight == 0 else 100.0 * self.points / self.weight
+
+
+PassRule = Literal["outcome_and_overall", "overall"]
+"""How a pass is decided. ``outcome_and_overall`` (the default): the outcome is met (every
+applicable critical item met) and overall >= cutoff; an episode without an outcome (its scenario
+has no critical item, with the reason given) passes on the overall score alone.
+``overall``: the paper's rule, overall >= cutoff alone (grade sets written before outcomes existed
+were graded by it). docs/validity.md "Outcome and pass"."""
+PASS_RULES: tuple[str, ...] = ("outcome_and_overall", "overall")
+PAPER_PASS_RULE: PassRule = "overall"
 
 
 class EpisodeGrade(BaseModel):
@@ -90,6 +104,14 @@ class EpisodeGrade(BaseModel):
     overall: float | None = None
     passed: bool | None = None
     cutoff: float = 70.0
+    pass_rule: PassRule = PAPER_PASS_RULE  # grades written before outcomes existed: the paper's rule
+    outcome_met: bool | None = None
+    """Every applicable critical item met (True), one not met or not applicable (False), or no
+    outcome: the scenario has no critical item, or the call was cut by a turn cap (``cut``)."""
+    outcome_reason: str = ""  # which critical item failed, or why there is no outcome
+    cut: bool = False
+    """Ended by a caller-turn cap below what the scenario's authored correct call needs: its
+    outcome is "not reached" rather than failed, and it enters no pass or outcome rate."""
     diagnostics: dict[Diagnostic, PointTotals] = Field(default_factory=dict)
     judge_errors: int = 0
     usage: dict[str, Usage] = Field(default_factory=dict)  # judge usage by role
@@ -109,6 +131,7 @@ class GradeSetManifest(BaseModel):
     task_judge: RoleInfo
     conversation_judge: RoleInfo
     cutoff: float = 70.0
+    pass_rule: PassRule = PAPER_PASS_RULE  # grade sets written before outcomes existed: the paper's
     code_version: str = ""
     episodes: int = 0
     skipped: int = 0

@@ -8,17 +8,34 @@ sum. For a pillar P:
     S_P = 100 * sum_{i in P} w_i r_i / sum_{i in P} w_i          (undefined when P has no item)
 
 overall = mean of the defined pillars (paper Eq. 1 averages the two; an undefined pillar is left
-out rather than counted as 0); passed = overall >= cutoff (provisional 70). The ten diagnostics
-break the same points down: each item adds w_i r_i and w_i to exactly one diagnostic.
+out rather than counted as 0). The ten diagnostics break the same points down: each item adds
+w_i r_i and w_i to exactly one diagnostic, except a check that failed only because a check it
+must follow was never met (``not_reached``): the slip is counted once, at that predecessor.
+
+Outcome (DESIGN.md "Scores"; tau2-bench multiplies its reward components for the same reason):
+met when every applicable critical item is met; a critical item left not applicable by its guard
+means the call never reached the outcome (not met). No outcome when the scenario has no critical
+item, or when a caller-turn cap cut the call before the authored correct call could finish.
+passed, under the default rule ``outcome_and_overall``: outcome not failed and overall >= cutoff
+(provisional 70); under the paper's rule ``overall``: overall >= cutoff alone. A cut call has no
+verdict (None).
 """
 
 from __future__ import annotations
 
-from callbench.bundle.models import Diagnostic, Pillar
-from callbench.grade.models import LABEL_VALUE, EpisodeGrade, GradedItem, Label, PointTotals
-from callbench.trace import Trace
+from callbench.bundle.models import Diagnostic, Pillar, Scenario
+from callbench.grade.models import (
+    LABEL_VALUE,
+    EpisodeGrade,
+    GradedItem,
+    Label,
+    PassRule,
+    PointTotals,
+)
+from callbench.trace import EndReason, Trace
 
 DEFAULT_CUTOFF = 70.0
+DEFAULT_PASS_RULE: PassRule = "outcome_and_overall"
 NOT_GRADED_SHARE = 0.5
 """An episode is not graded when, in either pillar, more than this share of the judged items
 (criteria and ratings that apply) are judge errors (issue 16 item 3): scoring the rest would let a
@@ -77,8 +94,52 @@ def score_items(items: list[GradedItem]) -> tuple[PointTotals, PointTotals, dict
     empty ones with weight 0 and score None)."""
     task = totals([i for i in items if i.pillar == Pillar.TASK])
     conv = totals([i for i in items if i.pillar == Pillar.CONVERSATION])
-    diags = {d: totals([i for i in items if i.diagnostic == d]) for d in Diagnostic}
+    diags = {d: totals([i for i in items if i.diagnostic == d and not i.not_reached]) for d in Diagnostic}
     return task, conv, diags
+
+
+def cut_by_cap(trace: Trace, scenario: Scenario | None) -> str | None:
+    """Why ``trace`` counts as cut by a turn cap, or None: it ended at the caller-turn limit
+    (``end_reason == max_turns``) and that limit (``trace.settings["max_caller_turns"]``) is below
+    the caller turns the scenario's authored correct call takes (:meth:`Scenario.caller_turns_needed`)."""
+    if scenario is None or trace.end_reason != EndReason.MAX_TURNS:
+        return None
+    cap = trace.settings.get("max_caller_turns")
+    needed = scenario.caller_turns_needed()
+    if not isinstance(cap, int) or cap >= needed:
+        return None
+    return f"not reached: cut at {cap} caller turns (the authored correct call takes {needed})"
+
+
+def outcome(items: list[GradedItem], cut: str | None = None) -> tuple[bool | None, str]:
+    """``(outcome_met, reason)`` from the graded critical items (``GradedItem.critical``).
+
+    None with the cut reason when ``cut``; None when no item is critical; False naming the first
+    critical item not met, or not applicable (its guard was not met: the call never got there);
+    True when every critical item is met."""
+    if cut is not None:
+        return None, cut
+    crit = [i for i in items if i.critical]
+    if not crit:
+        return None, "no outcome-critical item in this scenario"
+    for i in crit:
+        if i.label == Label.NOT_APPLICABLE:
+            return False, f"not reached: critical item {i.id} did not apply ({i.reason[:160]})"
+        if i.label != Label.MET:
+            return False, f"critical item {i.id} not met ({i.reason[:160]})"
+    return True, f"every critical item met ({len(crit)})"
+
+
+def verdict(overall: float | None, outcome_met: bool | None, *, cutoff: float, rule: PassRule,
+            cut: bool = False) -> bool | None:
+    """The pass verdict: None when ``overall`` is None or the call was cut; under
+    ``outcome_and_overall`` the outcome must not have failed and overall >= cutoff; under
+    ``overall`` (the paper's rule) overall >= cutoff alone."""
+    if overall is None or cut:
+        return None
+    if rule == "overall":
+        return overall >= cutoff
+    return outcome_met is not False and overall >= cutoff
 
 
 def overall_score(task: float | None, conversation: float | None) -> float | None:
@@ -88,12 +149,14 @@ def overall_score(task: float | None, conversation: float | None) -> float | Non
 
 
 def episode_grade(
-    trace: Trace, items: list[GradedItem], *, grade_set_id: str, cutoff: float = DEFAULT_CUTOFF
+    trace: Trace, items: list[GradedItem], *, grade_set_id: str, cutoff: float = DEFAULT_CUTOFF,
+    pass_rule: PassRule = DEFAULT_PASS_RULE, scenario: Scenario | None = None,
 ) -> EpisodeGrade:
     """The :class:`EpisodeGrade` of a graded trace; a skipped trace gets ``skipped=True`` and no
     items or scores (skipped episodes are excluded from means, never scored 0). An episode whose
     judged items mostly errored (:func:`not_graded_reason`) keeps its items but gets
-    ``not_graded=True`` and no scores."""
+    ``not_graded=True`` and no scores. ``scenario`` (when given) tells whether a turn cap cut the
+    call (:func:`cut_by_cap`); the outcome and verdict follow :func:`outcome` and :func:`verdict`."""
     base = dict(
         episode_id=trace.episode_id,
         grade_set_id=grade_set_id,
@@ -106,6 +169,7 @@ def episode_grade(
         candidate=trace.candidate.spec,
         end_reason=str(trace.end_reason),
         cutoff=cutoff,
+        pass_rule=pass_rule,
     )
     if trace.skipped:
         return EpisodeGrade(**base, skipped=True, skip_reason=trace.skip_reason or "skipped")
@@ -117,6 +181,8 @@ def episode_grade(
                             judge_errors=sum(1 for i in items if i.label == Label.JUDGE_ERROR))
     task, conv, diags = score_items(items)
     overall = overall_score(task.score, conv.score)
+    cut = cut_by_cap(trace, scenario)
+    met, why = outcome(items, cut)
     return EpisodeGrade(
         **base,
         items=items,
@@ -125,7 +191,10 @@ def episode_grade(
         task_score=task.score,
         conversation_score=conv.score,
         overall=overall,
-        passed=None if overall is None else overall >= cutoff,
+        passed=verdict(overall, met, cutoff=cutoff, rule=pass_rule, cut=cut is not None),
+        outcome_met=met,
+        outcome_reason=why,
+        cut=cut is not None,
         diagnostics=diags,
         judge_errors=sum(1 for i in items if i.label == Label.JUDGE_ERROR),
     )

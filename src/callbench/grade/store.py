@@ -24,10 +24,10 @@ from pathlib import Path
 from pydantic_core import PydanticSerializationError
 
 from callbench.grade.action_checks import GradeError
-from callbench.grade.models import EpisodeGrade, GradeSetManifest
+from callbench.grade.models import EpisodeGrade, GradeSetManifest, PassRule
 from callbench.grade.prompts import PROMPT_VERSION
 from callbench.grade.rubric import DEFAULT_RUBRIC, Rubric
-from callbench.grade.scoring import DEFAULT_CUTOFF
+from callbench.grade.scoring import DEFAULT_CUTOFF, DEFAULT_PASS_RULE
 from callbench.models.output_limits import safe_json_text
 from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import GRADES, MANIFEST, RunManifest, grades_dir
@@ -84,16 +84,19 @@ def iter_episode_grades(run_dir: Path, grade_set_id: str) -> Iterator[EpisodeGra
 
 
 def grade_set_id_for(
-    task_judge: RoleInfo, conversation_judge: RoleInfo, cutoff: float, rubric: Rubric, counter: int
+    task_judge: RoleInfo, conversation_judge: RoleInfo, cutoff: float, rubric: Rubric, counter: int,
+    pass_rule: PassRule = DEFAULT_PASS_RULE,
 ) -> str:
     """``gs<counter:03d>-<hash10>`` (see the module docstring)."""
-    config = {
+    config: dict[str, object] = {
         "task_judge": task_judge.model_dump(mode="json"),
         "conversation_judge": conversation_judge.model_dump(mode="json"),
         "cutoff": cutoff,
         "rubric": rubric.sha256(),
         "prompts": PROMPT_VERSION,
     }
+    if pass_rule != DEFAULT_PASS_RULE:
+        config["pass_rule"] = pass_rule
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
     return f"gs{counter:03d}-{digest}"
 
@@ -138,8 +141,10 @@ def create_grade_set(
     run_id: str = "",
     bundle_hash: str = "",
     register: bool = True,
+    pass_rule: PassRule = DEFAULT_PASS_RULE,
 ) -> GradeSetManifest:
-    """Claim a new grade set folder and write its ``grade_set.json``.
+    """Claim a new grade set folder and write its ``grade_set.json`` (which records ``pass_rule``,
+    the rule every pass of the set was decided by).
 
     ``register=True`` also appends the id to the run manifest on disk. A runner that keeps the run
     manifest in memory and saves it itself should pass ``register=False`` and add the id to its
@@ -150,7 +155,7 @@ def create_grade_set(
     used = [int(m.group(1)) for p in root.iterdir() if (m := _ID.match(p.name))]
     counter = max(used, default=0) + 1
     while True:
-        gid = grade_set_id_for(task_judge, conversation_judge, cutoff, rubric, counter)
+        gid = grade_set_id_for(task_judge, conversation_judge, cutoff, rubric, counter, pass_rule)
         try:
             (root / gid).mkdir()
             break
@@ -162,6 +167,7 @@ def create_grade_set(
         task_judge=task_judge,
         conversation_judge=conversation_judge,
         cutoff=cutoff,
+        pass_rule=pass_rule,
         code_version=code_version(),
         run_id=run_id,
         bundle_hash=bundle_hash,

@@ -73,6 +73,10 @@ class RunManifest(BaseModel):
     """Every callbench version (``+g<commit>[.dirty]``) an invocation of this run ran with, in
     order; a run resumed or extended by different code is never official."""
     grade_sets: list[str] = Field(default_factory=list)
+    pass_rule: str | None = None
+    """The pass rule the run was graded by (``outcome_and_overall`` or the paper's ``overall``;
+    callbench.grade.models.PassRule); None for runs made before outcomes existed or not graded.
+    Each grade set records its own (a regrade may differ)."""
     cost_usd: float | None = 0.0
     scenario_review: dict[str, int] = Field(default_factory=dict)
     """The run's scenarios by review status in the bundle's ``provenance.yaml`` when the run was

@@ -311,6 +311,11 @@ def demo_banner(config: RunConfig) -> list[str]:
             "NOTE: the embedded model is a small smoke-test model; its scores show the harness "
             "working end to end, not what a production model would score."
         )
+    lines.append(
+        f"Calls are cut at {config.limits.max_caller_turns} caller turns to save time: a call whose "
+        "correct version needs more turns is reported as cut (its outcome 'not reached', no pass "
+        "verdict), not as failed."
+    )
     return lines
 
 

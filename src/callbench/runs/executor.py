@@ -22,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from callbench.bundle.models import Bundle
 from callbench.bundle.provenance import review_counts, unreviewed_generated
 from callbench.bundle.validate.audits import load_bundle
+from callbench.grade.models import PassRule
+from callbench.grade.scoring import DEFAULT_PASS_RULE
 from callbench.models.base import ModelClient, ModelSettings
 from callbench.models.deployed.base import as_deployed
 from callbench.models.faults import FaultLedger, collect_faults
@@ -61,6 +63,9 @@ class RunConfig(BaseModel):
     limits: LoopLimits = Field(default_factory=LoopLimits)
     grade: bool = True
     cutoff: float = 70.0
+    pass_rule: PassRule = DEFAULT_PASS_RULE
+    """How a pass is decided (:func:`callbench.grade.scoring.verdict`): the outcome and the cutoff by
+    default; ``overall`` is the paper's rule (the cutoff alone)."""
     preflight: bool = True
     max_consecutive_fatal: int = Field(default=DEFAULT_MAX_CONSECUTIVE, ge=1)
     """A role failing this many requests in a row with HTTP 401/403/404 stops the run."""
@@ -215,6 +220,7 @@ def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle,
         repeats=config.repeats,
         filters=config.filters.model_dump(),
         loop_settings=config.limits.model_dump(),
+        pass_rule=config.pass_rule if config.grade else None,
         planned=planned,
         started=now(),
     )

@@ -60,6 +60,7 @@ def _reusable_grade_set(run_dir: Path, config: RunConfig, clients: dict[str, Mod
         and saved_form(gs.conversation_judge)
         == saved_form(role_info(clients["conversation_judge"], config.conversation_judge))
         and gs.cutoff == config.cutoff
+        and gs.pass_rule == config.pass_rule
     )
     return gs.grade_set_id if same else None
 
@@ -131,6 +132,7 @@ async def run_and_grade(
                             role_info(clients["task_judge"], config.task_judge),
                             role_info(clients["conversation_judge"], config.conversation_judge),
                             cutoff=config.cutoff,
+                            pass_rule=config.pass_rule,
                             run_id=out.resolve().name,
                             bundle_hash=bundle.content_hash,
                             register=True,

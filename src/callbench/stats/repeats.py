@@ -70,20 +70,45 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return math.comb(c, k) / math.comb(n, k)
 
 
+def pass_hat_k_table(verdicts: Mapping[K, Sequence[bool]]) -> tuple[dict[str, float], dict[str, int]]:
+    """``({str(k): pass^k}, {str(k): scenarios behind it})`` for k = 1 .. the most repeats, from
+    each scenario's verdicts (any verdict: pass, or outcome met as tau2-bench counts it). A scenario
+    enters pass^k for every ``k <= len(its verdicts)`` (module docstring). Empty without verdicts."""
+    table: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    most = max((len(v) for v in verdicts.values()), default=0)
+    for k in range(1, most + 1):
+        vals = [pass_hat_k(len(v), sum(v), k) for v in verdicts.values() if len(v) >= k]
+        if vals:
+            table[str(k)] = sum(vals) / len(vals)
+            counts[str(k)] = len(vals)
+    return table, counts
+
+
 def repeat_stats(
     scores: Mapping[K, Sequence[float]],
     cutoffs: Mapping[K, Sequence[float]] | None = None,
     *,
     cutoff: float = 70.0,
+    passes: Mapping[K, Sequence[bool]] | None = None,
 ) -> RepeatStats:
     """Reliability figures from ``scores[scenario] = [overall of each completed repeat]``.
 
     ``cutoffs[scenario]`` gives each repeat's own pass cutoff (same length as its scores);
-    without it every repeat uses ``cutoff``. Scenarios with no score are ignored. Raises
-    ``ValueError`` when a scenario's cutoffs do not match its scores in length.
+    without it every repeat uses ``cutoff``. ``passes[scenario]``, when given, are the repeats'
+    verdicts as graded (the pass rule may ask more than the cutoff: an outcome met) and replace the
+    cutoff comparison. Scenarios with no score are ignored. Raises ``ValueError`` when a
+    scenario's cutoffs or passes do not match its scores in length.
     """
     verdicts: dict[K, list[bool]] = {}
     for key, vals in scores.items():
+        if passes is not None:
+            given = list(passes.get(key, []))
+            if len(given) != len(vals):
+                raise ValueError(f"scenario {key!r}: {len(vals)} scores but {len(given)} verdicts")
+            if vals:
+                verdicts[key] = given
+            continue
         cuts = list(cutoffs[key]) if cutoffs is not None and key in cutoffs else [cutoff] * len(vals)
         if len(cuts) != len(vals):
             raise ValueError(f"scenario {key!r}: {len(vals)} scores but {len(cuts)} cutoffs")
@@ -97,12 +122,7 @@ def repeat_stats(
     out.n_scenarios_repeated = len(repeated)
     if not repeated:
         return out
-    out.pass_hat_k = {}
-    for k in range(1, out.max_repeats + 1):
-        vals = [pass_hat_k(len(v), sum(v), k) for v in verdicts.values() if len(v) >= k]
-        if vals:
-            out.pass_hat_k[str(k)] = sum(vals) / len(vals)
-            out.pass_hat_k_scenarios[str(k)] = len(vals)
+    out.pass_hat_k, out.pass_hat_k_scenarios = pass_hat_k_table(verdicts)
     out.n_flipped = sum(len(set(verdicts[k])) > 1 for k in repeated)
     out.verdict_flip_rate = out.n_flipped / len(repeated)
     sds = [float(np.std(np.asarray(scores[k], dtype=float), ddof=1)) for k in repeated]

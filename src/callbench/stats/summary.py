@@ -3,9 +3,13 @@ diagnostics, counts of skipped/ungraded episodes and judge errors, cost and toke
 
 Input is one :class:`EpisodeRecord` per planned episode (built by ``callbench.report.model.load`` from
 run folders). Scores come from the grade files (``grade/models.py``): pillar and overall scores
-as graded, pass = ``overall >= cutoff`` of the episode's grade (DESIGN.md "Scores": pass = overall
->= 70, provisional). Skipped episodes (simulator or infrastructure failure) are excluded from
-every mean and counted by reason, never scored 0 (DESIGN.md, paper). Undefined pillar scores
+as graded; *outcome success* = the share of episodes whose outcome is met (every applicable
+critical item met), over the episodes that have an outcome; pass = the grade's verdict under its
+pass rule (:func:`callbench.grade.scoring.verdict`: by default outcome met and overall >= cutoff;
+the paper's rule, overall >= cutoff alone, by name). Calls cut by a turn cap before the authored
+correct call could finish enter neither rate and are counted (``n_cut``). Skipped episodes
+(simulator or infrastructure failure) are excluded from every mean and counted by reason, never
+scored 0 (DESIGN.md, paper). Undefined pillar scores
 (no applicable item) are excluded from that pillar's mean and counted in its ``n_excluded``.
 
 Diagnostics (paper Table 3; DESIGN.md "Ten diagnostics"): for each diagnostic the
@@ -24,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Diagnostic
 from callbench.grade.models import EpisodeGrade, PointTotals
+from callbench.grade.scoring import verdict
 from callbench.models.base import Usage
 from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
@@ -33,7 +38,7 @@ from callbench.stats.bootstrap import (
     flat_bootstrap,
     hierarchical_bootstrap,
 )
-from callbench.stats.repeats import RepeatStats, repeat_stats
+from callbench.stats.repeats import RepeatStats, pass_hat_k_table, repeat_stats
 from callbench.stats.sources import SourceShare, score_sources
 
 # A language or difficulty slice drawing on fewer agents or scenarios than this gets a warning
@@ -43,7 +48,7 @@ SLICE_MIN_AGENTS = 2
 SLICE_MIN_SCENARIOS = 10
 
 Status = Literal["scored", "skipped", "ungraded", "not_run"]
-Metric = Literal["overall", "task", "conversation", "pass"]
+Metric = Literal["overall", "task", "conversation", "pass", "outcome"]
 
 
 class EpisodeRecord(BaseModel):
@@ -72,8 +77,9 @@ class EpisodeRecord(BaseModel):
     not_graded_reason: str | None = None  # why the grade holds no score (a judge outage), if so
 
     def value(self, metric: Metric) -> float | None:
-        """The episode's value for ``metric`` (score points; pass as 100 or 0), or None when the
-        episode is not scored or the value is undefined."""
+        """The episode's value for ``metric`` (score points; pass and outcome as 100 or 0), or None
+        when the episode is not scored or the value is undefined (no outcome; a call cut by a cap
+        has neither a verdict nor an outcome)."""
         g = self.grade
         if self.status != "scored" or g is None:
             return None
@@ -83,7 +89,10 @@ class EpisodeRecord(BaseModel):
             return g.task_score
         if metric == "conversation":
             return g.conversation_score
-        return None if g.overall is None else (100.0 if g.overall >= g.cutoff else 0.0)
+        if metric == "outcome":
+            return None if g.outcome_met is None or g.cut else (100.0 if g.outcome_met else 0.0)
+        passed = verdict(g.overall, g.outcome_met, cutoff=g.cutoff, rule=g.pass_rule, cut=g.cut)
+        return None if passed is None else (100.0 if passed else 0.0)
 
 
 class DiagnosticSummary(BaseModel):
@@ -117,6 +126,13 @@ class CandidateSummary(BaseModel):
     task: BootstrapResult
     conversation: BootstrapResult
     pass_rate: BootstrapResult
+    outcome_success: BootstrapResult  # % of episodes with an outcome whose outcome is met
+    n_cut: int = 0  # scored episodes cut by a turn cap (no outcome, no verdict)
+    n_no_outcome: int = 0  # scored, not cut, whose scenario has no critical item
+    pass_rules: list[str] = Field(default_factory=list)  # the rules the grades' passes were decided by
+    # pass^k on the outcome (tau2-bench's pass^k: every one of k trials reaches the outcome)
+    outcome_pass_hat_k: dict[str, float] | None = None
+    outcome_pass_hat_k_scenarios: dict[str, int] = Field(default_factory=dict)
     # reliability over repeats (stats/repeats.py); None with fewer than two repeats per scenario
     pass_hat_k: dict[str, float] | None = None  # str(k) -> fraction 0..1
     verdict_flip_rate: float | None = None  # fraction 0..1 of scenarios
@@ -194,9 +210,13 @@ def summarize_candidate(
         task=boot("task", scored),
         conversation=boot("conversation", scored),
         pass_rate=boot("pass", scored),
+        outcome_success=boot("outcome", scored),
     )
     grades = [r.grade for r in scored if r.grade is not None]
     summary.cutoffs = sorted({g.cutoff for g in grades})
+    summary.pass_rules = sorted({g.pass_rule for g in grades})
+    summary.n_cut = sum(g.cut for g in grades)
+    summary.n_no_outcome = sum(g.outcome_met is None and not g.cut for g in grades)
     summary.score_sources = score_sources(grades)
     summary.judge_errors = sum(g.judge_errors for g in grades)
     summary.episodes_with_judge_errors = sum(g.judge_errors > 0 for g in grades)
@@ -222,12 +242,19 @@ def summarize_candidate(
         )
 
     per_scenario: dict[tuple[str, str], list[float]] = defaultdict(list)
-    per_cutoff: dict[tuple[str, str], list[float]] = defaultdict(list)
+    per_pass: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    per_outcome: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for r in sorted(scored, key=lambda r: r.repeat):
-        if r.grade is not None and r.grade.overall is not None:
-            per_scenario[(r.agent_id, r.scenario_id)].append(r.grade.overall)
-            per_cutoff[(r.agent_id, r.scenario_id)].append(r.grade.cutoff)
-    summary.repeats = repeat_stats(per_scenario, per_cutoff)
+        key = (r.agent_id, r.scenario_id)
+        passed, reached = r.value("pass"), r.value("outcome")
+        if r.grade is not None and r.grade.overall is not None and passed is not None:
+            per_scenario[key].append(r.grade.overall)
+            per_pass[key].append(passed > 0)
+        if reached is not None:
+            per_outcome[key].append(reached > 0)
+    summary.repeats = repeat_stats(per_scenario, passes=per_pass)
+    if any(len(v) >= 2 for v in per_outcome.values()):
+        summary.outcome_pass_hat_k, summary.outcome_pass_hat_k_scenarios = pass_hat_k_table(per_outcome)
     summary.pass_hat_k = summary.repeats.pass_hat_k
     summary.verdict_flip_rate = summary.repeats.verdict_flip_rate
     summary.within_scenario_sd = summary.repeats.within_scenario_sd

@@ -61,14 +61,34 @@ def _words(tool: str, args: dict[str, Any]) -> str:
     return f"calls {tool}"
 
 
+ORDER_FREE_LISTS: dict[str, frozenset[str]] = {
+    "return_delivered_order_items": frozenset({"item_ids"}),
+    "exchange_delivered_order_items": frozenset({"item_ids", "new_item_ids"}),
+}
+"""Arguments that tau2-bench's tools sort before storing them (its retail ``tools.py``: a return's
+and an exchange's item lists), so their order carries nothing: matched as the same items in any
+order. ``modify_pending_order_items`` pairs ``item_ids[i]`` with ``new_item_ids[i]``, so its lists
+keep ``eq`` (the state check judges a consistent reordering of both lists as tau2 does)."""
+
+
 def _arg_matchers(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in args.items():
-        if tool == "return_delivered_order_items" and k == "item_ids":
-            out[k] = {"contains": v}  # the source sorts returned items: their order carries nothing
+        if k in ORDER_FREE_LISTS.get(tool, ()) and isinstance(v, list):
+            out[k] = {"contains": v, "exactly": True}
         else:
             out[k] = {"eq": v}
     return out
+
+
+def _record(action: dict[str, Any]) -> str:
+    """The record a write changes: its order (``order_id``) or, for a user's address, the user.
+    Gold writes are ordered (``after``) only within one record: tau2's policy requires no order
+    between changes to different orders, and its DB check cannot see one."""
+    args = action["arguments"]
+    if "order_id" in args:
+        return f"order:{args['order_id']}"
+    return f"user:{args.get('user_id')}"
 
 
 def _user_of(store: StateStore, actions: list[dict[str, Any]], results: list[Any]) -> str | None:
@@ -167,11 +187,15 @@ def convert_task(
                     f"the agent {writes_ok[-1]}.",
                     "tool": a["name"],
                     "args": _arg_matchers(a["name"], a["arguments"]),
-                    **({"after": [checks[-1]["id"]]} if checks else {}),
+                    **({"after": [same[-1]]} if (same := [c["id"] for c in checks
+                                                          if c.get("record") == _record(a)]) else {}),
+                    "record": _record(a),
                     "importance": 3,
                     "diagnostic": "argument_accuracy",
                 }
             )
+    for c in checks:  # the record key only decided the order above; it is no check field
+        c.pop("record", None)
     # Guard (docs/decisions.md "tau2 import"): with no successful gold write, the state check (and a
     # gold transfer, which the do-nothing audit candidate also makes) would be met by a call that
     # does nothing; they then apply only once the caller is authenticated as the gold path does, or,
