@@ -37,7 +37,9 @@ _DIAG = [(f"{d.value}_{part}", float) for d in Diagnostic for part in ("points",
 _USAGE = [("input_tokens", int), ("output_tokens", int), ("cost_usd", float)]
 _END: list[tuple[str, type]] = [("end_reason", str), ("not_graded_reason", str)]
 _STATUS: list[tuple[str, type]] = [("grade_set_id", str), ("judge_validation", str), ("official", bool)]
-CSV_TYPES: dict[str, type] = dict(_BASE + _DIAG + _USAGE + _END + _STATUS)
+_OUTCOME: list[tuple[str, type]] = [("outcome_met", bool), ("cut", bool), ("pass_rule", str),
+                                    ("outcome_reason", str)]
+CSV_TYPES: dict[str, type] = dict(_BASE + _DIAG + _USAGE + _END + _OUTCOME + _STATUS)
 CSV_COLUMNS: list[str] = list(CSV_TYPES)
 
 
@@ -72,7 +74,8 @@ def episode_row(r: EpisodeRecord, grade_set: GradeSetInfo | None = None) -> dict
     if g is not None:
         row.update(
             task_score=g.task_score, conversation_score=g.conversation_score, overall=g.overall,
-            passed=None if g.overall is None else g.overall >= g.cutoff, cutoff=g.cutoff,
+            passed=None if r.value("pass") is None else r.value("pass") == 100.0, cutoff=g.cutoff,
+            outcome_met=g.outcome_met, cut=g.cut, pass_rule=g.pass_rule, outcome_reason=g.outcome_reason,
             judge_errors=g.judge_errors, task_points=g.task.points, task_weight=g.task.weight,
             conversation_points=g.conversation.points, conversation_weight=g.conversation.weight,
         )  # fmt: skip

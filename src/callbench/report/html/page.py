@@ -30,7 +30,7 @@ from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.html.figures import figures
 from callbench.report.html.fonts import font_face_css
 from callbench.report.html.viewer import episode_row, episode_views
-from callbench.report.model.build import Report
+from callbench.report.model.build import Report, pass_rule_text
 from callbench.report.model.faults import FAULT_COLUMNS, fault_rows, fault_summary
 from callbench.report.model.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
 from callbench.report.model.ledger import LEDGER_COLUMNS, ledger_rows
@@ -153,6 +153,7 @@ def render_page(
     diffs = sorted({d for c in report.candidates for d in c.by_difficulty})
     return template.render(
         report=report,
+        pass_rule_text=pass_rule_text(report.candidates),
         viewer_js=Markup(viewer_js()),
         figures=figures(report, anchors),
         facets=facet_values(rows),

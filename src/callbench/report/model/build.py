@@ -36,6 +36,7 @@ from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_compa
 from callbench.stats.summary import (
     CandidateSummary,
     EpisodeRecord,
+    Metric,
     group_by_candidate,
     sort_key,
     summarize_candidate,
@@ -105,6 +106,9 @@ class CallRow(BaseModel):
     tool_calls: int
     overall: float | None = None
     passed: bool | None = None
+    outcome_met: bool | None = None  # None: no outcome (no critical item, cut, or not scored)
+    cut: bool = False  # ended by a caller-turn cap below what the authored correct call needs
+    outcome_reason: str = ""
 
 
 def call_rows(records: list[EpisodeRecord]) -> list[CallRow]:
@@ -125,7 +129,10 @@ def call_rows(records: list[EpisodeRecord]) -> list[CallRow]:
                 end_reason=r.end_reason or r.status,
                 tool_calls=r.tool_calls,
                 overall=overall,
-                passed=None if overall is None else r.value("pass") == 100.0,
+                passed=None if r.value("pass") is None else r.value("pass") == 100.0,
+                outcome_met=None if r.value("outcome") is None else r.value("outcome") == 100.0,
+                cut=bool(r.grade is not None and r.grade.cut),
+                outcome_reason=r.grade.outcome_reason if r.grade is not None else "",
             )
         )
     return sorted(rows, key=lambda c: (c.candidate, c.agent_id, c.scenario_id, c.repeat))
@@ -153,6 +160,10 @@ class Report(BaseModel):
     """Candidates that replay the bundle's reference path (a scripted ceiling, not a model)."""
     candidates: list[CandidateSummary] = Field(default_factory=list)  # leaderboard order
     paired: list[PairedComparison] = Field(default_factory=list)
+    paired_outcome: list[PairedComparison] = Field(default_factory=list)
+    """The same pairs compared on the outcome (per scenario, the share of repeats whose outcome is
+    met, in percentage points): wins, losses and ties count scenarios where one reached the outcome
+    more often."""
     skipped: list[SkippedEpisode] = Field(default_factory=list)
     calls: list[CallRow] = Field(default_factory=list)
     # candidate -> agent -> overall score with interval (report/model/breakdowns.py)
@@ -241,19 +252,24 @@ def build_report(
         ))
     summaries.sort(key=sort_key)
     by_cand = group_by_candidate(records)
-    paired = []
+    paired: list[PairedComparison] = []
+    paired_outcome: list[PairedComparison] = []
     for a, b in combinations([s.candidate for s in summaries], 2):
-        paired.append(
-            paired_comparison(
-                a,
-                [(r.agent_id, r.scenario_id, r.value("overall")) for r in by_cand[a]],
-                b,
-                [(r.agent_id, r.scenario_id, r.value("overall")) for r in by_cand[b]],
-                derive_rng(seed, "paired", a, b, "overall"),
-                n_samples=n_samples,
-                confidence=confidence,
+        pairs: tuple[tuple[Metric, list[PairedComparison]], ...] = (
+            ("overall", paired), ("outcome", paired_outcome))
+        for metric, out in pairs:
+            out.append(
+                paired_comparison(
+                    a,
+                    [(r.agent_id, r.scenario_id, r.value(metric)) for r in by_cand[a]],
+                    b,
+                    [(r.agent_id, r.scenario_id, r.value(metric)) for r in by_cand[b]],
+                    derive_rng(seed, "paired", a, b, metric),
+                    metric=metric,
+                    n_samples=n_samples,
+                    confidence=confidence,
+                )
             )
-        )
     skipped = [
         SkippedEpisode(
             run_id=r.run_id,
@@ -279,9 +295,29 @@ def build_report(
         stand_in_judges=stand_in_judges(runs),
         candidates=summaries,
         paired=paired,
+        paired_outcome=[p for p in paired_outcome if p.n_scenarios],
         skipped=skipped,
         calls=call_rows(records),
         by_agent=by_agent(records, seed=seed, n_samples=n_samples, confidence=confidence),
         scenario_cells=scenario_cells(records),
         warnings=[w for r in runs for w in r.warnings],
     )
+
+
+def pass_rule_text(candidates: list[CandidateSummary]) -> str:
+    """One sentence naming how the passes shown were decided (the grades' pass rules and cutoffs),
+    and how many calls were cut by a turn cap (no outcome, no verdict). Empty without candidates."""
+    rules = sorted({r for c in candidates for r in c.pass_rules})
+    cut = ", ".join(f"{x:g}" for x in sorted({x for c in candidates for x in c.cutoffs})) or "70"
+    parts = []
+    if "outcome_and_overall" in rules:
+        parts.append(f"Pass = outcome met (every critical item) and overall >= {cut}; outcome % = calls "
+                     "whose outcome is met, of those with one")
+    if "overall" in rules:
+        parts.append(f"Pass = overall >= {cut} alone (the paper's rule, --pass-rule overall"
+                     + (", in grade sets made before outcomes existed" if len(rules) == 1 else "") + ")")
+    n_cut = sum(c.n_cut for c in candidates)
+    if n_cut:
+        parts.append(f"{n_cut} call(s) cut at the caller-turn cap before the authored call could finish: "
+                     "no outcome and no pass verdict (not failed)")
+    return ". ".join(parts) + ("." if parts else "")

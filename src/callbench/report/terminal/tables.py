@@ -11,7 +11,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
-from callbench.report.model.build import CallRow, Report
+from callbench.report.model.build import CallRow, Report, pass_rule_text
 from callbench.report.model.official import missing_traces_text
 from callbench.report.model.text import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
 from callbench.report.terminal.fit import print_table, print_wrapped
@@ -181,9 +181,18 @@ def _call_rows(cand: str, mine: list[CallRow], *, grouped: bool) -> Table:
             escape(c.end_reason),
             str(c.tool_calls),
             fmt(c.overall),
-            "—" if c.passed is None else "pass" if c.passed else "fail",
+            _verdict(c),
         )
     return t
+
+
+def _verdict(c: CallRow) -> str:
+    """``pass`` / ``fail`` (with ``outcome`` when the outcome failed), ``cut``, or a dash."""
+    if c.cut:
+        return "cut"
+    if c.passed is None:
+        return "—"
+    return "pass" if c.passed else "fail: outcome" if c.outcome_met is False else "fail"
 
 
 def _calls(report: Report, console: Console) -> None:
@@ -201,8 +210,8 @@ def _calls(report: Report, console: Console) -> None:
             # the title on a line of its own: as a table title it wrapped a long id at the table's width
             print_wrapped(console, f"Calls: {cand}", style="bold")
             print_table(console, t)
-        print_wrapped(console, "tools = tool calls the candidate made; pass = overall >= the cutoff."
-                      + judged_note(report))
+        print_wrapped(console, "tools = tool calls the candidate made; " + (pass_rule_text(report.candidates)
+                      or "pass = overall >= the cutoff.") + judged_note(report))
         return
     t = Table(
         title=f"Calls ({len(calls)}; one row per call in the HTML report and --csv){judged_note(report)}",
@@ -235,16 +244,18 @@ def _leaderboard(report: Report, console: Console) -> None:
         title_justify="left",
     )
     _id_column(t, "candidate", [c.candidate for c in report.candidates])
+    t.add_column("outcome %", justify="right", no_wrap=True)
     t.add_column("overall", justify="right", no_wrap=True)
     t.add_column("pass rate %", justify="right", no_wrap=True)
     for c in report.candidates:  # best first
-        t.add_row(escape(c.candidate), fmt_ci(c.overall), fmt_ci(c.pass_rate))
+        t.add_row(escape(c.candidate), fmt_ci(c.outcome_success), fmt_ci(c.overall), fmt_ci(c.pass_rate))
     print_table(console, t)
-    if any(r.too_few for c in report.candidates for r in (c.overall, c.task, c.conversation, c.pass_rate)):
+    if any(r.too_few for c in report.candidates
+           for r in (c.overall, c.task, c.conversation, c.pass_rate, c.outcome_success)):
         print_wrapped(console, FEW_NOTE, style="yellow", hang="  ")
-    cut = sorted({x for c in report.candidates for x in c.cutoffs})
-    if cut:
-        console.print(f"Pass = overall >= {', '.join(f'{x:g}' for x in cut)} (provisional cutoff).")
+    rule = pass_rule_text(report.candidates)
+    if rule:
+        print_wrapped(console, rule + " The cutoff is provisional.")
     e = Table(
         title="Episodes (skipped and ungraded ones are excluded from every score)", title_justify="left",
         box=None, pad_edge=False, padding=(0, 1, 0, 0),
@@ -308,6 +319,10 @@ def _repeats(report: Report, console: Console) -> None:
             else f"{100 * c.verdict_flip_rate:.1f}% ({rs.n_flipped}/{rs.n_scenarios_repeated})"
         )
         t.add_row(escape(c.candidate), *cells, flips, fmt(c.within_scenario_sd))
+        if c.outcome_pass_hat_k:
+            oc = [("—" if (v := c.outcome_pass_hat_k.get(str(k))) is None
+                   else f"{v:.3f} (n={c.outcome_pass_hat_k_scenarios.get(str(k), 0)})") for k in ks]
+            t.add_row(escape(f"  outcome: {c.candidate}"), *oc, "", "")
     print_table(console, t)
     console.print(
         "n = scenarios behind each pass^k (a scenario with fewer completed repeats than k is left out); "
@@ -331,6 +346,16 @@ def _paired(report: Report, console: Console) -> None:
                       f"difference [interval] {diff}   w/l/t {w_l_t}")
     print_wrapped(console, "* interval excludes zero; w/l/t = scenarios where a scored above, below, the "
                   "same as b", hang="  ")
+    if report.paired_outcome:
+        console.print("[b]Paired comparisons on the outcome[/b] (a - b, percentage points of calls whose "
+                      "outcome is met)")
+        for p in report.paired_outcome:
+            diff = ("—" if p.mean_difference is None
+                    else f"{p.mean_difference:+.1f} [{fmt(p.low)}, {fmt(p.high)}]")
+            diff += (FEW_MARK if p.too_few else "") + (" *" if p.excludes_zero else "")
+            pair = f"  a {p.candidate_a}\n  b {p.candidate_b}\n"
+            print_wrapped(console, pair + f"    scenarios {p.n_scenarios}   difference [interval] {diff}   "
+                          f"w/l/t {p.wins}/{p.losses}/{p.ties}")
     if any(p.too_few for p in report.paired):
         print_wrapped(console, PAIRED_FEW_NOTE, style="yellow", hang="  ")
 
