@@ -100,7 +100,7 @@ def main() -> None:
     args = ap.parse_args()
     tau2 = None
     if importlib.util.find_spec("tau2") is not None:
-        import tau2.domains.retail.environment as tau2  # type: ignore[import-not-found,no-redef]
+        import tau2.domains.retail.environment as tau2  # type: ignore[no-redef]
     print(f"tau2-bench data: {args.data}")
     with tempfile.TemporaryDirectory() as tmp:
         try:
