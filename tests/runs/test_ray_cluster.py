@@ -78,7 +78,7 @@ def ray_head() -> Iterator[str]:
                 return False
 
         def node_registered() -> bool:  # the GCS listens seconds before the raylet has registered
-            log = temp / "session_latest" / "logs" / "gcs_server.out"
+            log = Path(temp) / "session_latest" / "logs" / "gcs_server.out"
             return log.exists() and "Registering new node" in log.read_text(errors="replace")
 
         wait_until(listening, f"the Ray head to listen on port {port}", proc=proc, interval=0.5)
