@@ -30,7 +30,7 @@ from callbench.runs import episode_files  # noqa: E402
 from callbench.runs.executor import RunConfig, execute_run  # noqa: E402
 from callbench.runs.ray_executor import default_clients, execute_run_ray  # noqa: E402
 from callbench.runs.store import RunStore  # noqa: E402
-from waiting import finish, limit, run_command, wait_until  # noqa: E402
+from waiting import finish, run_command, wait_until  # noqa: E402
 
 from .conftest import DAIRY, scripted_clients, scripted_config  # noqa: E402
 from .test_ray_executor import DieOnce, _traces  # noqa: E402
@@ -90,7 +90,7 @@ def ray_head() -> Iterator[str]:
             ray.shutdown()
         try:
             os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(limit(60.0))
+            proc.wait(20)  # cleanup only: a head slower to stop is killed
         except (ProcessLookupError, subprocess.TimeoutExpired):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
