@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from callbench.models.base import ModelSettings, saved_url
@@ -53,6 +54,7 @@ def test_a_saved_url_read_back_is_refused_with_one_line() -> None:
         resolve_base_url("http://not-saved@h/v1?k=not-saved", Redactor())
 
 
+@pytest.mark.slow  # a run, grade and report through the CLI: about 19 s at load 7
 def test_canaries_planted_everywhere_reach_no_file_and_no_output(tmp_path: Path) -> None:
     c = CANARIES
     kinds = ("server_error", "reset", "truncated_json", "html", "error_body")

@@ -73,6 +73,7 @@ def test_bundle_shape(bundle: Bundle) -> None:
     assert (Path(bundle.root) / "LICENSE-tau2-bench").is_file()
 
 
+@pytest.mark.slow  # every tau2 task replayed and audited: about 15 s at load 7
 async def test_gold_replay_meets_every_check_on_every_task_and_audits_clean(bundle: Bundle) -> None:
     report = await audit_bundle(bundle)
     # tau2's gold actions leave out the lookups before writes (207 non-causal reference values before

@@ -288,6 +288,7 @@ def _group_alive(pgid: int) -> list[int]:
     return alive
 
 
+@pytest.mark.slow  # a 1,200-episode report in a process: about 20 s at load 7
 @pytest.mark.parametrize("when", ["reading", "writing"])
 def test_ctrl_c_on_a_large_report_leaves_no_worker_and_no_partial_folder(
     tmp_path: Path, when: str

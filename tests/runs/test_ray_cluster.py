@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 
 ray = pytest.importorskip("ray")
+# a Ray head started and stopped as a process (about 20 s to stop) and runs through it
+pytestmark = pytest.mark.slow
 
 from callbench.bundle.models import Bundle  # noqa: E402
 from callbench.models.base import ModelClient  # noqa: E402
