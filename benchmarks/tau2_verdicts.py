@@ -35,8 +35,8 @@ from typing import Any
 
 from tau2_side_by_side import DEFAULT_DATA, tau2_db_pass
 
-from callbench.bundle.loader import load_bundle
 from callbench.bundle.models import Scenario
+from callbench.bundle.validate.audits import load_bundle
 from callbench.importers.tau2 import Tau2ImportError, import_tau2
 from callbench.importers.tau2.perturb import KINDS, verdicts
 from callbench.trace import Trace

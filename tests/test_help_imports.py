@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from waiting import limit
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 HEAVY = ("pydantic", "jsonschema", "jinja2", "numpy", "yaml", "re2", "httpx2", "openai", "anthropic",
@@ -28,7 +30,7 @@ def _imported(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     env = {k: v for k, v in os.environ.items() if k != "CALLBENCH_NO_SUPERVISOR"}
     env.update(PYTHONPATH=str(SRC), PYTHONPROFILEIMPORTTIME="1", COLUMNS="120")
     done = subprocess.run([sys.executable, "-m", "callbench", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=limit(600))
     names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
              if line.startswith("import time:") and line.count("|") == 2}
     return done, names

@@ -22,6 +22,7 @@ from callbench.bundle.loader import (
 )
 from callbench.bundle.validate.audits import load_bundle
 from callbench.bundle.yaml_data import YAML_LOADER
+from waiting import limit
 
 from .conftest import AGENT, BOOKING, MINIMAL, MiniBundle
 
@@ -419,11 +420,11 @@ def test_runaway_templates_stop_quickly(template: str, fragment: str) -> None:
     b = load_bundle(MINIMAL)
     agent, scen = b.scenario(BOOKING)
     evil = agent.model_copy(update={"instructions_template": template})
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU time: a loaded machine does not stretch it
     with pytest.raises(ValueError, match="instructions template") as info:
         render_instructions(evil, scen)
     assert fragment in str(info.value)
-    assert time.perf_counter() - start < 5.0
+    assert time.thread_time() - start < limit(5.0)
 
 
 def test_ordinary_loops_and_repetition_still_render() -> None:
@@ -477,11 +478,11 @@ def test_calls_and_filters_that_would_build_huge_text_stop_quickly(template: str
     b = load_bundle(MINIMAL)
     agent, scen = b.scenario(BOOKING)
     evil = agent.model_copy(update={"instructions_template": "ok\n" + template})
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU time: a loaded machine does not stretch it
     with pytest.raises(ValueError, match="instructions template: line 2: ") as info:
         render_instructions(evil, scen)
     assert fragment in str(info.value)
-    assert time.perf_counter() - start < 5.0
+    assert time.thread_time() - start < limit(5.0)
 
 
 @pytest.mark.parametrize(

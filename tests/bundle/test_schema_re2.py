@@ -8,6 +8,7 @@ import time
 import pytest
 
 from callbench.bundle.schema_re2 import RE2Draft202012Validator
+from waiting import limit
 
 
 def _errors(schema: dict, value: object) -> list[str]:
@@ -17,9 +18,9 @@ def _errors(schema: dict, value: object) -> list[str]:
 def test_catastrophic_pattern_is_checked_in_linear_time() -> None:
     """Regression: ``^(a|aa)+$`` against 40 a's and a '!' took 25 s with Python's re."""
     schema = {"type": "string", "pattern": "^(a|aa)+$"}
-    start = time.perf_counter()
+    start = time.thread_time()  # CPU time: a loaded machine does not stretch it
     errors = _errors(schema, "a" * 40 + "!")
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < limit(1.0)
     assert errors == [f"{'a' * 40 + '!'!r} does not match '^(a|aa)+$'"]
     assert _errors(schema, "a" * 40) == []
 

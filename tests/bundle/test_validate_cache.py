@@ -13,6 +13,7 @@ import pytest
 
 from callbench.bundle.validate import cache as validate_cache
 from callbench.cli import bundle as cli_bundle
+from waiting import limit
 
 from .conftest import MiniBundle, validate_cli
 
@@ -132,7 +133,7 @@ def test_without_the_variable_only_the_command_uses_the_cache(
     assert not entries.exists() or not list(entries.glob("*.json"))
     env = {k: v for k, v in os.environ.items() if k != "CALLBENCH_VALIDATE_CACHE"}
     done = subprocess.run([sys.executable, "-m", "callbench", "validate", str(bundle)], env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=limit(600))
     assert done.returncode == 0, done.stderr
     assert "2 scenario(s), no problems" in done.stdout
     assert len(list(entries.glob("*.json"))) == 1

@@ -19,6 +19,7 @@ import pytest
 
 from callbench.bundle.validate import cache as validate_cache
 from callbench.cli import bundle as cli_bundle
+from waiting import limit
 
 from .conftest import MiniBundle, validate_cli
 
@@ -267,7 +268,7 @@ def test_concurrent_validates_write_one_whole_entry(cache: Path, bundle: Path) -
     cmd = ["nice", "-n", "19", sys.executable, "-m", "callbench", "validate", str(bundle)]
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(3)]
-    outs = [p.communicate(timeout=300) for p in procs]
+    outs = [p.communicate(timeout=limit(600)) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     assert len({o for o, _e in outs}) == 1 and all(e == "" for _o, e in outs)
     entries = list(cache.iterdir())

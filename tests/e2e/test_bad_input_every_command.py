@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from waiting import limit
+
 ROOT = Path(__file__).parents[2]
 DAIRY = ROOT / "tests" / "sim" / "data" / "dairy_bundle"
 GEN = ROOT / "tests" / "generate" / "data"
@@ -32,7 +34,7 @@ def _env() -> dict[str, str]:
 
 def _cb(*argv: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "callbench", *map(str, argv)], env=_env(),
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=limit(600))
 
 
 def _mount(point: Path) -> bool:

@@ -76,6 +76,7 @@ async def _run(out: Path, provider: str, server: ConformanceServer, *, bundle: B
         await http.aclose()
 
 
+@pytest.mark.slow  # the whole starter bundle through a fake provider: 46-195 s at load 7
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_whole_starter_through_the_conformance_fake(tmp_path: Path, provider: str,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:

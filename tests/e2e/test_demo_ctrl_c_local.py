@@ -40,11 +40,12 @@ from callbench.runfolder import episode_files  # noqa: E402
 from callbench.runfolder.lock import hold_run_folder  # noqa: E402
 from callbench.runfolder.store import RunStore  # noqa: E402
 from callbench.runs.supervisor import GRACE_S  # noqa: E402
+from waiting import limit  # noqa: E402
 
 SRC = Path(__file__).parents[2] / "src"
-START_LIMIT_S = 600.0
+START_LIMIT_S = limit(600.0)
 """How long the demo may take to get the embedded model working (start-up, preflight, loading)."""
-STOP_BOUND_S = GRACE_S + 20.0
+STOP_BOUND_S = GRACE_S + limit(20.0)
 """From Ctrl-C to exit: the supervisor's graceful-stop limit, then a margin for a shared 2-core
 machine (a llama.cpp call cannot be cancelled; after ``GRACE_S`` the child exits at once)."""
 BUSY = re.compile(r"loading for the|reading the \w+ prompt|writing the \w+'s answer")

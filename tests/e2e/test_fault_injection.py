@@ -117,6 +117,7 @@ def _ledgers(out: Path) -> dict[str, Counter[str]]:
     return {role: c for role, c in total.items() if c}
 
 
+@pytest.mark.slow  # a whole run through a faulty server: about 20 s at load 7
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_twenty_percent_mixed_faults_charge_nothing_to_the_candidate(
     tmp_path: Path, env: None, provider: str
@@ -283,6 +284,7 @@ def test_bad_judge_key_stops_at_preflight(tmp_path: Path, env: None, monkeypatch
     assert not (tmp_path / "run" / "traces").exists()
 
 
+@pytest.mark.slow  # a run, a judge outage and a second pass: about 25 s at load 7
 @pytest.mark.parametrize("how", ["grade", "resume"])
 def test_judge_down_mid_run_leaves_episodes_not_graded_then_grade_fills_them(
     tmp_path: Path, env: None, how: str

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from waiting import limit
+
 from .conftest import require_local_model
 
 require_local_model(
@@ -38,7 +40,7 @@ require_local_model(
 CACHE_MB = 64
 REQUESTS = 8
 SLACK_MB = 96
-LOAD_TIMEOUT_S = 300.0
+LOAD_TIMEOUT_S = limit(600.0)
 
 
 def _free_port() -> int:

@@ -29,6 +29,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from waiting import limit
+
 from .conftest import require_local_model
 
 require_local_model(server=True)
@@ -39,7 +41,7 @@ from callbench.runfolder import episode_files  # noqa: E402
 from callbench.runs.demo import DEMO_MAX_TOKENS, choose_demo_scenarios, starter_path  # noqa: E402
 
 SPEC = "openai:local-0.5b"
-LOAD_TIMEOUT_S = 300.0
+LOAD_TIMEOUT_S = limit(600.0)
 TURNS = 2
 
 

@@ -11,12 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from callbench.models.base import ModelSettings, saved_url
 from callbench.models.remote.secrets import Redactor, resolve_base_url
 from callbench.runfolder import episode_files
 from fakes.fault_server import FaultServer
+from waiting import limit
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 SRC = Path(__file__).parents[2] / "src"
@@ -52,6 +54,7 @@ def test_a_saved_url_read_back_is_refused_with_one_line() -> None:
         resolve_base_url("http://not-saved@h/v1?k=not-saved", Redactor())
 
 
+@pytest.mark.slow  # a run, grade and report through the CLI: about 19 s at load 7
 def test_canaries_planted_everywhere_reach_no_file_and_no_output(tmp_path: Path) -> None:
     c = CANARIES
     kinds = ("server_error", "reset", "truncated_json", "html", "error_body")
@@ -82,7 +85,7 @@ def test_canaries_planted_everywhere_reach_no_file_and_no_output(tmp_path: Path)
              "--caller", "openai:fake-caller", "--task-judge", "openai:fake-judge",
              "--conversation-judge", "openai:fake-judge", "--settings", str(path), "--out", str(out),
              "--cache", str(cache), "--limit", "2", "--max-turns", "4", "--seed", "1"],
-            env=env, capture_output=True, text=True, timeout=600,
+            env=env, capture_output=True, text=True, timeout=limit(600),
         )
         assert run.returncode == 0, run.stderr
         assert server.log and any(e.kind for e in server.log)  # faults met: error messages were made
@@ -91,7 +94,7 @@ def test_canaries_planted_everywhere_reach_no_file_and_no_output(tmp_path: Path)
         report = subprocess.run(
             [sys.executable, "-m", "callbench", "report", str(out), "--json", str(reports / "r.json"),
              "--csv", str(reports / "r.csv"), "--html", str(reports / "r.html")],
-            env=env, capture_output=True, text=True, timeout=300,
+            env=env, capture_output=True, text=True, timeout=limit(600),
         )
         assert report.returncode == 0, report.stderr
     texts = {"run stdout": run.stdout, "run stderr": run.stderr,

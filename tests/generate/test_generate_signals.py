@@ -8,10 +8,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+
+from waiting import finish, wait_until
 
 from .conftest import AGENT
 
@@ -26,7 +27,8 @@ SLOW = textwrap.dedent(
         from callbench.models.scripted import generator as g
         orig = g.ScriptedGenerator.complete
         async def slow(self, request):
-            await asyncio.sleep(30)
+            open(os.environ["SLOW_MARK"], "a").close()  # the test waits for this file
+            await asyncio.sleep(3600)
             return await orig(self, request)
         g.ScriptedGenerator.complete = slow
     """
@@ -47,20 +49,23 @@ def test_generate_stopped_by_a_signal_is_a_stop_not_a_crash(
     (site / "sitecustomize.py").write_text(SLOW, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "CALLBENCH_NO_SUPERVISOR"}
     env["PYTHONPATH"] = f"{site}{os.pathsep}{SRC}"
+    mark = tmp_path / "requested"
+    env["SLOW_MARK"] = str(mark)
     before = sorted(p.name for p in (agent_bundle / "agents" / AGENT / "scenarios").iterdir())
     proc = subprocess.Popen(
         [sys.executable, "-m", "callbench", "generate", str(agent_bundle), "--agent", AGENT,
          "--model", f"scripted:generator:{script}", "--n", "3", "--seed", "7"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    end = time.monotonic() + 60
-    while not _child_of(proc.pid):
-        assert time.monotonic() < end and proc.poll() is None
-        time.sleep(0.05)
-    time.sleep(3.0)  # the child is inside the (slowed) generator request
-    assert proc.poll() is None
-    proc.send_signal(signum)
-    _, err = proc.communicate(timeout=60)
+    try:
+        wait_until(lambda: mark.exists() and bool(_child_of(proc.pid)), "the child's generator request",
+                   proc=proc)
+        proc.send_signal(signum)
+        _, err = finish(proc, "generate to exit after the signal")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 128 + signum, err
     assert "Traceback" not in err and "crash" not in err and "llama" not in err, err
     last = err.strip().splitlines()[-1]

@@ -9,22 +9,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+from waiting import finish, read_until
+
 from .conftest import AGENT
 
 DRIVER = """
-import asyncio, concurrent.futures, sys, time
+import asyncio, concurrent.futures, faulthandler, signal, sys, threading
 import callbench.models.registry as registry
 from callbench.cli import app
 from callbench.models.base import ModelSettings
 
 pool = concurrent.futures.ThreadPoolExecutor(1)
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # where it hangs, if it ever does
 
 class Stuck:
     spec, settings = "openai:stuck", ModelSettings()
 
     async def complete(self, request):
         print("STALLED", flush=True)
-        return await asyncio.get_running_loop().run_in_executor(pool, time.sleep, 900)
+        return await asyncio.get_running_loop().run_in_executor(pool, threading.Event().wait)
 
     async def aclose(self):
         return None
@@ -43,12 +46,11 @@ def test_ctrl_c_stops_a_batch_waiting_on_a_thread_bound_model(tmp_path: Path, ag
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            if "STALLED" in line:
-                break
+        read_until(proc.stdout, "STALLED", "the model request to start")
         proc.send_signal(signal.SIGINT)
-        # the worker thread sleeps 900 s: an exit that waited for it would not come within the wait
-        _, err = proc.communicate(timeout=120)
+        # the worker thread never returns: an exit that waited for it would fail this wait
+        _, err = finish(proc, "the command to exit after Ctrl-C", timeout=300,
+                        dump_signal=signal.SIGUSR1)
     finally:
         if proc.poll() is None:
             proc.kill()

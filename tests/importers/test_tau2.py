@@ -81,6 +81,7 @@ def test_bundle_shape(bundle: Bundle) -> None:
     assert "split_test" in s111.tags and "split_train" in s.tags
 
 
+@pytest.mark.slow  # every tau2 task replayed and audited: about 15 s at load 7
 async def test_gold_replay_meets_every_check_on_every_task_and_audits_clean(bundle: Bundle) -> None:
     report = await audit_bundle(bundle)
     # tau2's gold actions leave out the lookups before writes; the importer inserts them, so the

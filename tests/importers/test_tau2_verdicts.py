@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from callbench.bundle.loader import load_bundle
+from callbench.bundle.validate.audits import load_bundle
 from callbench.importers.tau2 import import_tau2
 from callbench.importers.tau2.perturb import KINDS, Verdict, perturb, verdicts
 

@@ -31,6 +31,7 @@ from callbench.models.remote.openai_client import OpenAIClient
 from callbench.models.remote.retry import classify_exception
 from callbench.models.remote.transport import TRANSPORT_ENV
 from fakes.raw_socket_server import raw_socket_server, read_request
+from waiting import limit
 
 KEY = "sk-canary-envkey-1111"
 QUERY = "query-canary-6666"
@@ -38,18 +39,24 @@ OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 Behaviour = Callable[[socket.socket, int], None]
 
 
+# The two dripping answers go on until the client gives up (a send then fails: the client gone), so
+# the body or headers never end first however late a loaded machine fires the client's timeout.
+DRIP_S = 0.1
+
+
 def _drip(conn: socket.socket, _port: int) -> None:
-    conn.sendall(OK + b"Content-Length: 1000\r\n\r\n")
-    for _ in range(40):  # one byte every 0.1 s: each read is quick, the whole is past timeout_s
+    n = int(limit(120.0) / DRIP_S)
+    conn.sendall(OK + f"Content-Length: {n + 1}\r\n\r\n".encode())
+    for _ in range(n):  # one byte every 0.1 s: each read is quick, the whole is past timeout_s
         conn.sendall(b" ")
-        time.sleep(0.1)
+        time.sleep(DRIP_S)
 
 
 def _endless_headers(conn: socket.socket, _port: int) -> None:
     conn.sendall(OK)
-    for i in range(40):
+    for i in range(int(limit(120.0) / DRIP_S)):
         conn.sendall(f"X-Pad-{i}: a\r\n".encode())
-        time.sleep(0.1)
+        time.sleep(DRIP_S)
 
 
 def _huge(conn: socket.socket, _port: int) -> None:
@@ -182,9 +189,11 @@ def attack_server(request: pytest.FixtureRequest) -> Iterator[int]:
         yield port
 
 
-def _client(provider: str, port: int) -> RemoteClient:
+def _client(provider: str, port: int, timeout_s: float | None = None) -> RemoteClient:
+    """``timeout_s``: 0.5 s where the attack is a slow answer; otherwise far above what any answer
+    here needs (32 MiB on loopback), so that a loaded machine never turns another kind into a timeout."""
     settings = ModelSettings(base_url=f"http://127.0.0.1:{port}/v1?api-key={QUERY}", max_attempts=1,
-                             timeout_s=0.5)
+                             timeout_s=timeout_s or limit(60.0))
     if provider == "openai":
         return OpenAIClient("openai:m", settings)
     return AnthropicClient("anthropic:m", settings)
@@ -215,12 +224,13 @@ def test_a_hostile_response_is_one_kind_on_both_transports(
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     kinds = {}
+    name = request.node.callspec.params["attack_server"]
+    timeout_s = 0.5 if ATTACKS[name][1] == "timeout" else None
     for transport in ("aiohttp", "httpx2"):
         monkeypatch.setenv(TRANSPORT_ENV, transport)
-        kind, message = asyncio.run(_outcome(_client(provider, attack_server)))
+        kind, message = asyncio.run(_outcome(_client(provider, attack_server, timeout_s)))
         assert KEY not in message and QUERY not in message, message
         kinds[transport] = f"{kind}: {message}"
-    name = request.node.callspec.params["attack_server"]
     expected = ATTACKS[name][1]
     for transport, outcome in kinds.items():
         kind = outcome.split(":")[0]

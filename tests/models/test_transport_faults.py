@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -20,13 +19,18 @@ from callbench.models.remote.retry import classify_exception
 from callbench.models.remote.secrets import Redactor
 from callbench.models.remote.transport import TRANSPORT_ENV, aiohttp_fault_kind, sdk_http_client
 from fakes.raw_socket_server import raw_socket_server
+from waiting import limit
 
 JSON = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 Behaviour = Callable[[socket.socket], None]
 
 
 def _hang(conn: socket.socket) -> None:
-    time.sleep(1.5)
+    """Answer nothing until the client gives up and closes: the server never closes first, however
+    late a loaded machine fires the client's timeout."""
+    conn.settimeout(limit(120.0))
+    while conn.recv(1024):
+        pass
 
 
 BEHAVIOURS: dict[str, tuple[Behaviour, str]] = {
@@ -51,8 +55,11 @@ def raw_server(request: pytest.FixtureRequest) -> Iterator[int]:
         yield port
 
 
-def _client(provider: str, port: int) -> RemoteClient:
-    settings = ModelSettings(base_url=f"http://127.0.0.1:{port}", max_attempts=1, timeout_s=0.5)
+def _client(provider: str, port: int, timeout_s: float | None = None) -> RemoteClient:
+    """``timeout_s``: 0.5 s where the fault is the timeout itself; otherwise far above what any
+    answer here needs, so that a loaded machine never turns another fault into a timeout."""
+    settings = ModelSettings(base_url=f"http://127.0.0.1:{port}", max_attempts=1,
+                             timeout_s=timeout_s or limit(60.0))
     if provider == "openai":
         return OpenAIClient("openai:m", settings)
     return AnthropicClient("anthropic:m", settings)
@@ -80,10 +87,10 @@ def test_a_transport_fault_has_one_kind_on_both_transports(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TRANSPORT_ENV, transport)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    client = _client(provider, raw_server)
+    expected = BEHAVIOURS[request.node.callspec.params["raw_server"]][1]
+    client = _client(provider, raw_server, 0.5 if expected == "timeout" else None)
     inner = client._client._client  # type: ignore[attr-defined]
     assert (type(inner).__name__ != "AsyncHttpxClientWrapper") == (transport == "aiohttp")
-    expected = BEHAVIOURS[request.node.callspec.params["raw_server"]][1]
     assert asyncio.run(_fault_kind(client)) == expected
 
 

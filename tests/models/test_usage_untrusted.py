@@ -30,6 +30,7 @@ from callbench.models.registry import create_client
 from callbench.models.remote.anomalies import anthropic_content, openai_choices
 from callbench.runfolder import episode_files
 from fakes.fault_server import FaultServer, role_of
+from waiting import limit
 
 DAIRY = Path(__file__).parents[1] / "sim" / "data" / "dairy_bundle"
 SRC = Path(__file__).parents[2] / "src"
@@ -132,7 +133,7 @@ def test_the_run_command_counts_negative_usage_and_reports_nothing_negative(tmp_
             [sys.executable, "-m", "callbench", "run", str(DAIRY), "--candidate", "scripted:reference",
              "--caller", "openai:fake-caller", "--task-judge", "scripted:met",
              "--conversation-judge", "scripted:met", "--settings", str(settings), "--out", str(out)],
-            env=env, capture_output=True, text=True, timeout=300,
+            env=env, capture_output=True, text=True, timeout=limit(600),
         )
         assert run.returncode == 0, run.stderr
         sent_bad = server.sent_bad
@@ -143,7 +144,7 @@ def test_the_run_command_counts_negative_usage_and_reports_nothing_negative(tmp_
     report = subprocess.run(
         [sys.executable, "-m", "callbench", "report", str(out), "--json", str(tmp_path / "r.json"),
          "--no-html"],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env, capture_output=True, text=True, timeout=limit(600),
     )
     assert report.returncode == 0, report.stderr
     saved = [json.loads(episode_files.read_text(p)) for p in (out / "traces").glob("*.json.gz")]

@@ -33,6 +33,7 @@ from callbench.trace import (
     atomic_write_text,
     save_trace,
 )
+from waiting import limit
 
 ScoreFn = Callable[[str, int, int, int], float]
 LANGS = ["en", "hi", "ta"]
@@ -306,11 +307,11 @@ def starter_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "--caller", "scripted:plan", "--task-judge", "scripted:met",
         "--conversation-judge", "scripted:partial",
         "--scenarios", ",".join(sorted(first.values())), "--out", str(out), "--concurrency", "2",
-    ], capture_output=True, text=True, timeout=600)  # fmt: skip
+    ], capture_output=True, text=True, timeout=limit(600))  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     html = out / "report.html"
     done = subprocess.run([*cli, "report", str(out), "--html", str(html), "--samples", "200"],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
+                          capture_output=True, text=True, timeout=limit(600))  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     traces = [json.loads(episode_files.read_text(p)) for p in sorted((out / "traces").glob("*.json.gz"))]
     return {"html": html, "languages": sorted(first), "traces": traces}

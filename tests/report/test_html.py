@@ -14,6 +14,7 @@ import pytest
 from callbench.report.html.page import neutralise_js, render_html, viewer_js, write_html
 from callbench.report.model.build import build_report
 from callbench.report.model.load import load_runs
+from waiting import limit
 
 MakeRun = Callable[..., Path]
 EVIL = "<script>alert(1)</script> see https://evil.example/x?a=1&b=2"
@@ -143,7 +144,7 @@ def test_trace_viewer_content(html: str) -> None:
 def test_viewer_script_parses_as_javascript(tmp_path: Path) -> None:
     path = tmp_path / "v.js"
     path.write_text(viewer_js(), encoding="utf-8")
-    done = subprocess.run(["node", "--check", str(path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(["node", "--check", str(path)], capture_output=True, text=True, timeout=limit(600))
     assert done.returncode == 0, done.stderr[:2000]
 
 

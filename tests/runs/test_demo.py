@@ -339,6 +339,7 @@ def test_fresh_deletes_only_a_run_folder(tmp_path: Path) -> None:
     assert not clear_demo_run(tmp_path / "empty")
 
 
+@pytest.mark.slow  # two demo runs through the CLI: about 15 s at load 7
 def test_demo_command_reports_the_reference_and_says_when_it_reuses_a_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from callbench.runfolder.store import RunStore
 from callbench.runs.executor import RoleSpec, RunConflict, execute_run
 from callbench.runs.session import run_and_grade
 from callbench.trace import EndReason, load_trace
+from waiting import wait_until
 
 from .conftest import scripted_clients, scripted_config
 
@@ -89,11 +89,16 @@ from callbench.bundle.validate.audits import load_bundle
 from callbench.runs.session import run_and_grade
 from callbench.runfolder import episode_files
 
+hold, traces = Path({hold!r}), Path({out!r}) / "traces"
+
 class Slow:
     def __init__(self, inner):
         self.inner, self.spec, self.settings = inner, inner.spec, inner.settings
     async def complete(self, request):
         await asyncio.sleep(0.05)
+        # from the second saved episode on, wait while the test holds the run (it kills it then)
+        while hold.exists() and traces.is_dir() and len(list(traces.glob("*.json.gz"))) >= 2:
+            await asyncio.sleep(0.02)
         return await self.inner.complete(request)
     async def aclose(self):
         pass
@@ -108,14 +113,13 @@ asyncio.run(run_and_grade(config, clients=clients, bundle=bundle))
 
 async def test_kill_9_mid_run_loses_nothing_finished(tmp_path: Path, dairy: Bundle) -> None:
     out = tmp_path / "run"
-    script = SLOW_RUN.format(tests=str(Path(__file__).parents[1]), out=str(out))
+    hold = tmp_path / "hold"
+    hold.touch()
+    script = SLOW_RUN.format(tests=str(Path(__file__).parents[1]), out=str(out), hold=str(hold))
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ})
     traces = out / "traces"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        if traces.is_dir() and len(list(traces.glob("*.json.gz"))) >= 2:
-            break
-        time.sleep(0.02)
+    wait_until(lambda: traces.is_dir() and len(list(traces.glob("*.json.gz"))) >= 2, "two saved episodes",
+               proc=proc, interval=0.02)
     assert proc.poll() is None, "the slow run finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

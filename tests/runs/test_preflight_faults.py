@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from fakes.fault_server import FaultServer
+from waiting import limit
 
 from .conftest import DAIRY
 
@@ -33,7 +34,7 @@ def _run(tmp: Path, kind: str, repeats: int) -> tuple[subprocess.CompletedProces
             [sys.executable, "-m", "callbench", "run", str(DAIRY), "--candidate", "scripted:reference",
              "--caller", "openai:fake-caller", "--task-judge", "scripted:met",
              "--conversation-judge", "scripted:met", "--settings", str(settings), "--out", str(tmp / "run")],
-            env=env, capture_output=True, text=True, timeout=300,
+            env=env, capture_output=True, text=True, timeout=limit(600),
         )
         return done, [e.kind for e in server.log if e.role == "probe"]
 
@@ -53,7 +54,7 @@ def test_transient_preflight_faults_are_retried_and_counted(
     report = subprocess.run(
         [sys.executable, "-m", "callbench", "report", str(tmp_path / "run"),
          "--json", str(tmp_path / "r.json"), "--no-html"],
-        env={**os.environ, "PYTHONPATH": str(SRC)}, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(SRC)}, capture_output=True, text=True, timeout=limit(600),
     )
     assert report.returncode == 0, report.stderr
     runs = json.loads((tmp_path / "r.json").read_text())["runs"]

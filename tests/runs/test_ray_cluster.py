@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,8 @@ from pathlib import Path
 import pytest
 
 ray = pytest.importorskip("ray")
+# a Ray head started and stopped as a process (about 20 s to stop) and runs through it
+pytestmark = pytest.mark.slow
 
 from callbench.bundle.models import Bundle  # noqa: E402
 from callbench.models.base import ModelClient  # noqa: E402
@@ -31,6 +32,7 @@ from callbench.runfolder import episode_files  # noqa: E402
 from callbench.runfolder.store import RunStore  # noqa: E402
 from callbench.runs.executor import RunConfig, execute_run  # noqa: E402
 from callbench.runs.ray_executor import default_clients, execute_run_ray  # noqa: E402
+from waiting import finish, run_command, wait_until  # noqa: E402
 
 from .conftest import DAIRY, scripted_clients, scripted_config  # noqa: E402
 from .test_ray_executor import DieOnce, _traces  # noqa: E402
@@ -70,29 +72,31 @@ def ray_head() -> Iterator[str]:
     )
     address = f"127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"ray start --head exited with {proc.returncode}")
+        def listening() -> bool:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
+                    return True
             except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("the Ray head did not listen within 90 s")
-                time.sleep(0.5)
-        time.sleep(2)  # the GCS listens before the raylet has registered the node
+                return False
+
+        def node_registered() -> bool:  # the GCS listens seconds before the raylet has registered
+            log = Path(temp) / "session_latest" / "logs" / "gcs_server.out"
+            return log.exists() and "Registering new node" in log.read_text(errors="replace")
+
+        wait_until(listening, f"the Ray head to listen on port {port}", proc=proc, interval=0.5)
+        wait_until(node_registered, "the Ray head's node to register with its GCS (gcs_server.out)",
+                   proc=proc, interval=0.2)
         yield address
     finally:
         if ray.is_initialized():
             ray.shutdown()
         try:
             os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(20)
+            proc.wait(20)  # cleanup only: a head slower to stop is killed
         except (ProcessLookupError, subprocess.TimeoutExpired):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+            proc.wait()
         shutil.rmtree(temp, ignore_errors=True)
         for k, v in saved.items():
             if v is None:
@@ -152,8 +156,8 @@ def test_callbench_run_by_address_equals_a_local_run(tmp_path: Path, ray_head: s
     runs = {}
     for name, extra in (("local", []), ("ray", ["--executor", "ray", "--ray-address", ray_head])):
         out = tmp_path / name
-        res = subprocess.run([*base, *extra, "--out", str(out)], capture_output=True, text=True,
-                             env=env, timeout=300, stdin=subprocess.DEVNULL)
+        res = run_command([*base, *extra, "--out", str(out)], f"the {name} run to finish", text=True,
+                          env=env, stdin=subprocess.DEVNULL)
         assert res.returncode == 0, res.stderr[-2000:]
         runs[name] = _traces(out)
     assert len(runs["local"]) == 2 * len(list(DAIRY.glob("agents/*/scenarios/*.yaml")))
@@ -207,19 +211,19 @@ def test_a_second_driver_on_the_folder_of_a_cluster_run_is_refused(tmp_path: Pat
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              stdin=subprocess.DEVNULL)
     try:
-        _wait_for(lambda: len(_lines(first_log)) >= 1, "the first driver's first saved episode", limit=240)
+        _wait_for(lambda: len(_lines(first_log)) >= 1, "the first driver's first saved episode", first)
         driver = _children(first.pid)[0]  # the supervised child runs the command and holds the lock
         # refused at once; a second driver let through would wait for the cluster's CPUs instead
-        second = subprocess.run(command, env={**env, "SAVE_LOG": str(second_log)}, capture_output=True,
-                                text=True, timeout=120, stdin=subprocess.DEVNULL)
+        second = run_command(command, "the second driver to be refused",
+                             env={**env, "SAVE_LOG": str(second_log)}, text=True, stdin=subprocess.DEVNULL)
         assert first.poll() is None  # the first was still running, holding the folder
     except BaseException:
         first.kill()  # the parent; its child follows it (the supervisor's parent-death signal)
-        first.communicate(timeout=60)
+        first.communicate()
         raise
     finally:
         gate.touch()
-    _, err1 = first.communicate(timeout=300)
+    _, err1 = finish(first, "the first driver to finish once the gate opened")
     assert second.returncode == 2, second.stderr
     lines = [line for line in second.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, second.stderr

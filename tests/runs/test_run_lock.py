@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from callbench.cli import app
 from callbench.runfolder.lock import LOCK_FILE, RunFolderBusy, hold_run_folder
+from waiting import finish, read_until, run_command
 
 from .test_signals import REPEATS, _command, _env, _traces, _wait_for
 
@@ -30,7 +31,8 @@ HOLDER = (
 def _holder(run: Path) -> subprocess.Popen[str]:
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(run)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    assert proc.stdout is not None
+    assert read_until(proc.stdout, "held", "the lock holder to hold the folder") == ["held\n"]
     return proc
 
 
@@ -44,7 +46,7 @@ def test_another_process_holding_the_folder_refuses_a_second_holder(tmp_path: Pa
         assert "\n" not in line
         assert f"callbench run ray (pid {holder.pid} on host {socket.gethostname()})" in line
     finally:
-        holder.communicate("", timeout=30)
+        finish(holder, "the lock holder to end when its stdin closes", stdin="")
     with hold_run_folder(run, "callbench grade") as path:  # released with its holder
         assert path == run / LOCK_FILE
         assert "callbench grade" in path.read_text()
@@ -66,13 +68,15 @@ def test_a_hold_that_made_the_folder_removes_it_when_nothing_was_saved(tmp_path:
 
 def test_a_second_driver_fails_at_once_and_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
     out = tmp_path / "run"
+    hold = tmp_path / "hold"
+    hold.touch()  # the first run stays in progress from its first saved episode on (see test_signals)
     env = _env(tmp_path)
-    first = subprocess.Popen(
-        _command(out), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    held = {**env, "SLOW_HOLD": str(hold), "SLOW_HOLD_AFTER": str(out / "traces")}
+    first = subprocess.Popen(_command(out), env=held, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
     try:
-        _wait_for(lambda: _traces(out) >= 1, "a finished episode")
-        second = subprocess.run(_command(out), env=env, capture_output=True, text=True, timeout=120)
+        _wait_for(lambda: _traces(out) >= 1, "a finished episode", first)
+        second = run_command(_command(out), "the second driver to refuse the folder", env=env, text=True)
         assert second.returncode == 2, second.stderr
         lines = [line for line in second.stderr.splitlines() if line.strip()]
         assert len(lines) == 1, second.stderr
@@ -80,18 +84,18 @@ def test_a_second_driver_fails_at_once_and_a_killed_holder_leaves_no_stale_lock(
         assert f"on host {socket.gethostname()})" in lines[0]
         # grade and labels import write grades: refused the same way
         for argv in (["grade", str(out)], ["labels", "import", str(out), str(tmp_path / "sheet.csv")]):
-            other = subprocess.run([sys.executable, "-m", "callbench", *argv], env=env, capture_output=True,
-                                   text=True, timeout=120)
+            other = run_command([sys.executable, "-m", "callbench", *argv], f"{argv[0]} to refuse the folder",
+                                env=env, text=True)
             assert other.returncode == 2 and "is in use by callbench run local" in other.stderr, other.stderr
             assert "Traceback" not in other.stderr
         assert first.poll() is None  # the holder was not disturbed
     finally:
         first.send_signal(signal.SIGKILL)  # the parent; its child goes with it and the kernel frees the lock
-        first.communicate(timeout=60)
+        finish(first, "the killed first driver to be reaped")
     resumed = None
     for _ in range(100):  # the orphaned child may need a moment to stop
-        resumed = subprocess.run(_command(out), env={**env, "SLOW_S": "0"}, capture_output=True, text=True,
-                                 timeout=180)
+        resumed = run_command(_command(out), "the resumed run to finish", env={**env, "SLOW_S": "0"},
+                              text=True)
         if resumed.returncode != 2:
             break
     assert resumed is not None and resumed.returncode == 0, resumed.stderr
@@ -110,4 +114,4 @@ def test_grade_of_a_folder_in_use(tmp_path: Path) -> None:
         assert "is in use by callbench run ray" in res.output
         assert sorted(p.name for p in run.iterdir()) == ["manifest.json", LOCK_FILE]
     finally:
-        holder.communicate("", timeout=30)
+        finish(holder, "the lock holder to end when its stdin closes", stdin="")

@@ -10,7 +10,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from callbench.runfolder.store import RunStore, text_sha256
 from callbench.runs import executor as executor_module
 from callbench.runs.executor import RunCounts, execute_run
 from callbench.trace import EndReason
+from waiting import wait_until
 
 from .conftest import scripted_clients, scripted_config
 
@@ -182,11 +182,8 @@ async def test_resume_after_kill_9_of_a_1000_episode_run_gives_exactly_1000_trac
     script = KILLED_RUN.format(tests=str(Path(__file__).parents[1]), out=str(out), repeats=repeats)
     proc = subprocess.Popen([sys.executable, "-c", script], env={**os.environ})
     traces = out / "traces"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if traces.is_dir() and sum(not n.startswith(".") for n in os.listdir(traces)) >= 100:
-            break
-        time.sleep(0.01)
+    wait_until(lambda: traces.is_dir() and sum(not n.startswith(".") for n in os.listdir(traces)) >= 100,
+               "100 saved episodes", proc=proc, interval=0.01)
     assert proc.poll() is None, "the run finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -9,6 +9,7 @@ llama.cpp call would), and every scripted judge call ``SLOW_JUDGE_S`` seconds (d
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,6 +21,8 @@ from pathlib import Path
 import pytest
 
 from callbench.runfolder import episode_files
+from callbench.runs.supervisor import DUPLICATE_S, GRACE_S
+from waiting import finish, run_command, wait_until
 
 from .conftest import DAIRY
 
@@ -36,9 +39,18 @@ SLOW = textwrap.dedent(
         from callbench.models.scripted import generator as g
         delay = float(os.environ.get("SLOW_S", "0.3"))
         block = os.environ.get("SLOW_BLOCK") == "1"
+        hold, saved = os.environ.get("SLOW_HOLD", ""), os.environ.get("SLOW_HOLD_AFTER", "")
+        def held():
+            # while the test keeps the file SLOW_HOLD, turns wait once an episode is saved under
+            # SLOW_HOLD_AFTER: the run stays in progress however slow the machine is
+            return bool(hold) and os.path.exists(hold) and any(fs for _, _, fs in os.walk(saved))
         def slowed(orig):
             async def slow(self, request):
+                while held():
+                    await asyncio.sleep(0.05)
                 if block:
+                    if os.environ.get("SLOW_MARK"):  # the test waits for this file, not for a guessed time
+                        open(os.environ["SLOW_MARK"], "a").close()
                     await asyncio.to_thread(time.sleep, 60)
                 await asyncio.sleep(delay)
                 return await orig(self, request)
@@ -93,22 +105,20 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _wait_for(check, what: str, limit: float = 90.0) -> None:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + limit
-    while not check():
-        assert time.monotonic() < end, f"gave up waiting for {what}"
-        time.sleep(0.05)
+def _wait_for(check, what: str, proc: subprocess.Popen[str] | None = None) -> None:  # type: ignore[no-untyped-def]
+    """Until ``check()`` (a run folder's state) is true; ``proc`` ending first fails at once."""
+    wait_until(check, what, proc=proc)
 
 
-def _finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
-    _, err = proc.communicate(timeout=90)
+def _finish(proc: subprocess.Popen[str], what: str = "the run to exit after the signal") -> tuple[int, str]:
+    _, err = finish(proc, what)
     assert "Traceback" not in err, err
     return proc.returncode, err
 
 
 def _resume(out: Path, env: dict[str, str]) -> None:
     env = {**env, "SLOW_S": "0", "SLOW_BLOCK": "0"}
-    done = subprocess.run(_command(out), env=env, capture_output=True, text=True, timeout=180)
+    done = run_command(_command(out), "the resumed run to finish", env=env, text=True)
     assert done.returncode == 0, done.stderr
     assert _traces(out) == REPEATS
 
@@ -122,9 +132,9 @@ def test_a_stop_signal_stops_the_run_keeps_episodes_and_resumes(
     env = _env(tmp_path)
     proc = subprocess.Popen(_command(out), env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     if when == "mid-run":
-        _wait_for(lambda: _traces(out) >= 2, "two finished episodes")
+        _wait_for(lambda: _traces(out) >= 2, "two finished episodes", proc)
     else:
-        _wait_for(lambda: bool(_children(proc.pid)), "the child process")
+        _wait_for(lambda: bool(_children(proc.pid)), "the child process", proc)
     child = _children(proc.pid)[0]
     proc.send_signal(signum)
     code, err = _finish(proc)
@@ -146,15 +156,22 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
     """The graceful stop cannot finish (a thread that cancelling does not stop); the second Ctrl-C
     ends the run without waiting for it."""
     out = tmp_path / "run"
-    env = _env(tmp_path, SLOW_BLOCK="1", SLOW_S="0")
+    mark = tmp_path / "blocked"
+    env = _env(tmp_path, SLOW_BLOCK="1", SLOW_S="0", SLOW_MARK=str(mark))
     proc = subprocess.Popen(_command(out), env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    _wait_for(lambda: (out / "manifest.json").exists() and bool(_children(proc.pid)), "the run to start")
-    time.sleep(0.5)
+    _wait_for(lambda: mark.exists() and bool(_children(proc.pid)), "a candidate turn blocked in its thread",
+              proc)
     child = _children(proc.pid)[0]
     proc.send_signal(signal.SIGINT)
-    time.sleep(1.5)  # more than the window in which two deliveries count as one
+    time.sleep(DUPLICATE_S + 0.5)  # the product's own window: deliveries closer than it count as one
     assert proc.poll() is None, "the graceful stop waits for the blocked thread"
-    proc.send_signal(signal.SIGINT)
+    # The window runs from when the child handled the first Ctrl-C, which a loaded machine may delay:
+    # a second Ctrl-C that still fell inside it is ignored, so it is sent again until one counts.
+    for _ in range(int(GRACE_S / (DUPLICATE_S + 0.5))):
+        proc.send_signal(signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=DUPLICATE_S + 0.5)
+            break
     code, err = _finish(proc)
     assert code == 130
     assert "SIGINT again: stopped at once" in err
@@ -166,12 +183,12 @@ def test_the_child_dies_with_a_killed_parent(tmp_path: Path) -> None:
     out = tmp_path / "run"
     env = _env(tmp_path)
     proc = subprocess.Popen(_command(out), env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    _wait_for(lambda: _traces(out) >= 1, "a finished episode")
+    _wait_for(lambda: _traces(out) >= 1, "a finished episode", proc)
     child = _children(proc.pid)[0]
     proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
+    finish(proc, "the killed parent to be reaped")
     assert proc.returncode == -signal.SIGKILL
-    _wait_for(lambda: not _alive(child), "the orphaned child to stop", limit=30)
+    _wait_for(lambda: not _alive(child), "the orphaned child to stop")
     kept = _traces(out)
     assert 1 <= kept < REPEATS
     _resume(out, env)
@@ -183,7 +200,7 @@ def test_sigkill_of_the_child_alone_is_still_reported_as_a_kill(tmp_path: Path) 
     out = tmp_path / "run"
     env = _env(tmp_path)
     proc = subprocess.Popen(_command(out), env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    _wait_for(lambda: _traces(out) >= 1, "a finished episode")
+    _wait_for(lambda: _traces(out) >= 1, "a finished episode", proc)
     os.kill(_children(proc.pid)[0], signal.SIGKILL)
     code, err = _finish(proc)
     assert code == 137 and "out-of-memory killer" in err
@@ -199,7 +216,7 @@ def test_a_stopped_grade_keeps_its_grades_and_its_line_says_how_to_finish(tmp_pa
     says (the same command without --new-set) finishes the interrupted grade set."""
     out = tmp_path / "run"
     env = _env(tmp_path, SLOW_S="0")
-    done = subprocess.run(_command(out), env=env, capture_output=True, text=True, timeout=180)
+    done = run_command(_command(out), "the run to finish", env=env, text=True)
     assert done.returncode == 0, done.stderr
     before = {p.name for p in (out / "grades").iterdir()}
     grade = [sys.executable, "-m", "callbench", "grade", str(out), "--concurrency", "1"]
@@ -211,7 +228,7 @@ def test_a_stopped_grade_keeps_its_grades_and_its_line_says_how_to_finish(tmp_pa
         new[:] = sorted({p.name for p in (out / "grades").iterdir() if p.is_dir()} - before)
         return len(new) == 1 and _grades(out, new[0]) >= 2
 
-    _wait_for(two_grades, "two grades in a new grade set")
+    _wait_for(two_grades, "two grades in a new grade set", proc)
     proc.send_signal(signal.SIGINT)
     code, err = _finish(proc)
     assert code == 130
@@ -220,7 +237,7 @@ def test_a_stopped_grade_keeps_its_grades_and_its_line_says_how_to_finish(tmp_pa
                          "command without --new-set to grade the rest"), err
     kept = _grades(out, new[0])
     assert 2 <= kept < REPEATS
-    again = subprocess.run(grade, env=env, capture_output=True, text=True, timeout=180)
+    again = run_command(grade, "the grade to finish", env=env, text=True)
     assert again.returncode == 0, again.stderr
     assert {p.name for p in (out / "grades").iterdir() if p.is_dir()} - before == {new[0]}
     assert _grades(out, new[0]) == REPEATS

@@ -17,6 +17,7 @@ import pytest
 import callbench
 from callbench.models.local.safeguards import REBUILD_HINT, crash_message
 from callbench.runs.supervisor import run_supervised, should_supervise
+from waiting import limit
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="signals as exit causes are POSIX")
 
@@ -122,14 +123,15 @@ def test_console_entry_reports_a_crash_of_the_real_command(tmp_path: Path) -> No
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     env.pop("CALLBENCH_NO_SUPERVISOR", None)
     out = subprocess.run(
-        [sys.executable, "-m", "callbench", "version"], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "callbench", "version"], capture_output=True, text=True, env=env,
+        timeout=limit(600),
     )
     assert out.returncode == 139
     assert out.stdout == ""
     assert "llama.cpp crashed in native code (SIGSEGV) while llama.cpp loaded local:0.5b" in out.stderr
     # without the crash the same entry point runs the command and passes its output through
     ok = subprocess.run(
-        [sys.executable, "-m", "callbench", "version"], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-m", "callbench", "version"], capture_output=True, text=True, timeout=limit(600),
         env={k: v for k, v in env.items() if k != "PYTHONPATH"},
     )
     assert ok.returncode == 0 and ok.stdout.strip() == callbench.__version__

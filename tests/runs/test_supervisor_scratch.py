@@ -10,12 +10,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from callbench.runs.supervisor import SCRATCH_PREFIX, remove_orphaned_scratch, run_supervised
+from waiting import finish, read_until, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -30,7 +30,7 @@ PARENT = textwrap.dedent(
         "from callbench.runs.supervisor import child_setup\\n"
         "child_setup()\\n"
         "print('ready', flush=True)\\n"
-        "time.sleep(120)\\n"
+        "time.sleep(3600)\\n"
     )
     sys.exit(run_supervised([sys.executable, "-c", child]))
     """
@@ -54,11 +54,8 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _wait_for(check, what: str, limit: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + limit
-    while not check():
-        assert time.monotonic() < end, f"gave up waiting for {what}"
-        time.sleep(0.05)
+def _wait_for(check, what: str) -> None:  # type: ignore[no-untyped-def]
+    wait_until(check, what)
 
 
 def _start_parent(tmp: Path) -> tuple[subprocess.Popen[str], int]:
@@ -66,7 +63,7 @@ def _start_parent(tmp: Path) -> tuple[subprocess.Popen[str], int]:
     proc = subprocess.Popen([sys.executable, "-c", PARENT], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
+    read_until(proc.stdout, "ready", "the supervised child to set itself up")
     children = _children(proc.pid)
     assert len(children) == 1
     return proc, children[0]
@@ -80,7 +77,7 @@ def test_a_killed_parent_leaves_no_empty_scratch_folder(tmp_path: Path) -> None:
     assert folder.name.startswith(f"{SCRATCH_PREFIX}{proc.pid}-")
     assert (folder / "crash-stack.txt").stat().st_size == 0  # the child's faulthandler file, empty
     proc.send_signal(signal.SIGKILL)
-    proc.communicate(timeout=30)
+    finish(proc, "the killed parent to be reaped")
     assert proc.returncode == -signal.SIGKILL
     _wait_for(lambda: not _alive(child), "the orphaned child to stop")
     assert _scratch(tmp) == []
@@ -95,7 +92,7 @@ def test_the_next_start_removes_the_folders_of_dead_parents(
     tmp.mkdir()
     proc, child = _start_parent(tmp)
     os.killpg(proc.pid, signal.SIGKILL)  # both at once (their own process group): nobody cleans up
-    proc.communicate(timeout=30)
+    finish(proc, "the killed parent to be reaped")
     _wait_for(lambda: not _alive(child), "the child to die")
     (left,) = _scratch(tmp)
     # a dead parent's folder with a crash stack in it is kept (it is named in the crash message)

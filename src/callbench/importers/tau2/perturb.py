@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from callbench.bundle.models import Bundle, ReferenceTurn, Scenario
-from callbench.bundle.state_check import replay_reference, state_differences
+from callbench.bundle.state.check import replay_reference, state_differences
 from callbench.grade.grader import grade_trace
 from callbench.models.scripted.judge import create_scripted_judge
 from callbench.models.scripted.models import create_scripted
