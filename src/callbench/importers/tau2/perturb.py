@@ -22,7 +22,7 @@ kind                        edit of the gold tool calls
 
 A kind that does not apply to a task (no write to drop, no second record, no item list) yields no
 trajectory. The database verdict (``db_ok``) compares the final state with the state the gold path
-produces (:func:`callbench.bundle.state_check.state_differences`), the comparison tau2-bench's DB
+produces (:func:`callbench.bundle.state.check.state_differences`), the comparison tau2-bench's DB
 check makes (it agreed with tau2's own evaluator on 641 of 641 trajectories at a2c0247, docs/peers.md).
 """
 
