@@ -7,9 +7,10 @@ intended words (Levenshtein alignment, ties broken toward substitution, then del
 
 Entities are the things a caller must get across intact: ``digits`` (a run of three digits or
 more, however grouped), ``amount`` (a currency sign or word with a number), and ``name`` (a
-string fact from the caller's brief that the turn says, or a capitalised word sequence not at the
-start of a sentence). An entity *survives* when its normalised form occurs contiguously in the
-observed words (digits and amounts: in the observed digit stream).
+string fact from the caller's brief that the turn says, or a run of capitalised words, each a
+capital then a lower-case letter so acronyms such as "ID" are not names, not at the start of a
+sentence). An entity *survives* when its normalised form occurs contiguously in the observed
+words (digits and amounts: in the observed digit stream).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ _AMOUNT = re.compile(
     re.IGNORECASE,
 )
 _DIGITS = re.compile(r"(?<![\w.,])\d(?:[ \-]?\d){2,}(?![\w])")
-_NAME = re.compile(r"(?<=[\w,;] )(?:[A-Z][\w'\-]+)(?: [A-Z][\w'\-]+)*")
+_NAME = re.compile(r"(?<=[\w,;] )(?:[A-Z][a-z][\w'\-]*)(?: [A-Z][a-z][\w'\-]*)*")
 _NOT_NAMES = {"i", "i'm", "i've", "i'll", "i'd", "ok", "okay"}
 
 
