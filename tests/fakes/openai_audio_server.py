@@ -19,14 +19,18 @@ from callbench.sim.voice.line import Audio, write_wav
 
 def parse_multipart(body: bytes, ctype: str) -> dict[str, bytes]:
     msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        f"Content-Type: {ctype}\r\n\r\n".encode() + body)
-    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
-            for part in msg.iter_parts()}
+        f"Content-Type: {ctype}\r\n\r\n".encode() + body
+    )
+    return {
+        part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+        for part in msg.iter_parts()
+    }
 
 
 class OpenAIAudioServer:
-    def __init__(self, transcript: str = "my account is 4 8 2 1 5", fail_first: int = 0,
-                 bad_json: bool = False) -> None:
+    def __init__(
+        self, transcript: str = "my account is 4 8 2 1 5", fail_first: int = 0, bad_json: bool = False
+    ) -> None:
         self.transcript, self.fail_first, self.bad_json = transcript, fail_first, bad_json
         self.requests: list[dict[str, Any]] = []
         self._httpd: ThreadingHTTPServer | None = None
@@ -54,7 +58,9 @@ class OpenAIAudioServer:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 ctype = self.headers.get("Content-Type", "")
                 rec: dict[str, Any] = {"path": self.path, "headers": dict(self.headers)}
-                rec["body"] = json.loads(raw) if ctype.startswith("application/json") else parse_multipart(raw, ctype)
+                rec["body"] = (
+                    json.loads(raw) if ctype.startswith("application/json") else parse_multipart(raw, ctype)
+                )
                 with server.lock:
                     server.requests.append(rec)
                     fail = server.fail_first > 0
@@ -66,7 +72,9 @@ class OpenAIAudioServer:
                     wav = write_wav(Audio((0.2 * np.sin(2 * np.pi * 440 * t)).astype(np.float32), 16000))
                     return self._send(200, wav, "audio/wav")
                 if self.path.endswith("/audio/transcriptions"):
-                    body = b"{not json" if server.bad_json else json.dumps({"text": server.transcript}).encode()
+                    body = (
+                        b"{not json" if server.bad_json else json.dumps({"text": server.transcript}).encode()
+                    )
                     return self._send(200, body, "application/json")
                 return self._send(404, b"{}", "application/json")
 

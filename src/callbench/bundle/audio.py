@@ -28,7 +28,9 @@ class LineNoise(_Strict):
     @model_validator(mode="after")
     def _path_for_file(self) -> LineNoise:
         if self.kind == "file" and not self.path:
-            raise ValueError("noise kind 'file' needs a path (a mono 16-bit WAV, relative to the bundle root)")
+            raise ValueError(
+                "noise kind 'file' needs a path (a mono 16-bit WAV, relative to the bundle root)"
+            )
         if self.kind != "file" and self.path:
             raise ValueError(f"noise path is only read for kind 'file', not {self.kind!r}")
         return self

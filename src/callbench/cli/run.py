@@ -272,7 +272,8 @@ def run(
         "extra), espeak (espeak-ng stress channel into the same recogniser), openai (an OpenAI-"
         "compatible audio API at --voice-base-url, key in $OPENAI_API_KEY).",
     ),
-    voice_base_url: str | None = typer.Option(None, "--voice-base-url", help="OpenAI-compatible API for --voice openai."),
+    voice_base_url: str | None = typer.Option(
+        None, "--voice-base-url", help="OpenAI-compatible API for --voice openai."),
     voice_tts_model: Path | None = typer.Option(
         None, "--voice-tts-model", help="Your own piper voice (.onnx with its .onnx.json beside it)."),
     voice_asr_model: Path | None = typer.Option(

@@ -52,8 +52,13 @@ def prepare_voice(config: RunConfig, bundle: Bundle) -> dict[str, Any] | None:
         pipe = pipeline_for(config.voice, cache_dir(config), Path(bundle.root))
     except VoiceEngineError as e:
         raise ValueError(f"voice channel: {e}") from None
-    return {"channel": config.channel, "engines": config.voice.engines, "tts": pipe.tts.info.as_dict(),
-            "asr": pipe.asr.info.as_dict(), "spoken_scenarios": len(spoken)}
+    return {
+        "channel": config.channel,
+        "engines": config.voice.engines,
+        "tts": pipe.tts.info.as_dict(),
+        "asr": pipe.asr.info.as_dict(),
+        "spoken_scenarios": len(spoken),
+    }
 
 
 def cache_dir(config: RunConfig) -> Path:

@@ -240,7 +240,7 @@ class Channel:
                 text, self.language, self.voice.config, channel_seed=self.seed, occurrence=occurrence,
                 turn=turn, facts=self.known_facts,
             )
-        except (VoiceEngineError, ValueError, OSError) as e:  # an engine or cache failure, not the candidate's
+        except (VoiceEngineError, ValueError, OSError) as e:  # an engine or cache fault, not the candidate's
             raise InfrastructureError(f"voice channel: {e}", retryable=False, role="channel") from None
         replaced: list[str] = []
         for i, ev in enumerate(self.program.asr_events):

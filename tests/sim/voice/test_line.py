@@ -35,8 +35,9 @@ def test_g711_matches_audioop_bit_for_bit_on_every_sample_and_code() -> None:
 
 
 def test_g711_reference_values() -> None:
-    # G.711 tables: mu-law 0 -> 0xFF, -1 (-1 in 14 bits, magnitude 1 + bias 33) -> 0x7E, and codes 0x00/0x80 decode to -/+32124; A-law 0 -> 0xD5
-    # (even-bit inversion), 0xD5/0x55 decode to +/-8 and 0xAA/0x2A to +/-32256
+    # G.711 tables: mu-law 0 -> 0xFF, -1 (-1 in 14 bits: magnitude 1 + bias 33) -> 0x7E, codes
+    # 0x00/0x80 decode to -/+32124; A-law 0 -> 0xD5 (even-bit inversion), 0xD5/0x55 decode to +/-8
+    # and 0xAA/0x2A to +/-32256
     assert line.ulaw_encode(np.array([0, -1, 32767, -32768], np.int16)).tolist() == [0xFF, 0x7E, 0x80, 0x00]
     assert line.ulaw_decode(np.array([0x00, 0x80, 0xFF, 0x7F], np.uint8)).tolist() == [-32124, 32124, 0, 0]
     assert line.alaw_encode(np.array([0, -1, 32767, -32768], np.int16)).tolist() == [0xD5, 0x55, 0xAA, 0x2A]
@@ -53,7 +54,9 @@ def _tone(f: float, rate: int = line.LINE_RATE, n: int = 8000) -> np.ndarray:
     return np.sin(2 * np.pi * f * np.arange(n) / rate).astype(np.float32)
 
 
-@pytest.mark.parametrize(("freq", "lo_db", "hi_db"), [(100, -80, -20), (1000, -0.5, 0.5), (3000, -1, 0.5), (3900, -80, -15)])
+@pytest.mark.parametrize(
+    ("freq", "lo_db", "hi_db"), [(100, -80, -20), (1000, -0.5, 0.5), (3000, -1, 0.5), (3900, -80, -15)]
+)
 def test_band_pass_keeps_the_telephone_band(freq: float, lo_db: float, hi_db: float) -> None:
     x = _tone(freq)
     y = line.band_pass(x)
@@ -90,7 +93,9 @@ def test_concealment_zero_and_repeat() -> None:
 def test_the_line_replays_exactly_from_its_seed_and_differs_across_seeds() -> None:
     pytest.importorskip("soxr", reason="the line resamples with soxr: pip install 'callbench[audio]'")
     audio = line.Audio(_tone(700, 22050, 22050) * 0.3, 22050)
-    cfg = AudioChannel(noise=LineNoise(kind="white", snr_db=15), packet_loss=PacketLoss(rate=0.2, mean_burst=3))
+    cfg = AudioChannel(
+        noise=LineNoise(kind="white", snr_db=15), packet_loss=PacketLoss(rate=0.2, mean_burst=3)
+    )
     a = line.run_line(audio, cfg, np.random.default_rng([1, 2, 0]))
     b = line.run_line(audio, cfg, np.random.default_rng([1, 2, 0]))
     c = line.run_line(audio, cfg, np.random.default_rng([1, 2, 1]))
@@ -104,5 +109,5 @@ def test_wav_round_trip_and_bad_wav_is_a_located_error() -> None:
     audio = line.Audio(_tone(440, 8000, 800) * 0.5, 8000)
     back = line.read_wav(line.write_wav(audio))
     assert back.rate == 8000 and np.max(np.abs(back.samples - audio.samples)) < 1e-4
-    with pytest.raises(ValueError, match="noise.wav: not a readable PCM WAV"):
+    with pytest.raises(ValueError, match=r"noise\.wav: not a readable PCM WAV"):
         line.read_wav(b"RIFF nonsense", where="noise.wav")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.fakes.openai_audio_server import OpenAIAudioServer
 
 from callbench.sim.voice.engines import VoiceEngineError
 from callbench.sim.voice.line import Audio
 from callbench.sim.voice.remote import RemoteASR, RemoteTTS
-from tests.fakes.openai_audio_server import OpenAIAudioServer
 
 SECRET = "sk-test-secret-123"
 
@@ -25,7 +25,12 @@ def test_speech_request_and_wav_answer(monkeypatch: pytest.MonkeyPatch) -> None:
         req = srv.requests[0]
     assert audio.rate == 16000 and len(audio.samples) == 8000
     assert req["path"] == "/v1/audio/speech"
-    assert req["body"] == {"model": "tts-1", "input": "Hello there", "voice": "alloy", "response_format": "wav"}
+    assert req["body"] == {
+        "model": "tts-1",
+        "input": "Hello there",
+        "voice": "alloy",
+        "response_format": "wav",
+    }
     assert req["headers"]["Authorization"] == f"Bearer {SECRET}"
     assert SECRET not in repr(tts.info.as_dict())
 

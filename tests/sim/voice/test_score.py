@@ -24,8 +24,15 @@ def test_entity_survival() -> None:
     assert got == {("digits", "4 8 2 1 5"): False, ("amount", "$12.50"): True, ("name", "Priya Sharma"): True}
     heard2 = "my account is 4 8 2 1 5 the amount was 12 dollars and my name is pria sharma"
     got2 = {(e.kind, e.text): e.survived for e in entities(said, heard2, {"name": "Priya Sharma"})}
-    assert got2 == {("digits", "4 8 2 1 5"): True, ("amount", "$12.50"): False, ("name", "Priya Sharma"): False}
+    assert got2 == {
+        ("digits", "4 8 2 1 5"): True,
+        ("amount", "$12.50"): False,
+        ("name", "Priya Sharma"): False,
+    }
 
 
 def test_speakable_spaces_long_digit_runs_only() -> None:
-    assert speakable("Card 4111222233334444, PIN 12, pay $1500.") == "Card 4 1 1 1 2 2 2 2 3 3 3 3 4 4 4 4, PIN 12, pay $1500."
+    assert (
+        speakable("Card 4111222233334444, PIN 12, pay $1500.")
+        == "Card 4 1 1 1 2 2 2 2 3 3 3 3 4 4 4 4, PIN 12, pay $1500."
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.fakes.voice_engines import ToneASR, ToneTTS
 
 from callbench.bundle.audio import AudioChannel, LineNoise, PacketLoss
 from callbench.bundle.models import AsrEvent, Bundle, ChannelProgram, VadSplit
@@ -16,10 +17,11 @@ from callbench.sim.episode import run_episode
 from callbench.sim.voice.pipeline import VoiceLine, VoicePipeline
 from callbench.sim.voice.setup import line_for, refuse_languages
 from callbench.trace import Trace
-from tests.fakes.voice_engines import ToneASR, ToneTTS
 
 pytest.importorskip("soxr", reason="the voice channel resamples with soxr: pip install 'callbench[audio]'")
-NOISY = AudioChannel(noise=LineNoise(kind="white", snr_db=20), packet_loss=PacketLoss(rate=0.05, mean_burst=2))
+NOISY = AudioChannel(
+    noise=LineNoise(kind="white", snr_db=20), packet_loss=PacketLoss(rate=0.05, mean_burst=2)
+)
 FACTS: dict[str, object] = {"name": "Meena Patel", "farmer_id": "F-2231"}
 SAID = "My farmer ID is 4 8 2 1 5, this is Meena Patel"
 
@@ -30,13 +32,16 @@ def _pipeline(cache: Path, **asr_kw: bool) -> tuple[VoicePipeline, ToneTTS, Tone
     return VoicePipeline(tts=tts, asr=asr, cache_dir=cache), tts, asr
 
 
-def _channel(pipe: VoicePipeline, program: ChannelProgram | None = None, seed: int = 11, cfg: AudioChannel = NOISY) -> Channel:
+def _channel(
+    pipe: VoicePipeline, program: ChannelProgram | None = None, seed: int = 11, cfg: AudioChannel = NOISY
+) -> Channel:
     return Channel(program or ChannelProgram(), seed, FACTS, voice=VoiceLine(pipe, cfg), language="en-IN")
 
 
 def test_recognised_text_replaces_authored_events_and_vad_splits_it(tmp_path: Path) -> None:
     program = ChannelProgram(
-        asr_events=[AsrEvent(kind="drop", span="Meena", turn=1)], seeded_noise=True,
+        asr_events=[AsrEvent(kind="drop", span="Meena", turn=1)],
+        seeded_noise=True,
         vad_splits=[VadSplit(turn=1, after=["ID is"])],
     )
     pipe, _, _ = _pipeline(tmp_path)
@@ -44,15 +49,20 @@ def test_recognised_text_replaces_authored_events_and_vad_splits_it(tmp_path: Pa
     assert out.voice is not None
     heard = out.voice.observed
     assert heard.startswith("My farmer ID is 4 8 2 1 ") and heard.endswith(", this is Meena Patel")
-    assert out.fragments == ["My farmer ID is", heard[len("My farmer ID is "):]]
+    assert out.fragments == ["My farmer ID is", heard[len("My farmer ID is ") :]]
     kinds = [(e.kind, e.applied, e.program_path) for e in out.events]
-    assert kinds == [("drop", False, "channel.asr_events.0"), ("seeded_substitute", False, None),
-                     ("vad_split", True, "channel.vad_splits.0")]
+    assert kinds == [
+        ("drop", False, "channel.asr_events.0"),
+        ("seeded_substitute", False, None),
+        ("vad_split", True, "channel.vad_splits.0"),
+    ]
     assert "replaced by the voice channel" in out.events[0].detail
     assert out.voice.replaced == ["channel.asr_events.0"]
     digit_ok = heard[len("My farmer ID is 4 8 2 1 ")] == "5"
     assert [(e.kind, e.text, e.survived) for e in out.voice.entities] == [
-        ("digits", "4 8 2 1 5", digit_ok), ("name", "Meena Patel", True)]
+        ("digits", "4 8 2 1 5", digit_ok),
+        ("name", "Meena Patel", True),
+    ]
     assert out.voice.wer == (0.0 if digit_ok else 1 / 13)  # 13 intended words, one digit misheard
     assert out.voice.tts["name"] == "tone-tts" and out.voice.line["noise"]["snr_db"] == 20
 
@@ -68,8 +78,10 @@ def test_same_text_and_seed_give_the_same_observed_text_for_every_candidate(tmp_
     assert seen_a is not None and seen_b is not None
     assert seen_a.observed == seen_b.observed and seen_a.lost_frames == seen_b.lost_frames
     # other seeds meet other noise: the misheard digit follows the line's draws
-    heard = {_channel(_pipeline(tmp_path / f"s{s}")[0], seed=s).render(SAID, 1, []).voice.observed  # type: ignore[union-attr]
-             for s in range(6)}
+    heard = {
+        _channel(_pipeline(tmp_path / f"s{s}")[0], seed=s).render(SAID, 1, []).voice.observed  # type: ignore[union-attr]
+        for s in range(6)
+    }
     assert len(heard) > 1
 
 
@@ -99,9 +111,17 @@ async def test_an_episode_through_the_voice_channel(bundle: Bundle, dairy, tmp_p
     agent, scen = dairy
     pipe, _, _ = _pipeline(tmp_path)
     trace = await run_episode(
-        agent, scen, candidate=create_scripted("scripted:reference", None, bundle),
-        caller=create_scripted("scripted:plan", None, bundle), bundle_name="b", bundle_version="1",
-        bundle_hash="h", episode_id="ep-voice", run_seed=3, repeat=0, voice=VoiceLine(pipe, NOISY),
+        agent,
+        scen,
+        candidate=create_scripted("scripted:reference", None, bundle),
+        caller=create_scripted("scripted:plan", None, bundle),
+        bundle_name="b",
+        bundle_version="1",
+        bundle_hash="h",
+        episode_id="ep-voice",
+        run_seed=3,
+        repeat=0,
+        voice=VoiceLine(pipe, NOISY),
     )
     assert not trace.skipped and trace.caller_turns
     for turn in trace.caller_turns:

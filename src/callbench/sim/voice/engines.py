@@ -86,7 +86,9 @@ def primary(language: str) -> str:
 
 def _run(cmd: list[str], *, what: str, stdin: bytes | None = None) -> bytes:
     try:
-        done = subprocess.run(cmd, input=stdin, capture_output=True, timeout=SUBPROCESS_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            cmd, input=stdin, capture_output=True, timeout=SUBPROCESS_TIMEOUT_S, check=False
+        )
     except FileNotFoundError:
         raise VoiceEngineError(f"{what}: {cmd[0]} is not installed") from None
     except subprocess.TimeoutExpired:
@@ -109,10 +111,14 @@ class EspeakTTS:
 
     stress_channel = True
 
-    def __init__(self, *, wpm: int = 160, voices: dict[str, str] | None = None, binary: str = "espeak-ng") -> None:
+    def __init__(
+        self, *, wpm: int = 160, voices: dict[str, str] | None = None, binary: str = "espeak-ng"
+    ) -> None:
         path = shutil.which(binary)
         if path is None:
-            raise VoiceEngineError(f"espeak-ng is not installed ({binary} not on PATH; Debian: apt-get install espeak-ng)")
+            raise VoiceEngineError(
+                f"espeak-ng is not installed ({binary} not on PATH; Debian: apt-get install espeak-ng)"
+            )
         self.binary = path
         self.voices = {"en": "en-us", **(voices or {})}
         version = _run([path, "--version"], what="espeak-ng --version").decode().split()
@@ -138,24 +144,32 @@ class PiperTTS:
     two syntheses of one text differ slightly: the voice cache (content-keyed) is what makes a
     caller's audio identical across candidates and replays."""
 
-    def __init__(self, model: Path, *, language: str = "en", python: str | None = None,
-                 length_scale: float | None = None) -> None:
+    def __init__(
+        self,
+        model: Path,
+        *,
+        language: str = "en",
+        python: str | None = None,
+        length_scale: float | None = None,
+    ) -> None:
         self.model = Path(model)
         if not self.model.is_file() or not self.model.with_name(self.model.name + ".json").is_file():
-            raise VoiceEngineError(f"piper voice {self.model}: the .onnx file and its .onnx.json must both exist")
+            raise VoiceEngineError(
+                f"piper voice {self.model}: the .onnx file and its .onnx.json must both exist"
+            )
         self.python = python or sys.executable
         try:
             import importlib.metadata as md
 
             ver = md.version("piper-tts")
-        except Exception:  # noqa: BLE001 - an uninstalled piper is reported by name
+        except Exception:
             raise VoiceEngineError("piper-tts is not installed: pip install 'callbench[audio]'") from None
         self.length_scale = length_scale
         settings: dict[str, Any] = {"voice": self.model.stem, "language": language}
         if length_scale is not None:
             settings["length_scale"] = length_scale
         self.info = EngineInfo("piper", ver, settings)
-        self.languages = frozenset({primary(language)})
+        self.languages: frozenset[str] | None = frozenset({primary(language)})
 
     def synthesize(self, text: str, language: str) -> Audio:
         with tempfile.TemporaryDirectory(prefix="callbench-piper-") as tmp:
@@ -173,7 +187,7 @@ class PiperTTS:
 def max_tokens(seconds: float) -> int:
     """The output bound for an utterance of ``seconds``: 8 tokens per second plus 16. Read speech
     runs at about 2.5-3.5 words (3-5 tokens) a second, so only a looping decode reaches it."""
-    return int(math.ceil(8.0 * seconds)) + 16
+    return math.ceil(8.0 * seconds) + 16
 
 
 class WhisperASR:
@@ -186,10 +200,19 @@ class WhisperASR:
     utterance is a separate ``transcribe`` call, so no decoder state carries between utterances.
     Raises :class:`VoiceEngineError` when faster-whisper is missing or the folder is incomplete."""
 
-    def __init__(self, model_dir: Path, *, label: str, languages: frozenset[str] | None = frozenset({"en"}),
-                 compute_type: str = "int8", threads: int = 1) -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        label: str,
+        languages: frozenset[str] | None = frozenset({"en"}),
+        compute_type: str = "int8",
+        threads: int = 1,
+    ) -> None:
         self.model_dir = Path(model_dir)
-        missing = [f for f in ("model.bin", "config.json", "tokenizer.json") if not (self.model_dir / f).is_file()]
+        missing = [
+            f for f in ("model.bin", "config.json", "tokenizer.json") if not (self.model_dir / f).is_file()
+        ]
         if missing:
             raise VoiceEngineError(f"whisper model folder {self.model_dir}: missing {', '.join(missing)}")
         try:
@@ -197,25 +220,44 @@ class WhisperASR:
 
             from faster_whisper import WhisperModel
         except ImportError:
-            raise VoiceEngineError("faster-whisper is not installed: pip install 'callbench[audio]'") from None
-        self._model = WhisperModel(str(self.model_dir), device="cpu", compute_type=compute_type,
-                                   cpu_threads=threads, num_workers=1)
+            raise VoiceEngineError(
+                "faster-whisper is not installed: pip install 'callbench[audio]'"
+            ) from None
+        self._model = WhisperModel(
+            str(self.model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads, num_workers=1
+        )
         self.languages = languages
         self.info = EngineInfo(
             "faster-whisper",
             f"{md.version('faster-whisper')}+ct2-{md.version('ctranslate2')}",
-            {"model": label, "compute_type": compute_type, "beam_size": 1, "temperature": 0.0,
-             "condition_on_previous_text": False, "vad_filter": False, "max_tokens": "8/s+16"},
+            {
+                "model": label,
+                "compute_type": compute_type,
+                "beam_size": 1,
+                "temperature": 0.0,
+                "condition_on_previous_text": False,
+                "vad_filter": False,
+                "max_tokens": "8/s+16",
+            },
         )
 
     def transcribe(self, audio: Audio, language: str) -> Recognition:
         x = resample(audio.samples, audio.rate, ASR_RATE)
         bound = max_tokens(audio.seconds)
         segments, _ = self._model.transcribe(
-            x, language=primary(language), task="transcribe", beam_size=1, best_of=1,
-            temperature=0.0, condition_on_previous_text=False, initial_prompt=None,
-            vad_filter=False, without_timestamps=True, max_new_tokens=bound,
-            word_timestamps=False, log_progress=False,
+            x,
+            language=primary(language),
+            task="transcribe",
+            beam_size=1,
+            best_of=1,
+            temperature=0.0,
+            condition_on_previous_text=False,
+            initial_prompt=None,
+            vad_filter=False,
+            without_timestamps=True,
+            max_new_tokens=bound,
+            word_timestamps=False,
+            log_progress=False,
         )
         texts, tokens, truncated = [], 0, False
         for seg in segments:

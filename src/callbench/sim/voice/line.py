@@ -102,7 +102,9 @@ def resample(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
     return np.asarray(soxr.resample(x.astype(np.float32), rate_in, rate_out, quality="HQ"), np.float32)
 
 
-def band_pass_taps(rate: int = LINE_RATE, low: float = 300.0, high: float = 3400.0, taps: int = _TAPS) -> np.ndarray:
+def band_pass_taps(
+    rate: int = LINE_RATE, low: float = 300.0, high: float = 3400.0, taps: int = _TAPS
+) -> np.ndarray:
     """Windowed-sinc band-pass FIR (Hamming), unit gain at the band centre; ``taps`` odd."""
     n = np.arange(taps) - (taps - 1) / 2.0
 

@@ -92,8 +92,17 @@ class VoicePipeline:
             atomic_write_bytes(path, data, sync=False)
         return read_wav(data, where=str(path)), hashlib.sha256(data).hexdigest()
 
-    def observe(self, intended: str, language: str, cfg: AudioChannel, *, channel_seed: int, occurrence: int,
-                turn: int, facts: dict[str, object] | None = None) -> VoiceEvent:
+    def observe(
+        self,
+        intended: str,
+        language: str,
+        cfg: AudioChannel,
+        *,
+        channel_seed: int,
+        occurrence: int,
+        turn: int,
+        facts: dict[str, object] | None = None,
+    ) -> VoiceEvent:
         """Speak ``intended``, carry it over the line and recognise it; return the full record.
 
         Raises :class:`~callbench.sim.voice.engines.VoiceEngineError` when an engine fails."""
@@ -104,8 +113,15 @@ class VoicePipeline:
         with self._lock:
             audio, audio_sha = self._synthesize(spoken, language)
             self.stats.audio_seconds += audio.seconds
-            akey = _key({"audio": audio_sha, "line": line_settings, "seed": line_seed,
-                         "asr": self.asr.info.as_dict(), "language": language})
+            akey = _key(
+                {
+                    "audio": audio_sha,
+                    "line": line_settings,
+                    "seed": line_seed,
+                    "asr": self.asr.info.as_dict(),
+                    "language": language,
+                }
+            )
             apath = self.cache_dir / "asr" / f"{akey}.json"
             cached: dict[str, Any] | None = None
             if apath.is_file():
@@ -123,13 +139,29 @@ class VoicePipeline:
                 out = run_line(audio, cfg, rng, self._noise_file(cfg, audio.rate))
                 rec = self.asr.transcribe(out.audio, language)
                 lost, frames = out.lost_frames, out.frames
-                blob = {"text": rec.text, "truncated": rec.truncated, "tokens": rec.tokens,
-                        "lost_frames": lost, "frames": frames}
+                blob = {
+                    "text": rec.text,
+                    "truncated": rec.truncated,
+                    "tokens": rec.tokens,
+                    "lost_frames": lost,
+                    "frames": frames,
+                }
                 atomic_write_bytes(apath, json.dumps(blob, sort_keys=True).encode("utf-8"), sync=False)
         ops = align(words(intended), words(rec.text))
         return VoiceEvent(
-            turn=turn, intended=intended, spoken=spoken, observed=rec.text, truncated=rec.truncated,
-            tts=self.tts.info.as_dict(), asr=self.asr.info.as_dict(), line=line_settings,
-            audio_sha256=audio_sha, audio_seconds=round(audio.seconds, 3), lost_frames=lost, frames=frames,
-            wer=wer(ops), alignment=ops, entities=entities(intended, rec.text, facts),
+            turn=turn,
+            intended=intended,
+            spoken=spoken,
+            observed=rec.text,
+            truncated=rec.truncated,
+            tts=self.tts.info.as_dict(),
+            asr=self.asr.info.as_dict(),
+            line=line_settings,
+            audio_sha256=audio_sha,
+            audio_seconds=round(audio.seconds, 3),
+            lost_frames=lost,
+            frames=frames,
+            wer=wer(ops),
+            alignment=ops,
+            entities=entities(intended, rec.text, facts),
         )

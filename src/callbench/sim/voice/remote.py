@@ -37,7 +37,7 @@ def _post(url: str, body: bytes, headers: dict[str, str], *, what: str, retry_af
     for attempt in (0, 1):
         req = urllib.request.Request(url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:  # noqa: S310 - a user-set URL
+            with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
                 return bytes(resp.read())
         except urllib.error.HTTPError as e:
             detail = e.read()[:300].decode("utf-8", "replace")
@@ -56,15 +56,31 @@ def _post(url: str, body: bytes, headers: dict[str, str], *, what: str, retry_af
 class RemoteTTS:
     """An OpenAI-compatible ``audio/speech`` endpoint (``base_url`` such as ``https://host/v1``)."""
 
-    def __init__(self, base_url: str, *, model: str, voice: str, api_key_env: str | None = "OPENAI_API_KEY",
-                 retry_after_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str,
+        voice: str,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        retry_after_s: float = 1.0,
+    ) -> None:
         self.url = base_url.rstrip("/") + "/audio/speech"
-        self.model, self.voice, self.api_key_env, self.retry_after_s = model, voice, api_key_env, retry_after_s
-        self.info = EngineInfo("openai-audio-speech", "v1", {"base_url": base_url.rstrip("/"), "model": model, "voice": voice})
+        self.model, self.voice, self.api_key_env, self.retry_after_s = (
+            model,
+            voice,
+            api_key_env,
+            retry_after_s,
+        )
+        self.info = EngineInfo(
+            "openai-audio-speech", "v1", {"base_url": base_url.rstrip("/"), "model": model, "voice": voice}
+        )
         self.languages: frozenset[str] | None = None
 
     def synthesize(self, text: str, language: str) -> Audio:
-        body = json.dumps({"model": self.model, "input": text, "voice": self.voice, "response_format": "wav"}).encode()
+        body = json.dumps(
+            {"model": self.model, "input": text, "voice": self.voice, "response_format": "wav"}
+        ).encode()
         headers = {"Content-Type": "application/json", **_headers(self.api_key_env)}
         data = _post(self.url, body, headers, what="remote TTS", retry_after_s=self.retry_after_s)
         return read_wav(data, where=f"remote TTS answer from {self.url}")
@@ -75,10 +91,14 @@ def multipart(fields: dict[str, str], files: dict[str, tuple[str, bytes, str]]) 
     boundary = f"callbench-{uuid.uuid4().hex}"
     out: list[bytes] = []
     for name, value in fields.items():
-        out.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode())
+        out.append(
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        )
     for name, (filename, data, ctype) in files.items():
-        head = (f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
-                f"Content-Type: {ctype}\r\n\r\n")
+        head = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
+            f"Content-Type: {ctype}\r\n\r\n"
+        )
         out.append(head.encode() + data + b"\r\n")
     out.append(f"--{boundary}--\r\n".encode())
     return b"".join(out), f"multipart/form-data; boundary={boundary}"
@@ -88,16 +108,30 @@ class RemoteASR:
     """An OpenAI-compatible ``audio/transcriptions`` endpoint; sends 16-bit WAV, language fixed,
     temperature 0."""
 
-    def __init__(self, base_url: str, *, model: str, api_key_env: str | None = "OPENAI_API_KEY",
-                 retry_after_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        retry_after_s: float = 1.0,
+    ) -> None:
         self.url = base_url.rstrip("/") + "/audio/transcriptions"
         self.model, self.api_key_env, self.retry_after_s = model, api_key_env, retry_after_s
-        self.info = EngineInfo("openai-audio-transcriptions", "v1",
-                               {"base_url": base_url.rstrip("/"), "model": model, "temperature": 0.0})
+        self.info = EngineInfo(
+            "openai-audio-transcriptions",
+            "v1",
+            {"base_url": base_url.rstrip("/"), "model": model, "temperature": 0.0},
+        )
         self.languages: frozenset[str] | None = None
 
     def transcribe(self, audio: Audio, language: str) -> Recognition:
-        fields = {"model": self.model, "language": primary(language), "temperature": "0", "response_format": "json"}
+        fields = {
+            "model": self.model,
+            "language": primary(language),
+            "temperature": "0",
+            "response_format": "json",
+        }
         body, ctype = multipart(fields, {"file": ("utterance.wav", write_wav(audio), "audio/wav")})
         headers = {"Content-Type": ctype, **_headers(self.api_key_env)}
         raw = _post(self.url, body, headers, what="remote ASR", retry_after_s=self.retry_after_s)
@@ -105,7 +139,9 @@ class RemoteASR:
             data: Any = json.loads(raw)
             text = data["text"]
         except (ValueError, KeyError, TypeError):
-            raise VoiceEngineError(f"remote ASR: {self.url} answered without a JSON 'text' field: {raw[:200]!r}") from None
+            raise VoiceEngineError(
+                f"remote ASR: {self.url} answered without a JSON 'text' field: {raw[:200]!r}"
+            ) from None
         if not isinstance(text, str):
             raise VoiceEngineError(f"remote ASR: {self.url} answered a non-string 'text'")
         return Recognition(text.strip())

@@ -17,10 +17,22 @@ from __future__ import annotations
 
 import re
 import unicodedata
+
 from callbench.trace import Entity, WordOp
 
-_NUM = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
-        "six": "6", "seven": "7", "eight": "8", "nine": "9"}
+_NUM = {
+    "zero": "0",
+    "oh": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+}
 _AMOUNT = re.compile(
     r"[$£€₹]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:dollars?|euros?|pounds?|rupees?|usd|eur|gbp|inr)\b",
     re.IGNORECASE,
@@ -100,7 +112,7 @@ def entities(intended: str, observed: str, facts: dict[str, object] | None = Non
     taken: list[tuple[int, int]] = []
     for m in _AMOUNT.finditer(intended):
         digits = _digits(m.group())
-        survived = digits in seen_digits or digits.rstrip("0") in seen_digits and digits.endswith("00")
+        survived = digits in seen_digits or (digits.rstrip("0") in seen_digits and digits.endswith("00"))
         out.append(Entity(kind="amount", text=m.group().strip(), survived=bool(digits) and survived))
         taken.append(m.span())
     for m in _DIGITS.finditer(intended):
@@ -126,6 +138,7 @@ def speakable(text: str) -> str:
     """The caller's text as it is spoken: digit runs of four or more (account, phone and card
     numbers) read digit by digit ("48215" -> "4 8 2 1 5"); amounts, years in words and short
     numbers are left to the voice."""
+
     def spaced(m: re.Match[str]) -> str:
         return " ".join(m.group())
 

