@@ -8,14 +8,30 @@ reads the recogniser's earlier output instead of running it again (:mod:`callben
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from callbench.bundle.models import Bundle, Scenario
 from callbench.runs.plan import ScenarioFilters, plan_episodes
+from callbench.sim.voice.setup import ChannelMode, VoiceSettings
 
 if TYPE_CHECKING:
-    from callbench.runs.executor import RunConfig
     from callbench.sim.voice.pipeline import VoiceLine
+
+
+class RunConfig(Protocol):
+    """The fields of :class:`callbench.runs.executor.RunConfig` read here."""
+
+    @property
+    def candidates(self) -> Any: ...
+    @property
+    def filters(self) -> ScenarioFilters: ...
+    @property
+    def channel(self) -> ChannelMode: ...
+    @property
+    def voice(self) -> VoiceSettings: ...
+    @property
+    def out(self) -> Path: ...
+
 
 CACHE_FOLDER = "voice-cache"
 
