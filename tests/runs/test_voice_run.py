@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.fakes.voice_engines import ToneASR, ToneTTS
 from typer.testing import CliRunner
 
 from callbench.cli import app
 from callbench.sim.voice import setup
-from tests.fakes.voice_engines import ToneASR, ToneTTS
 
 from .conftest import DAIRY
 
@@ -21,18 +21,41 @@ ROLES = ["--caller", "scripted:plan", "--task-judge", "scripted:met", "--convers
 
 
 def test_an_offline_voice_for_gujarati_is_refused_in_one_line(tmp_path: Path) -> None:
-    args = ["run", str(STARTER), "--candidate", "scripted:reference", *ROLES, "--channel", "audio",
-            "--scenarios", "dairy_callback_before_cutoff", "--out", str(tmp_path / "r"), "--no-grade"]
+    args = [
+        "run",
+        str(STARTER),
+        "--candidate",
+        "scripted:reference",
+        *ROLES,
+        "--channel",
+        "audio",
+        "--scenarios",
+        "dairy_callback_before_cutoff",
+        "--out",
+        str(tmp_path / "r"),
+        "--no-grade",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert lines == ["error: scenario dairy_callback_before_cutoff is in gu-IN, and the offline voice channel "
-                     "is English only; use --voice openai with a provider, or --channel text"]
+    assert lines == [
+        "error: scenario dairy_callback_before_cutoff is in gu-IN, and the offline voice channel "
+        "is English only; use --voice openai with a provider, or --channel text"
+    ]
 
 
 def test_a_bad_channel_name_is_refused(tmp_path: Path) -> None:
-    args = ["run", str(DAIRY), "--candidate", "scripted:reference", *ROLES, "--channel", "phone",
-            "--out", str(tmp_path / "r")]
+    args = [
+        "run",
+        str(DAIRY),
+        "--candidate",
+        "scripted:reference",
+        *ROLES,
+        "--channel",
+        "phone",
+        "--out",
+        str(tmp_path / "r"),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "--channel 'phone': expected text or audio" in result.output
 
@@ -42,14 +65,31 @@ def _traces(run: Path) -> list[dict]:
 
 
 def test_a_run_through_the_voice_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("soxr", reason="the voice channel resamples with soxr: pip install 'callbench[audio]'")
+    pytest.importorskip(
+        "soxr", reason="the voice channel resamples with soxr: pip install 'callbench[audio]'"
+    )
     tts = ToneTTS()
     asr = ToneASR(tts)
     monkeypatch.setattr(setup, "_built", {})
     monkeypatch.setattr(setup, "build_engines", lambda settings: (tts, asr))
     out = tmp_path / "r"
-    args = ["run", str(DAIRY), "--candidate", "scripted:reference", "--candidate", "scripted:talk", *ROLES,
-            "--channel", "audio", "--out", str(out), "--no-grade", "--no-preflight", "--seed", "5"]
+    args = [
+        "run",
+        str(DAIRY),
+        "--candidate",
+        "scripted:reference",
+        "--candidate",
+        "scripted:talk",
+        *ROLES,
+        "--channel",
+        "audio",
+        "--out",
+        str(out),
+        "--no-grade",
+        "--no-preflight",
+        "--seed",
+        "5",
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
@@ -58,7 +98,9 @@ def test_a_run_through_the_voice_channel(tmp_path: Path, monkeypatch: pytest.Mon
     assert len(traces) == 2
     for t in traces:
         turn = t["caller_turns"][0]
-        assert turn["voice"]["intended"] == turn["intended"] and turn["observed"] == [turn["voice"]["observed"]]
+        assert turn["voice"]["intended"] == turn["intended"] and turn["observed"] == [
+            turn["voice"]["observed"]
+        ]
     # both candidates heard the caller's identical first turn identically; its audio was made once
     first = [t["caller_turns"][0] for t in traces]
     assert first[0]["intended"] == first[1]["intended"]
