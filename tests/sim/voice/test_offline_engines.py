@@ -35,7 +35,7 @@ def whisper(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
 
 @needs_audio
 def test_piper_through_g711_into_whisper_keeps_the_account_number(whisper, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from callbench.sim.voice.engines import PiperTTS
+    from callbench.sim.voice.piper import PiperTTS
     from callbench.sim.voice.pipeline import VoicePipeline
 
     pipe = VoicePipeline(
@@ -49,6 +49,24 @@ def test_piper_through_g711_into_whisper_keeps_the_account_number(whisper, tmp_p
     assert rec.entities[0].kind == "digits" and rec.entities[0].survived
     assert rec.tts["name"] == "piper" and rec.asr["settings"]["beam_size"] == 1 and not rec.truncated
     assert 1.5 < rec.audio_seconds < 6
+
+
+@needs_audio
+def test_one_piper_process_speaks_every_turn(tmp_path: Path) -> None:
+    from callbench.sim.voice.piper import PiperTTS
+
+    tts = PiperTTS(weights.piper_joe_model(root=tmp_path))
+    try:
+        short = tts.synthesize("Yes.", "en")
+        assert tts._proc is not None
+        pid = tts._proc.pid
+        long = tts.synthesize("My phone number is 9 8 7 6 5 4 3 2 1 0, thank you.", "en")
+        assert tts._proc.pid == pid and short.rate == long.rate == 22050
+        assert 0.2 < short.seconds < 1.5 < 3.0 < long.seconds < 9.0
+        assert tts._dir is not None and not list(tts._dir.glob("*.wav"))  # turn and fence files removed
+    finally:
+        tts.close()
+    assert tts._proc is None
 
 
 @needs_audio

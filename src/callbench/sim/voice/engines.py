@@ -7,8 +7,8 @@ Local engines here:
 - :class:`EspeakTTS`: espeak-ng (Debian package ``espeak-ng``) as a subprocess. A formant voice:
   a recogniser makes errors on it that real callers do not cause, so it is the labelled *stress
   channel*, never the default;
-- :class:`PiperTTS`: piper-tts run as a subprocess (``python -m piper``; piper is GPL, so it is
-  never imported), with a voice ``.onnx`` file;
+- :class:`~callbench.sim.voice.piper.PiperTTS` (in :mod:`.piper`): piper-tts run as a long-lived
+  subprocess (``python -m piper``; piper is GPL, so it is never imported), with a voice ``.onnx``;
 - :class:`WhisperASR`: faster-whisper (CTranslate2) with fixed language, beam 1, temperature 0
   only (no sampled re-decode), no conditioning on previous text, each utterance decoded on its
   own, and an output bound of :func:`max_tokens` so that a looping decode ends truncated.
@@ -23,8 +23,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -131,54 +129,6 @@ class EspeakTTS:
         voice = self.voices.get(primary(language), primary(language))
         wav = _run([self.binary, "-v", voice, "-s", str(self.wpm), "--stdout", text], what="espeak-ng")
         return read_wav(wav, where="espeak-ng output")
-
-
-# ------------------------------------------------------------------ piper (subprocess only)
-
-
-class PiperTTS:
-    """piper-tts as a subprocess (``python -m piper -m <voice.onnx> -f <out.wav>``, text on stdin).
-
-    ``model`` is a voice ``.onnx`` file with its ``.onnx.json`` beside it; ``language`` the primary
-    subtag it speaks (``en`` for ``en_US-joe-medium``). Piper's generator noise is not seeded, so
-    two syntheses of one text differ slightly: the voice cache (content-keyed) is what makes a
-    caller's audio identical across candidates and replays."""
-
-    def __init__(
-        self,
-        model: Path,
-        *,
-        language: str = "en",
-        python: str | None = None,
-        length_scale: float | None = None,
-    ) -> None:
-        self.model = Path(model)
-        if not self.model.is_file() or not self.model.with_name(self.model.name + ".json").is_file():
-            raise VoiceEngineError(
-                f"piper voice {self.model}: the .onnx file and its .onnx.json must both exist"
-            )
-        self.python = python or sys.executable
-        try:
-            import importlib.metadata as md
-
-            ver = md.version("piper-tts")
-        except Exception:
-            raise VoiceEngineError("piper-tts is not installed: pip install 'callbench[audio]'") from None
-        self.length_scale = length_scale
-        settings: dict[str, Any] = {"voice": self.model.stem, "language": language}
-        if length_scale is not None:
-            settings["length_scale"] = length_scale
-        self.info = EngineInfo("piper", ver, settings)
-        self.languages: frozenset[str] | None = frozenset({primary(language)})
-
-    def synthesize(self, text: str, language: str) -> Audio:
-        with tempfile.TemporaryDirectory(prefix="callbench-piper-") as tmp:
-            out = Path(tmp) / "out.wav"
-            cmd = [self.python, "-m", "piper", "-m", str(self.model), "-f", str(out)]
-            if self.length_scale is not None:
-                cmd += ["--length-scale", str(self.length_scale)]
-            _run(cmd, what="piper", stdin=text.replace("\n", " ").encode("utf-8"))
-            return read_wav(out.read_bytes(), where="piper output")
 
 
 # ------------------------------------------------------------------ faster-whisper
