@@ -35,8 +35,8 @@ def whisper(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
 
 @needs_audio
 def test_piper_through_g711_into_whisper_keeps_the_account_number(whisper, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from callbench.sim.voice.piper import PiperTTS
     from callbench.sim.voice.pipeline import VoicePipeline
+    from callbench.sim.voice.piper import PiperTTS
 
     pipe = VoicePipeline(
         tts=PiperTTS(weights.piper_joe_model(root=tmp_path)), asr=whisper, cache_dir=tmp_path

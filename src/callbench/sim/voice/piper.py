@@ -72,7 +72,7 @@ class PiperTTS:
             return self._proc
         self.close()
         self._dir = Path(tempfile.mkdtemp(prefix="callbench-piper-"))
-        self._err = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process; closed in close()
         cmd = [self.python, "-m", "piper", "-m", str(self.model), "--output-dir", str(self._dir)]
         if self.length_scale is not None:
             cmd += ["--length-scale", str(self.length_scale)]

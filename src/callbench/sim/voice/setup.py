@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict
 from callbench.bundle.audio import AudioChannel
 from callbench.bundle.models import Scenario
 from callbench.sim.voice.engines import ASREngine, EspeakTTS, TTSEngine, WhisperASR, cpu_threads
-from callbench.sim.voice.piper import PiperTTS
 from callbench.sim.voice.pipeline import VoiceLine, VoicePipeline
+from callbench.sim.voice.piper import PiperTTS
 from callbench.sim.voice.remote import RemoteASR, RemoteTTS
 
 
