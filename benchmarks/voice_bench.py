@@ -102,7 +102,7 @@ def main() -> int:
         for t in TURNS:
             tts.synthesize(t, "en-US")
         print(
-            f"synthesis alone: {cpu() - c0:.2f} CPU-s for the nine turns (the rest of 'cold' is the line and ASR)"
+            f"synthesis alone: {cpu() - c0:.2f} CPU-s for the nine turns (the rest of 'cold': line and ASR)"
         )
         print(
             f"{'condition':<10} {'audio s':>8} {'cold CPU-s':>10} {'/audio s':>9} {'warm CPU-s':>10} "
