@@ -61,7 +61,7 @@ def test_a_bad_channel_name_is_refused(tmp_path: Path) -> None:
 
 
 def _traces(run: Path) -> list[dict]:
-    return [json.loads(gzip.open(p).read()) for p in sorted((run / "traces").glob("*.json.gz"))]
+    return [json.loads(gzip.decompress(p.read_bytes())) for p in sorted((run / "traces").glob("*.json.gz"))]
 
 
 def test_a_run_through_the_voice_channel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
