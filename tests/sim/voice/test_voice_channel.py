@@ -4,6 +4,7 @@ replaced (and recorded), VAD splits on the recognised text, pairing across candi
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from tests.fakes.voice_engines import ToneASR, ToneTTS
 
 from callbench.bundle.audio import AudioChannel, LineNoise, PacketLoss
 from callbench.bundle.models import AsrEvent, Bundle, ChannelProgram, VadSplit
+from callbench.models.base import InfrastructureError
 from callbench.models.scripted.models import create_scripted
 from callbench.sim.channel import Channel
 from callbench.sim.episode import run_episode
@@ -147,3 +149,21 @@ def test_which_scenarios_are_spoken_and_the_language_refusal(dairy) -> None:  # 
     assert line.startswith("scenario hi_call is in hi-IN, and the offline voice channel is English only")
     assert refuse_languages([hindi], "text", VoiceSettings()) is None
     assert refuse_languages([hindi], None, VoiceSettings(engines="openai", base_url="http://x/v1")) is None
+
+
+def test_a_noise_recording_is_mixed_in_and_its_hash_recorded(tmp_path: Path) -> None:
+    import numpy as np
+
+    from callbench.sim.voice.line import Audio, write_wav
+
+    rec = np.random.default_rng(0).standard_normal(8000).astype(np.float32) * 0.1
+    (tmp_path / "cafe.wav").write_bytes(write_wav(Audio(rec, 8000)))
+    cfg = AudioChannel(noise=LineNoise(kind="file", path="cafe.wav", snr_db=0))
+    tts = ToneTTS()
+    pipe = VoicePipeline(tts=tts, asr=ToneASR(tts), cache_dir=tmp_path / "c", bundle_root=tmp_path)
+    ev = _channel(pipe, cfg=cfg).render(SAID, 1, []).voice
+    assert ev is not None and ev.line["noise"]["path"] == "cafe.wav"
+    assert ev.line["noise"]["sha256"] == hashlib.sha256((tmp_path / "cafe.wav").read_bytes()).hexdigest()
+    missing = AudioChannel(noise=LineNoise(kind="file", path="gone.wav"))
+    with pytest.raises(InfrastructureError, match=r"gone\.wav: cannot read the noise file"):
+        _channel(pipe, cfg=missing).render(SAID, 1, [])

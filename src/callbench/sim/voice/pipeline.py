@@ -70,11 +70,30 @@ class VoicePipeline:
     stats: CacheStats = field(default_factory=CacheStats)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _noise: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _noise_sha: dict[str, str] = field(default_factory=dict, repr=False)
 
-    def _noise_file(self, cfg: AudioChannel, rate: int) -> np.ndarray | None:
+    def _noise_path(self, cfg: AudioChannel) -> Path | None:
         if cfg.noise.kind != "file" or cfg.noise.path is None:
             return None
-        path = (self.bundle_root or Path(".")) / cfg.noise.path
+        return (self.bundle_root or Path(".")) / cfg.noise.path
+
+    def _noise_digest(self, cfg: AudioChannel) -> str | None:
+        """SHA-256 of the noise file's bytes (the bundle's content hash does not cover it), so a
+        changed recording is a new cache key and shows in the trace."""
+        path = self._noise_path(cfg)
+        if path is None:
+            return None
+        if str(path) not in self._noise_sha:
+            try:
+                self._noise_sha[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError as e:
+                raise ValueError(f"{path}: cannot read the noise file: {e.strerror or e}") from None
+        return self._noise_sha[str(path)]
+
+    def _noise_file(self, cfg: AudioChannel, rate: int) -> np.ndarray | None:
+        path = self._noise_path(cfg)
+        if path is None:
+            return None
         key = f"{path}@{rate}"
         if key not in self._noise:
             self._noise[key] = load_noise_file(path, rate)
@@ -109,7 +128,10 @@ class VoicePipeline:
         spoken = speakable(intended)
         text_sha = hashlib.sha256(spoken.encode("utf-8")).digest()
         line_seed = [channel_seed, int.from_bytes(text_sha[:8], "big"), occurrence]
-        line_settings = cfg.model_dump(mode="json")
+        line_settings: dict[str, Any] = cfg.model_dump(mode="json")
+        noise_sha = self._noise_digest(cfg)
+        if noise_sha is not None:
+            line_settings["noise"]["sha256"] = noise_sha
         with self._lock:
             audio, audio_sha = self._synthesize(spoken, language)
             self.stats.audio_seconds += audio.seconds
