@@ -108,3 +108,25 @@ def test_a_run_through_the_voice_channel(tmp_path: Path, monkeypatch: pytest.Mon
     assert (out / "voice-cache" / "asr").is_dir()
     said = {ct["intended"] for t in traces for ct in t["caller_turns"]}
     assert tts.calls == len(said)
+
+
+def test_a_second_run_folder_on_the_same_cache_never_reruns_the_engines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("soxr", reason="the line resamples with soxr: pip install 'callbench[audio]'")
+    tts = ToneTTS()
+    asr = ToneASR(tts)
+    monkeypatch.setattr(setup, "_built", {})
+    monkeypatch.setattr(setup, "build_engines", lambda settings: (tts, asr))
+    cache = tmp_path / "responses.sqlite"
+    base = ["run", str(DAIRY), "--candidate", "scripted:reference", *ROLES, "--channel", "audio",
+            "--no-grade", "--no-preflight", "--seed", "5", "--cache", str(cache)]  # fmt: skip
+    assert CliRunner().invoke(app, [*base, "--out", str(tmp_path / "r1")]).exit_code == 0
+    calls = (tts.calls, asr.calls)
+    assert calls[1] > 0 and (tmp_path / "responses.sqlite.voice" / "asr").is_dir()
+    assert not (tmp_path / "r1" / "voice-cache").exists()
+    assert CliRunner().invoke(app, [*base, "--out", str(tmp_path / "r2")]).exit_code == 0
+    assert (tts.calls, asr.calls) == calls  # replayed from the cache: no synthesis, no recognition
+    assert [t["caller_turns"] for t in _traces(tmp_path / "r1")] == [
+        t["caller_turns"] for t in _traces(tmp_path / "r2")
+    ]

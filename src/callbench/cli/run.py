@@ -359,7 +359,8 @@ def run(
         max_cost_usd=max_cost,
         channel=channel,
         voice=VoiceSettings(engines=voice, base_url=voice_base_url, tts_model=voice_tts_model,
-                            asr_model=voice_asr_model),
+                            asr_model=voice_asr_model,
+                            cache_dir=cache.with_name(cache.name + ".voice") if cache else None),
     )
     if dry_run:
         _dry_run(config)

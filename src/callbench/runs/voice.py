@@ -78,7 +78,9 @@ def prepare_voice(config: RunConfig, bundle: Bundle) -> dict[str, Any] | None:
 
 
 def cache_dir(config: RunConfig) -> Path:
-    return config.out / CACHE_FOLDER
+    """``voice.cache_dir`` when set (beside a shared response cache, so runs in other folders that
+    replay it hear the same transcripts), else ``<run>/voice-cache``."""
+    return config.voice.cache_dir or config.out / CACHE_FOLDER
 
 
 def voice_for(scenario: Scenario, config: RunConfig, bundle: Bundle) -> VoiceLine | None:

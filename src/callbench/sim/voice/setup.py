@@ -42,6 +42,7 @@ class VoiceSettings(BaseModel):
     tts_voice: str = "alloy"
     asr_remote_model: str = "whisper-1"
     api_key_env: str | None = "OPENAI_API_KEY"
+    cache_dir: Path | None = None  # None: the run folder's voice-cache
 
 
 ChannelMode = Literal["text", "audio"] | None
