@@ -74,6 +74,48 @@ class ChannelEvent(BaseModel):
     program_path: str | None = None  # authored events: scenario field path, e.g. channel.asr_events.2
 
 
+class WordOp(BaseModel):
+    """One step of a word alignment of intended to observed caller words: ``ok`` (same word),
+    ``sub``, ``del`` (intended word missing), ``ins`` (observed word never said)."""
+
+    op: Literal["ok", "sub", "del", "ins"]
+    intended: str | None = None
+    observed: str | None = None
+
+
+class Entity(BaseModel):
+    """A digit string, amount or name the caller said, and whether it reached the candidate intact."""
+
+    kind: Literal["digits", "amount", "name"]
+    text: str
+    survived: bool
+
+
+class VoiceEvent(BaseModel):
+    """The voice channel on one caller turn (:mod:`callbench.sim.voice`): the text as spoken, the
+    engines with their versions and settings, the line's settings and lost 20 ms frames, what the
+    recogniser heard (``observed``, before any VAD split; ``truncated`` when its decode hit the
+    output bound), the word alignment, WER (None: no intended words) and entity survival.
+    ``replaced`` lists the authored ASR events of the turn that the recogniser's output replaced."""
+
+    turn: int
+    intended: str
+    spoken: str
+    observed: str
+    truncated: bool = False
+    tts: dict[str, Any]
+    asr: dict[str, Any]
+    line: dict[str, Any]
+    audio_sha256: str
+    audio_seconds: float
+    lost_frames: int = 0
+    frames: int = 0
+    wer: float | None = None
+    alignment: list[WordOp] = Field(default_factory=list)
+    entities: list[Entity] = Field(default_factory=list)
+    replaced: list[str] = Field(default_factory=list)
+
+
 class CallerTurn(BaseModel):
     """One caller turn: ``intended`` is what the simulator said; ``observed`` what the candidate
     got (one string per fragment); ``message_indices`` the user messages carrying the fragments."""
@@ -85,6 +127,7 @@ class CallerTurn(BaseModel):
     expressed_steps: list[str] = Field(default_factory=list)
     done: bool = False
     channel_events: list[ChannelEvent] = Field(default_factory=list)
+    voice: VoiceEvent | None = None  # the voice channel's record (None: text channel)
     attempts: int = 1
     rejections: list[str] = Field(default_factory=list)
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from callbench.bundle.audio import AudioChannel
 from callbench.bundle.matchers import Matcher
 from callbench.bundle.state.models import StateSpec
 
@@ -253,6 +254,7 @@ class ChannelProgram(Strict):
     asr_events: list[AsrEvent] = Field(default_factory=list, max_length=50)
     seeded_noise: bool = False
     vad_splits: list[VadSplit] = Field(default_factory=list, max_length=50)
+    audio: AudioChannel | None = None  # the voice channel's line (bundle/audio.py); None: text only
 
 
 # ---------------------------------------------------------------- scenario: backend

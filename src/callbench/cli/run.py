@@ -64,6 +64,9 @@ def _execute_held(
         bundle = load_bundle(config.bundle_path)
         cands = [(c.spec, c.settings) for c in config.candidates]
         plan_episodes(bundle, cands, config.repeats, config.filters)
+        from callbench.runs.voice import prepare_voice
+
+        prepare_voice(config, bundle)  # a language without an offline voice is refused here, in one line
         cache = open_cache(cache_path, cache_mode)
         clients = build_clients(config, bundle, cache)
     except BundleError as e:
@@ -219,6 +222,24 @@ def run(
         help="Print the cost plan (episodes, requests, tokens and USD per role, with a low .. high "
         "span) and exit without calling any model or writing anything.",
     ),
+    channel: str | None = typer.Option(
+        None, "--channel",
+        help="text: every scenario through the text channel; audio: every scenario spoken (TTS), "
+        "carried over a phone line and recognised (ASR); default: the scenarios whose channel.audio "
+        "is enabled are spoken (docs/voice.md).",
+    ),
+    voice: str = typer.Option(
+        "offline", "--voice",
+        help="Voice engines: offline (piper + faster-whisper base, English only, needs the [audio] "
+        "extra), espeak (espeak-ng stress channel into the same recogniser), openai (an OpenAI-"
+        "compatible audio API at --voice-base-url, key in $OPENAI_API_KEY).",
+    ),
+    voice_base_url: str | None = typer.Option(
+        None, "--voice-base-url", help="OpenAI-compatible API for --voice openai."),
+    voice_tts_model: Path | None = typer.Option(
+        None, "--voice-tts-model", help="Your own piper voice (.onnx with its .onnx.json beside it)."),
+    voice_asr_model: Path | None = typer.Option(
+        None, "--voice-asr-model", help="Your own CTranslate2 whisper model folder (faster-whisper)."),
     max_cost: float | None = typer.Option(
         None, "--max-cost", min=0.000001,
         help="Budget in USD for the whole run folder: stop starting episodes when the spend plus the "
@@ -240,6 +261,7 @@ def run(
     from callbench.runs.executor import RoleSpec, RunConfig
     from callbench.runs.plan import ScenarioFilters
     from callbench.sim.episode import LoopLimits
+    from callbench.sim.voice.setup import VoiceSettings
 
     if out is None and not dry_run:
         typer.echo("error: --out: give the run folder (created; an existing run is resumed); only "
@@ -247,6 +269,12 @@ def run(
         raise typer.Exit(2)
     if executor not in ("local", "ray"):
         typer.echo(f"error: --executor {executor!r}: expected local or ray", err=True)
+        raise typer.Exit(2)
+    if channel not in (None, "text", "audio"):
+        typer.echo(f"error: --channel {channel!r}: expected text or audio", err=True)
+        raise typer.Exit(2)
+    if voice not in ("offline", "espeak", "openai"):
+        typer.echo(f"error: --voice {voice!r}: expected offline, espeak or openai", err=True)
         raise typer.Exit(2)
     if ray_address is not None and executor != "ray":
         typer.echo("error: --ray-address needs --executor ray", err=True)
@@ -296,6 +324,10 @@ def run(
         executor=executor,
         ray_address=ray_address,
         max_cost_usd=max_cost,
+        channel=channel,
+        voice=VoiceSettings(engines=voice, base_url=voice_base_url, tts_model=voice_tts_model,
+                            asr_model=voice_asr_model,
+                            cache_dir=cache.with_name(cache.name + ".voice") if cache else None),
     )
     if dry_run:
         _dry_run(config, new_run=out is None)

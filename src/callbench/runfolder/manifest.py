@@ -15,6 +15,7 @@ Names and format of the per-episode trace and grade files: :mod:`callbench.runfo
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -62,6 +63,8 @@ class RunManifest(BaseModel):
     repeats: int
     filters: dict[str, list[str] | int | None] = Field(default_factory=dict)
     loop_settings: dict[str, int | bool] = Field(default_factory=dict)
+    voice: dict[str, Any] | None = None
+    """The voice channel: mode (``--channel``), engines with versions and settings (None: text)."""
     planned: list[EpisodeKey] = Field(default_factory=list)
     started: str
     ended: str | None = None

@@ -34,7 +34,9 @@ from callbench.runs.budget import Budget, BudgetReached
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
 from callbench.runs.guard import limit_providers as guard_limit
 from callbench.runs.plan import ScenarioFilters, candidate_slug, plan_episodes
+from callbench.runs.voice import prepare_voice, voice_for
 from callbench.sim.episode import LoopLimits, run_episode
+from callbench.sim.voice.setup import ChannelMode, VoiceSettings
 from callbench.trace import EndReason, RoleInfo, Trace
 
 
@@ -79,6 +81,10 @@ class RunConfig(BaseModel):
     Not part of the run's identity: a run started on one may be resumed on the other."""
     ray_address: str | None = None
     """The Ray cluster for ``executor="ray"`` (``auto``, ``ray://host:10001``; None: start one)."""
+    channel: ChannelMode = None
+    """``audio``: every scenario through the voice channel; ``text``: none; None: the scenarios
+    whose ``channel.audio`` is enabled (:mod:`callbench.sim.voice.setup`)."""
+    voice: VoiceSettings = Field(default_factory=VoiceSettings)
     max_cost_usd: float | None = Field(default=None, gt=0)
     """Stop starting episodes before the run's spend would pass this many USD
     (:mod:`callbench.runs.budget`). Not part of the run's identity: resume with a higher one."""
@@ -129,6 +135,8 @@ def _compare(old: RunManifest, new: RunManifest) -> list[str]:
     if old.deployed_configs != new.deployed_configs:
         diffs.append("the deployed configuration changed (deployed_configs): "
                      "a new deployment is a new candidate")
+    if old.voice != new.voice:
+        diffs.append(f"voice channel {old.voice} vs {new.voice}")
     if old.loop_settings != new.loop_settings:
         diffs.append(f"loop settings {old.loop_settings} vs {new.loop_settings}")
     return diffs
@@ -221,6 +229,7 @@ def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle,
         filters=config.filters.model_dump(),
         loop_settings=config.limits.model_dump(),
         pass_rule=config.pass_rule if config.grade else None,
+        voice=prepare_voice(config, bundle),
         planned=planned,
         started=now(),
     )
@@ -280,6 +289,7 @@ async def simulate(key: EpisodeKey, bundle: Bundle, clients: dict[str, ModelClie
             repeat=key.repeat,
             limits=config.limits,
             code_version=version,
+            voice=voice_for(scenario, config, bundle),
         )
     return trace, ledger
 

@@ -15,6 +15,13 @@ For each caller turn, in this order:
    whole words), giving at most three fragments; the cut falls right after the caller's own
    characters that matched the anchor.
 
+With a voice channel (:mod:`callbench.sim.voice`), steps 1 and 2 are replaced by what a
+recogniser made of the spoken turn: the turn is synthesised, carried over the phone line and
+recognised, the authored ASR events aimed at the turn and the first turn's seeded noise are
+recorded as not applied (the recogniser's errors stand in for them), and the turn's
+:class:`~callbench.trace.VoiceEvent` is returned with the fragments; step 3 then splits the
+recognised text.
+
 Each step records a :class:`~callbench.trace.ChannelEvent` saying what changed or why it did not
 apply; when a match needed digit normalisation (another digit script, another grouping) the
 event's ``detail`` says so. Events whose turn never came are reported by :meth:`Channel.unreached`.
@@ -22,12 +29,17 @@ event's ``detail`` says so. Events whose turn never came are reported by :meth:`
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel
 
 from callbench.bundle.models import AsrEvent, ChannelProgram, VadSplit
 from callbench.sim.noise import seeded_slip
 from callbench.sim.text import SpanMatch, digits_like, find_span_match, nfc, tidy
-from callbench.trace import ChannelEvent
+from callbench.trace import ChannelEvent, VoiceEvent
+
+if TYPE_CHECKING:
+    from callbench.sim.voice.pipeline import VoiceLine
 
 
 class Rendered(BaseModel):
@@ -35,6 +47,7 @@ class Rendered(BaseModel):
 
     fragments: list[str]
     events: list[ChannelEvent]
+    voice: VoiceEvent | None = None
 
 
 def _aimed(ev: AsrEvent | VadSplit, turn: int, steps: list[str]) -> bool:
@@ -135,12 +148,17 @@ def split_vad(text: str, split: VadSplit, turn: int) -> tuple[list[str], Channel
 
 class Channel:
     """The channel program of one episode. ``seed`` is the episode's channel seed; ``known_facts``
-    are the caller's facts that seeded noise must never touch."""
+    are the caller's facts that seeded noise must never touch. ``voice`` (with the scenario's
+    ``language``) makes it a voice channel."""
 
-    def __init__(self, program: ChannelProgram, seed: int, known_facts: dict[str, object]) -> None:
+    def __init__(self, program: ChannelProgram, seed: int, known_facts: dict[str, object],
+                 voice: VoiceLine | None = None, language: str = "en") -> None:
         self.program = program
         self.seed = seed
         self.known_facts = known_facts
+        self.voice = voice
+        self.language = language
+        self._said: dict[str, int] = {}
         self._asr_done: set[int] = set()
         self._vad_done: set[int] = set()
         self._turns_seen = 0
@@ -150,12 +168,15 @@ class Channel:
         self._turns_seen = max(self._turns_seen, turn)
         text = nfc(intended)
         events: list[ChannelEvent] = []
-        for i, ev in enumerate(self.program.asr_events):
+        voice: VoiceEvent | None = None
+        if self.voice is not None:
+            text, voice = self._recognise(text, turn, expressed_steps, events)
+        for i, ev in enumerate(self.program.asr_events if voice is None else []):
             if i not in self._asr_done and _aimed(ev, turn, expressed_steps):
                 self._asr_done.add(i)
                 text, rec = apply_asr(text, ev, turn)
                 events.append(rec.model_copy(update={"program_path": f"channel.asr_events.{i}"}))
-        if self.program.seeded_noise and turn == 1:
+        if self.program.seeded_noise and turn == 1 and voice is None:
             slip = seeded_slip(text, self.known_facts, self.seed)
             if slip is None:
                 events.append(
@@ -202,7 +223,44 @@ class Channel:
             fragments, rec = split_vad(text, sp, turn)
             split_done = rec.applied
             events.append(rec.model_copy(update={"program_path": f"channel.vad_splits.{i}"}))
-        return Rendered(fragments=fragments, events=events)
+        return Rendered(fragments=fragments, events=events, voice=voice)
+
+    def _recognise(
+        self, text: str, turn: int, steps: list[str], events: list[ChannelEvent]
+    ) -> tuple[str, VoiceEvent]:
+        """The voice channel's steps 1-2: recognise the spoken turn, record what it replaced."""
+        assert self.voice is not None
+        occurrence = self._said.get(text, 0)
+        self._said[text] = occurrence + 1
+        from callbench.models.base import InfrastructureError
+        from callbench.sim.voice.engines import VoiceEngineError
+
+        try:
+            rec = self.voice.pipeline.observe(
+                text, self.language, self.voice.config, channel_seed=self.seed, occurrence=occurrence,
+                turn=turn, facts=self.known_facts,
+            )
+        except (VoiceEngineError, ValueError, OSError) as e:  # an engine or cache fault, not the candidate's
+            raise InfrastructureError(f"voice channel: {e}", retryable=False, role="channel") from None
+        replaced: list[str] = []
+        for i, ev in enumerate(self.program.asr_events):
+            if i not in self._asr_done and _aimed(ev, turn, steps):
+                self._asr_done.add(i)
+                path = f"channel.asr_events.{i}"
+                replaced.append(path)
+                events.append(ChannelEvent(
+                    kind=ev.kind, source="authored", turn=turn, span=ev.span, replacement=ev.replacement,
+                    applied=False, detail="replaced by the voice channel: the recogniser's output stands in",
+                    program_path=path,
+                ))
+        if self.program.seeded_noise and turn == 1:
+            events.append(ChannelEvent(
+                kind="seeded_substitute", source="seeded", turn=turn, applied=False,
+                detail="replaced by the voice channel: the recogniser's output stands in",
+            ))
+        # a recogniser that heard nothing still delivers a turn: an ellipsis, as phone transcripts show it
+        observed = tidy(nfc(rec.observed)) or "..."
+        return observed, rec.model_copy(update={"replaced": replaced})
 
     def unreached(self) -> list[ChannelEvent]:
         """Authored events whose target turn never came (or was never expressed), not applied."""

@@ -7,6 +7,7 @@ through :mod:`callbench.sim.views`, so the trace is by construction what each pa
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from callbench.bundle.models import Scenario
@@ -269,7 +270,10 @@ class Conversation:
             raise CallerFailed(turn, rejections)
         steps = [output.expressed_step] if output.expressed_step else []
         self.expressed.extend(steps)
-        rendered = self.channel.render(output.speech, turn, steps)
+        if self.channel.voice is not None:  # synthesis and recognition take CPU seconds: off the loop
+            rendered = await asyncio.to_thread(self.channel.render, output.speech, turn, steps)
+        else:
+            rendered = self.channel.render(output.speech, turn, steps)
         indices = [
             self._add("user", content=frag, caller_turn=turn, fragment=i).index
             for i, frag in enumerate(rendered.fragments)
@@ -283,6 +287,7 @@ class Conversation:
                 expressed_steps=steps,
                 done=output.done,
                 channel_events=rendered.events,
+                voice=rendered.voice,
                 attempts=len(rejections) + 1,
                 rejections=rejections,
             )

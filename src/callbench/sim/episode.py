@@ -29,6 +29,7 @@ from callbench.sim.channel import Channel
 from callbench.sim.conversation import CallerFailed, Conversation
 from callbench.sim.seeds import episode_seeds
 from callbench.sim.tools import candidate_tools
+from callbench.sim.voice.pipeline import VoiceLine
 from callbench.trace import CallerView, CandidateView, EndReason, RoleInfo, Trace
 
 
@@ -131,6 +132,7 @@ async def run_episode(
     repeat: int,
     limits: LoopLimits | None = None,
     code_version: str = "",
+    voice: VoiceLine | None = None,
 ) -> Trace:
     """Run one episode of ``scenario`` with ``candidate`` as the agent and ``caller`` as the caller.
 
@@ -147,6 +149,9 @@ async def run_episode(
     :class:`~callbench.sim.deployed.DeployedConversation`; it is sent no first user message (its
     platform starts the call), and the trace's ``deployed`` record says which adapter drove it,
     what it could not observe and how long each reply took.
+
+    ``voice`` makes the channel a voice channel (:mod:`callbench.sim.voice`): each caller turn is
+    spoken, carried over the line and recognised, and its ``CallerTurn.voice`` records how.
     """
     limits = limits or LoopLimits()
     # rendered instructions, tools, caller prompt and resolved fixtures (a bundle error raises here)
@@ -174,7 +179,8 @@ async def run_episode(
             caller_prompt=caller_prompt,
             backend=Backend(agent.config, scenario, seeds.backend, fixtures=const.fixtures,
                             state=new_state_store(agent), tools=tools),
-            channel=Channel(scenario.channel, seeds.channel, scenario.brief.known_facts),
+            channel=Channel(scenario.channel, seeds.channel, scenario.brief.known_facts, voice=voice,
+                            language=scenario.language),
             candidate=candidate,
             caller=caller,
             usage=usage,

@@ -38,8 +38,10 @@ Scenario (``agents/<id>/scenarios/<scenario>.yaml``; :mod:`callbench.bundle.vali
     resolves · ``check.count_bounds`` count min above max · ``id.duplicate`` a check or criterion id
     used twice in one scenario (they share the grade's item namespace) · ``plan.duplicate_step`` ·
     ``channel.turn_or_step`` an ASR event or VAD split without exactly one of ``turn``/``step`` ·
-    ``channel.step`` a ``step`` that names no plan step · ``channel.replacement`` a substitute
-    without replacement, or a replacement on drop/double · ``channel.anchor`` an empty VAD anchor ·
+    ``channel.audio_file`` a voice-channel noise file that is missing or not a PCM WAV
+    (:mod:`callbench.bundle.validate.audio`) · ``channel.step`` a ``step`` that names no plan step ·
+    ``channel.replacement`` a substitute without replacement, or a replacement on drop/double ·
+    ``channel.anchor`` an empty VAD anchor ·
     ``matcher.type`` / ``matcher.enum`` / ``matcher.param_unknown`` matchers that disagree with the
     tool's JSON Schema · ``brief.datetime`` · ``prompt.render`` · ``excerpt.not_verbatim`` ·
     ``excerpt.partial`` ·
@@ -76,6 +78,7 @@ from callbench.bundle.loader import (
 )
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
 from callbench.bundle.provenance import audit_provenance, machine_written
+from callbench.bundle.validate.audio import audit_audio
 from callbench.bundle.validate.content import (
     audit_isolation,
     audit_languages,
@@ -367,7 +370,15 @@ def validate_loaded(bundle: Bundle) -> list[Problem]:
             machine = bool(machine_written(files.root, {s.id: sfile}))
             out += _guard(f"scenario {s.id}", sfile, functools.partial(
                 _scenario_audits, agent, s, sfile, pfile, prompt_ok, sizes, machine))
+            out += _guard(f"scenario {s.id} audio", sfile, functools.partial(
+                _audio_audit, files.root, s, sfile))
     return out
+
+
+def _audio_audit(root: Path, s: Scenario, sfile: str) -> list[Problem]:
+    found: list[Problem] = []
+    audit_audio(root, s, _reporter(found, sfile))
+    return found
 
 
 def _agent_audits(agent: LoadedAgent, rep: Report, rep_prompt: Report) -> bool:

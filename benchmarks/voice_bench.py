@@ -1,0 +1,134 @@
+"""CPU cost and word error rate of the voice channel, per engine set and line condition.
+
+Nine English caller turns of a typical call (greeting, account and phone numbers, a name, an
+amount, an address, short replies) go through TTS -> line -> ASR three times per condition:
+
+- ``cold``: an empty cache (the first candidate of a run pays synthesis and recognition);
+- ``warm``: the same turns again on the same cache (a second candidate on the same scenarios
+  and seed: nothing is recomputed);
+- the recogniser's load time is reported apart (once per process).
+
+CPU seconds are this process's user+system time, plus its finished children's (espeak-ng runs
+once per turn) and the live piper process's (read from ``/proc``), per second of caller audio
+and per nine-turn call; starting the engines (the recogniser, the piper process and its first
+synthesis) is reported apart as ``engine load``. The engines
+run with one thread (``CALLBENCH_VOICE_THREADS``, default 1) as in a run. WER and entity survival
+are over these nine turns only: a smoke figure, not a recogniser evaluation.
+
+Run: ``python benchmarks/voice_bench.py [--engines offline espeak] [--conditions clean pcmu ...]``.
+Needs the ``[audio]`` extra (and espeak-ng for ``espeak``); no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from callbench.bundle.audio import AudioChannel, LineNoise, PacketLoss
+from callbench.sim.voice.pipeline import VoicePipeline
+from callbench.sim.voice.setup import VoiceSettings, build_engines
+
+TURNS = [
+    "Hello, I'm calling about my electricity bill.",
+    "My account number is 48215733.",
+    "Yes, the name on the account is Priya Sharma.",
+    "I was charged $142.50 but I usually pay around $60.",
+    "My phone number is 9876543210.",
+    "The address is 14 Lake View Road, Pune.",
+    "No, I did not change my plan.",
+    "Can you cancel my subscription to the paper bill?",
+    "Okay, thank you. That's all.",
+]
+CONDITIONS = {
+    "clean": AudioChannel(band_pass=False, codec="none"),
+    "pcmu": AudioChannel(),
+    "pcma": AudioChannel(codec="pcma"),
+    "white10": AudioChannel(noise=LineNoise(kind="white", snr_db=10)),
+    "babble10": AudioChannel(noise=LineNoise(kind="babble", snr_db=10)),
+    "loss5": AudioChannel(packet_loss=PacketLoss(rate=0.05, mean_burst=3)),
+}
+
+
+LIVE: list[int] = []  # pids of long-lived engine processes (piper)
+
+
+def _proc_cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def cpu() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + sum(map(_proc_cpu, LIVE))
+
+
+def one_pass(pipe: VoicePipeline, cfg: AudioChannel, seed: int) -> tuple[float, float, list]:
+    start_cpu, start_wall = cpu(), time.perf_counter()
+    events = [
+        pipe.observe(t, "en-US", cfg, channel_seed=seed, occurrence=0, turn=i + 1)
+        for i, t in enumerate(TURNS)
+    ]
+    return cpu() - start_cpu, time.perf_counter() - start_wall, events
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engines", nargs="+", default=["offline"], choices=["offline", "espeak"])
+    ap.add_argument("--conditions", nargs="+", default=["clean", "pcmu", "white10", "babble10", "loss5"])
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    os.environ.setdefault("CALLBENCH_VOICE_THREADS", "1")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; cores: {os.cpu_count()}")
+    for engines in args.engines:
+        c0 = cpu()
+        tts, asr = build_engines(VoiceSettings(engines=engines))  # type: ignore[arg-type]
+        tts.synthesize("Hello.", "en")  # start a long-lived engine process before timing turns
+        proc = getattr(tts, "_proc", None)
+        if proc is not None:
+            LIVE.append(proc.pid)
+        print(
+            f"\n== {engines}: {tts.info.name} {tts.info.version} -> {asr.info.name} {asr.info.version}; "
+            f"engine load {cpu() - c0:.2f} CPU-s"
+        )
+        c0 = cpu()
+        for t in TURNS:
+            tts.synthesize(t, "en-US")
+        print(
+            f"synthesis alone: {cpu() - c0:.2f} CPU-s for the nine turns (the rest of 'cold': line and ASR)"
+        )
+        print(
+            f"{'condition':<10} {'audio s':>8} {'cold CPU-s':>10} {'/audio s':>9} {'warm CPU-s':>10} "
+            f"{'WER':>6} {'entities':>9} {'trunc':>5}"
+        )
+        for name in args.conditions:
+            cfg = CONDITIONS[name]
+            with tempfile.TemporaryDirectory(prefix="voice-bench-") as tmp:
+                pipe = VoicePipeline(tts=tts, asr=asr, cache_dir=Path(tmp))
+                cold, _, events = one_pass(pipe, cfg, args.seed)
+                warm, _, again = one_pass(pipe, cfg, args.seed)
+            assert [e.observed for e in again] == [e.observed for e in events]
+            secs = sum(e.audio_seconds for e in events)
+            ref = sum(1 for e in events for o in e.alignment if o.op != "ins")
+            errs = sum(1 for e in events for o in e.alignment if o.op != "ok")
+            ents = [x.survived for e in events for x in e.entities]
+            trunc = sum(e.truncated for e in events)
+            print(
+                f"{name:<10} {secs:>8.1f} {cold:>10.2f} {cold / secs:>9.3f} {warm:>10.3f} "
+                f"{errs / ref:>6.1%} {sum(ents):>4}/{len(ents):<4} {trunc:>5}"
+            )
+            if name == args.conditions[-1]:
+                for e in events:
+                    print(f"   said: {e.intended}\n  heard: {e.observed}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

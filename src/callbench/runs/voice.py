@@ -1,0 +1,92 @@
+"""The voice channel at run level: refusing unsupported languages at start, building the engines
+once, recording them in the manifest and handing each episode its :class:`VoiceLine`.
+
+The voice cache lives in the run folder (``<run>/voice-cache``), so a resumed or replayed run
+reads the recogniser's earlier output instead of running it again (:mod:`callbench.sim.voice.pipeline`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from callbench.bundle.models import Bundle, Scenario
+from callbench.runs.plan import ScenarioFilters, plan_episodes
+from callbench.sim.voice.setup import ChannelMode, VoiceSettings
+
+if TYPE_CHECKING:
+    from callbench.sim.voice.pipeline import VoiceLine
+
+
+class RunConfig(Protocol):
+    """The fields of :class:`callbench.runs.executor.RunConfig` read here."""
+
+    @property
+    def candidates(self) -> Any: ...
+    @property
+    def filters(self) -> ScenarioFilters: ...
+    @property
+    def channel(self) -> ChannelMode: ...
+    @property
+    def voice(self) -> VoiceSettings: ...
+    @property
+    def out(self) -> Path: ...
+
+
+CACHE_FOLDER = "voice-cache"
+
+
+def _scenarios(config: RunConfig, bundle: Bundle, filters: ScenarioFilters) -> list[Scenario]:
+    pairs = [(c.spec, c.settings) for c in config.candidates]
+    wanted = {(k.agent_id, k.scenario_id) for k in plan_episodes(bundle, pairs, 1, filters)}
+    return [s for aid, agent in bundle.agents.items() for s in agent.scenarios if (aid, s.id) in wanted]
+
+
+def spoken_scenarios(config: RunConfig, bundle: Bundle) -> list[Scenario]:
+    """The run's scenarios that go through the voice channel."""
+    from callbench.sim.voice.setup import line_for
+
+    return [s for s in _scenarios(config, bundle, config.filters) if line_for(s, config.channel) is not None]
+
+
+def prepare_voice(config: RunConfig, bundle: Bundle) -> dict[str, Any] | None:
+    """Check and build the run's voice engines before any episode; return the manifest record
+    (channel mode, engines with versions and settings) or None when nothing is spoken.
+
+    Raises ``ValueError`` with one line: a scenario language the offline engines lack, or an
+    engine that cannot start (missing package, binary, weights or key)."""
+    spoken = spoken_scenarios(config, bundle)
+    if not spoken:
+        return {"channel": config.channel} if config.channel else None
+    from callbench.sim.voice.engines import VoiceEngineError
+    from callbench.sim.voice.setup import pipeline_for, refuse_languages
+
+    refusal = refuse_languages(spoken, config.channel, config.voice)
+    if refusal:
+        raise ValueError(refusal)
+    try:
+        pipe = pipeline_for(config.voice, cache_dir(config), Path(bundle.root))
+    except VoiceEngineError as e:
+        raise ValueError(f"voice channel: {e}") from None
+    return {
+        "channel": config.channel,
+        "engines": config.voice.engines,
+        "tts": pipe.tts.info.as_dict(),
+        "asr": pipe.asr.info.as_dict(),
+        "spoken_scenarios": len(spoken),
+    }
+
+
+def cache_dir(config: RunConfig) -> Path:
+    """``voice.cache_dir`` when set (beside a shared response cache, so runs in other folders that
+    replay it hear the same transcripts), else ``<run>/voice-cache``."""
+    return config.voice.cache_dir or config.out / CACHE_FOLDER
+
+
+def voice_for(scenario: Scenario, config: RunConfig, bundle: Bundle) -> VoiceLine | None:
+    """The episode's voice line (None: text channel)."""
+    from callbench.sim.voice.setup import line_for, voice_line
+
+    if line_for(scenario, config.channel) is None:
+        return None
+    return voice_line(scenario, config.channel, config.voice, cache_dir(config), Path(bundle.root))

