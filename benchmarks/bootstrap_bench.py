@@ -1,4 +1,4 @@
-"""Time the hierarchical bootstrap at the paper's scale (issue #7, item 6).
+"""Time the hierarchical bootstrap at the paper's scale.
 
 7 candidates x 490 scenarios (49 agents x 10) x 3 repeats, 2,000 samples each. Prints seconds for:
 the overall-score interval of every candidate (the core cost), the paired comparisons of the

@@ -1,4 +1,4 @@
-"""Time ``callbench demo`` end to end and show where the time goes (issue #7: under 10 minutes on a
+"""Time ``callbench demo`` end to end and show where the time goes (under 10 minutes on a
 2-core machine once installed).
 
 Runs the demo in a subprocess (a fresh temporary run folder, so nothing is resumed) with

@@ -1,4 +1,4 @@
-"""Per-call CPU of the folder HTML report (issue 27 items 1+2: at most about 1 ms per call, so that
+"""Per-call CPU of the folder HTML report (at most about 1 ms per call, so that
 terminal + JSON + HTML folder at 10,000 episodes fit in 30 s).
 
 For each call of a run, read as the report reads it (one at a time; reading the trace and grade
@@ -7,7 +7,7 @@ files is not counted), the CPU time (``time.process_time``) of
 - ``call_file``: everything the folder does for a call but writing it (view, data, script text,
   table row, search text; :func:`callbench.report.html.folder.call_file`);
 - writing: ``call_file`` plus writing ``calls/e<n>.js`` into a temporary folder;
-- for comparison, what the folder did before (issue 27 item 2's first version): the view with
+- for comparison, what the folder did before (its first version): the view with
   indented JSON, the Jinja markup (:func:`callbench.report.html.page.render_episode`) and its text
   content by regular expression.
 

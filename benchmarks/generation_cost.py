@@ -1,5 +1,5 @@
-"""Estimated cost of a ten-scenario ``callbench generate`` batch for each starter agent (issue 13
-item 7). An ESTIMATE, not a measurement: there is no network here, so no frontier API was called.
+"""Estimated cost of a ten-scenario ``callbench generate`` batch for each starter agent.
+An ESTIMATE, not a measurement: there is no network here, so no frontier API was called.
 
 Prompt tokens per request: the first request exactly as :func:`callbench.generate.request.first_messages`
 builds it for item 1 of a ten-item plan (rules + rendered operating document + tools + success

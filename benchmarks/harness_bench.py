@@ -1,4 +1,4 @@
-"""Harness speed with scripted models over the whole starter bundle (issue #7, item 6).
+"""Harness speed with scripted models over the whole starter bundle.
 
 Runs every starter scenario once with ``scripted:reference`` as the candidate, ``scripted:plan`` as
 the caller and ``scripted:met`` as both judges, through the real executor (traces saved, graded,

@@ -1,4 +1,4 @@
-"""The HTML report at scale (issue 27 item 2): the folder report at 10,000 calls and the single
+"""The HTML report at scale: the folder report at 10,000 calls and the single
 file at the size limit, measured in Chromium.
 
 Figures, each printed beside its target:
@@ -11,7 +11,7 @@ Figures, each printed beside its target:
 - single file at ``SINGLE_FILE_MAX_CALLS`` calls and at the sizes of ``--single``: file size and
   open time (the limit is chosen so the largest single file opens within the same 3 s).
 
-Reading the run: until ``report/model/load.py`` streams (issue 27 item 1), this script reads each trace
+Reading the run: until ``report/model/load.py`` streams, this script reads each trace
 and grade once for the statistics and again, one at a time, for the HTML writer (the iterator of
 ``CallData`` the writer takes), so it measures the writer, not the loader. The single files are
 written from runs of their own size by the report's loader. Times are wall clock on
@@ -74,7 +74,7 @@ def _grade(run_dir: Path, gid: str, episode_id: str) -> EpisodeGrade | None:
 
 
 STREAMING = hasattr(RunData, "iter_episodes")
-"""True once ``report/model/load.py`` streams (issue 27 item 1); until then the two functions below
+"""True once ``report/model/load.py`` streams; until then the two functions below
 stand in for it, reading each trace once for the records and again for the writer."""
 
 

@@ -1,4 +1,4 @@
-"""Measure the embedded model's validation as both judges on the starter bundle (issue 23 item 2),
+"""Measure the embedded model's validation as both judges on the starter bundle,
 and ship the result with the package so the demo's report states it.
 
     python benchmarks/judge_validation_bench.py [--model local:0.5b] [--scenarios N | --ids A,B]

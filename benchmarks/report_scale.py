@@ -1,4 +1,4 @@
-"""Reports and grading at scale, and run folder size (issue 27 items 1 and 3).
+"""Reports and grading at scale, and run folder size.
 
 Prints each figure beside its target and the machine load (``os.getloadavg``, 1-minute) when it
 was measured:

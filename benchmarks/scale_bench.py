@@ -1,4 +1,4 @@
-"""Runs at scale (issue 14 item 5): save cost, resume start-up, request CPU, concurrency, Ray.
+"""Runs at scale: save cost, resume start-up, request CPU, concurrency, Ray.
 
 Prints, against the issue's targets (2 cores):
 
@@ -11,14 +11,13 @@ Prints, against the issue's targets (2 cores):
   and the writer threads' shares printed too); target 1 ms;
 - ``sdk``: process CPU per candidate request through the openai SDK against a loopback fake
   (``tests/fakes/fault_server.py`` in a subprocess, so its CPU is not counted; caller scripted);
-  target: at most 3 ms (issue 27 item 5); also printed: the event loop's and the writer threads'
+  target: at most 3 ms; also printed: the event loop's and the writer threads'
   shares, and the CPU of one bare POST of the same size through the same transport (aiohttp
   under the SDK's ``httpx2`` interface, or ``httpx2``'s own with ``CALLBENCH_HTTP_TRANSPORT=httpx2``:
   ``models/remote/transport.py``), the transport's floor on this machine;
 - ``concurrency``: wall time vs the latency-bound ideal with 200 ms per request (candidate and
   caller both through the openai SDK to the fake) at concurrency 1, 8 and 32; ideal =
-  ceil(episodes / concurrency) * requests per episode * latency; target at 32: within 1.2x
-  (issue 27 item 5);
+  ceil(episodes / concurrency) * requests per episode * latency; target at 32: within 1.2x;
 - ``validate``: CPU and wall time of ``callbench validate`` of the starter as a user runs it (a new,
   supervised process); target: under 1 s (wall, idle; CPU time is what is compared on a shared
   machine);
@@ -26,9 +25,9 @@ Prints, against the issue's targets (2 cores):
   the slope between runs of 100 and 300 episodes (so the fixed cost of a run, workers starting and
   the bundle sent once, is printed apart)
   against the local executor (needs the ``[distributed]`` extra; skipped without it);
-- ``report``, ``grade``, ``folder`` (issue 27): ``benchmarks/report_scale.py`` (report and grade
+- ``report``, ``grade``, ``folder``: ``benchmarks/report_scale.py`` (report and grade
   of a ``--big``-episode synthetic run: wall time and peak memory; run folder bytes per episode);
-- ``html`` (issue 27 item 2): ``benchmarks/html_bench.py`` (the folder report of ``--big`` calls:
+- ``html``: ``benchmarks/html_bench.py`` (the folder report of ``--big`` calls:
   first page size and open time in Chromium, filter, search, opening a call).
 
 Every figure is printed beside its target and the 1-minute load average; the concurrency figures
@@ -441,11 +440,11 @@ def main() -> None:
             bench_validate()
         if "ray" in only:
             bench_ray(tmp, bundle)
-        if only & {"report", "grade", "folder"}:  # issue 27 items 1 and 3: benchmarks/report_scale.py
+        if only & {"report", "grade", "folder"}:  # benchmarks/report_scale.py
             subprocess.run([sys.executable, str(Path(__file__).with_name("report_scale.py")), "--only",
                             ",".join(sorted(only & {"report", "grade", "folder"})), "--episodes",
                             str(args.big)], check=True)
-        if "html" in only:  # issue 27 item 2: the folder report's first page in Chromium
+        if "html" in only:  # the folder report's first page in Chromium
             subprocess.run([sys.executable, str(Path(__file__).with_name("html_bench.py")), "--episodes",
                             str(args.big), "--single", ""], check=True)
     finally:

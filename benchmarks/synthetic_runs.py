@@ -1,4 +1,4 @@
-"""Synthetic run folders of any size, for scale benchmarks and tests (issue 27 item 1).
+"""Synthetic run folders of any size, for scale benchmarks and tests.
 
 :func:`make_synthetic_run` writes a run folder that ``callbench report``, ``callbench grade`` and a
 resume accept: ``manifest.json``, one trace per episode, one fault ledger per episode, the SQLite

@@ -1,4 +1,4 @@
-"""Validator speed: ``callbench validate`` on a bundle of N scenarios (issue #2, "Done when":
+"""Validator speed: ``callbench validate`` on a bundle of N scenarios ("Done when":
 "accepts a valid bundle in well under a second for fifty scenarios").
 
 Builds a temporary bundle of ``--scenarios`` scenarios by replicating a source bundle's scenarios

@@ -1,4 +1,4 @@
-"""Errors that lead somewhere (issue 28 item 7): every "did you mean" names a command that lists
+"""Errors that lead somewhere: every "did you mean" names a command that lists
 what it names, lists of valid values are complete, and OS errors give the path and what to do."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``callbench --help`` imports only what it needs to list the commands (issue 27: it took 0.38 s
+"""``callbench --help`` imports only what it needs to list the commands (it took 0.38 s
 where it had taken 0.20 s, because the CLI imported the whole bundle stage, pydantic and
 jsonschema at start-up). Checked with Python's own import log (``PYTHONPROFILEIMPORTTIME``: one
 line per module imported, in the supervising parent and in the child that runs the command), so

@@ -7,7 +7,7 @@ the CLI app or the library is used in-process: ``bundle/validate/cache.py`` serv
 unless ``CALLBENCH_VALIDATE_CACHE`` says otherwise."""
 """The installed distribution's version (``importlib.metadata``), read on first use: importing
 ``importlib.metadata`` costs tens of milliseconds that every command's start-up (and the
-supervising parent's) paid whether or not it printed a version (issue 27 item 5)."""
+supervising parent's) paid whether or not it printed a version."""
 
 
 def __getattr__(name: str) -> str:

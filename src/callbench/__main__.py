@@ -42,7 +42,7 @@ def main() -> None:
         app = _import_cli()
         app(prog_name="callbench")
     except OSError as e:
-        # the last net of "one line for every bad input" (issue 25 item 8): a file-system error no
+        # the last net of "one line for every bad input": a file-system error no
         # command caught is one line, exit 4 for a machine fault (disk full, read-only, permission)
         # and 2 otherwise, never a traceback
         from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
@@ -68,7 +68,7 @@ def main() -> None:
 def _import_cli() -> Any:
     """The typer app, imported with the cyclic garbage collector paused: importing the CLI builds
     many objects (pydantic models, typer commands) and no garbage cycles worth a collection, and
-    the collections it would run cost about 0.02 s of every command's start-up (issue 27 item 5).
+    the collections it would run cost about 0.02 s of every command's start-up.
     Afterwards the collector runs as before. (Not ``gc.freeze()``: frozen module objects change the
     order of destruction at exit, and llama-cpp-python's ``Llama.__del__`` then ran after its own
     module was torn down, printing "Exception ignored ... 'NoneType' object is not callable" at

@@ -1,4 +1,4 @@
-"""One-line wording for operating-system errors on a path the user gave (issue 28 item 7).
+"""One-line wording for operating-system errors on a path the user gave.
 
 Python's own text (``[Errno 2] No such file or directory: 'examples/startr'``) names neither what
 the path was for nor what to do. :func:`os_error_line` gives ``PATH: what is wrong; what to do``.

@@ -1,4 +1,4 @@
-"""``callbench audit`` (issue 12 items 1 and 3c): reference replay, null floor, leaks, channel events,
+"""``callbench audit``: reference replay, null floor, leaks, channel events,
 judges on known answers, the saved judge accuracy in a run's report."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Causal reference paths (issue 23 item 5): a reference call uses only values known before it."""
+"""Causal reference paths: a reference call uses only values known before it."""
 
 from __future__ import annotations
 

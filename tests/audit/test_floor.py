@@ -1,4 +1,4 @@
-"""The gaming floor (issue 23 item 4): guards that junk calls cannot unlock, and the gaming candidates
+"""The gaming floor: guards that junk calls cannot unlock, and the gaming candidates
 (:mod:`callbench.models.scripted.gaming`) in the audit's floor."""
 
 from __future__ import annotations

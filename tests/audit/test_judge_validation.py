@@ -1,4 +1,4 @@
-"""Judge validation (issue 23 items 1-2): contrastive known-answer traces derived from the reference
+"""Judge validation: contrastive known-answer traces derived from the reference
 replay, balanced accuracy with intervals, and the gate; scripted judges whose right answers are
 known (constant judges, and an oracle that labels every audit trace as its kind requires)."""
 
@@ -232,7 +232,7 @@ def test_shipped_validations_load_and_say_what_they_cover(starter: Bundle) -> No
 
 
 def test_the_demo_judges_find_the_shipped_validation_and_it_fails(starter: Bundle) -> None:
-    # issue 23 Done when: the embedded 0.5B judge fails the gate and the demo's report says so.
+    # the embedded 0.5B judge fails the gate and the demo's report says so.
     # The demo records its judges as RoleInfo(spec, the client's settings), which for the local
     # client are demo_config's settings unchanged (checked against the real client in CI stage 2).
     from types import SimpleNamespace

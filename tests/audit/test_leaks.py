@@ -1,4 +1,4 @@
-"""Leaks as a kind (issue 23 item 6): a value the candidate must learn from a tool call is found in
+"""Leaks as a kind: a value the candidate must learn from a tool call is found in
 what it reads in any normalised form. Each leak the issue planted and the audit missed is a test."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The audit's folded forms (callbench.audit.normal) through cached translate tables (issue 27
-item 5): exactly the per-character definitions they replace."""
+"""The audit's folded forms (callbench.audit.normal) through cached translate tables:
+exactly the per-character definitions they replace."""
 
 from __future__ import annotations
 

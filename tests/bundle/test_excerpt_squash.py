@@ -1,4 +1,4 @@
-"""Whitespace-run squashing behind excerpt location (issue 27 item 5 made it cheaper): the squashed
+"""Whitespace-run squashing behind excerpt location (made cheaper for validate's speed): the squashed
 text and the map back to the source are exactly those of the run-by-run definition."""
 
 from __future__ import annotations

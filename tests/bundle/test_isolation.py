@@ -1,4 +1,4 @@
-"""Caller isolation as a kind (issue 26 item 3): hidden-state and fixture values in anything the
+"""Caller isolation as a kind: hidden-state and fixture values in anything the
 caller reads, in normalised forms, and known facts that launder them."""
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def test_normal_forms() -> None:
 
 
 def _find_by_pattern(value: str, text: str, min_chars: int) -> bool:
-    """find_value's definition through value_pattern's regex (what it did before issue 27 item 5)."""
+    """find_value's definition through value_pattern's regex (what it did before it was made faster)."""
     pat = value_pattern(value, min_chars)
     if pat is None:
         return False
@@ -145,7 +145,7 @@ def test_find_value_compact_search_spans() -> None:
        texts=st.lists(st.text(alphabet=_ALPHABET + "\x00\t\u2003", min_size=0, max_size=20), max_size=5),
        min_chars=st.integers(0, 5))
 def test_text_set_is_the_patterns_search(value: str, texts: list[str], min_chars: int) -> None:
-    """Searching texts joined (TextSet, issue 27 item 5) names exactly the texts the value's pattern
+    """Searching texts joined (TextSet) names exactly the texts the value's pattern
     finds it in: no hit across two texts, none lost at a text's start or end, a glued miss stays one."""
     for case in (texts, [*texts, value], [f"{t}{value}" for t in texts], [f"{value}{t}" for t in texts]):
         assert TextSet(case).holding(value, min_chars) == [

@@ -471,7 +471,7 @@ def test_agent_file_in_two_formats_is_reported(mb: MiniBundle) -> None:
     ],
 )
 def test_calls_and_filters_that_would_build_huge_text_stop_quickly(template: str, fragment: str) -> None:
-    """Issue 12 item 7 (as a kind): a call or filter whose arguments would build a huge string
+    """As a kind: a call or filter whose arguments would build a huge string
     before the rendered-size check is refused, as a located template problem."""
     import time
 

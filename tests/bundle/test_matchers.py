@@ -1,4 +1,4 @@
-"""Every matcher kind with its edge cases (DESIGN.md "Bundle on disk", issue 2 item 3)."""
+"""Every matcher kind with its edge cases (DESIGN.md "Bundle on disk")."""
 
 from __future__ import annotations
 

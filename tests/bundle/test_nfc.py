@@ -1,4 +1,4 @@
-"""NFC in pieces (callbench.bundle.normalize.nfc / is_nfc, issue 27 item 5): exactly unicodedata's
+"""NFC in pieces (callbench.bundle.normalize.nfc / is_nfc): exactly unicodedata's
 answer, however the text is cut."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Failed tool results and success claims (issue 26 item 1)."""
+"""Failed tool results and success claims."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The provenance file: validate checks its hashes and coverage; ``callbench provenance --update``
-keeps it in step (issue 17 item 6)."""
+keeps it in step."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Fixture references resolved (callbench.bundle.references.resolve): the dotted path of an
-unresolved reference is built only on the way out (issue 27 item 5), the same as before."""
+unresolved reference is built only on the way out, the same as before."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def test_composition_of_the_minimal_bundle() -> None:
 
 
 def test_shared_prefix_grows_when_the_variables_move_to_the_end(mb: MiniBundle) -> None:
-    """issue 17: with its call-specific lines in a final section the whole rest of the document is
+    """With its call-specific lines in a final section the whole rest of the document is
     shared by every scenario (what a prompt cache reuses)."""
     path = mb.agent_dir / "prompt.md"
     text = path.read_text(encoding="utf-8")

@@ -1,5 +1,5 @@
-"""Which sections a scenario tests and which it only mentions (bundle/section_tests.py, issue 26
-item 5): a criterion quoting the section, or an action check on a tool or code value only that
+"""Which sections a scenario tests and which it only mentions (bundle/section_tests.py):
+a criterion quoting the section, or an action check on a tool or code value only that
 section names, tests it; calling or naming a tool does not."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The stateful backend's engine as kinds (issue 29 item 1): declarative reads, field updates with
+"""The stateful backend's engine as kinds: declarative reads, field updates with
 preconditions, typed errors with rollback, the reviewed built-ins (and the kept source quirk), and
 the record of every change."""
 

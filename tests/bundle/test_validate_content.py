@@ -88,7 +88,7 @@ def test_excerpt_not_verbatim(mb: MiniBundle) -> None:
 
 def test_excerpt_across_a_line_break_is_verbatim(mb: MiniBundle) -> None:
     """The document is hard-wrapped Markdown: a line break inside a sentence reads as a space, so
-    an excerpt quoting the sentence on one line matches (issue 17: half-sentences came from
+    an excerpt quoting the sentence on one line matches (half-sentences came from
     excerpts kept inside one line of prompt.md)."""
     def fix(d: dict[str, Any]) -> None:
         d["criteria"][0]["excerpts"] = [
@@ -308,7 +308,7 @@ def test_load_bundle_runs_every_audit(mb: MiniBundle, tmp_path: Any) -> None:
     ("{% if agent_name == 'nobody' %}{% include 'rules.md' %}{% endif %}", "include"),
 ])
 def test_template_loading_statements_are_located_prompt_problems(mb: MiniBundle, stmt: str, kw: str) -> None:
-    """Issue 12 item 7: a statement that loads another template is a located prompt.md problem (it
+    """A statement that loads another template is a located prompt.md problem (it
     was ``[internal] ... TypeError: no loader for this environment specified``)."""
     path = mb.agent_dir / "prompt.md"
     before = path.read_text()

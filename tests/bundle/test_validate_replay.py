@@ -143,7 +143,7 @@ def test_refusal_scenario_replays_clean_and_detects_cancellation(mb: MiniBundle)
     assert "'no_cancel'" in p.message
 
 
-# ---------------------------------------------------------------- issue 26 item 1: the path must succeed
+# ---------------------------------------------------------------- the path must succeed
 
 
 def test_call_answered_by_the_mismatch_response_is_refused(mb: MiniBundle) -> None:

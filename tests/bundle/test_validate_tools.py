@@ -284,7 +284,7 @@ def test_fast_path_never_accepts_an_invalid_schema(schema: Any) -> None:
 
 
 def test_local_ref_to_nowhere_is_located_at_the_ref(mb: MiniBundle) -> None:
-    """Issue 12 item 7: a local ``$ref`` that points nowhere is a problem at the ``$ref``, wherever
+    """A local ``$ref`` that points nowhere is a problem at the ``$ref``, wherever
     it stands (a property, a nested schema, inside ``$defs``), and a working one is not."""
     def brk(d: dict[str, Any]) -> None:
         params = _tool(d, "cancel_pickup")["parameters"]

@@ -1,4 +1,4 @@
-"""The fast YAML loading of bundle files (callbench.bundle.yaml_data.load_yaml, issue 27 item 5):
+"""The fast YAML loading of bundle files (callbench.bundle.yaml_data.load_yaml):
 the data PyYAML's own constructor builds, and PyYAML's own errors with their line numbers."""
 
 from __future__ import annotations

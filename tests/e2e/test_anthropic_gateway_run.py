@@ -1,5 +1,5 @@
 """An episode scored with every role on ``anthropic:`` through an Anthropic-format gateway in front
-of an OpenAI-style backend (issue 24 item 4; tests/fakes/anthropic_gateway.py): the gateway 500s on
+of an OpenAI-style backend (tests/fakes/anthropic_gateway.py): the gateway 500s on
 ``system`` as text blocks with an opaque message, and the adapter steps down to a plain string once
 per client instead of retrying the 500 as an outage until the preflight gives up."""
 

@@ -1,4 +1,4 @@
-"""One line for every bad input of every command (issue 25 item 8), on the real ``callbench``
+"""One line for every bad input of every command, on the real ``callbench``
 command: a missing path, an unreadable file (a folder or undecodable bytes where a file is read), a
 bad model spec and a read-only output (a tmpfs remounted read-only; needs root) each give exactly one
 line on stderr, never a traceback, and the command's documented exit code (2 bad input, 4 the

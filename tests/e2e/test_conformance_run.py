@@ -1,5 +1,5 @@
-"""The whole starter through a fake that enforces the providers' documented request rules (issue 24
-item 3): 100 scenarios on the OpenAI adapter and 100 on the Anthropic adapter, every episode
+"""The whole starter through a fake that enforces the providers' documented request rules:
+100 scenarios on the OpenAI adapter and 100 on the Anthropic adapter, every episode
 scored, no request rejected; and what the same fake answers to a request a provider would reject.
 
 Every role goes through the real adapters over loopback HTTP: the candidate replays each
@@ -166,7 +166,7 @@ def test_gemini_mode_rejects_its_unsupported_keywords_in_gemini_words() -> None:
 
 @pytest.fixture
 def planted(tmp_path: Path) -> Bundle:
-    """The starter as it was before issue 24: a top-level anyOf in lpg_gas_helpline's verify_consumer."""
+    """The starter as it once was: a top-level anyOf in lpg_gas_helpline's verify_consumer."""
     root = tmp_path / "starter"
     shutil.copytree(STARTER, root)
     agent = root / "agents" / "lpg_gas_helpline" / "agent.yaml"

@@ -1,4 +1,4 @@
-"""Ctrl-C on the real ``callbench demo`` with the embedded model (issue 25 item 1, left untested by
+"""Ctrl-C on the real ``callbench demo`` with the embedded model (left untested by
 the scripted signal tests in ``tests/runs/test_signals.py``).
 
 Starts ``callbench demo --scenarios 1`` on a pseudo-terminal in its own session and process group

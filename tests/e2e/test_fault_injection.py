@@ -1,4 +1,4 @@
-"""End to end against the fault-injecting OpenAI-compatible fake (issue 16 item 6): every role on a
+"""End to end against the fault-injecting OpenAI-compatible fake: every role on a
 provider that fails one request in five in every listed way; a judge with a bad key; a judge that
 goes down in the middle of a run."""
 
@@ -206,7 +206,7 @@ def test_twenty_percent_mixed_faults_charge_nothing_to_the_candidate(
     # number is checked against the server's own log
     assert "Fault ledger" in report.output
     faults = json.loads(files["json"].read_text())["runs"][0]["faults"]
-    # the report adds the preflight's ledger (faults/preflight/, issue 25 item 7): its faults are
+    # the report adds the preflight's ledger (faults/preflight/): its faults are
     # exactly those the server injected into the probes
     preflight = {r: c for path in (out / "faults" / "preflight").glob("*.json")
                  for r, c in json.loads(path.read_text())["roles"].items()}

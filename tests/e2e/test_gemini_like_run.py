@@ -1,5 +1,5 @@
 """An episode scored with every role on ``openai:`` against a server with Gemini's schema rules and
-error wording (tests/fakes/gemini_like_server.py; issue 24 item 6): a 400 that never names
+error wording (tests/fakes/gemini_like_server.py): a 400 that never names
 ``response_format`` steps structured output down to the portable schema instead of stopping the
 run at preflight, and a tool-schema 400 naming ``additionalProperties`` makes the tools portable."""
 

@@ -106,7 +106,7 @@ def test_tool_calls_as_text_are_visible_output_errors_by_default(tmp_path: Path)
     report = CliRunner().invoke(app, ["report", str(out), "--no-html", "--json", str(report_json)])
     assert report.exit_code == 0, report.output
     faults = json.loads(report_json.read_text())["runs"][0]["faults"]
-    # the report adds the preflight's ledger (faults/preflight/, issue 25 item 7): the candidate's
+    # the report adds the preflight's ledger (faults/preflight/): the candidate's
     # probe got its call as text too
     pre = sum(c["faults"].get("tool_call_in_content", 0)
               for path in (out / "faults" / "preflight").glob("*.json")

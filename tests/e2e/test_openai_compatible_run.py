@@ -1,5 +1,5 @@
 """End to end: a run against an OpenAI-compatible server on loopback, then an exact replay from the
-response cache with the server gone (issue 5: "works with an OpenAI-compatible server ... and
+response cache with the server gone ("works with an OpenAI-compatible server ... and
 replays exactly from the cache")."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``callbench serve-local`` keeps its resident memory within its bound (issue 24 item 7).
+"""``callbench serve-local`` keeps its resident memory within its bound.
 
 The server's own ``LlamaRAMCache`` counted only the KV state of each cached prompt, not the scores
 each state holds (about 120 MB for a 250-token prompt of the 0.5B model: one row of its 151,936-word

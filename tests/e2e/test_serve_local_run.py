@@ -1,4 +1,4 @@
-"""A scored episode with every role on a real llama.cpp server through ``openai:`` (issue 18 item 2).
+"""A scored episode with every role on a real llama.cpp server through ``openai:``.
 
 Starts ``callbench serve-local`` (llama-cpp-python's own server, the embedded 0.5B weights, the
 local provider's CPU safeguards) on a free loopback port, then runs the starter scenario with the

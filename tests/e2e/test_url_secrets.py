@@ -1,4 +1,4 @@
-"""Secrets never reach a file a run writes (issue 25 item 4): canaries planted in every place a
+"""Secrets never reach a file a run writes: canaries planted in every place a
 secret can be given (the key's environment variable, a header from the environment, a literal
 header value, a base URL's userinfo and query, in settings and in ``OPENAI_BASE_URL``) are searched
 for in every file under the run's folders (manifest, traces, faults, grades, index, cache, lock,

@@ -1,6 +1,6 @@
-"""The starter bundle (issue 3): validity, composition, and the paper's dairy example.
+"""The starter bundle: validity, composition, and the paper's dairy example.
 
-(a) The bundle loads and ``callbench validate`` passes, and it has the composition issue 3 asks
+(a) The bundle loads and ``callbench validate`` passes, and it has the composition DESIGN.md asks
 for (agents, domains, languages in their own scripts, outbound agents, document sizes, tools,
 scenario balance, and every authoring feature used at least once).
 (b) The dairy scenario ``dairy_zero_supply_mastitis`` behaves as the paper's example: its
@@ -147,7 +147,7 @@ def test_multilingual_agent_renders_one_static_prefix(bundle: Bundle) -> None:
 
 
 def test_every_agent_renders_one_static_prefix(bundle: Bundle) -> None:
-    """issue 17: every agent's date, time and call-specific values sit in a final section, so all
+    """Every agent's date, time and call-specific values sit in a final section, so all
     its scenarios share the rest of the document as a prompt prefix (``callbench inspect`` shows it)."""
     rows = {r.id: r for r in composition(bundle).agent_rows}
     for aid, agent in bundle.agents.items():
@@ -200,7 +200,7 @@ def test_emergency_intake_agent_serves_marathi_and_hindi_from_one_static_documen
 
 
 def test_every_language_is_served_by_two_agents(bundle: Bundle) -> None:
-    """issue 17: a language slice is never one agent's slice."""
+    """A language slice is never one agent's slice."""
     by_lang: dict[str, set[str]] = {}
     for aid, agent in bundle.agents.items():
         for s in agent.scenarios:

@@ -1,4 +1,4 @@
-"""The starter bundle passes the measurement-validity audits of issues 12 and 17.
+"""The starter bundle passes the measurement-validity audits (docs/validity.md).
 
 - No leaks: no scenario's hidden value (hidden state, fixtures) that identifies something is written
   in agent-level text (the operating document rendered with neutral values, the agent's default
@@ -79,7 +79,7 @@ def report(bundle: Bundle) -> AuditReport:
 
 @pytest.mark.parametrize("spec", FLOOR_CANDIDATES)
 def test_do_nothing_and_gaming_floor(bundle: Bundle, report: AuditReport, spec: str) -> None:
-    """Issues 17 and 23: a do-nothing agent, or one that games the checks (junk arguments for every
+    """A do-nothing agent, or one that games the checks (junk arguments for every
     lookup, junk for every tool then hang-up, "it is done" without a call), meets at most 10% of the
     action-check weight on average over the bundle's scenarios, and at most 25% in any one scenario
     (the audit's null and gaming floor)."""
@@ -105,7 +105,7 @@ async def test_floor_counts_unguarded_negatives(bundle: Bundle) -> None:
 
 
 def test_reference_paths_are_causal_and_nothing_leaks(report: AuditReport) -> None:
-    """Issue 23 items 5 and 6: the audit finds no reference value unknown before its call, no leak
+    """The audit finds no reference value unknown before its call, no leak
     in any normalised form and no hidden enum option, and the replay meets every check."""
     codes = {p.code for p in report.problems}
     assert not codes & {"audit.reference_noncausal", "audit.leak", "audit.hidden_enum"}
@@ -113,7 +113,7 @@ def test_reference_paths_are_causal_and_nothing_leaks(report: AuditReport) -> No
 
 
 def test_every_scenario_has_provenance_at_its_current_hash(bundle: Bundle) -> None:
-    """issue 17: the starter records how each scenario was made and reviewed (provenance.yaml), and
+    """The starter records how each scenario was made and reviewed (provenance.yaml), and
     each record is for the scenario file as it is now."""
     from callbench.bundle.provenance import load_provenance
     from callbench.bundle.validate.audits import scenario_files

@@ -1,4 +1,4 @@
-"""A loopback Anthropic-format gateway in front of an OpenAI-style backend (issue 24 item 4).
+"""A loopback Anthropic-format gateway in front of an OpenAI-style backend.
 
 It behaves like a LiteLLM proxy's ``/v1/messages`` route as measured: the Messages API request is
 translated to a Chat Completions request and forwarded to ``backend`` (an OpenAI-compatible base

@@ -1,4 +1,4 @@
-"""A conformance fake on loopback (issue 24 item 3): OpenAI Chat Completions
+"""A conformance fake on loopback: OpenAI Chat Completions
 (``POST .../chat/completions``, base URL :attr:`ConformanceServer.url`) and the Anthropic Messages
 API (``POST /v1/messages``, base URL :attr:`ConformanceServer.root`) that enforce the providers'
 documented request rules (:mod:`callbench.models.remote.rules`,

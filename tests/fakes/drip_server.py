@@ -1,5 +1,5 @@
-"""A loopback server that answers every POST with a valid reply sent one byte at a time (issue 25
-item 3): headers at once, then the body at ``interval_s`` per byte. It speaks OpenAI Chat
+"""A loopback server that answers every POST with a valid reply sent one byte at a time:
+headers at once, then the body at ``interval_s`` per byte. It speaks OpenAI Chat
 Completions (any path ending in ``/chat/completions``) and Anthropic Messages (``/v1/messages``)."""
 
 from __future__ import annotations

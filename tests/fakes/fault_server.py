@@ -1,4 +1,4 @@
-"""A fault-injecting provider on loopback, for tests (issue 16 item 6): OpenAI-compatible Chat
+"""A fault-injecting provider on loopback, for tests: OpenAI-compatible Chat
 Completions (``POST .../chat/completions``, base URL :attr:`FaultServer.url`) and the Anthropic
 Messages API (``POST /v1/messages``, base URL :attr:`FaultServer.root`), in one server.
 

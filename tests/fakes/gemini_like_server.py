@@ -1,5 +1,5 @@
 """A loopback OpenAI-compatible server with the schema rules of Gemini's OpenAI-compatible
-endpoint, worded as Gemini words them (issue 24 item 6).
+endpoint, worded as Gemini words them.
 
 A response schema (``response_format.json_schema.schema``) or tool parameter schema that uses a
 keyword outside Gemini's subset gets HTTP 400 with Gemini's list-wrapped body, which names the

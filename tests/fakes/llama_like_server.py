@@ -1,4 +1,4 @@
-"""A loopback OpenAI-compatible server that behaves like llama-cpp-python 0.3.36's (issue 18).
+"""A loopback OpenAI-compatible server that behaves like llama-cpp-python 0.3.36's.
 
 Measured against the real server (``callbench serve-local``) and reproduced here:
 

@@ -1,5 +1,5 @@
 """Output budgets from the expected scenario size; cut-off and fenced answers get their own
-messages and repair steps (issue 26 item 6)."""
+messages and repair steps."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The plan is a contract (issue 26 item 2): language, difficulty and asked channel event kinds
+"""The plan is a contract: language, difficulty and asked channel event kinds
 are checked against the plan item and sent back for repair; the manifest records what was written
 beside what was planned."""
 
@@ -104,7 +104,7 @@ def test_manifest_records_written_beside_planned(agent_bundle: Path, script: Pat
 
 
 def test_repair_loop_refuses_known_facts_that_copy_hidden_values(agent_bundle: Path, script: Path) -> None:
-    # issue 26 item 3 in the loop: the same scenario without its caller_known declarations
+    # caller isolation in the loop: the same scenario without its caller_known declarations
     script_data = yaml.safe_load(script.read_text(encoding="utf-8"))
     answers = script.parent / "undeclared.yaml"
     answers.write_text(yaml.safe_dump({"follow_plan": script_data["follow_plan"], "items": [[

@@ -1,4 +1,4 @@
-"""Who speaks first, imported by ``callbench new-agent`` (issue 24 item 8): each Vapi and Retell form
+"""Who speaks first, imported by ``callbench new-agent``: each Vapi and Retell form
 read into the agent's ``first_user_message`` convention, ``--first-user-message`` over the export,
 and one located line for every export that cannot say."""
 

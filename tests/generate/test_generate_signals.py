@@ -1,5 +1,5 @@
 """``callbench generate`` stopped by SIGTERM (as ``timeout`` sends at a time limit) or Ctrl-C: the
-line of a stop and 143 / 130, never the native-crash message or a traceback (issue 25 item 1)."""
+line of a stop and 143 / 130, never the native-crash message or a traceback."""
 
 from __future__ import annotations
 

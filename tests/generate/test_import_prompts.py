@@ -1,4 +1,4 @@
-"""Prompts people actually have (issue 26 item 5): a Vapi-style prompt with Liquid variables and
+"""Prompts people actually have: a Vapi-style prompt with Liquid variables and
 [Bracketed] sections, a Retell-style one with {{dynamic_variables}} and Markdown headings, and a
 Bland-style one with literal braces imported with --template none. The prompts are the project's
 own, written in the platforms' styles (docs/generating.md, "Importing a prompt")."""

@@ -1,5 +1,5 @@
 """Ctrl-C stops ``callbench generate`` at once, even while a model computation that cannot be
-cancelled (a local model in a worker thread) is still running (issue 26 item 4)."""
+cancelled (a local model in a worker thread) is still running."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The embedded local model through one generation attempt (issue 13 item 7). Skipped unless
+"""The embedded local model through one generation attempt. Skipped unless
 llama-cpp-python and the 0.5B weights are installed. The 0.5B model is not expected to write a
 scenario that passes the audit (and 400 output tokens cannot hold one); the test checks that the
 path works: the request is built and sent with the scenario schema's grammar, the answer is read,

@@ -86,7 +86,7 @@ def test_responses_api_flat_tools() -> None:
             "tools[1].name: tool 'a' is listed twice",
         ),
         ([{"type": "web_search"}], "tools[0].type: 'web_search' is not a function tool"),
-        # issue 26 item 5: a Vapi sms tool (with a name and messages) is not a function
+        # a Vapi sms tool (with a name and messages) is not a function
         ([{"name": "a", "description": "x"}, {"type": "sms", "name": "send_text", "metadata": {}}],
          "tools[1].type: 'sms' is not a function tool"),
         ([{"type": "transferCall", "destinations": []}], "tools[0].type: 'transferCall'"),
@@ -169,7 +169,7 @@ def test_agent_that_does_not_validate_is_not_kept(tmp_path: Path) -> None:
 
 
 def test_undefined_template_variable_becomes_a_declared_one(tmp_path: Path) -> None:
-    # issue 26 item 5: what was an undefined-variable failure is now a declared variable
+    # what was an undefined-variable failure is now a declared variable
     prompt = tmp_path / "p.md"
     prompt.write_text("# Agent\n\nToday is {{ day_of_week }} at {{time}}.\n", encoding="utf-8")
     code, out, err = _new(tmp_path / "b", "--call-ending", "end_call", "--success", "end_call:status=ended",

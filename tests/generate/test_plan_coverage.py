@@ -101,7 +101,7 @@ def test_coverage_reports_gaps(agent_bundle: Path) -> None:
     # the check 'verified' grades verify_consumer, which only this section names: tested
     assert used["Verifying the caller"] == [VALID]
     # the reference path calls end_call, which the section names, but nothing grades it: only
-    # mentioned, so not exercised (issue 26 item 5)
+    # mentioned, so not exercised
     assert used["Ending the call"] == [] and mentioned["Ending the call"] == [VALID]
     assert cov.unexercised_sections == [
         "Jal Seva water helpline: operating instructions", "Ending the call"]  # Call context: call data

@@ -1,4 +1,4 @@
-"""Crash-safe records (issue 26 item 4): every scenario file is committed with its manifest and
+"""Crash-safe records: every scenario file is committed with its manifest and
 provenance entries, an interrupted batch resumes with the same command and ends byte for byte as
 an uninterrupted one, and a machine-written scenario is never suggested as hand-authored."""
 

@@ -137,7 +137,7 @@ def test_a_run_records_how_many_of_its_scenarios_were_reviewed(
     assert manifest["completed"] == 2
     assert manifest["scenarios_reviewed"] == 1
     assert manifest["scenario_review"] == {"reviewed": 1, "unreviewed": 1}
-    # issue 26 item 7: unreviewed means unofficial, and the report says how many
+    # unreviewed means unofficial, and the report says how many
     assert manifest["awaiting_review"] == 1 and manifest["official"] is False
     code, out, err = invoke("report", str(out_dir), "--no-html", "--samples", "50")
     assert code == 0, out + err

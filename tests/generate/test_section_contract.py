@@ -1,4 +1,4 @@
-"""Sections tested, not just named (issue 26 item 5 and "Done when"): a plan item names the
+"""Sections tested, not just named: a plan item names the
 sections its scenario must test; an answer that does not test one (by a criterion quoting it or
 an action check on a tool or code value only it names) is sent back with a located problem; a
 Vapi-style prompt (Liquid variables, [Bracketed] sections, numbered steps of two flows) imports,

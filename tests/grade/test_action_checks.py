@@ -72,7 +72,7 @@ def test_after_cycle_is_a_grade_error(make_trace, bundle):
 
 
 def _guarded(scen):
-    """The zero_supply scenario with ``no_pickup`` guarded by ``log_reason`` (issue 12 item 2)."""
+    """The zero_supply scenario with ``no_pickup`` guarded by ``log_reason``."""
     g = scen.model_copy(deep=True)
     g.action_checks[2].applies_after = ["log_reason"]
     return g

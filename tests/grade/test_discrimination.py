@@ -1,4 +1,4 @@
-"""Discrimination on the starter bundle (issue #6): with scripted judges, the reference path scores
+"""Discrimination on the starter bundle: with scripted judges, the reference path scores
 100 on action checks in every scenario, while a candidate that only chats and hangs up
 (``scripted:hangup``) scores far lower. Runs the real simulator with scripted models."""
 

@@ -247,7 +247,7 @@ async def test_finalize_reregisters_a_set_a_runner_overwrote(run_dir, make_trace
 
 
 def test_regrade_keeps_the_runs_cutoff_unless_given(run_dir):
-    """Issue 23 item 7: a run made with --cutoff 95 is regraded at 95, not reset to 70."""
+    """A run made with --cutoff 95 is regraded at 95, not reset to 70."""
     first = CliRunner().invoke(app, ["grade", str(run_dir), "--cutoff", "95"])
     assert first.exit_code == 0, first.output
     again = CliRunner().invoke(

@@ -92,7 +92,7 @@ async def test_schema_enumerates_items_and_indices(make_trace, bundle, recording
     by_role = {r.context.role: r for r in judge.requests}
     ts = by_role["task_judge"].response_schema
     assert ts["properties"]["criteria"]["required"] == ["records_zero", "no_pressure", "grounded"]
-    # the trace's indices 0..10 are consecutive: bounds, not an 11-value enum (issue 24 item 6)
+    # the trace's indices 0..10 are consecutive: bounds, not an 11-value enum
     assert ts["$defs"]["message_index"] == {"type": "integer", "minimum": 0, "maximum": 10}
     cs = by_role["conversation_judge"].response_schema
     assert cs["properties"]["criteria"]["required"] == ["polite"]
@@ -163,7 +163,7 @@ async def test_unusable_twice_is_judge_error_excluded_and_counted(make_trace, bu
     assert all(i.r is None and i.reason.startswith("judge error after 2 attempt(s)") for i in task_items)
     assert g.judge_errors == 3
     assert g.judge_attempts["task_judge"] == 2
-    # every judged task item errored: the episode is not graded (issue 16 item 3), never scored on
+    # every judged task item errored: the episode is not graded, never scored on
     # the action checks alone (that would have been 100) nor scored 0
     assert g.not_graded and g.not_graded_reason.startswith("judge_output: task: 3 of 3 judged items")
     assert g.task_score is None and g.overall is None and g.passed is None
@@ -179,7 +179,7 @@ async def test_infrastructure_error_is_judge_error_not_zero(make_trace, bundle, 
     assert all("judge infrastructure error: HTTP 503" in i.reason for i in conv_items)
     assert g.judge_errors == 6  # polite + five ratings
     assert g.judge_attempts["conversation_judge"] == 2  # a judge outage is asked again once
-    # a judge outage never scores an episode: before issue 16 this was overall == task score (passed)
+    # a judge outage never scores an episode: it once was overall == task score (passed)
     assert g.not_graded and g.not_graded_reason.startswith("judge_outage: conversation: 6 of 6")
     assert g.conversation_score is None and g.task_score is None and g.overall is None
     assert g.passed is None and not g.skipped
@@ -297,7 +297,7 @@ def _twice(ok: dict, kind: str, item: str, first: dict) -> str:
 
 @pytest.mark.parametrize("role", ["task_judge", "conversation_judge"])
 async def test_duplicate_keys_are_rejected_retried_then_a_judge_error(make_trace, bundle, recording, role):
-    """Issue 25 item 5, across both judges: a reply giving one item twice (``not_met`` then ``met``
+    """Across both judges: a reply giving one item twice (``not_met`` then ``met``
     was stored as met) is rejected and retried; twice in a row it is a judge error, never a label."""
     if role == "task_judge":
         dup = _twice(TASK_OK, "criteria", "no_pressure", {"label": "not_met", "cited_messages": [7]})

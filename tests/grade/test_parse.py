@@ -135,7 +135,7 @@ def test_missing_label_rejected():
 
 
 def test_items_not_asked_reject_the_reply():
-    """Issue 25 item 5 (it used to be ignored): a reply judging an item it was not asked about is
+    """It used to be ignored: a reply judging an item it was not asked about is
     not trusted with the others either."""
     with pytest.raises(ReplyError, match="not asked: invented"):
         parse_judge_reply(reply(**GOOD, invented={"label": "met"}), CRIT, VALID)

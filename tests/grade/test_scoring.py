@@ -127,7 +127,7 @@ def test_all_not_applicable_pillar_is_none_not_zero(make_trace):
     assert g.conversation_score == 100.0
     # overall = mean of the defined pillars only
     assert g.overall == 100.0 and g.passed is True
-    # a pillar whose only judged item is a judge error is not graded, not undefined (issue 16)
+    # a pillar whose only judged item is a judge error is not graded, not undefined
     errored = episode_grade(make_trace("good"), [*items, _item(Pillar.TASK, 1, Label.JUDGE_ERROR)],
                             grade_set_id="gs")
     assert errored.not_graded and errored.overall is None and errored.judge_errors == 1

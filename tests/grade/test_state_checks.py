@@ -1,4 +1,4 @@
-"""The stateful backend through a whole call, and the state check (issue 29 items 1 and 2): a
+"""The stateful backend through a whole call, and the state check: a
 small shop bundle whose tools answer from a state; the trace records every change and saves the
 final state; the state check compares it with the reference path's state, with a readable
 difference, restricted to tables or fields, and guarded like an action check."""

@@ -1,4 +1,4 @@
-"""Completing tau2 gold actions into causal reference paths (issue 29, importers/tau2/paths.py),
+"""Completing tau2 gold actions into causal reference paths (importers/tau2/paths.py),
 on a small retail-shaped state: the lookups a gold write needs are inserted before it with
 arguments only from known values, values the user's instructions give are told, unknowable ones
 are reported, and the gold calls keep their arguments and order. No data folder needed."""

@@ -1,5 +1,5 @@
 """The Anthropic adapter's ``system`` form, learnt per client, and server errors that always answer
-one request shape (issue 24 item 4). Mock transport, no network."""
+one request shape. Mock transport, no network."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_speech_and_unknown_names_are_left_alone() -> None:
 
 
 def test_several_objects_one_per_line_are_all_calls_in_order() -> None:
-    # issue 24: only the last was executed and the others were read to the caller as speech
+    # only the last was executed and the others were read to the caller as speech
     text = ('I will check both orders.\n{"name": "lookup_order", "arguments": {"order_id": "1"}}\n'
             '{"name": "lookup_order", "arguments": {"order_id": "2"}}\n{"name": "end_call", "arguments": {}}')
     assert calls(text) == ("I will check both orders.", [

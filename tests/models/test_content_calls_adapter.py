@@ -1,4 +1,4 @@
-"""Calls written as text through the ``openai:`` adapter (issue 24 item 5): every call of a reply
+"""Calls written as text through the ``openai:`` adapter: every call of a reply
 in order, and a call cut off by the token limit recorded as an output error, never speech."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``timeout_s`` bounds the whole request, headers and body, on every adapter (issue 25 item 3): a
+"""``timeout_s`` bounds the whole request, headers and body, on every adapter: a
 body dripped one byte per 0.2 s against a 0.5 s timeout is a ``timeout`` fault, retried and counted.
 It used to be waited for in full (the transport's timeout limits each read, not the exchange)."""
 

@@ -1,5 +1,5 @@
 """``callbench validate`` builds request bodies for the provider checks without importing the
-openai or anthropic SDK (issue 27 item 5: importing both cost about a second of its start-up)."""
+openai or anthropic SDK (importing both cost about a second of its start-up)."""
 
 from __future__ import annotations
 

@@ -143,7 +143,7 @@ def test_parse_candidate_output():
     with pytest.raises(ModelOutputError, match=r"not valid JSON.*token limit") as info:
         parse_candidate_output('{"speech": "Let me', turn_key=1)
     assert info.value.raw == '{"speech": "Let me'
-    # several calls kept in order; a cut inside the calls is a truncated_call (issue 24 item 5)
+    # several calls kept in order; a cut inside the calls is a truncated_call
     _, two = parse_candidate_output('{"speech": null, "tool_calls": [{"name": "a", "arguments": {}}, '
                                     '{"name": "b", "arguments": {"x": 1}}]}', turn_key=2)
     assert [(c.id, c.name) for c in two] == [("call_2_0", "a"), ("call_2_1", "b")]

@@ -253,7 +253,7 @@ async def test_plain_and_json_generation_with_extra_buffer_types_off(monkeypatch
 
 async def test_a_long_prompt_is_read_with_progress_and_the_same_answer(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 28 item 1: reading a long prompt reports tokens read of how many, and the prompt read
+    """Reading a long prompt reports tokens read of how many, and the prompt read
     in chunks gives the same answer and the same cache accounting as one read by generation."""
     import callbench.models.local.client as local_client
     from callbench.models import activity

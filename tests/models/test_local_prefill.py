@@ -1,4 +1,4 @@
-"""Reading a long local prompt in reported chunks (issue 28 item 1), with a fake llama instance
+"""Reading a long local prompt in reported chunks, with a fake llama instance
 that records what it is asked to read and holds a KV cache like llama-cpp-python's ``Llama``."""
 
 from __future__ import annotations

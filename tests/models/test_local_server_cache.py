@@ -1,4 +1,4 @@
-"""The bounded prompt cache of ``serve-local`` (issue 24 item 7), with stand-in states."""
+"""The bounded prompt cache of ``serve-local``, with stand-in states."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Structured-output negotiation by behaviour, not wording, and the portable schema subset
-(issue 24 item 6), against the loopback Gemini-like fake (tests/fakes/gemini_like_server.py)."""
+"""Structured-output negotiation by behaviour, not wording, and the portable schema subset,
+against the loopback Gemini-like fake (tests/fakes/gemini_like_server.py)."""
 
 from __future__ import annotations
 

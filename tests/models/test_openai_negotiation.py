@@ -1,4 +1,4 @@
-"""The OpenAI adapter against a loopback fake of llama-cpp-python's server (issue 18 item 2):
+"""The OpenAI adapter against a loopback fake of llama-cpp-python's server:
 structured-output and tool-call-message negotiation remembered per client, explicit tool_choice,
 request-validation errors not retried as outages, tool calls returned as text, timings."""
 

@@ -1,4 +1,4 @@
-"""The lean request path (issue 14 item 2): schemas cleaned and validators compiled once, the
+"""The lean request path: schemas cleaned and validators compiled once, the
 openai body sent without the SDK's per-request transform, answers read without building models."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Provider anomalies are infrastructure faults (issue 16 item 1): every anomaly the fault server
+"""Provider anomalies are infrastructure faults: every anomaly the fault server
 injects, for every role (candidate, caller, both judges), through both adapters (OpenAI-compatible
 and Anthropic) over real loopback HTTP; then odd shapes through a mock transport."""
 
@@ -144,7 +144,7 @@ async def test_a_persistent_anomaly_names_provider_role_and_kind(
         await client.aclose()
         log = list(server.log)
     # a 500 that answers the same shape twice makes an Anthropic gateway client resend once with
-    # system as a plain string (issue 24 item 4): one more request, noted as invalid_request
+    # system as a plain string: one more request, noted as invalid_request
     stepped = dialect == "anthropic" and log[0].status == 500
     assert len(log) == 3 + stepped
     err = info.value

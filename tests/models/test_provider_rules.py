@@ -1,4 +1,4 @@
-"""Provider request rules as data (issue 24 item 1): tool schemas, whole request bodies, and
+"""Provider request rules as data: tool schemas, whole request bodies, and
 ``callbench validate --providers``."""
 
 from __future__ import annotations

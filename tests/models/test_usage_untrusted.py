@@ -1,4 +1,4 @@
-"""Usage is untrusted input (issue 25 item 6): a token count that is negative, not a whole number
+"""Usage is untrusted input: a token count that is negative, not a whole number
 or absurd is a ``malformed_body`` anomaly, retried and counted; a reply without usage is used with
 its counts read as 0 and a ``usage_missing`` note in the ledger; nothing saved or reported shows a
 negative count, speed or cost."""

@@ -231,7 +231,7 @@ def test_layout_without_horizontal_overflow(
 
 def test_indic_text_renders_from_embedded_fonts_without_installed_ones(
         browser: Any, report: dict[str, Any], tmp_path: Path) -> None:
-    """Issue 28 item 4: on a machine without fonts-noto, every Indic script of the report is drawn
+    """On a machine without fonts-noto, every Indic script of the report is drawn
     by the font the page embeds: its glyphs differ from the boxes the system's fallback draws."""
     installed = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True).stdout
     page, requests = open_page(browser, report)

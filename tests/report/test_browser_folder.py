@@ -1,4 +1,4 @@
-"""The folder HTML report at 10,000 synthetic calls in a real browser (issue 27 item 2): it opens
+"""The folder HTML report at 10,000 synthetic calls in a real browser: it opens
 from ``file://`` with no server; filters, sort, search and the score matrix work; opening a call
 loads its file and shows its transcript; no request leaves the folder.
 

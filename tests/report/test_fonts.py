@@ -1,4 +1,4 @@
-"""Embedded open fonts (issue 28 item 4): the HTML report embeds, for each Indic script it
+"""Embedded open fonts: the HTML report embeds, for each Indic script it
 contains, the shipped Noto font subset to exactly the characters used, and nothing otherwise."""
 
 from __future__ import annotations

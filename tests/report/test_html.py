@@ -174,12 +174,12 @@ def test_html_without_traces(make_run: MakeRun) -> None:
 
 
 def test_starter_report_within_size_budget(starter_report: dict[str, Any]) -> None:
-    """Issue 15: the 70-call starter report at most 4 MB, i.e. 4 MB / 70 per call. This slice
+    """The 70-call starter report at most 4 MB, i.e. 4 MB / 70 per call. This slice
     (one scenario per language, each agent's instructions stored whole) is the costly case."""
     html = starter_report["html"].read_text(encoding="utf-8")
     calls = len(starter_report["traces"])
     assert calls == 2 * len(starter_report["languages"])
-    # the embedded fonts are a fixed cost, not a per-call one (issue 28 item 4; docs/decisions.md)
+    # the embedded fonts are a fixed cost, not a per-call one (docs/decisions.md)
     fonts = html[html.index('<style id="embedded-fonts">'):]
     fonts = fonts[: fonts.index("</style>")]
     assert len(fonts.encode()) <= 300_000

@@ -1,4 +1,4 @@
-"""The HTML report as a folder (issue 27 item 2): layout, escaping, search files, atomic
+"""The HTML report as a folder: layout, escaping, search files, atomic
 replacement, and the CLI's choice between one file and a folder."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Judge validation in the report (issue 23 items 2-3): a grade set whose judges have no passing
+"""Judge validation in the report: a grade set whose judges have no passing
 validation is not official and says so beside every judged figure (terminal, HTML, JSON); the
 floor agents' scores with the run's judges; where each candidate's overall score comes from."""
 

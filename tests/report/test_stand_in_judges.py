@@ -1,4 +1,4 @@
-"""Grades from scripted judges are named as stand-ins in every output (issue 28 item 5): the
+"""Grades from scripted judges are named as stand-ins in every output: the
 terminal and HTML reports carry a banner naming them, the JSON a ``stand_in_judges`` list, and
 ``callbench grade``'s summary a line; a report graded by model judges carries none of these."""
 

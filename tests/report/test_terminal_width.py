@@ -1,4 +1,4 @@
-"""The terminal report at 80 columns and wider (issue 28 item 2): a demo-like report (the demo's
+"""The terminal report at 80 columns and wider: a demo-like report (the demo's
 own configuration: an embedded-model candidate beside the reference, three scenarios in English,
 Hindi and Tamil, smoke-test judges) and reports with three and six candidates whose ids are long,
 rendered at 80 and 120 columns. Every line is checked: none is wider than the terminal, no word is

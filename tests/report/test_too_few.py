@@ -1,4 +1,4 @@
-"""Every interval that means little says so, in every output (issue 28 item 3): a paired
+"""Every interval that means little says so, in every output: a paired
 comparison on fewer than MIN_PAIRED_SCENARIOS shared scenarios and an interval from fewer than
 MIN_SCORED_FOR_INTERVAL scored calls carry the mark in the terminal, the HTML and the JSON."""
 

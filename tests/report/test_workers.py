@@ -1,4 +1,4 @@
-"""callbench.report.model.workers and the parallel report load (issue 27 item 1): the same results in the
+"""callbench.report.model.workers and the parallel report load: the same results in the
 same order as one process, errors raised again unchanged, and no worker outliving the report."""
 
 from __future__ import annotations

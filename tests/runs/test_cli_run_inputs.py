@@ -151,7 +151,7 @@ def test_progress_totals_count_judges_like_the_cost_table() -> None:
 
 
 def test_cache_path_that_cannot_be_created_says_so(tmp_path: Path) -> None:
-    """Regression (issue 16 review): an unopenable --cache path was called "not a response cache"."""
+    """Regression: an unopenable --cache path was called "not a response cache"."""
     (tmp_path / "plain-file").write_text("x", encoding="utf-8")
     code, out = _run("--cache", str(tmp_path / "plain-file" / "cache.sqlite"), "--out", str(tmp_path / "r"))
     assert code == 2 and "cannot be opened for writing" in out and "not a response cache" not in out

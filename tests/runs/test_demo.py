@@ -72,7 +72,7 @@ def test_prompt_cost_counts_the_tools_block_where_the_local_format_puts_it() -> 
 
 def _dated_at_top(agent: LoadedAgent) -> LoadedAgent:
     """A copy of ``agent`` whose document names the date in its first line (as the starter's
-    documents did before issue 17 moved every call value into a final section)."""
+    documents did before we moved every call value into a final section)."""
     copy = agent.model_copy(deep=True)
     copy.instructions_template = "Today is {{weekday}}, {{date}}.\n\n" + copy.instructions_template
     return copy
@@ -262,7 +262,7 @@ def _scripted(config: RunConfig, candidate: str = "scripted:talk") -> RunConfig:
 
 
 def test_demo_report_shows_tools_checks_scripts_and_a_comparison(tmp_path: Path) -> None:
-    """What the demo is for (issue 15 item 6), with scripted roles standing in for the model:
+    """What the demo is for, with scripted roles standing in for the model:
     the reference candidate's tool calls go through the backend and get authored fixtures, action
     checks come out both met and not met, the Hindi and Tamil calls hold their native scripts, and
     the report compares the two candidates with an interval."""

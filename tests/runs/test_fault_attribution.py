@@ -1,5 +1,5 @@
 """Machine faults, a role that keeps failing, the index's grade rows, and header values
-(issue 16 items 2, 4 and 5)."""
+(the machine is never the candidate: docs/decisions.md, "Fault attribution")."""
 
 from __future__ import annotations
 

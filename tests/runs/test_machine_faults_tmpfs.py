@@ -1,4 +1,4 @@
-"""Machine faults on a real file system (issue 16 item 4): a small tmpfs that fills up, and one
+"""Machine faults on a real file system: a small tmpfs that fills up, and one
 remounted read-only. Needs root (mount); skipped elsewhere. The monkeypatched variants are in
 test_fault_attribution.py."""
 
@@ -109,7 +109,7 @@ def test_a_read_only_run_folder_is_one_line_and_the_same_command_resumes(tmpfs: 
         assert "the file system is read-only" in line and str(out) in line, line
         assert "Traceback" not in output
         # the default report of a read-only folder (whose parent is read-only too): the terminal
-        # report and one warning naming where the HTML could not go, exit 0 (issue 25 item 8)
+        # report and one warning naming where the HTML could not go, exit 0
         report = CliRunner().invoke(app, ["report", str(out)])
         assert report.exit_code == 0, report.output
         warnings = [ln for ln in report.output.splitlines() if ln.startswith("warning:")]

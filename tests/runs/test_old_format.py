@@ -1,4 +1,4 @@
-"""Run folders written before issue 27 item 3 (plain ``.json`` traces and episode grades) stay
+"""Run folders written before gzip (plain ``.json`` traces and episode grades) stay
 readable by report, grade and resume; new files are gzip JSON with the same hashes."""
 
 from __future__ import annotations

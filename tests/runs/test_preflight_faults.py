@@ -1,4 +1,4 @@
-"""Preflight faults (issue 25 item 7), on the real command: a transient fault at preflight is
+"""Preflight faults, on the real command: a transient fault at preflight is
 retried as an episode's would be (one or two empty replies, 5xx); only a fault that persists fails
 the run, with its own cause; the preflight's faults are in the run's fault ledger and the report's
 ``runs[].faults``."""

@@ -1,4 +1,4 @@
-"""Every phase of a run shows on the progress display (issue 28 item 1): the run reports its
+"""Every phase of a run shows on the progress display: the run reports its
 preflight and the grading of saved episodes to ``models.activity``; the CLI shows a second line
 with the phase or the activity under way."""
 

@@ -1,4 +1,4 @@
-"""The Ray executor on a local Ray instance with 2 CPUs (issue 14 items 4 and 6): the same traces
+"""The Ray executor on a local Ray instance with 2 CPUs: the same traces
 as the local executor, a worker killed mid-episode leaves no duplicate, provider limits hold
 across workers. Skipped when Ray is not installed (extra ``[distributed]``)."""
 

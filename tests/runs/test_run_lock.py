@@ -1,4 +1,4 @@
-"""One writer per run folder (issue 25 item 2): a second driver on a folder in use fails at once with
+"""One writer per run folder: a second driver on a folder in use fails at once with
 one line naming the holder's pid and host, exit 2; the lock goes with its holder however it ends."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Runs at scale (issue 14): the index reconciled cheaply on resume, counts kept incrementally,
+"""Runs at scale: the index reconciled cheaply on resume, counts kept incrementally,
 the manifest not rewritten per episode, and a kill -9 of a 1,000-episode run resumed exactly."""
 
 from __future__ import annotations

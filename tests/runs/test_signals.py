@@ -1,4 +1,4 @@
-"""Signals sent to the real ``callbench`` command (issue 25 item 1): Ctrl-C and SIGTERM stop a run
+"""Signals sent to the real ``callbench`` command: Ctrl-C and SIGTERM stop a run
 with 130 / 143 and the line of a stop (never the crash message, never a traceback), finished
 episodes are kept and the same command resumes; a second Ctrl-C stops at once; the child dies with
 its parent however the parent dies.

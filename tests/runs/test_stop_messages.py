@@ -1,4 +1,4 @@
-"""The line a stopped command ends with (issue 25's stop line, worded per command): ``run`` keeps
+"""The line a stopped command ends with (the stop line, worded per command): ``run`` keeps
 its finished episodes and resumes, ``grade`` keeps its finished grades and grades the rest, and
 ``report``, which writes nothing partial, says what was written (nothing, or the files finished
 before the stop) and that the command can be run again."""

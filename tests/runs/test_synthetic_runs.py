@@ -1,4 +1,4 @@
-"""benchmarks/synthetic_runs.py (issue 27 item 1): synthetic run folders that report and grade
+"""benchmarks/synthetic_runs.py: synthetic run folders that report and grade
 accept, deterministic from the seed, with real shapes."""
 
 from __future__ import annotations

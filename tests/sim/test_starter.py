@@ -53,7 +53,7 @@ async def test_reference_path_episode(scenario_id: str) -> None:
     assert expressed == [s.id for s in scen.brief.plan][: len(expressed)]
     assert candidate_messages(trace.messages)[0].content == trace.messages[0].content
     # Every authored channel event (ASR event, VAD split) is reached and applies on this replay
-    # (issue 17: an anchor on digits the caller's words do not contain never fires).
+    # (an anchor on digits the caller's words do not contain never fires).
     authored = [e for ct in trace.caller_turns for e in ct.channel_events if e.source == "authored"]
     assert len(authored) == len(scen.channel.asr_events) + len(scen.channel.vad_splits), scenario_id
     assert [(e.kind, e.span, e.detail) for e in authored if not e.applied] == [], scenario_id

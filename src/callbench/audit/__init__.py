@@ -1,4 +1,4 @@
-"""The benchmark audits itself, as a stage of its own (issue 23 item 9).
+"""The benchmark audits itself, as a stage of its own.
 
 - :mod:`~callbench.audit.core`: ``callbench audit``: reference replay, the null and gaming floors,
   leaks, channel events reached.

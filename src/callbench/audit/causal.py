@@ -1,4 +1,4 @@
-"""Causal reference paths (issue 23 item 5): a reference tool call may use only values known before
+"""Causal reference paths: a reference tool call may use only values known before
 it.
 
 Known before a call made in assistant message m of the reference replay: the operating

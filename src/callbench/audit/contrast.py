@@ -1,4 +1,4 @@
-"""Contrastive known-answer traces (issue 23 item 1): from each scenario's reference path, derive
+"""Contrastive known-answer traces: from each scenario's reference path, derive
 calls that differ from the correct one in a single known way, so that a judge who calls everything
 ``met`` (or everything ``not_met``) is caught on the criteria each difference must flip.
 

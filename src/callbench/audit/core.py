@@ -1,4 +1,4 @@
-"""``callbench audit``: what a bundle's scores can be trusted to measure (issue 12 item 1).
+"""``callbench audit``: what a bundle's scores can be trusted to measure.
 
 Beyond ``validate`` (whose problems, ``excerpt.partial`` among them, are part of the audit), every
 scenario goes through the real episode loop (:func:`callbench.sim.episode.run_episode`) and the real
@@ -66,14 +66,14 @@ CALLER = "scripted:plan"
 NULL_CANDIDATES = ("scripted:hangup", "scripted:talk")
 """The do-nothing candidates of the null floor: one hangs up at once, one only talks."""
 GAMING_CANDIDATES = GAMING_SPECS
-"""The gaming candidates of the floor (issue 23 item 4, :mod:`callbench.models.scripted.gaming`):
+"""The gaming candidates of the floor (:mod:`callbench.models.scripted.gaming`):
 junk arguments for every lookup tool, junk for every tool that does not end the call then hang-up,
 and "it is done" without any call."""
 FLOOR_CANDIDATES = NULL_CANDIDATES + GAMING_CANDIDATES
 """Every candidate of the floor, in report order."""
 FLOOR_MEAN = 0.10
 FLOOR_MAX = 0.25
-"""Null-floor bounds (issue 17): a do-nothing candidate meets at most 10% of the applicable
+"""Null-floor bounds: a do-nothing candidate meets at most 10% of the applicable
 action-check weight on average over the scenarios audited, and at most 25% in any one."""
 AUDIT_SEED = 20260314
 """Run seed of the audit's episodes (channel noise and backend draws derive from it)."""

@@ -1,4 +1,4 @@
-"""Judges on known answers (issue 12 item 3c, issue 23 items 1-2): grade the audit's own traces,
+"""Judges on known answers: grade the audit's own traces,
 whose right labels are known, and measure each judge on them.
 
 Known answers: on a *reference replay* (the scenario's correct call, every action check met) every

@@ -1,10 +1,10 @@
-"""The audit's leak check (issue 12 item 1c, issue 23 item 6): a scenario's hidden value written
+"""The audit's leak check: a scenario's hidden value written
 where the candidate reads it, in any normalised form.
 
 The candidate sees the rendered operating document and the tool schemas (DESIGN.md "Who sees
 what"), never the hidden state or the fixtures. A hidden value that *identifies* something (a
 reference, an account, a code, an amount) written in that text hands the candidate the answer the
-scenario tests for, as issue 12 measured: the bank prompt's pronunciation example
+scenario tests for, as measured on the starter: the bank prompt's pronunciation example
 ``DSP26031100418`` was a scenario's hidden dispute reference, and a dairy tool's ``e.g.
 BMC-2417-02`` the hidden sub-centre code that is the trap of the paper's example scenario.
 
@@ -54,7 +54,7 @@ from callbench.sim.episode import candidate_tools
 _CLOCK = re.compile(r"[0-9]{1,2}:[0-9]{2}(\s*-\s*[0-9]{1,2}:[0-9]{2})?")
 MIN_IDENTIFYING_CHARS = 5
 """A string of at least this many characters holding a digit, or a number written with at least this
-many digits, identifies something (issue 12: "a string of five or more characters holding
+many digits, identifies something ("a string of five or more characters holding
 digits")."""
 
 

@@ -1,5 +1,5 @@
-"""Normalised forms of values and text, shared by the leak audit and the causal reference audit
-(issue 23 items 5 and 6): the same value written in another case, with other spacing or
+"""Normalised forms of values and text, shared by the leak audit and the causal reference audit:
+the same value written in another case, with other spacing or
 separators, in another script's digits, or as another numeric form of the same amount.
 
 - :func:`fold`: Unicode NFKC, case folded (``str.casefold``), every decimal digit of any script
@@ -33,7 +33,7 @@ _WHOLE_AMOUNT = re.compile(r"^(?:₹|rs\.?|inr|\$|€|£)?\s*([0-9][0-9,]*(?:\.[
 class _CharTable(dict[int, str | None]):
     """A ``str.translate`` table filled on first sight of each character by ``rule`` (the cached
     answer is then a C-level dict hit): per-character Python loops over every document made the
-    starter's audit spend ~2 s here (issue 27 item 5)."""
+    starter's audit spend ~2 s here."""
 
     def __init__(self, rule: Any) -> None:
         super().__init__()

@@ -1,4 +1,4 @@
-"""The saved result of the judges-on-known-answers audit (issue 12 item 3c), and how a report
+"""The saved result of the judges-on-known-answers audit, and how a report
 finds the one that fits a run (docs/decisions.md, "Judge accuracy on known answers").
 
 ``callbench audit BUNDLE --judges ... --save PATH`` writes a :class:`JudgeAudit` JSON file: to
@@ -218,7 +218,7 @@ def matching_audit(
 ) -> JudgeAudit | None:
     """The latest audit made on ``bundle_hash`` with the same ``judge`` in ``role`` (spec and
     settings: :func:`same_judge`) and, when ``prompt_version`` is given, the same judge prompts:
-    the key of a saved validation (issue 23 item 2). None when there is none."""
+    the key of a saved validation. None when there is none."""
     fits = [
         a
         for a in audits

@@ -1,4 +1,4 @@
-"""The statistics of judge validation (issue 23 item 2): per-class recall, balanced accuracy, their
+"""The statistics of judge validation: per-class recall, balanced accuracy, their
 intervals, and the gate a judge must pass for a grade set it made to be official.
 
 - *Balanced accuracy* = (recall on items whose known label is ``met`` + recall on items whose

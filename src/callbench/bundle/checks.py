@@ -108,8 +108,8 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
     A *guard* (a check named in another check's ``applies_after``) that pins no argument counts
     only calls that reach a record the scenario authored (:func:`reaches_record`: the arguments match
     one of the tool's fixture entries that pins arguments); a guard that pins arguments names its
-    record itself. Either way a junk call unlocks no guarded check (issue 23 item 4;
-    docs/authoring.md "Guards"). Results come in the scenario's check order. Raises ``ValueError``
+    record itself. Either way a junk call unlocks no guarded check (docs/authoring.md "Guards").
+    Results come in the scenario's check order. Raises ``ValueError``
     on a cycle through ``after`` and ``applies_after``, or a fixture reference that does not resolve.
     """
     facts, state = scenario.brief.known_facts, scenario.hidden_state

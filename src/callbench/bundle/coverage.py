@@ -1,5 +1,5 @@
-"""What an agent's scenarios exercise: sections of its operating document and its tools (issue 13
-item 6), so a reviewer sees the gaps.
+"""What an agent's scenarios exercise: sections of its operating document and its tools,
+so a reviewer sees the gaps.
 
 Sections are those of :func:`callbench.bundle.sections.document_sections` (Markdown and
 ``[Bracketed]`` headings, repeated titles qualified by their flow, a non-blank preamble) that have
@@ -12,7 +12,7 @@ Rules (stated in ``callbench inspect --agent AGENT`` and docs/generating.md):
 * a scenario exercises (*tests*) a *section* when a criterion quotes an excerpt located in it, or
   an action check grades a tool or a code value that only this section names
   (:mod:`callbench.bundle.section_tests`); it merely *mentions* a section when it only calls,
-  answers or names a tool the section names. Only tests count as coverage (issue 26 item 5: a
+  answers or names a tool the section names. Only tests count as coverage (a
   section swallowing several blocks counted as exercised whenever a scenario merely used a tool);
   ``mentioned_only_sections`` lists the sections that are in play but never graded;
 * a scenario exercises a *tool* when its reference path calls it or a positive action check

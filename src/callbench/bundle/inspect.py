@@ -53,7 +53,7 @@ class AgentRow(BaseModel):
         default=None,
         description="Characters at the start of the rendered instructions that are the same for every "
         "scenario of the agent: the part a prompt cache or the embedded model reads once per agent "
-        "(issue 17: put the date, time and call-specific values in a final section). None when the "
+        "(so put the date, time and call-specific values in a final section). None when the "
         "agent has no scenario or its instructions do not render for one of them.")
 
 
@@ -77,7 +77,7 @@ class Composition(BaseModel):
     coverage: list[AgentCoverage] = Field(
         default_factory=list,
         description="Per agent: the document sections and tools its scenarios exercise, and the ones none "
-        "does (bundle/coverage.py; issue 13 item 6).")
+        "does (bundle/coverage.py).")
 
 
 def _instruction_chars(agent: LoadedAgent) -> int | None:

@@ -65,7 +65,7 @@ DATA_SUFFIXES = (".yaml", ".yml", ".json")
 def _is_json_data(obj: Any) -> bool:
     """True when :func:`json_data_problem` finds no problem: the same checks (every value counted,
     depth, key and value types) without building the dotted path of every value, which only a
-    problem's message needs (a third of the check's time; issue 27 item 5)."""
+    problem's message needs (a third of the check's time)."""
     nodes = 0
     stack: list[tuple[Any, int]] = [(obj, 0)]
     while stack:
@@ -446,8 +446,8 @@ _ENV.globals["range"] = _bounded_range
 del _ENV.globals["lipsum"]  # lorem ipsum has no place in an operating document (and lipsum(10**6) hangs)
 def _date_filter(value: Any, fmt: str = "%Y-%m-%d") -> str:
     """``{{ now | date('%A, %B %d, %Y') }}``: the call's date and time (ISO 8601 ``now``) in a
-    strftime format, as a Liquid ``date`` filter on ``'now'`` writes it in Vapi and Retell prompts
-    (issue 26 item 5). Neutral rendering (no scenario) keeps a visible placeholder."""
+    strftime format, as a Liquid ``date`` filter on ``'now'`` writes it in Vapi and Retell prompts.
+    Neutral rendering (no scenario) keeps a visible placeholder."""
     if fmt.count("%") > 20 or len(fmt) > 200:
         raise SecurityError("a date format over 200 characters or 20 fields is not allowed")
     try:

@@ -68,7 +68,7 @@ Importance = Literal[1, 2, 3]
 
 ContrastKind = Literal["no_tools", "wrong_argument", "cut_short"]
 """The contrastive known-answer traces ``callbench audit --judges`` derives from each reference
-replay (issue 23 item 1; :mod:`callbench.audit.contrast`): ``no_tools`` its words without its tool
+replay (:mod:`callbench.audit.contrast`): ``no_tools`` its words without its tool
 calls and results, ``wrong_argument`` one key argument of a tool call changed to a wrong value (the
 backend answers with its mismatch or default response), ``cut_short`` the call cut after the
 candidate's first answer to the caller."""
@@ -291,7 +291,7 @@ class ActionCheck(Strict):
 
     ``applies_after`` guards the check: it is not applicable (enters neither sum, neither met nor
     not met) unless every listed check of the same scenario is met at the end of the call, i.e. the
-    call reached the point where the action is tempting (issue 12 item 2). Guard a negative check
+    call reached the point where the action is tempting. Guard a negative check
     ("never call X") that a do-nothing agent would otherwise meet."""
 
     id: str = Field(pattern=ID_PATTERN)
@@ -326,7 +326,7 @@ class ActionCheck(Strict):
 
 
 class StateCheck(Strict):
-    """A state check (issue 29 item 2; needs an agent with ``state``): the call's final state equals
+    """A state check (needs an agent with ``state``): the call's final state equals
     the state produced by replaying the scenario's reference path on the initial state, optionally
     restricted to ``tables`` and to ``fields`` (``table.dotted.path`` prefixes, e.g.
     ``orders.status``). Graded like an action check (met / not met, with a readable difference)."""
@@ -390,7 +390,7 @@ class ReferenceToolCall(Strict):
     """One tool call of a reference turn. ``after_results``: send it (and the calls after it, up to
     the next one marked so) in a new assistant message, after the results of the calls before it
     have come back; a call that uses a value another call returns must wait for that result
-    (issue 23 item 5, the audit's ``audit.reference_noncausal``)."""
+    (the audit's ``audit.reference_noncausal``)."""
 
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)

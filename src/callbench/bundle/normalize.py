@@ -1,4 +1,4 @@
-"""Normalised forms of values and text, for finding a value wherever it is written (issue 26 item 3).
+"""Normalised forms of values and text, for finding a value wherever it is written.
 
 A hidden value can reach the caller in another form than the one stored: another case, another
 Unicode composition, digits of another script (Gujarati ૧૨૩, Devanagari ४५६), or an identifier
@@ -130,7 +130,7 @@ def _value_form(value: str, min_chars: int) -> str | tuple[str, ...] | None:
     digit (its characters with any separators between them: :func:`value_pattern`'s rule), else its
     words (:func:`value_pattern`'s pattern is the words with white space between them); None when
     :func:`value_pattern` is None. Neither compiles a pattern: compiling one per value cost a third
-    of the isolation audit (issue 27 item 5)."""
+    of the isolation audit."""
     norm = norm_text(value).strip()
     core = compact(norm)
     if sum(c.isalnum() for c in core) < min_chars:
@@ -165,7 +165,7 @@ class TextSet:
     """Texts searched together for many values: :meth:`holding` gives the indices of the texts
     holding a value in one of :func:`value_pattern`'s forms, from one search of all the texts
     (each normalised by :func:`norm_text`) joined by :data:`_SENTINEL` (a scenario's isolation
-    audit searches its brief's 10-30 texts for each of its 10-50 secrets; issue 27 item 5).
+    audit searches its brief's 10-30 texts for each of its 10-50 secrets).
 
     The same answer as ``value_pattern(value, min_chars).finditer`` over each normalised text with
     :func:`find_value`'s glue rule: no form of a value spans the sentinel, leftmost non-overlapping

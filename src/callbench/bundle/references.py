@@ -39,7 +39,7 @@ def resolve(value: Any, caller_facts: dict[str, Any], state: dict[str, Any], whe
 
     Works on plain JSON values and on pydantic models (their ``model_dump(by_alias=True)``).
     Raises :class:`ReferenceError_` (with ``where`` set to the dotted path) on the first unresolved one.
-    The dotted path is built only for that error, not for every value walked (issue 27 item 5).
+    The dotted path is built only for that error, not for every value walked.
     """
     try:
         return _resolve(value, caller_facts, state)

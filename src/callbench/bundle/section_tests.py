@@ -1,5 +1,5 @@
 """Which sections of the operating document a scenario *tests*, and which it merely *mentions*
-(issue 26 item 5: "coverage counts a section as exercised only when a scenario's checks or
+("coverage counts a section as exercised only when a scenario's checks or
 criteria test it, not when it names a tool").
 
 A scenario **tests** a section when one of its graded items traces back to that section alone:

@@ -1,4 +1,4 @@
-"""The sections of an operating document (issue 13 item 6, issue 26 item 5).
+"""The sections of an operating document.
 
 Sections are the headings of the rendered document, outside fenced code blocks: Markdown ATX
 headings (``#`` to ``######`` at the start of a line) and, as voice-agent platforms write them

@@ -7,7 +7,7 @@
 :func:`load_yaml` gives the same data faster: libyaml parses and composes the node tree, then a
 document of plain data (string keys, merge keys included; maps, lists and the core schema's
 scalars) is built by :func:`build_plain`, a loop without PyYAML's per-node generators and
-bookkeeping (issue 27 item 5: building the starter bundle's objects took a quarter of
+bookkeeping (building the starter bundle's objects took a quarter of
 ``callbench validate``). Anything else (a non-string key, ``!!set``, ``!!omap``, an unknown tag)
 and any error while building load the text again with PyYAML's own constructor, so the result
 and every error message, with its line and column marks, are PyYAML's own. Parse errors come

@@ -20,8 +20,8 @@ once and exits (CPython's default is 700)."""
 def _one_shot_gc() -> None:
     """Fewer garbage collections in ``validate`` and ``audit``: loading a bundle allocates hundreds
     of thousands of containers that all stay alive (the bundle's data and typed models), which the
-    default thresholds scan again and again (about 0.05 s of ``validate`` of the starter; issue 27
-    item 5). Cyclic garbage still gets collected, every 10,000 allocations instead of 700."""
+    default thresholds scan again and again (about 0.05 s of ``validate`` of the starter).
+    Cyclic garbage still gets collected, every 10,000 allocations instead of 700."""
     import gc
 
     gc.set_threshold(ONE_SHOT_GC_THRESHOLD, *gc.get_threshold()[1:])

@@ -1,4 +1,4 @@
-"""The ``new-agent``, ``generate`` and ``review`` commands (issue 13), registered on the main typer
+"""The ``new-agent``, ``generate`` and ``review`` commands, registered on the main typer
 app by :func:`register`; thin over :mod:`callbench.generate`."""
 
 from __future__ import annotations

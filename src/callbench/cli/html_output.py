@@ -1,6 +1,6 @@
 """Where ``callbench report`` writes its HTML report: one file up to
 :data:`~callbench.report.html.folder.SINGLE_FILE_MAX_CALLS` calls, else a folder (docs/report.md),
-and the fallback beside a read-only run folder (issue 25 item 8)."""
+and the fallback beside a read-only run folder."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def html_target(
 def write_default_html(result: object, runs: list, target: HtmlTarget, build: object | None = None) -> None:
     """The default HTML report: ``RUN_DIR/report.html`` (or the folder ``RUN_DIR/report``), else
     beside the run folder (``<RUN_DIR>.report.html`` or ``<RUN_DIR>.report``) when the folder
-    cannot be written (a read-only run folder, issue 25 item 8); when neither can be written, one
+    cannot be written (a read-only run folder); when neither can be written, one
     warning line names both and the command still succeeds (the terminal report was shown; the
     HTML was not asked for by name)."""
     first = target.path

@@ -1,4 +1,4 @@
-"""Scenario generation from an agent's own prompt and tools (issue 13; DESIGN.md "generate/").
+"""Scenario generation from an agent's own prompt and tools (DESIGN.md "generate/").
 
 Stages, one module each: :mod:`.tools_import` and :mod:`.new_agent` (bring your own agent),
 :mod:`.plan` (what a batch must cover), :mod:`.request` and :mod:`.rules` (what the generator model

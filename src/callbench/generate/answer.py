@@ -1,4 +1,4 @@
-"""Reading the generator model's answer (issue 26 item 6): fenced JSON and cut-off answers get
+"""Reading the generator model's answer: fenced JSON and cut-off answers get
 their own messages and repair steps instead of a bare JSON error.
 
 - A JSON object wrapped in a Markdown code fence (```` ```json ... ``` ````), which chat models

@@ -1,5 +1,5 @@
 """The audit step of the repair loop: a candidate scenario checked exactly as a bundle file would
-be (issue 13 item 3).
+be.
 
 :func:`audit_candidate` writes the candidate, as the very text :func:`scenario_text` would write
 into the bundle, into a temporary copy of the bundle that holds the agent and this one scenario

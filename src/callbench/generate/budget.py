@@ -1,4 +1,4 @@
-"""The output budget of a generation request, from the expected scenario size (issue 26 item 6).
+"""The output budget of a generation request, from the expected scenario size.
 
 A scenario is one JSON object of predictable size: the starter's 100 scenarios average 4,360
 output tokens per agent (docs/generating.md, "Cost", the project's token estimate

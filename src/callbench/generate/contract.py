@@ -1,4 +1,4 @@
-"""The plan as a contract (issue 26 item 2): a generated scenario must be what its plan item asked.
+"""The plan as a contract: a generated scenario must be what its plan item asked.
 
 :func:`plan_problems` compares a candidate scenario with its :class:`~callbench.generate.plan.PlanItem`:
 its ``language`` and ``brief.language`` must be the item's language (code ``generate.plan_language``),
@@ -7,7 +7,7 @@ carry every channel event kind the item asks for, or none at all when the item a
 channel (``generate.plan_channel``). Each is a located problem sent back for repair, like an audit
 problem.
 
-:func:`section_problems` holds the scenario to the sections its plan item names (issue 26 item 5):
+:func:`section_problems` holds the scenario to the sections its plan item names:
 each must be *tested*, by a criterion quoting it or an action check on a tool or code value only it
 names (the rule of :mod:`callbench.bundle.section_tests`); naming a tool of the section, calling it
 in the reference path or citing the section's title does not count (``generate.plan_section``).

@@ -1,5 +1,5 @@
 """Near-duplicate rejection: a generated scenario with the same intent and the same facts as an
-existing one is not written (issue 13 item 3).
+existing one is not written.
 
 Two similarities, each a Jaccard index (|A ∩ B| / |A ∪ B|, 1.0 for two empty sets):
 

@@ -1,4 +1,4 @@
-"""The generation loop: plan, request, audit, repair, write, record (issue 13 items 2-4).
+"""The generation loop: plan, request, audit, repair, write, record.
 
 For each plan item the generator model gets the first request (:mod:`.request`); its JSON answer
 is checked against the scenario JSON Schema, its id against the bundle's ids, its intent and facts
@@ -156,7 +156,7 @@ async def generate_batch(
     """Generate ``options.n`` scenarios of ``options.agent`` into the bundle at ``bundle_dir``
     with ``client`` (the loop in the module docstring). ``on_item`` is called after each item.
 
-    Crash safety (issue 26 item 4): each accepted scenario is committed by
+    Crash safety: each accepted scenario is committed by
     :func:`callbench.generate.records.commit_scenario` (manifest entry, then provenance entry, then
     the file, each atomic), and the batch record is saved after every item, so an interrupted
     batch leaves every scenario file with its records. The same command resumes it: the batch id is

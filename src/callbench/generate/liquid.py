@@ -1,4 +1,4 @@
-"""Importing prompts written for voice-agent platforms (issue 26 item 5): their ``{{ }}`` templates.
+"""Importing prompts written for voice-agent platforms: their ``{{ }}`` templates.
 
 Vapi and Retell prompts use Liquid: ``{{ customer.name | default: 'there' }}``,
 ``{{'now' | date: '%A, %B %d, %Y', 'America/Los_Angeles'}}``, ``{% if vip %}...{% endif %}``.

@@ -1,4 +1,4 @@
-"""The generation manifest, ``generation.yaml`` at the bundle root (issue 13 item 4).
+"""The generation manifest, ``generation.yaml`` at the bundle root.
 
 It lives beside ``provenance.yaml`` (docs/decisions.md, "Generation manifest"): provenance keeps,
 for every scenario, how it was made, the SHA-256 of its file and its review status; the generation
@@ -91,8 +91,8 @@ class PlanFacts(_Strict):
 
 
 class ScenarioRecord(_Strict):
-    """What generation recorded for one written scenario; ``planned`` and ``written`` (issue 26
-    item 2) are None in manifests written before they were recorded."""
+    """What generation recorded for one written scenario; ``planned`` and ``written``
+    are None in manifests written before they were recorded."""
 
     batch: str
     item: int

@@ -1,5 +1,4 @@
-"""``callbench new-agent``: an agent folder made from a system prompt and a tools file (issue 13
-item 1).
+"""``callbench new-agent``: an agent folder made from a system prompt and a tools file.
 
 The prompt's own templating (the Liquid ``{{ }}`` of Vapi and Retell prompts) is translated into
 declared variables with defaults, or kept verbatim with ``template="none"`` (:mod:`.liquid`).

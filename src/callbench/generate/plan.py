@@ -1,4 +1,4 @@
-"""The batch plan: what a generation batch must cover (issue 13 item 2).
+"""The batch plan: what a generation batch must cover.
 
 A plan assigns each of the ``n`` requested scenarios a language, a difficulty, the sections of the
 operating document it must test (Markdown and ``[Bracketed]`` headings and a substantial preamble,

@@ -1,4 +1,4 @@
-"""Crash-safe records of generated scenarios (issue 26 item 4).
+"""Crash-safe records of generated scenarios.
 
 A generated scenario is committed in three atomic writes, in this order:
 

@@ -1,4 +1,4 @@
-"""The request / audit / repair loop of one plan item (issue 13 item 3).
+"""The request / audit / repair loop of one plan item.
 
 The answer to each request is checked against the scenario JSON Schema, its language, difficulty
 and channel against its plan item (:mod:`.contract`), its id against the bundle's ids, its intent

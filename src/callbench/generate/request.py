@@ -1,4 +1,4 @@
-"""What the generator model is sent, and how its answer is read (issue 13 item 2).
+"""What the generator model is sent, and how its answer is read.
 
 One request per scenario: the system message is :data:`~callbench.generate.rules.GENERATOR_RULES`;
 the user message holds the agent id, the full rendered operating document (template variables such

@@ -1,4 +1,4 @@
-"""``callbench review``: reading generated scenarios and recording accept / reject (issue 13 item 5).
+"""``callbench review``: reading generated scenarios and recording accept / reject.
 
 A decision is written to both files that carry review state, each for its own reader
 (docs/decisions.md, "Generation manifest"): the generation manifest's ``review`` (``accepted`` or

@@ -36,7 +36,7 @@ def call_records(trace: Trace) -> list[CallRecord]:
 
 def grade_state_checks(trace: Trace, scenario: Scenario, agent: LoadedAgent | None,
                        met_action_checks: set[str] | None = None) -> list[GradedItem]:
-    """One task-pillar item (source ``action_check``) per state check of ``scenario`` (issue 29):
+    """One task-pillar item (source ``action_check``) per state check of ``scenario``:
     met when the trace's saved final state equals the state the reference path produces (within the
     check's tables / fields), else not met with the differences; not applicable when one of its
     ``applies_after`` guards is not in ``met_action_checks``; ``cited_events`` = the tool events

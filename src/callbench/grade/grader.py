@@ -230,7 +230,7 @@ async def grade_run(
 
     With ``continue_latest`` (the default), when the run's latest grade set was made with the same
     judges, settings, cutoff and rubric and still lacks some episodes or holds episodes that were
-    *not graded* (a judge outage, issue 16 item 3), only those are graded, into that set, and its
+    *not graded* (a judge outage), only those are graded, into that set, and its
     id is returned; a complete latest set is never touched (the run is regraded into a new set).
     """
     run_dir = Path(run_dir)
@@ -254,7 +254,7 @@ async def grade_run(
         cutoff = run_cutoff(run_dir, manifest.grade_sets)
     if pass_rule is None:
         pass_rule = run_pass_rule(run_dir, manifest.grade_sets)
-    # Traces are streamed (issue 27 item 1): checked one at a time here, before any is graded, then
+    # Traces are streamed: checked one at a time here, before any is graded, then
     # read again by the grading workers; none is kept, so memory does not grow with the run.
     files = episode_files.paths(traces_dir(run_dir))
     for path in files.values():
@@ -307,7 +307,7 @@ async def grade_run(
 def run_cutoff(run_dir: Path, grade_sets: list[str]) -> float:
     """The run's pass mark: the cutoff of its first judge grade set (the one ``callbench run
     --cutoff`` made), else :data:`~callbench.grade.scoring.DEFAULT_CUTOFF` for a run with none
-    (issue 23 item 7). Human label sets are skipped; an unreadable grade set raises
+    (a regrade keeps the run's cutoff). Human label sets are skipped; an unreadable grade set raises
     :class:`GradeError` naming its file."""
     for gid in grade_sets:
         if not (grades_dir(run_dir, gid) / "grade_set.json").is_file():

@@ -4,7 +4,7 @@ Both judges go through any :class:`~callbench.models.base.ModelClient` with JSON
 constrained to a schema that enumerates the expected item ids (``request.response_schema``) and
 ``RequestContext`` role ``task_judge`` / ``conversation_judge``.
 
-Failure handling (issue #6): a reply that cannot be used (not JSON, an unknown label, a rating
+Failure handling: a reply that cannot be used (not JSON, an unknown label, a rating
 outside 1..5, a cited index not in the trace, a missing item, or a :class:`ModelOutputError`) gets
 one more attempt, with the assistant's reply and the list of problems appended to the
 conversation. Items usable in the first reply are kept; the retry fills only the rest. Whatever is
@@ -43,7 +43,7 @@ from callbench.models.output_limits import safe_response, safe_text
 from callbench.trace import Trace
 
 MAX_ATTEMPTS = 2
-"""One request plus one retry (issue #6); a provider failure is retried the same way (issue 16),
+"""One request plus one retry; a provider failure is retried the same way,
 except authentication and not-found errors (``FATAL_STATUS``), which cannot pass by asking again."""
 FATAL_STATUS = frozenset({401, 403, 404})
 

@@ -5,13 +5,13 @@ mark or zero-width characters, with keys or labels in odd case or spelling (``"M
 ``"NOT MET"``, ``"not-met"``, ``"Cited_Messages"``, ``"citedMessages"``), with items given as a
 list of objects carrying ``id`` instead of an object keyed by id, still parses.
 
-Strict about content (issue #6): an unknown label, a rating that is not a whole number from 1 to
+Strict about content: an unknown label, a rating that is not a whole number from 1 to
 5, a cited index that is not a message index of the trace, a label, rating or citation list given
 twice in one item, or a missing item is *rejected*, never clamped or guessed. Rejections are per
 item, so one bad item does not void the others; the judge runner retries once and records what
 stays unusable as a judge error.
 
-Strict about the reply as a kind (issue 25 item 5): a reply that gives any JSON key twice
+Strict about the reply as a kind: a reply that gives any JSON key twice
 (``object_pairs_hook``; Python's ``json`` keeps the last silently, so ``not_met`` then ``met`` was
 stored as met), gives one item twice in the list form, or judges items it was not asked about is
 rejected whole (:class:`ReplyError`) and retried like unparseable text.

@@ -38,7 +38,7 @@ DEFAULT_CUTOFF = 70.0
 DEFAULT_PASS_RULE: PassRule = "outcome_and_overall"
 NOT_GRADED_SHARE = 0.5
 """An episode is not graded when, in either pillar, more than this share of the judged items
-(criteria and ratings that apply) are judge errors (issue 16 item 3): scoring the rest would let a
+(criteria and ratings that apply) are judge errors: scoring the rest would let a
 judge outage decide the score (with every conversation item errored, the task pillar alone made
 the overall score)."""
 INFRA_PREFIX = "judge infrastructure error"

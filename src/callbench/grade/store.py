@@ -2,7 +2,7 @@
 
 Layout (``runfolder/manifest.py``): ``RUN_DIR/grades/<grade_set_id>/grade_set.json``
 (:class:`GradeSetManifest`) and ``episodes/<episode_id>.json.gz`` (:class:`EpisodeGrade`, gzip JSON;
-``.json`` in runs graded before issue 27, still read: :mod:`callbench.runfolder.episode_files`); every write
+``.json`` in runs graded before gzip, still read: :mod:`callbench.runfolder.episode_files`); every write
 is atomic (``trace.atomic_write_text``).
 
 Grade set ids: ``gs<NNN>-<hash10>``. ``NNN`` is a counter (1 + the highest counter already in
@@ -46,7 +46,7 @@ def episodes_folder(run_dir: Path, grade_set_id: str) -> Path:
 
 def episode_path(run_dir: Path, grade_set_id: str, episode_id: str) -> Path:
     """An episode's grade file: ``RUN_DIR/grades/<grade_set_id>/episodes/<episode_id>.json.gz``
-    (gzip JSON), or ``.json`` in a run graded before issue 27 (:mod:`callbench.runfolder.episode_files`)."""
+    (gzip JSON), or ``.json`` in a run graded before gzip (:mod:`callbench.runfolder.episode_files`)."""
     return episode_files.path_for(episodes_folder(run_dir, grade_set_id), episode_id)
 
 

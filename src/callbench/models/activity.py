@@ -1,4 +1,4 @@
-"""What a model is doing right now, for progress displays (issue 28 item 1).
+"""What a model is doing right now, for progress displays.
 
 A long local computation (loading weights, reading an 8,500-token operating document on a CPU)
 takes minutes with no finished episode to show. Model clients report it here with

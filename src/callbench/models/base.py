@@ -89,7 +89,7 @@ class ModelSettings(BaseModel):
     tool_choice: Literal["auto", "required", "none", "omit"] = "auto"
     """openai: the ``tool_choice`` sent with every request that offers tools (``omit``: none sent).
     Sent explicitly because llama-cpp-python's function-calling format leaves the tools out of the
-    prompt without it (issue 18)."""
+    prompt without it."""
     structured_output: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
     """openai: how JSON output is asked for (``models/remote/negotiation.py``); ``auto`` negotiates."""
     parse_content_tool_calls: bool = False
@@ -147,13 +147,13 @@ class ModelSettings(BaseModel):
     def _url_without_credentials(self, url: str | None) -> str | None:
         """Every dump keeps the endpoint (scheme, host, port, path) but not what may authenticate
         to it: the userinfo (``user:password@``) and every query value (``?subscription-key=...``)
-        become :data:`URL_PART_MARKER` (issue 25 item 4). The live object keeps the URL."""
+        become :data:`URL_PART_MARKER`. The live object keeps the URL."""
         return saved_url(url)
 
     @field_serializer("extra_headers")
     def _header_names_only(self, headers: dict[str, str]) -> dict[str, str]:
         """Every dump (manifests, traces, grade sets, reports) keeps header names only: each value,
-        literal or ``env:VAR``, becomes :data:`HEADER_VALUE_MARKER` (issue 16 item 5). The live
+        literal or ``env:VAR``, becomes :data:`HEADER_VALUE_MARKER`. The live
         object keeps its values for the requests."""
         return {name: HEADER_VALUE_MARKER for name in headers}
 
@@ -237,7 +237,7 @@ class Usage(BaseModel):
     @classmethod
     def _count_not_negative(cls, value: Any) -> Any:
         """A negative count (saved by a version that trusted a provider's usage) reads as 0: no
-        report shows negative tokens, speeds or costs (issue 25 item 6)."""
+        report shows negative tokens, speeds or costs."""
         return 0 if isinstance(value, int) and not isinstance(value, bool) and value < 0 else value
 
     @field_validator("tokens_per_second", "cost_usd", mode="before")

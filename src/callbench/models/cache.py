@@ -1,4 +1,4 @@
-"""The response cache: SQLite, keyed by the SHA-256 of the canonical request (issue #5 item 6).
+"""The response cache: SQLite, keyed by the SHA-256 of the canonical request.
 
 Modes: ``off`` (no cache), ``read_write`` (answer from the cache when present, else call the
 model and store the answer), ``replay_only`` (answer only from the cache; a miss raises a

@@ -6,7 +6,7 @@ fresh ledger per episode, and asyncio tasks inherit it), so the counts land in t
 (candidate and caller) and episode grade (judges) without threading a ledger through every call.
 Nothing is noted when no ledger is set (a client used on its own).
 
-Fault kinds (issue 16): ``rate_limit`` (429), ``server_error`` (5xx, 408, 409), ``timeout``,
+Fault kinds: ``rate_limit`` (429), ``server_error`` (5xx, 408, 409), ``timeout``,
 ``connection``, ``reset`` (the connection closed in the middle of the body), ``auth`` (401/403),
 ``not_found`` (404), ``client_error`` (other 4xx), ``malformed_body`` (200 whose body is not JSON,
 e.g. truncated), ``not_utf8``, ``html_body`` (200 with a non-JSON content type such as

@@ -2,7 +2,7 @@
 
 A response to a request with ``response_schema`` carries the JSON text in ``content``. Output that
 does not parse, or does not validate against the schema (JSON Schema draft 2020-12, the
-``jsonschema`` library), is a :class:`ModelOutputError` carrying the raw text (issue #5 item 4),
+``jsonschema`` library), is a :class:`ModelOutputError` carrying the raw text,
 so the caller or judge can retry and the trace can record what came back.
 """
 

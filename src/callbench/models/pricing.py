@@ -1,4 +1,4 @@
-"""Cost per call from a pinned price table (``prices.yaml``; issue #5 item 5).
+"""Cost per call from a pinned price table (``prices.yaml``).
 
 A price is USD per million tokens. A model with no price has an unknown cost (``None``), shown as
 unknown and never as 0; the embedded local model and scripted models cost 0. Sums propagate

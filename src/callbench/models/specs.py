@@ -1,6 +1,6 @@
 """Model spec strings: ``<provider>[:<model>]``.
 
-Providers (DESIGN.md "models/"; issue #5):
+Providers (DESIGN.md "models/"):
 
 - ``openai:<model>``: OpenAI or any OpenAI-compatible server (vLLM, Ollama, OpenRouter, llama.cpp
   server) through ``settings.base_url`` or the SDK's own ``OPENAI_BASE_URL``.

@@ -33,7 +33,7 @@ __all__ = [
 COMPRESSED = ".json.gz"
 """Suffix of the current form."""
 PLAIN = ".json"
-"""Suffix of the form runs wrote before issue 27 (still read)."""
+"""Suffix of the form runs wrote before gzip (still read)."""
 LEVEL = 6
 """gzip compression level (docs/scale.md: level 6 vs 1, 3 and 9)."""
 

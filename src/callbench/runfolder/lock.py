@@ -6,8 +6,7 @@ lock is ``flock(2)`` (``LOCK_EX | LOCK_NB``) on the file :data:`LOCK_FILE` in th
 kernel releases it when the holder's process ends in any way (exit, crash, ``kill -9``), so a lock
 is never stale after a crash. A second writer fails at once with :class:`RunFolderBusy`, a one-line
 error naming the holder's command, pid and host (read from the lock file, where the holder writes
-them). Two drivers on one folder used to both run, about 70% of the episodes simulated twice
-(issue 25).
+them). Two drivers on one folder used to both run, about 70% of the episodes simulated twice.
 
 flock on NFS is emulated with POSIX record locks on Linux >= 2.6.12 (``flock(2)``, NOTES); on a
 file system without locks at all, holding fails with an ``OSError`` (the command's machine-fault

@@ -4,7 +4,7 @@ Layout::
 
     RUN_DIR/manifest.json                       RunManifest
     RUN_DIR/traces/<episode_id>.json.gz         one Trace per finished episode (gzip JSON, atomic writes;
-                                                runs before issue 27: <episode_id>.json, still read)
+                                                older runs: <episode_id>.json, still read)
     RUN_DIR/faults/<episode_id>.json            its fault ledger (requests, retries, faults by role)
     RUN_DIR/grades/<grade_set_id>/grade_set.json, episodes/<episode_id>.json.gz (or .json)
 
@@ -83,13 +83,13 @@ class RunManifest(BaseModel):
     cost_usd: float | None = 0.0
     scenario_review: dict[str, int] = Field(default_factory=dict)
     """The run's scenarios by review status in the bundle's ``provenance.yaml`` when the run was
-    planned (``reviewed``, ``machine_checked``, ``unreviewed``, ``no_record``; issue 13 item 5)."""
+    planned (``reviewed``, ``machine_checked``, ``unreviewed``, ``no_record``)."""
     scenarios_reviewed: int = 0
     """How many of the run's scenarios a person reviewed (``scenario_review["reviewed"]``)."""
     awaiting_review: int = 0
     """How many of the run's scenarios were made by ``callbench generate`` and still await review
     (provenance ``made: generated``, ``review.status: unreviewed``); a run with any is not
-    official (issue 26 item 7)."""
+    official."""
     executors: list[str] = Field(default_factory=list)
     """Every executor (``local`` asyncio, ``ray``) an invocation of this run used, in order."""
 

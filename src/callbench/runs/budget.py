@@ -1,4 +1,4 @@
-"""``--max-cost USD``: stop starting episodes before a run's spend would pass its budget (issue #28).
+"""``--max-cost USD``: stop starting episodes before a run's spend would pass its budget.
 
 The budget covers the whole run folder, every invocation together: a run stopped at ``--max-cost
 5`` and resumed with ``--max-cost 8`` spends at most about 3 more. Before an episode starts,

@@ -1,4 +1,4 @@
-"""The cost plan of a run: requests, tokens and USD per role before anything is spent (issue #28).
+"""The cost plan of a run: requests, tokens and USD per role before anything is spent.
 
 ``callbench run --dry-run`` prints it; ``--max-cost`` projects each episode's cost from it
 (:mod:`callbench.runs.budget`). Two sources, per candidate:

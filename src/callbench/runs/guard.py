@@ -1,5 +1,5 @@
 """What stands between a run and its role clients: per-provider concurrency limits and the run's
-health (issue 16 item 2).
+health.
 
 Every call holds its provider's semaphore. Every call's outcome is reported to :class:`RunHealth`:
 a role whose requests fail with a non-retryable authentication or not-found error (HTTP 401, 403,

@@ -1,4 +1,4 @@
-"""Machine faults: the disk, not the model (issue 16 item 4).
+"""Machine faults: the disk, not the model.
 
 A full disk, a permission error or a read-only run folder while a run, a grade or a report writes
 is turned into one line naming the path and what to do (:func:`machine_fault_message`); the CLI

@@ -1,4 +1,4 @@
-"""Preflight: one minimal request per distinct role model before the first episode (issue 16 item 2).
+"""Preflight: one minimal request per distinct role model before the first episode.
 
 A run whose judge key is wrong must not spend its budget on conversations that can never be
 scored. Before the first episode, each distinct (spec, settings) of the candidates, the caller and
@@ -18,7 +18,7 @@ only after that many in a row): a provider that answers one stray 401 on a bad d
 a run that would have worked, while a wrong key or model name fails every time and still stops
 the run before any episode, at the cost of two more one-token requests.
 
-Transient faults are retried as an episode's are (issue 25 item 7): the adapter's own retries first
+Transient faults are retried as an episode's are: the adapter's own retries first
 (rate limits, 5xx, timeouts, malformed bodies, one empty reply), then, for an unusable answer
 (``ModelOutputError``: two empty replies, JSON that does not validate), the request is asked again
 up to ``OUTPUT_TRIES`` times in all, as the caller and the judges ask again for an unusable reply.

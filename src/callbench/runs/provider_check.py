@@ -1,5 +1,5 @@
-"""A bundle's tools and the roles' response schemas against the providers' request rules (issue 24
-item 1): what ``callbench validate --providers`` reports (:func:`bundle_provider_problems`) and
+"""A bundle's tools and the roles' response schemas against the providers' request rules:
+what ``callbench validate --providers`` reports (:func:`bundle_provider_problems`) and
 what the run preflight refuses before any request (:func:`request_rule_problems`).
 
 Each tool is checked as the adapter would send it (``schemas.clean_tool_parameters`` for the
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # The preflight's imports (the adapters' body functions, the judges' and caller's schemas) are
 # made where used: `callbench validate --providers` needs only the tool checks above, and these
-# cost about 0.1 s of its start-up (issue 27 item 5).
+# cost about 0.1 s of its start-up.
 
 LOG = logging.getLogger(__name__)
 

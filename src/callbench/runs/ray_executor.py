@@ -208,7 +208,7 @@ class RayCluster:
                      [*config.candidates, config.caller, config.task_judge, config.conversation_judge]}
         # in-process providers (scripted) get a cluster-wide limiter only when a limit is set for
         # them: their calls are bounded by the episodes in flight, and each permit costs two actor
-        # calls per request (most of Ray's overhead per scripted episode, issue 27 item 4)
+        # calls per request (most of Ray's overhead per scripted episode)
         self.limiters: dict[str, Any] = {
             p: (limiter_cls.remote(config.provider_limits.get(p, config.concurrency))
                 if p not in IN_PROCESS_PROVIDERS or p in config.provider_limits else None)

@@ -111,7 +111,7 @@ async def run_and_grade(
     store = RunStore(Path(config.out))
     folder_lock = contextlib.ExitStack()
     try:
-        # one writer per run folder; the Ray driver holds it too (issue 25)
+        # one writer per run folder; the Ray driver holds it too
         folder_lock.enter_context(hold_run_folder(Path(config.out), f"callbench run {config.executor}"))
         hook = None
         if config.grade:

@@ -2,7 +2,7 @@
 
 A segmentation fault in llama.cpp (the embedded model's engine) kills the Python process that hosts
 it before any Python handler runs: ``callbench demo`` used to die with nothing but the shell's
-``Segmentation fault`` (exit 139, issue 18). The ``callbench`` entry point (:func:`callbench.__main__.main`)
+``Segmentation fault`` (exit 139). The ``callbench`` entry point (:func:`callbench.__main__.main`)
 therefore runs the command itself in a child process (``python -m callbench ...``, the same
 arguments, standard streams inherited) and waits:
 
@@ -13,7 +13,7 @@ arguments, standard streams inherited) and waits:
   (139 for SIGSEGV); the child's Python stack at the crash (``faulthandler``) is kept in a file
   named on that line.
 
-Stopping (issue 25): SIGINT, SIGTERM and SIGHUP sent to the parent are passed on to the child (a
+Stopping: SIGINT, SIGTERM and SIGHUP sent to the parent are passed on to the child (a
 terminal's Ctrl-C reaches both, being sent to the process group; the child counts deliveries of one
 signal within :data:`DUPLICATE_S` as one). In the child (:func:`child_setup`) the first such signal
 starts a graceful stop (``KeyboardInterrupt`` in the main thread: in-flight episodes are cancelled,

@@ -211,7 +211,7 @@ class Backend:
         return ev
 
     def _stateful(self, site: CallSite, base: dict[str, Any], parsed: ParsedArguments, j: int) -> ToolEvent:
-        """Answer from the agent's state (issue 29): the operation's result or typed error, with
+        """Answer from the agent's state: the operation's result or typed error, with
         every field it changed recorded on the event."""
         assert self.state is not None
         ans = self.state.call(site.name, parsed.arguments)

@@ -2,7 +2,7 @@
 plus the optional ``concluding_message`` argument of call-ending tools that ask for it.
 
 A module of its own so ``callbench validate --providers`` can check the tools as sent without
-importing the episode loop (issue 27 item 5: validate's start-up time).
+importing the episode loop (validate's start-up time).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Where a candidate's overall score comes from (issue 23 item 3): the share decided by the
+"""Where a candidate's overall score comes from: the share decided by the
 deterministic action checks and by each judge.
 
 Per scored episode (overall defined): the overall score is the mean of the defined pillars

@@ -42,7 +42,7 @@ from callbench.stats.repeats import RepeatStats, pass_hat_k_table, repeat_stats
 from callbench.stats.sources import SourceShare, score_sources
 
 # A language or difficulty slice drawing on fewer agents or scenarios than this gets a warning
-# beside its interval (issue 12): the hierarchical bootstrap cannot see agent-to-agent variation
+# beside its interval: the hierarchical bootstrap cannot see agent-to-agent variation
 # in a one-agent slice, and a handful of scenarios gives an unstable percentile interval.
 SLICE_MIN_AGENTS = 2
 SLICE_MIN_SCENARIOS = 10

@@ -1,4 +1,4 @@
-"""State checks (issue 29 item 2): the final state of a call against the state its reference path
+"""State checks: the final state of a call against the state its reference path
 produces, with a readable difference.
 
 Shared by the grader (over a trace's saved :class:`~callbench.bundle.state.models.StateRecord`)

@@ -1,4 +1,4 @@
-"""Declarations of a stateful backend and of state checks (issue 29 items 1 and 2).
+"""Declarations of a stateful backend and of state checks.
 
 The paper's backend answers each tool from an authored queue of fixtures; a queue cannot express a
 write that changes what a later read returns. An agent may therefore declare a *state*: tables of

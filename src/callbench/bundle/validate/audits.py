@@ -1,6 +1,6 @@
 """Static audits of a bundle: every problem at once, before a single model call is paid for.
 
-Issue 2 item 5 and the paper ("Validation runs before any scoring. References must resolve, matcher
+The paper ("Validation runs before any scoring. References must resolve, matcher
 types must agree with the tool schemas, excerpts must match the prompt hash, and call-ending tools
 must declare success conditions."). Each finding is a :class:`~callbench.bundle.loader.Problem`
 (``file`` relative to the bundle root, dotted field ``path`` with list indices, stable ``code``,

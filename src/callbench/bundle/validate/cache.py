@@ -1,7 +1,7 @@
 """A cache of ``callbench validate``'s results, keyed by everything the result depends on.
 
 ``validate`` of the starter bundle (100 scenarios) spends about 0.9 s importing, loading and
-auditing (issue 27 item 5, "cache what does not change"). When nothing it depends on changed, the
+auditing ("cache what does not change"). When nothing it depends on changed, the
 same command prints the same lines and exits with the same code, so the cache replays them. The
 key (SHA-256) covers:
 

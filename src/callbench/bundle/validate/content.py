@@ -1,5 +1,5 @@
 """Validator audits of content: rendered instructions, excerpts and the prompt hash, caller
-isolation, languages and the call's date and time (issue 2 item 5; paper sections on the bundle and
+isolation, languages and the call's date and time (paper sections on the bundle and
 on who sees what).
 """
 

@@ -1,4 +1,4 @@
-"""Caller isolation as a kind (paper, Table 1: the caller never sees the backend; issue 26 item 3).
+"""Caller isolation as a kind (paper, Table 1: the caller never sees the backend).
 
 Everything the caller simulator reads of a scenario (its brief: context, reason, persona, unknown
 facts, plan triggers and meanings, and the values of its known facts) is searched for every

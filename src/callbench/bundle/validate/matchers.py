@@ -1,6 +1,6 @@
 """Validator audit: matchers against the tool's JSON Schema (paper: "matcher types must agree with
-the tool schemas"; issue 2 item 5: "a range on a string parameter, a one_of value of the wrong type,
-a matcher on a parameter the tool lacks").
+the tool schemas"; among them: a range on a string parameter, a one_of value of the wrong type,
+a matcher on a parameter the tool lacks).
 
 :class:`SchemaView` answers the few questions the audit asks of a parameter schema (its JSON types,
 its allowed values, the sub-schema of a field), following local ``$ref``s and combining

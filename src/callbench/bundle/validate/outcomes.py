@@ -1,4 +1,4 @@
-"""What a tool result and a reference turn say about success (issue 26 item 1).
+"""What a tool result and a reference turn say about success.
 
 The reference replay (:mod:`callbench.bundle.validate.replay`) must tell a failed tool result from a
 successful one, and a reference turn that reports success from one that reports the failure. Both

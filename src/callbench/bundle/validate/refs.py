@@ -1,6 +1,6 @@
 """Validator audits of one scenario's structure and references: ids, tool names, ``after`` order,
 plan steps, the channel program, ``${...}`` references, and its matchers against each tool's schema
-(issue 2 item 5; codes in :mod:`callbench.bundle.validate.audits`).
+(codes in :mod:`callbench.bundle.validate.audits`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Validator audit: replay a scenario's reference path through its fixtures and action checks.
 
-Issue 2 item 5: "a replay of each scenario's reference path through the fixtures and the action
+The rule: "a replay of each scenario's reference path through the fixtures and the action
 checks, which must meet every check (a scenario whose own correct path fails is broken data)".
 The same semantics as the simulation's backend (:class:`~callbench.bundle.fixtures.ResolvedFixtures`:
 the j-th call of a tool meets the j-th queue entry) and the grader
@@ -35,7 +35,7 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
     ``reference.after_end`` (a tool call, a later turn, or speech after the tool results, following
     a call-ending tool call whose result meets its success condition: the episode ends there, so
     none of it would happen), ``reference.check_unmet`` (an action check the replayed calls do not
-    meet, with the checker's reason). A reference path must also *succeed* (issue 26 item 1):
+    meet, with the checker's reason). A reference path must also *succeed*:
     ``reference.fixture_mismatch`` (a call answered by its queue entry's mismatch response: the
     arguments do not meet the entry's matchers, with the matcher's reason, and no later call of the
     same tool gets its authored response; a rejected wrong digit that the caller then corrects is
@@ -48,8 +48,8 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
     :func:`callbench.bundle.validate.outcomes.failed_result`, with no successful result in between, claims
     the action succeeded, :func:`callbench.bundle.validate.outcomes.claims_success`). The replay is skipped
     when the fixtures hold an unresolved reference or the checks have an ``after`` cycle (both
-    reported by other audits). Tools the agent's state answers are answered from a fresh state
-    (issue 29), the others from the fixtures.
+    reported by other audits). Tools the agent's state answers are answered from a fresh state,
+    the others from the fixtures.
     """
     path = scen.reference_path
     if path is None:
@@ -98,7 +98,7 @@ def audit_reference_path(agent: LoadedAgent, scen: Scenario, report: Report) -> 
             j = counts.get(tc.name, 0)
             counts[tc.name] = j + 1
             if state is not None and state.handles(tc.name):
-                # a stateful tool (issue 29): its typed errors are the scenario's business, not a
+                # a stateful tool: its typed errors are the scenario's business, not a
                 # fixture mismatch; success-after-failure still applies to its result
                 result, outcome = state.call(tc.name, tc.arguments).result, "authored"
             else:

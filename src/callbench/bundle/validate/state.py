@@ -1,4 +1,4 @@
-"""Validator audits of stateful backends and state checks (issue 29; docs/authoring.md).
+"""Validator audits of stateful backends and state checks (docs/authoring.md).
 
 Codes: ``state.unknown_tool`` (a state operation for a tool the agent lacks), ``state.unknown_table``
 (an operation or a state check naming a table the state does not declare), ``state.builtin_tables``

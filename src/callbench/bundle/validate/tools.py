@@ -1,6 +1,6 @@
 """Validator audits of tool interfaces: tool parameters must be JSON Schema 2020-12 object schemas,
 call-ending tools must be declared with a success condition, and reference-path arguments must fit
-the tool's schema (issue 2 item 5). Matchers against the schema: :mod:`callbench.bundle.validate.matchers`.
+the tool's schema. Matchers against the schema: :mod:`callbench.bundle.validate.matchers`.
 
 Schemas are read, never fetched: a ``$ref`` must be local (``#...``); remote references are a
 ``tool.schema_remote_ref`` problem and validation uses an empty ``referencing.Registry`` so that

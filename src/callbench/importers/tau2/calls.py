@@ -1,5 +1,4 @@
-"""The call shape of an imported tau2 task: the caller's plan steps and the reference path's turns
-(issue 29 item 3).
+"""The call shape of an imported tau2 task: the caller's plan steps and the reference path's turns.
 
 What the reference path and the plan agree on (turn k answers caller turn k): turn 0 greets;
 caller step ``request`` says why they call and who they are; the candidate answers with the reads

@@ -1,10 +1,10 @@
-"""Causal reference paths from tau2-bench gold actions (issue 29).
+"""Causal reference paths from tau2-bench gold actions.
 
 tau2's gold action lists are the calls its DB check needs, not a path an agent could follow: a
 read can come before the read whose result names its argument (task 2 looks up a product before
 the order that holds it), and a write often names an order, item, payment method or address that
 no earlier gold action revealed (the gold list skips the lookups). callbench's causal audit
-(:mod:`callbench.audit.causal`, issue 23 item 5) rejects such a reference path: a reference call may
+(:mod:`callbench.audit.causal`) rejects such a reference path: a reference call may
 use only values from the operating instructions, the tool schemas, the caller's known facts, what
 the caller said, and the results of earlier calls.
 

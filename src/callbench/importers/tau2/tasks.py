@@ -1,4 +1,4 @@
-"""One tau2-bench task as one callbench scenario (issue 29 item 3).
+"""One tau2-bench task as one callbench scenario.
 
 A task's user scenario becomes the caller's brief; its gold actions become the reference path
 (the candidate side of a correct call, with the lookups the gold list leaves out inserted:

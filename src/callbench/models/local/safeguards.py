@@ -3,7 +3,7 @@
 llama.cpp built from source (``pip install llama-cpp-python``) targets the build machine's CPU
 (``GGML_NATIVE=ON``). On Intel CPUs with AMX, its "extra buffer types" put matrix weights in an AMX
 buffer whose kernel crashes in ``decode`` (``ggml_backend_amx_mul_mat``; measured: ``callbench
-demo`` died with SIGSEGV 4 s in, issue 18). Turning the extra buffer types off
+demo`` died with SIGSEGV 4 s in). Turning the extra buffer types off
 (``llama_model_params.use_extra_bufts = False``) made it finish. The same switch also turns off the
 CPU "repack" buffer type (interleaved Q4_0/Q4_K blocks on AVX2/AVX-512), which costs speed on the
 CPUs where nothing crashes (docs/decisions.md, "Extra buffer types"), so the default is:

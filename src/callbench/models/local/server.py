@@ -7,7 +7,7 @@ process, on loopback only (the server has no key), with:
 - the weights of ``local:0.5b`` / ``local:1.5b`` joined and verified as the ``local`` provider does
   (:func:`~callbench.models.local.weights.ensure_weights`), or any GGUF file;
 - the same CPU safeguard as the ``local`` provider: llama.cpp's extra buffer types off on AMX CPUs
-  (the stock server segfaults on its first decode there, issue 18;
+  (the stock server segfaults on its first decode there;
   :func:`~callbench.models.local.safeguards.install_server_safeguard`);
 - ``logits_all`` off (the server's default keeps the logits of every prompt token: 4 bytes times
   the 151,936-token vocabulary per token, which grew the server to 19.5 GB), every core for
@@ -16,7 +16,7 @@ process, on loopback only (the server has no key), with:
   re-reads the role's whole prompt at 55-90 tokens/s on 2 cores). The cache is
   :class:`~callbench.models.local.server_cache.BoundedRAMCache`: the server's own
   ``LlamaRAMCache`` counts only the KV state of each entry and not the 311 MB of scores each holds,
-  so it grew the server to 7.6 GiB (issue 24); resident memory now stays within the model, its
+  so it grew the server to 7.6 GiB; resident memory now stays within the model, its
   context and the cache bound;
 - the GGUF's own chat template by default (``--chat-format template``): it puts the tools in the
   prompt and renders tool results, and the model's calls come back as JSON text in ``content``
@@ -49,7 +49,7 @@ DEFAULT_N_CTX = 16384
 """Tokens of context: the starter bundle's longest judge prompts fit (the model's own limit is 32,768)."""
 CLIENT_TIMEOUT_S = 1800.0
 """The request timeout :func:`role_settings` gives: one 9,000-token prompt read took 175-533 s on
-2 cores (issue 18), well over the adapter's default of 120 s."""
+2 cores, well over the adapter's default of 120 s."""
 CHAT_FORMATS = ("template", "chatml-function-calling")
 ROLES = ("candidate", "caller", "task_judge", "conversation_judge")
 

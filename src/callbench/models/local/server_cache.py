@@ -1,6 +1,6 @@
 """A RAM prompt cache for ``callbench serve-local`` whose bound counts every byte it holds.
 
-Cause of issue 24's growth (``serve-local`` at 7.6 GiB resident after 24 minutes of two
+Cause of the growth we measured (``serve-local`` at 7.6 GiB resident after 24 minutes of two
 concurrent episodes): llama-cpp-python 0.3.36's ``LlamaRAMCache`` evicts when the sum of its
 states' ``llama_state_size`` (the llama.cpp context state: mostly the KV cache of the prompt)
 passes its capacity, but each ``LlamaState`` that ``Llama.save_state`` makes also holds

@@ -1,4 +1,4 @@
-"""Provider responses that are not usable completions (issue 16 item 1).
+"""Provider responses that are not usable completions.
 
 An HTTP 200 is not yet a completion. :func:`checked_body` reads a raw response and raises an
 :class:`InfrastructureError` (retryable, with its fault ``kind``) for a body that is not JSON
@@ -86,11 +86,11 @@ def _bad(who: str, what: str) -> InfrastructureError:
 
 MAX_USAGE_TOKENS = 100_000_000
 """More tokens than any model reads or writes in one request (contexts are at most a few million
-tokens): a count above it is not a count (issue 25 item 6)."""
+tokens): a count above it is not a count."""
 
 
 def _check_usage(usage: Any, who: str, fields: tuple[str, ...]) -> None:
-    """Usage is untrusted input (issue 25 item 6): a count that is not a whole number, is negative
+    """Usage is untrusted input: a count that is not a whole number, is negative
     (``prompt_tokens: -100`` gave a caller speed of -1687.7 tokens/s in a report) or is above
     :data:`MAX_USAGE_TOKENS` is a ``malformed_body`` anomaly, retried and counted. A missing usage
     object or count is read as 0 and noted in the ledger by the client (``usage_missing``)."""

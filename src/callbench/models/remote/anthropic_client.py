@@ -12,7 +12,7 @@ Message translation (Messages API reference, "messages", "tool use"):
   prefix is tools, then system, then messages; at most four breakpoints). The API also accepts
   ``system`` as a plain string (Messages API reference, ``system``: "string or array of text
   blocks"), which is all some gateways pass on: a LiteLLM ``/v1/messages`` proxy forwarded the
-  list to an OpenAI-style backend, which answered HTTP 500 to every request (issue 24). The form is
+  list to an OpenAI-style backend, which answered HTTP 500 to every request. The form is
   negotiated per client (:class:`AnthropicClient`): blocks first, then the plain string (without
   the system cache breakpoints) after a 400 that names ``system``/``cache_control`` or
   :data:`SHAPE_5XX_LIMIT` server errors in a row to requests of the same shape;

@@ -12,7 +12,7 @@ Every request, retry and fault is noted in the current task's fault ledger (``fa
 the request's role. A completion with no content and no tool calls (``empty_reply``) is retried
 once; when the second is empty too, it is a :class:`ModelOutputError` of kind ``empty_reply``
 (recorded and graded for a candidate, a rejected turn for the caller, a judge error for a judge),
-never silent speech (issue 16 item 1).
+never silent speech.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from callbench.models.remote.secrets import Redactor
 from callbench.models.timing import AttemptTiming, ResponseTiming, end_attempt, start_attempt
 
 EMPTY_REPLY_ATTEMPTS = 2
-"""An empty completion is retried once (issue 16 item 1)."""
+"""An empty completion is retried once."""
 
 
 class RemoteClient:
@@ -108,7 +108,7 @@ class RemoteClient:
             raise mapped from None
         elapsed = time.perf_counter() - start
         if response.usage.input_tokens == 0 and response.usage.output_tokens == 0:
-            # no request has zero prompt tokens: the server sent no usage (read as 0; issue 25)
+            # no request has zero prompt tokens: the server sent no usage (read as 0)
             note_reading(role, "usage_missing")
         speed = response.usage.tokens_per_second  # set by _send when the server timed generation
         usage = response.usage.model_copy(update={

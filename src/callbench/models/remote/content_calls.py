@@ -3,7 +3,7 @@
 Some OpenAI-compatible servers put the tool list in the prompt but do not parse the model's calls
 out of its answer: llama-cpp-python 0.3.36 with a GGUF's own chat template answered
 ``{"name": "lookup_order", "arguments": {"order_id": "A123"}}`` as the message's ``content``, and
-with its ``chatml-function-calling`` format ``functions.lookup_order:`` (issue 18). Spoken, such a
+with its ``chatml-function-calling`` format ``functions.lookup_order:``. Spoken, such a
 reply would be JSON read out to the caller; executed, it is the call the model meant. The
 ``openai:`` adapter therefore either parses it (the opt-in setting ``parse_content_tool_calls``) or
 records it as a candidate output error of kind ``tool_call_in_content`` (never silent speech).
@@ -18,7 +18,7 @@ Forms recognised (the ones chat templates teach; the text around them is the spe
   ``<|python_tag|>``, each ``{"name", "arguments"|"parameters"}``,
   ``{"function": {"name", "arguments"}}`` or ``{"tool_calls": [...]}``.
 
-Every call found is returned, in order (issue 24: with several objects one per line only the last
+Every call found is returned, in order (with several objects one per line only the last
 was executed and the others read to the caller as speech). The episode loop executes up to the
 paper's limit of ten per turn and answers later ones ``limit_reached`` (``sim/conversation.py``),
 so none is dropped silently.

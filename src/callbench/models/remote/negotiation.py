@@ -1,4 +1,4 @@
-"""What an OpenAI-compatible server accepts, learnt from its request-validation errors (issue 18).
+"""What an OpenAI-compatible server accepts, learnt from its request-validation errors.
 
 Servers differ where the Chat Completions API leaves room or where they lag behind it. Measured
 with llama-cpp-python 0.3.36's server: ``response_format: {"type": "json_schema"}`` gets HTTP 500
@@ -23,7 +23,7 @@ Dimensions, each remembered per client (so the first rejection costs one request
   ``response_format.schema`` on servers other than OpenAI's, which llama-cpp-python turns into a
   grammar) -> ``prompt``: no ``response_format``, the schema in the prompt only. Every reply is
   validated against the original schema in every mode (``output.py``). A structured-output
-  request steps down on its behaviour, not its wording (issue 24 item 6): any 400/422 to it (or
+  request steps down on its behaviour, not its wording: any 400/422 to it (or
   a 5xx whose text is a validation error naming ``response_format``) takes one step, unless the
   error names only the content of tool-call messages (the other dimension); an error that names
   ``json_object`` (the server's own alternative) skips the portable schema. Gemini words its

@@ -1,4 +1,4 @@
-"""The lean request path shared by the SDK adapters (issue 14 item 2).
+"""The lean request path shared by the SDK adapters.
 
 A run sends about twenty candidate requests per episode with the same tools, and callers and
 judges send the same response schema thousands of times. What does not change is computed once:
@@ -136,12 +136,12 @@ async def within_deadline(timeout: float | None, request: Awaitable[T]) -> T:
     for at most ``timeout`` seconds (None: no limit).
 
     The transport's own timeout (httpx) limits each read, not the exchange: a body sent one byte
-    at a time just under it was waited for in full (a 2 s ``timeout_s`` took 30.2 s, issue 25).
+    at a time just under it was waited for in full (a 2 s ``timeout_s`` took 30.2 s).
     Raises ``TimeoutError`` when the deadline passes (a ``timeout`` fault, retried:
     :func:`callbench.models.remote.retry.classify_exception`).
 
     The deadline is ``asyncio.timeout`` (Python 3.11+) around the exchange in the caller's own task,
-    not ``asyncio.wait_for``, which ran every request in a task of its own (issue 27 item 5: one
+    not ``asyncio.wait_for``, which ran every request in a task of its own (one
     task and its scheduling less per request)."""
     if timeout is None:
         return await request

@@ -1,6 +1,6 @@
 """Retries with exponential backoff and jitter, and the classification of provider errors.
 
-Classification (issue #5 item 4): a failure of the provider or the transport is an
+Classification: a failure of the provider or the transport is an
 :class:`InfrastructureError` (the episode is skipped with the reason, never charged to the
 candidate); an answer that is unusable is a :class:`ModelOutputError` (recorded and graded for
 candidates, retried by callers and judges). Rate limits (429), request timeouts (408), conflicts
@@ -148,7 +148,7 @@ def classify_exception(exc: BaseException, *, provider: str, redactor: Redactor,
     """Map an SDK or transport exception to an :class:`InfrastructureError` with its fault
     ``kind``, or None when ``exc`` is not a provider failure (a programming error, which should
     propagate). A body that does not decode (``json.JSONDecodeError``, ``UnicodeDecodeError``
-    raised while the SDK reads a response) is a provider anomaly too (issue 16 item 1). An
+    raised while the SDK reads a response) is a provider anomaly too. An
     exception of the aiohttp transport is named by ``transport.aiohttp_fault_kind`` (the SDK
     adapter's own mapping calls a refused connection a timeout).
 

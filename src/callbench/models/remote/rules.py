@@ -1,4 +1,4 @@
-"""Provider request rules as data: what each target documents that it rejects (issue 24 item 1).
+"""Provider request rules as data: what each target documents that it rejects.
 
 One :class:`TargetRules` per target, :data:`TARGETS` by name:
 

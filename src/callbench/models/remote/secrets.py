@@ -1,6 +1,6 @@
 """Credentials from the environment, and their redaction from anything we keep.
 
-Keys come from environment variables only (DESIGN.md; issue #5): ``OPENAI_API_KEY``,
+Keys come from environment variables only (DESIGN.md): ``OPENAI_API_KEY``,
 ``ANTHROPIC_API_KEY``, and any ``env:VAR`` header value of ``ModelSettings.extra_headers``.
 Every adapter registers the secrets it read with a :class:`Redactor`, and every error message it
 raises passes through :meth:`Redactor.clean`, so a key never reaches a trace, cache row or log.

@@ -2,7 +2,7 @@
 
 Both SDKs send through an ``httpx2.AsyncClient``. By default it uses httpcore2 and h11, pure
 Python: about 0.5 ms of CPU per request on this project's 2-core benchmark machine went to that
-transport (issue 27 item 5, ``benchmarks/scale_bench.py``). Both SDKs also ship, as a documented
+transport (``benchmarks/scale_bench.py``). Both SDKs also ship, as a documented
 option ("With aiohttp" in their READMEs; extra ``aiohttp``), ``DefaultAioHttpClient``: the same
 ``httpx2.AsyncClient`` interface over aiohttp, whose HTTP parser is compiled. callbench uses it
 when aiohttp is installed (a dependency of the package), except for a ``base_url`` with

@@ -1,4 +1,4 @@
-"""Gaming candidates of the audit's floor (issue 23 item 4): scripted agents that try to collect
+"""Gaming candidates of the audit's floor: scripted agents that try to collect
 action-check weight without doing the task. Deterministic: every argument is drawn from a
 ``random.Random`` seeded by SHA-256 of (the settings' seed, spec, scenario id, tool name, call
 number), so the same audit gives the same trace.

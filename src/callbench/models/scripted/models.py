@@ -95,7 +95,7 @@ a mistyped name is matched against its role's models only, so ``scripted:refrenc
 candidate suggests ``scripted:reference``, never a judge."""
 
 GAMING_SPECS = ("scripted:junk-lookups", "scripted:junk-all", "scripted:claim-done")
-"""Candidates that try to collect action-check weight without doing the task (issue 23 item 4)."""
+"""Candidates that try to collect action-check weight without doing the task."""
 
 
 def closing_line(language: str) -> str:

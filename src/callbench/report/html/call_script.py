@@ -1,4 +1,4 @@
-"""One call of the folder report as data for the viewer script (issue 27 item 2).
+"""One call of the folder report as data for the viewer script.
 
 The folder report ships each call as ``callbenchCall("e<n>", {...});`` in ``calls/e<n>.js``; the
 viewer script (``templates/report.js``, ``buildCall``) builds from it the same

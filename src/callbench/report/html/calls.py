@@ -1,4 +1,4 @@
-"""The folder report's call files, written by worker processes (issue 27 item 1).
+"""The folder report's call files, written by worker processes.
 
 Each call of a folder report (:mod:`callbench.report.html.folder`) is read and turned into its
 ``calls/e<n>.js`` file independently of the others, so :func:`folder_calls` spreads that work over

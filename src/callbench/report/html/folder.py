@@ -1,4 +1,4 @@
-"""The HTML report as a folder, for runs too large for one file (issue 27 item 2).
+"""The HTML report as a folder, for runs too large for one file.
 
 Layout (every file offline, every link relative, so it opens from ``file://`` with no server)::
 
@@ -55,7 +55,7 @@ SINGLE_FILE_MAX_CALLS = 250
 """Calls up to which ``callbench report`` writes one HTML file; beyond it, a folder. Measured with
 starter-shaped calls (``benchmarks/html_bench.py``, 2 cores at load average 11): 250 calls make
 an 8.7 MB file that opens in Chromium in 2.0 s, within the 3 s asked of the folder's first page;
-500 calls 15.4 MB in 3.7 s; 1,000 calls 28.6 MB in 7.3 s (issue 27: 1,500 calls, 27.5 MB, 12 s)."""
+500 calls 15.4 MB in 3.7 s; 1,000 calls 28.6 MB in 7.3 s (its first version: 1,500 calls, 27.5 MB, 12 s)."""
 
 SHARD_BYTES = 2_000_000
 """Search text per ``search/s<k>.js`` file, in UTF-8 bytes (a file closes once it passes this)."""

@@ -1,4 +1,4 @@
-"""Open fonts embedded in the HTML report for the Indic scripts it contains (issue 28 item 4).
+"""Open fonts embedded in the HTML report for the Indic scripts it contains.
 
 A report opened on a machine with no Indic font (a stock Linux with DejaVu only) showed Hindi,
 Tamil, Marathi, Bengali and Gujarati as empty boxes. The package ships Noto Sans Devanagari, Tamil,

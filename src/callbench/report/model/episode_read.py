@@ -1,5 +1,5 @@
 """Reading one episode of a run folder for the report: its trace, its grade in the chosen grade set
-and its fault ledger, turned into what the report keeps (issue 27 item 1).
+and its fault ledger, turned into what the report keeps.
 
 :func:`read_episodes` is the per-episode half of :func:`callbench.report.model.load.load_run`, made to
 run in a worker process (:mod:`callbench.report.model.workers`): it takes plain paths and ids and
@@ -277,7 +277,7 @@ class EpisodeRead:
         return parse(Path(job.grade_path), self.grade_text, EpisodeGrade, "episode grade")
 
     def ledger(self) -> FaultLedger | None:
-        """The saved fault ledger, or None (none saved, as in runs before issue 16, or unreadable)."""
+        """The saved fault ledger, or None (none saved, as in runs before fault ledgers, or unreadable)."""
         if self.fault_ledger is None:
             return None
         try:

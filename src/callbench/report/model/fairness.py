@@ -1,5 +1,5 @@
 """When may runs be compared? (paper: "Fair comparisons therefore run every candidate against the
-same caller model, prompt, and settings"; issue #7: refuse different bundle hashes, flag caller or
+same caller model, prompt, and settings"; so: refuse different bundle hashes, flag caller or
 judge model, prompt or settings differences.)
 
 - Different bundle hashes: :class:`UnfairComparisonError` (the CLI exits 2). Scores on different

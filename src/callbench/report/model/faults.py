@@ -1,4 +1,4 @@
-"""The fault ledger of a run (issue 16 item 7): what the providers and the machine did wrong, per
+"""The fault ledger of a run: what the providers and the machine did wrong, per
 role, so a report says what went wrong and how often, and that none of it was charged to a
 candidate.
 
@@ -43,7 +43,7 @@ class RunFaults(BaseModel):
     """``runs[].faults`` in the JSON report (see the module docstring)."""
 
     episodes: int = 0  # traces read
-    episodes_with_ledger: int = 0  # traces with a saved fault ledger (runs before issue 16 have none)
+    episodes_with_ledger: int = 0  # traces with a saved fault ledger (older runs have none)
     roles: dict[str, RoleFaults] = Field(default_factory=dict)
     skipped: dict[str, int] = Field(default_factory=dict)  # reason category -> episodes
     not_graded: dict[str, int] = Field(default_factory=dict)  # reason category -> episodes
@@ -74,7 +74,7 @@ class FaultCounter:
         self.skipped: Counter[str] = Counter()
         self.not_graded: Counter[str] = Counter()
         for path in sorted((self.run_dir / FAULTS / PREFLIGHT).glob("*.json")):
-            try:  # the preflights' requests, retries and faults (issue 25 item 7)
+            try:  # the preflights' requests, retries and faults
                 pre = FaultLedger.model_validate_json(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
@@ -83,7 +83,7 @@ class FaultCounter:
 
     def add_trace(self, trace: TraceSummary, ledger: FaultLedger | None) -> None:
         """Count one trace (its summary) and its saved fault ledger (None when the episode has
-        none: runs before issue 16, or an unreadable ledger file)."""
+        none: runs older than fault ledgers, or an unreadable ledger file)."""
         out = self.out
         out.episodes += 1
         if ledger is not None:

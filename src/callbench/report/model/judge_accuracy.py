@@ -1,4 +1,4 @@
-"""Judge accuracy on known answers in a run's report (issue 12 item 3c).
+"""Judge accuracy on known answers in a run's report.
 
 ``callbench audit BUNDLE --judges ... --save`` measures each judge on traces whose right labels are
 known (:mod:`callbench.audit.judges`); a run's report shows that accuracy beside the judge when

@@ -1,4 +1,4 @@
-"""The simulator and channel ledger of a run (issue 12, item 5): what the caller simulator, the
+"""The simulator and channel ledger of a run: what the caller simulator, the
 channel and the judges did wrong or left undone, counted over the run's traces and the reported
 grade set, so faults that never reach a score are still visible in aggregate.
 

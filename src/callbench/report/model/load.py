@@ -7,7 +7,7 @@ grades (:class:`EpisodeGrade`). The default grade set is the last one listed in
 ``manifest.grade_sets`` (the latest regrade). File names and formats:
 :mod:`callbench.runfolder.episode_files`.
 
-Each trace is read once and dropped (issue 27 item 1): what the report needs from it is kept as
+Each trace is read once and dropped: what the report needs from it is kept as
 the episode's :class:`EpisodeRecord` and counted into the run's simulator ledger, fault ledger and
 :class:`TraceFacts` as it goes, so memory holds per-episode summaries, not traces. Reading an
 episode (:mod:`callbench.report.model.episode_read`) runs in worker processes when a run is large

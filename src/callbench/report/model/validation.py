@@ -1,5 +1,5 @@
 """Whether a grade set's judges passed validation, and the status every judged figure carries
-(issue 23 item 2; docs/validity.md "The judge-validation gate").
+(docs/validity.md "The judge-validation gate").
 
 A grade set's judges are *validated* when, for each of the task and conversation judges, a saved
 validation (``callbench audit --judges --save``, or one shipped with the package) was made on the

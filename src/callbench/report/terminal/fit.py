@@ -1,4 +1,4 @@
-"""Terminal output that fits the console's width without breaking a word (issue 28 item 2).
+"""Terminal output that fits the console's width without breaking a word.
 
 Two rules for every report printed to a terminal, 80 columns and up:
 
