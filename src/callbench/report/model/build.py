@@ -20,6 +20,7 @@ from callbench.report.model.breakdowns import ScenarioCell, by_agent, scenario_c
 from callbench.report.model.fairness import (
     FairnessFlag,
     check_fairness,
+    deployed_notes,
     describe_role,
     reference_candidates,
     smoke_test_roles,
@@ -154,6 +155,9 @@ class Report(BaseModel):
     fairness_flags: list[FairnessFlag] = Field(default_factory=list)
     smoke_test_roles: list[str] = Field(default_factory=list)
     reference_candidates: list[str] = Field(default_factory=list)
+    deployed: list[str] = Field(default_factory=list)
+    """One line per deployed candidate: what was checked of its deployment and what it hides
+    (:func:`callbench.report.model.fairness.deployed_notes`)."""
     stand_in_judges: list[str] = Field(default_factory=list)
     """Judges that are scripted stand-ins (``report.fairness.stand_in_judges``): their grades are
     not a measurement of quality."""
@@ -293,6 +297,7 @@ def build_report(
         smoke_test_roles=smoke_test_roles(runs),
         reference_candidates=reference_candidates(runs),
         stand_in_judges=stand_in_judges(runs),
+        deployed=deployed_notes(runs),
         candidates=summaries,
         paired=paired,
         paired_outcome=[p for p in paired_outcome if p.n_scenarios],

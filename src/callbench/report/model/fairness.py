@@ -189,3 +189,24 @@ def stand_in_judges(runs: list[RunData]) -> list[str]:
             if role.spec.startswith("scripted:"):
                 found.add(f"{name} {role.spec} (run {run.manifest.run_id})")
     return sorted(found)
+
+
+def deployed_notes(runs: list[RunData]) -> list[str]:
+    """One line per deployed candidate of ``runs`` (a candidate that is an endpoint, not a model:
+    ``runfolder.manifest.RunManifest.deployed_configs``): whether its configuration was read and
+    checked against the bundle's agent before the run (with the hash recorded) or could not be
+    read (its tools and prompt were not checked), and what no adapter can observe of it
+    (:data:`callbench.models.deployed.base.UNOBSERVED`). Empty when no run has one."""
+    from callbench.models.deployed.base import UNOBSERVED
+
+    blind = ", ".join(u.replace("_", " ") for u in UNOBSERVED)
+    out: list[str] = []
+    for run in runs:
+        for spec, digest in sorted(run.manifest.deployed_configs.items()):
+            checked = (f"its configuration was read and its tools checked against the bundle before "
+                       f"the run (sha256 {digest[:12]})" if digest else
+                       "its configuration cannot be read on this platform, so its tools and prompt were "
+                       "not checked against the bundle")
+            out.append(f"{spec} (run {run.manifest.run_id}) is a deployed agent: {checked}; callbench "
+                       f"cannot observe its {blind}, so no token cost is shown for it.")
+    return out

@@ -93,6 +93,8 @@ def render_terminal(report: Report, console: Console) -> None:
     if report.stand_in_judges:
         names = ", ".join(report.stand_in_judges)
         console.print(Panel(escape(f"{STAND_IN_TEXT}\n{names}."), style="bold magenta"))
+    for line in report.deployed:
+        print_wrapped(console, line, style="cyan")
     if report.reference_candidates:
         names = ", ".join(report.reference_candidates)
         console.print(Panel(escape(f"{REFERENCE_TEXT}\n{names}."), style="bold cyan"))
