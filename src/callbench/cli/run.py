@@ -51,6 +51,7 @@ def _execute_held(
     from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
     from callbench.runs.plan import plan_episodes
     from callbench.runs.preflight import PreflightError
+    from callbench.runs.ray_executor import EXIT_CLUSTER_LOST, ClusterLost
     from callbench.runs.session import RunTotals, build_clients, check_run_folder, open_cache, run_and_grade
 
     assert isinstance(config, RunConfig)
@@ -136,6 +137,9 @@ def _execute_held(
     except (PreflightError, RunStopped) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_PROVIDER) from None
+    except ClusterLost as e:
+        console.print(f"error: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_CLUSTER_LOST) from None
     except (OSError, sqlite3.OperationalError) as e:
         line = machine_fault_message(e, config.out)
         if line is None and not isinstance(e, FileNotFoundError | FileExistsError | NotADirectoryError):
