@@ -127,9 +127,12 @@ def _execute_held(
             if not console.is_interactive:  # as rich's Progress.stop: end the last line in a pipe
                 console.print()
     except KeyboardInterrupt:
-        from callbench.runs.supervisor import requested_stop, stop_message, stop_status
+        from callbench.runs.supervisor import exit_if_native_work, requested_stop, stop_message, stop_status
 
         console.print(stop_message(requested_stop(), str(config.out)), markup=False, soft_wrap=True)
+        # finished episodes are saved and the store closed by now; a llama.cpp call still running
+        # is abandoned (it cannot be cancelled) instead of waited for
+        exit_if_native_work(stop_status())
         raise typer.Exit(stop_status()) from None
     except BudgetReached as e:
         console.print(f"stopped: {e}", markup=False, soft_wrap=True)
