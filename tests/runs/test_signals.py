@@ -204,7 +204,8 @@ def test_ctrl_c_abandons_a_busy_native_call_at_once(tmp_path: Path) -> None:
     mark = tmp_path / "native"
     env = _env(tmp_path, SLOW_NATIVE="1", SLOW_S="0", SLOW_MARK=str(mark))
     proc = subprocess.Popen(_command(out), env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    _wait_for(lambda: mark.exists() and bool(_children(proc.pid)), "a candidate turn in its native call", proc)
+    _wait_for(lambda: mark.exists() and bool(_children(proc.pid)), "a candidate turn in its native call",
+              proc)
     child = _children(proc.pid)[0]
     proc.send_signal(signal.SIGINT)
     sent = time.monotonic()
@@ -216,8 +217,8 @@ def test_ctrl_c_abandons_a_busy_native_call_at_once(tmp_path: Path) -> None:
     assert took < STOP_PROMISE_S + SCHEDULING_MARGIN_S, f"took {took:.2f} s: {err}"
     lines = [line for line in err.splitlines() if line.strip() and "━" not in line]
     stops = [line for line in lines if line.startswith("interrupted") or "stopped at once" in line]
-    assert len(stops) == 1 and stops[0] == f"interrupted (Ctrl-C): finished episodes are saved in {out}; run the " \
-        "same command to resume", err
+    expected = f"interrupted (Ctrl-C): finished episodes are saved in {out}; run the same command to resume"
+    assert len(stops) == 1 and stops[0] == expected, err
     assert not _alive(child)
     _resume(out, {**env, "SLOW_NATIVE": "0"})
 
