@@ -1,13 +1,15 @@
-"""Ctrl-C on the real ``callbench demo`` with the embedded model (left untested by
-the scripted signal tests in ``tests/runs/test_signals.py``).
+"""Ctrl-C on the real ``callbench demo`` with the embedded model (the scripted signal tests in
+``tests/runs/test_signals.py`` cover the same logic with a fake native call).
 
 Starts ``callbench demo --scenarios 1`` on a pseudo-terminal in its own session and process group
 (as a shell runs a foreground job), reads what it draws until the embedded model is at work in
 native code (``loading for the``, ``reading the ... prompt`` or ``writing the ...'s answer`` on
 the progress line), then sends SIGINT to the whole group, as a terminal's Ctrl-C does. The command
-must end with 130 within :data:`STOP_BOUND_S`, with the one-line stop message (not the crash
-message, no traceback), leave no process of the group or of the supervisor's tree running (the
-supervised child, and any process llama.cpp could have started), release the run folder's lock,
+must end with 130 within :data:`STOP_BOUND_S` of the signal (the llama.cpp call in progress is
+abandoned, not waited for), with exactly one stop line (not the crash message, not the
+graceful-stop limit's second line, no traceback), leave no process of the group or of the
+supervisor's tree running (the supervised child, and any process llama.cpp could have started),
+release the run folder's lock,
 and leave what it saved intact (the manifest and every trace load, the SQLite index passes its
 integrity check, no half-written file).
 
@@ -39,15 +41,19 @@ require_local_model(("reads /proc (Linux only)", not sys.platform.startswith("li
 from callbench.runfolder import episode_files  # noqa: E402
 from callbench.runfolder.lock import hold_run_folder  # noqa: E402
 from callbench.runfolder.store import RunStore  # noqa: E402
-from callbench.runs.supervisor import GRACE_S  # noqa: E402
 from waiting import limit  # noqa: E402
 
 SRC = Path(__file__).parents[2] / "src"
 START_LIMIT_S = limit(600.0)
 """How long the demo may take to get the embedded model working (start-up, preflight, loading)."""
-STOP_BOUND_S = GRACE_S + limit(20.0)
-"""From Ctrl-C to exit: the supervisor's graceful-stop limit, then a margin for a shared 2-core
-machine (a llama.cpp call cannot be cancelled; after ``GRACE_S`` the child exits at once)."""
+STOP_PROMISE_S = 2.0
+"""From Ctrl-C to exit while the model works: the product's promise (the busy llama.cpp call is
+abandoned; run/demo print their stop line and exit without it)."""
+SCHEDULING_MARGIN_S = 1.0
+"""Added to the promise for the two processes being scheduled on a shared, loaded 2-core machine
+(llama.cpp's own threads keep the cores busy until the exit). Not scaled: the stop does no work
+that grows with the machine's load, and the timing starts after the demo is running."""
+STOP_BOUND_S = STOP_PROMISE_S + SCHEDULING_MARGIN_S
 BUSY = re.compile(r"loading for the|reading the \w+ prompt|writing the \w+'s answer")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r")
 
@@ -150,10 +156,9 @@ def test_ctrl_c_stops_the_demo_with_the_embedded_model_at_work(tmp_path: Path) -
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does to its foreground group
         sent = time.monotonic()
         try:
-            code = proc.wait(timeout=STOP_BOUND_S)
+            code = proc.wait(timeout=limit(60.0))  # a safety net: the bound is asserted below
         except subprocess.TimeoutExpired:
-            pytest.fail(f"no exit {STOP_BOUND_S:.0f} s after Ctrl-C (the model was at: {busy}):\n"
-                        f"{term.text[-3000:]}")
+            pytest.fail(f"no exit 60 s after Ctrl-C (the model was at: {busy}):\n{term.text[-3000:]}")
         took = time.monotonic() - sent
     finally:
         if proc.poll() is None:
@@ -169,11 +174,12 @@ def test_ctrl_c_stops_the_demo_with_the_embedded_model_at_work(tmp_path: Path) -
     print(f"Ctrl-C while '{busy}': exit {code} after {took:.1f} s")  # the measured figure, with -s
 
     assert code == 130, text[-3000:]
+    assert took < STOP_BOUND_S, f"exit {took:.2f} s after Ctrl-C (the model was at: {busy}):\n{text[-3000:]}"
     assert not left, f"processes left running after Ctrl-C: {sorted(left)}"
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    stop = [line for line in lines if line.startswith("interrupted (Ctrl-C)")]
-    assert stop, text[-3000:]
-    assert "run the same command to resume" in stop[-1]
+    stop = [line for line in lines if line.startswith("interrupted") or "stopped at once" in line]
+    assert len(stop) == 1 and stop[0].startswith("interrupted (Ctrl-C): "), text[-3000:]
+    assert "run the same command to resume" in stop[0]
     assert "Traceback" not in text and "crash" not in text.lower(), text[-3000:]
 
     # what was saved is intact, and the folder is free for the same command to resume

@@ -1,8 +1,8 @@
 """The Ray executor against a separately started Ray cluster: a head node started
 with ``ray start --head --block`` on loopback as its own process group, a scripted run sent to it by
 address (the driver here and through ``callbench run --executor ray --ray-address``), a worker
-killed mid-run, and traces byte-identical to a local run with nothing lost or doubled; two drivers
-on one run folder against the cluster, the second refused by the run-folder lock.
+killed mid-run, and traces with a local run's content (timings aside) with nothing lost or doubled;
+two drivers on one run folder against the cluster, the second refused by the run-folder lock.
 Skipped when Ray is not installed (extra ``[distributed]``)."""
 
 from __future__ import annotations

@@ -5,11 +5,14 @@ across workers. Skipped when Ray is not installed (extra ``[distributed]``)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import os
+import signal
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +24,12 @@ from callbench.bundle.models import Bundle  # noqa: E402
 from callbench.grade.grader import load_episode_grades  # noqa: E402
 from callbench.models.base import ModelClient, ModelRequest, ModelResponse  # noqa: E402
 from callbench.runfolder.store import RunStore  # noqa: E402
+from callbench.runs import ray_executor  # noqa: E402
 from callbench.runs.executor import RunConfig, execute_run  # noqa: E402
 from callbench.runs.ray_executor import connect, default_clients, execute_run_ray  # noqa: E402
 from callbench.runs.session import run_and_grade  # noqa: E402
+from callbench.trace import load_trace  # noqa: E402
+from waiting import PROCESS_S, limit  # noqa: E402
 
 from .conftest import scripted_clients, scripted_config  # noqa: E402
 
@@ -82,8 +88,10 @@ class Slow:
         await self.inner.aclose()
 
 
-def _traces(out: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted((out / "traces").glob("*.json.gz"))}
+def _traces(out: Path) -> dict[str, str]:
+    """Each trace's content by file name (timings are measurements and differ from run to run)."""
+    return {p.name: load_trace(p).canonical_json(content_only=True)
+            for p in sorted((out / "traces").glob("*.json.gz"))}
 
 
 async def test_ray_gives_the_local_executors_traces(tmp_path: Path, dairy: Bundle, local_ray: Any) -> None:
@@ -159,3 +167,122 @@ async def test_provider_limits_hold_across_workers(tmp_path: Path, dairy: Bundle
         # above), so one call apparently held no permit of this limiter. Not understood yet;
         # recorded as an expected failure with its data rather than blocking every submission.
         pytest.xfail(f"calls overlapped under a limit of 1 (open bug, see the note): {overlaps}")
+
+
+class HoldForKill:
+    """At the first candidate request of ``episode`` (once: the marker file records it), writes its
+    worker's pid to ``marker`` and waits there until the process is killed from outside."""
+
+    def __init__(self, inner: ModelClient, marker: Path, episode: str) -> None:
+        self.inner, self.marker, self.episode = inner, marker, episode
+        self.spec, self.settings = inner.spec, inner.settings
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        if request.context.episode_id == self.episode and not self.marker.exists():
+            tmp = self.marker.with_suffix(".tmp")
+            tmp.write_text(str(os.getpid()))
+            tmp.replace(self.marker)
+            while True:  # until SIGKILL
+                await asyncio.sleep(0.05)
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def _kill_when_marked(marker: Path, ready: Callable[[], bool]) -> int:
+    """Wait (scaled limit) for ``marker`` to name a worker's pid and for ``ready()``, then SIGKILL
+    that process; returns its pid. Before the kill the driver collects its garbage, so that an
+    object reference it no longer holds is gone, as it is in a long run."""
+    end = time.monotonic() + limit(PROCESS_S)
+    while not (marker.exists() and ready()):
+        assert time.monotonic() < end, "gave up waiting for the victim episode to reach its worker"
+        await asyncio.sleep(0.05)
+    gc.collect()
+    pid = int(marker.read_text())
+    assert pid != os.getpid()  # a worker process, never the driver
+    os.kill(pid, signal.SIGKILL)
+    return pid
+
+
+async def test_a_worker_killed_from_outside_costs_its_episode_not_the_run(
+    tmp_path: Path, dairy: Bundle, local_ray: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL of a worker process mid-episode, sent from the driver's side as an operator or the
+    out-of-memory killer would: the restarted worker runs the episode again (its constructor's
+    arguments, the bundle among them, are still held), every episode is saved exactly once, and the
+    traces equal a local run's."""
+    config = _config(tmp_path / "ray")
+    local = _config(tmp_path / "local")
+    planned = await execute_run(local, scripted_clients(local, dairy), bundle=dairy)
+    victim = sorted(k.episode_id for k in planned.planned)[2]
+    marker = tmp_path / "pid"
+
+    def factory(cfg: RunConfig, bundle: Bundle) -> dict[str, ModelClient]:
+        clients = default_clients(cfg, bundle)
+        return {k: HoldForKill(c, marker, victim) if k.startswith("candidate:") else c
+                for k, c in clients.items()}
+
+    saves: Counter[str] = Counter()
+    real = RunStore.save_episode
+
+    def counted(self: RunStore, trace, ledger):  # type: ignore[no-untyped-def]
+        saves[trace.episode_id] += 1
+        return real(self, trace, ledger)
+
+    monkeypatch.setattr(RunStore, "save_episode", counted)
+    # killed once the other three episodes are saved: long after the workers started
+    killer = asyncio.create_task(_kill_when_marked(marker, lambda: len(saves) >= 3))
+    manifest = await execute_run_ray(config, scripted_clients(config, dairy), bundle=dairy,
+                                     client_factory=factory, num_workers=1)
+    killed = await killer
+    assert killed > 0
+    assert manifest.completed == 4 and manifest.skipped == 0
+    assert set(saves.values()) == {1} and len(saves) == 4  # the victim run again, saved once
+    assert _traces(tmp_path / "ray") == _traces(tmp_path / "local")
+
+
+async def test_a_cluster_that_cannot_recover_ends_in_one_line_and_resumes(
+    tmp_path: Path, dairy: Bundle, local_ray: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed with no restarts left: the run ends with :class:`ClusterLost` (one line,
+    the episodes kept counted), the manifest holds what finished, and the same run resumed
+    completes with every episode saved exactly once over both invocations."""
+    monkeypatch.setattr(ray_executor, "WORKER_RESTARTS", 0)
+    config = _config(tmp_path / "ray")
+    local = _config(tmp_path / "local")
+    planned = await execute_run(local, scripted_clients(local, dairy), bundle=dairy)
+    victim = sorted(k.episode_id for k in planned.planned)[2]
+    marker = tmp_path / "pid"
+
+    def factory(cfg: RunConfig, bundle: Bundle) -> dict[str, ModelClient]:
+        clients = default_clients(cfg, bundle)
+        return {k: HoldForKill(c, marker, victim) if k.startswith("candidate:") else c
+                for k, c in clients.items()}
+
+    saves: Counter[str] = Counter()
+    real = RunStore.save_episode
+
+    def counted(self: RunStore, trace, ledger):  # type: ignore[no-untyped-def]
+        saves[trace.episode_id] += 1
+        return real(self, trace, ledger)
+
+    monkeypatch.setattr(RunStore, "save_episode", counted)
+    killer = asyncio.create_task(_kill_when_marked(marker, lambda: len(saves) >= 3))
+    with pytest.raises(ray_executor.ClusterLost) as lost:
+        await execute_run_ray(config, scripted_clients(config, dairy), bundle=dairy,
+                              client_factory=factory, num_workers=1)
+    await killer
+    message = str(lost.value)
+    assert "\n" not in message and "\x1b" not in message
+    assert message.startswith("the Ray cluster could not run an episode any more (ActorDiedError: ")
+    assert message.endswith("; 3 episode(s) finished are kept: run the same command to resume")
+    assert victim not in saves and len(saves) == 3
+    kept = RunStore(tmp_path / "ray").load_manifest()
+    assert kept is not None and kept.completed == 3
+
+    monkeypatch.setattr(ray_executor, "WORKER_RESTARTS", 4)
+    manifest = await execute_run_ray(config, scripted_clients(config, dairy), bundle=dairy, num_workers=1)
+    assert manifest.completed == 4 and manifest.skipped == 0
+    assert set(saves.values()) == {1} and len(saves) == 4  # the victim once, nothing doubled
+    assert _traces(tmp_path / "ray") == _traces(tmp_path / "local")

@@ -22,7 +22,7 @@ import pytest
 
 from callbench.runfolder import episode_files
 from callbench.runs.supervisor import DUPLICATE_S, GRACE_S
-from waiting import finish, run_command, wait_until
+from waiting import finish, limit, run_command, wait_until
 
 from .conftest import DAIRY
 
@@ -57,6 +57,16 @@ SLOW = textwrap.dedent(
             return slow
         m.ReferenceCandidate.complete = slowed(m.ReferenceCandidate.complete)
         g.ScriptedGenerator.complete = slowed(g.ScriptedGenerator.complete)
+        if os.environ.get("SLOW_NATIVE") == "1":
+            # a fake llama.cpp call: blocks on the local model's own thread, as counted native work
+            from callbench.models.local import client as local
+            def native(orig):
+                async def slow(self, request):
+                    open(os.environ["SLOW_MARK"], "a").close()
+                    await local.run_native(time.sleep, 600)
+                    return await orig(self, request)
+                return slow
+            m.ReferenceCandidate.complete = native(m.ReferenceCandidate.complete)
         judge_delay = float(os.environ.get("SLOW_JUDGE_S", "0"))
         if judge_delay:
             from callbench.models.scripted import judge as j
@@ -177,6 +187,40 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
     assert "SIGINT again: stopped at once" in err
     assert not _alive(child)
     _resume(out, env)
+
+
+STOP_PROMISE_S = 2.0
+"""From Ctrl-C to the command's exit while a native model call is busy (the product's promise)."""
+SCHEDULING_MARGIN_S = 1.0
+"""Added to :data:`STOP_PROMISE_S` for the two processes being scheduled on a shared, loaded 2-core
+machine; the stop itself does no work that grows with the load."""
+
+
+def test_ctrl_c_abandons_a_busy_native_call_at_once(tmp_path: Path) -> None:
+    """A candidate turn blocked in a native call on the local model's thread (a fake: a 600 s sleep
+    counted as llama.cpp work, no model): Ctrl-C ends the run within :data:`STOP_PROMISE_S` with
+    exactly one stop line (not the graceful-stop limit's second one), exit 130, and resumes."""
+    out = tmp_path / "run"
+    mark = tmp_path / "native"
+    env = _env(tmp_path, SLOW_NATIVE="1", SLOW_S="0", SLOW_MARK=str(mark))
+    proc = subprocess.Popen(_command(out), env=env, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    _wait_for(lambda: mark.exists() and bool(_children(proc.pid)), "a candidate turn in its native call",
+              proc)
+    child = _children(proc.pid)[0]
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=limit(60.0))  # a safety net: the bound is asserted below
+    took = time.monotonic() - sent
+    code, err = _finish(proc)
+    assert code == 130, err
+    assert took < STOP_PROMISE_S + SCHEDULING_MARGIN_S, f"took {took:.2f} s: {err}"
+    lines = [line for line in err.splitlines() if line.strip() and "━" not in line]
+    stops = [line for line in lines if line.startswith("interrupted") or "stopped at once" in line]
+    expected = f"interrupted (Ctrl-C): finished episodes are saved in {out}; run the same command to resume"
+    assert len(stops) == 1 and stops[0] == expected, err
+    assert not _alive(child)
+    _resume(out, {**env, "SLOW_NATIVE": "0"})
 
 
 def test_the_child_dies_with_a_killed_parent(tmp_path: Path) -> None:

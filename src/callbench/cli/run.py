@@ -51,6 +51,7 @@ def _execute_held(
     from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
     from callbench.runs.plan import plan_episodes
     from callbench.runs.preflight import PreflightError
+    from callbench.runs.ray_executor import EXIT_CLUSTER_LOST, ClusterLost
     from callbench.runs.session import RunTotals, build_clients, check_run_folder, open_cache, run_and_grade
 
     assert isinstance(config, RunConfig)
@@ -126,9 +127,12 @@ def _execute_held(
             if not console.is_interactive:  # as rich's Progress.stop: end the last line in a pipe
                 console.print()
     except KeyboardInterrupt:
-        from callbench.runs.supervisor import requested_stop, stop_message, stop_status
+        from callbench.runs.supervisor import exit_if_native_work, requested_stop, stop_message, stop_status
 
         console.print(stop_message(requested_stop(), str(config.out)), markup=False, soft_wrap=True)
+        # finished episodes are saved and the store closed by now; a llama.cpp call still running
+        # is abandoned (it cannot be cancelled) instead of waited for
+        exit_if_native_work(stop_status())
         raise typer.Exit(stop_status()) from None
     except BudgetReached as e:
         console.print(f"stopped: {e}", markup=False, soft_wrap=True)
@@ -136,6 +140,9 @@ def _execute_held(
     except (PreflightError, RunStopped) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(EXIT_PROVIDER) from None
+    except ClusterLost as e:
+        console.print(f"error: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_CLUSTER_LOST) from None
     except (OSError, sqlite3.OperationalError) as e:
         line = machine_fault_message(e, config.out)
         if line is None and not isinstance(e, FileNotFoundError | FileExistsError | NotADirectoryError):

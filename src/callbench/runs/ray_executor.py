@@ -14,9 +14,17 @@ on the driver as traces arrive. Resume rules are the local executor's (same plan
 - **Provider limits across the cluster**: one :class:`ProviderLimiter` actor per provider holds
   the provider's limit (``provider_limits``, ``concurrency`` when not listed); every model call on
   every worker, and the driver's judge calls, hold one of its permits.
-- **A killed worker**: actors restart (``max_restarts``) and their unfinished calls are retried
-  (``max_task_retries``), so that episode runs again from its start; a restarted worker first
-  returns the permits its previous life held. The episode is saved once, when a result arrives.
+- **A killed worker** (a crash, ``kill -9``, the out-of-memory killer): actors restart
+  (``max_restarts``) and their unfinished calls are retried (``max_task_retries``), so that episode
+  runs again from its start; a restarted worker first returns the permits its previous life held.
+  The episode is saved once, when a result arrives. A restart re-runs the actor's constructor with
+  the same arguments, so the driver holds the bundle's object reference for the whole run: Ray
+  frees an object once no reference is held, and a restart then fails
+  (``ReferenceCountingAssertionError``, ray-project/ray#53727).
+- **A cluster that cannot recover** (a worker dead past its restarts, its node gone): the episodes
+  in flight are not saved, the manifest is written with what finished, and :class:`ClusterLost`
+  is raised: ``callbench run`` prints one line and exits with :data:`EXIT_CLUSTER_LOST`; the same
+  command resumes the run.
 - **Concurrency**: at most ``concurrency`` episodes are in flight over the whole cluster.
 
 Ray is an optional dependency (extra ``[distributed]``): importing this module does not need it;
@@ -28,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
 import uuid
 from collections.abc import Callable
@@ -61,6 +70,21 @@ IN_PROCESS_PROVIDERS = frozenset({"scripted"})
 unless ``provider_limits`` names them."""
 WORKER_RESTARTS = 4
 """How many times a worker actor is restarted (and its unfinished episodes retried) after dying."""
+EXIT_CLUSTER_LOST = 6
+"""``callbench run``'s exit status when the Ray cluster lost a worker for good (:class:`ClusterLost`)."""
+
+
+class ClusterLost(Exception):
+    """The Ray cluster could not run an episode any more (a worker dead past its restarts, its node
+    gone). The message is one line: what Ray reported, what was kept, how to resume."""
+
+
+def _one_line(error: BaseException) -> str:
+    """Ray's error as one line: its class name and the first line of its message, without the
+    terminal colour codes Ray puts in it."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -208,7 +232,7 @@ class RayCluster:
                      [*config.candidates, config.caller, config.task_judge, config.conversation_judge]}
         # in-process providers (scripted) get a cluster-wide limiter only when a limit is set for
         # them: their calls are bounded by the episodes in flight, and each permit costs two actor
-        # calls per request (most of Ray's overhead per scripted episode)
+        # calls per request (most of Ray's overhead per scripted episode, docs/scale.md)
         self.limiters: dict[str, Any] = {
             p: (limiter_cls.remote(config.provider_limits.get(p, config.concurrency))
                 if p not in IN_PROCESS_PROVIDERS or p in config.provider_limits else None)
@@ -216,6 +240,9 @@ class RayCluster:
         }
         self.limiters["*"] = limiter_cls.remote(config.concurrency)
         self.workers: list[Any] = []
+        # the workers' constructor argument in the object store, held while the workers live: a
+        # restarted worker is constructed again from it (see the module docstring)
+        self.bundle_ref: Any = None
 
     def limit(self, clients: dict[str, ModelClient], health: RunHealth) -> dict[str, ModelClient]:
         """The driver's clients (judges) holding the cluster's permits for every call."""
@@ -236,12 +263,12 @@ class RayCluster:
         per_worker = max(1, -(-config.concurrency // n))
         worker_cls = ray.remote(num_cpus=1, max_restarts=WORKER_RESTARTS, max_task_retries=WORKER_RESTARTS,
                                 max_concurrency=per_worker)(_WorkerImpl)
-        bundle_ref = ray.put(bundle)
+        self.bundle_ref = ray.put(bundle)
         config_json = config.model_dump_json()
         version = code_version()
         self.workers = [
-            worker_cls.remote(f"worker-{self.run_tag}-{i}", config_json, bundle_ref, self.limiters, factory,
-                              version)
+            worker_cls.remote(f"worker-{self.run_tag}-{i}", config_json, self.bundle_ref, self.limiters,
+                              factory, version)
             for i in range(n)
         ]
         return self.workers
@@ -255,6 +282,7 @@ class RayCluster:
         for actor in [*self.workers, *(lim for lim in self.limiters.values() if lim is not None)]:
             self.ray.kill(actor, no_restart=True)
         self.workers = []
+        self.bundle_ref = None
         if self.started:
             self.ray.shutdown()
 
@@ -285,7 +313,9 @@ async def execute_run_ray(
     the driver's (for the manifest's role records); workers build theirs with ``client_factory``.
     ``cluster`` is an open :class:`RayCluster` (one is connected, to ``config.ray_address``, and
     closed here otherwise). Raises :class:`~callbench.runs.guard.RunStopped` as the local
-    executor does when a role keeps failing with HTTP 401/403/404 on a worker."""
+    executor does when a role keeps failing with HTTP 401/403/404 on a worker, and
+    :class:`ClusterLost` (after saving the manifest) when the cluster cannot run an episode any
+    more."""
     bundle = bundle or load_bundle(config.bundle_path)
     own_store, own_cluster = store is None, cluster is None
     store = store or RunStore(config.out)
@@ -294,12 +324,13 @@ async def execute_run_ray(
         if on_plan:
             on_plan(manifest.planned, done)
         stop: list[str] = []
+        lost: list[str] = []  # what Ray reported when the cluster could not run an episode
         driver = health_of(clients)  # the driver's roles: the judges grading as episodes finish
 
         def stopping() -> bool:
             if driver.message is not None and not stop:
                 stop.append(driver.message)
-            return bool(stop)
+            return bool(stop or lost)
 
         saver = Saver(store, manifest, counts, grade_hook, on_episode, stopping)
         if todo:
@@ -308,6 +339,7 @@ async def execute_run_ray(
             gate = asyncio.Semaphore(max(1, config.concurrency))
             window = asyncio.Semaphore(IN_FLIGHT_PER_SLOT * max(1, config.concurrency))
             load = [0] * len(workers)
+            cluster_errors, task_error = cluster.ray.exceptions.RayError, cluster.ray.exceptions.RayTaskError
 
             async def one(key: EpisodeKey) -> None:
                 async with window:
@@ -318,6 +350,14 @@ async def execute_run_ray(
                         load[i] += 1
                         try:
                             trace, ledger, message = await workers[i].run.remote(key)
+                        except cluster_errors as e:
+                            # an error of the episode's own code (RayTaskError) is a bug and is
+                            # raised; anything else is the cluster failing to run it
+                            if isinstance(e, task_error):
+                                raise
+                            if not lost:
+                                lost.append(_one_line(e))
+                            return  # not saved: run again when the run is resumed
                         finally:
                             load[i] -= 1
                     if message and not stop:
@@ -328,6 +368,13 @@ async def execute_run_ray(
                         await saver.save(trace, ledger)
 
             await run_all(one(k) for k in todo)
+        if lost:
+            saver.counts.apply(manifest)
+            await store.submit(store.save_manifest, manifest)
+            raise ClusterLost(
+                f"the Ray cluster could not run an episode any more ({lost[0]}); "
+                f"{manifest.completed} episode(s) finished are kept: run the same command to resume"
+            )
         stopping()
         return await finish_run(store, manifest, saver, stop[0] if stop else None)
     finally:

@@ -174,6 +174,23 @@ def _hard_exit(signum: int, why: str) -> None:
     os._exit(128 + signum)
 
 
+def exit_if_native_work(status: int) -> None:
+    """Exit now with ``status`` when a native computation (llama.cpp, in its worker thread:
+    :func:`callbench.models.local.client.native_work_running`) is still running; return otherwise.
+    For a command that has printed its stop line and saved what it keeps: the computation cannot be
+    cancelled, and the interpreter's exit would wait for it (it joins worker threads) until the
+    :data:`GRACE_S` limit printed a second, contradicting line (measured: 10.05 s after Ctrl-C
+    with the embedded model reading its prompt)."""
+    client = sys.modules.get("callbench.models.local.client")
+    if client is None or not client.native_work_running():
+        return
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    _remove_own_scratch()
+    os._exit(status)
+
+
 def _on_stop_signal(signum: int, _frame: FrameType | None) -> None:
     now = time.monotonic()
     if _stop.signum is None:

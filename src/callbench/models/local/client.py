@@ -46,9 +46,10 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from callbench.models import activity
 from callbench.models.base import (
@@ -156,6 +157,37 @@ def _llama_thread() -> concurrent.futures.ThreadPoolExecutor:
                 concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="callbench-llama")
             )
         return _LLAMA_THREAD[0]
+
+
+T = TypeVar("T")
+_NATIVE_LOCK = threading.Lock()
+_NATIVE_RUNNING = [0]
+"""How many computations :func:`run_native` is running now (0 or 1: the llama thread is one)."""
+
+
+def native_work_running() -> bool:
+    """Whether a llama.cpp computation is running in this process now. It cannot be cancelled, and
+    the interpreter's exit waits for it (it joins worker threads), so a stop (Ctrl-C) that finds
+    one exits without it (:func:`callbench.runs.supervisor.exit_if_native_work`)."""
+    with _NATIVE_LOCK:
+        return _NATIVE_RUNNING[0] > 0
+
+
+async def run_native(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)``, a blocking native computation, on the llama thread (:func:`_llama_thread`),
+    counted by :func:`native_work_running` while it runs. Cancelling the awaiting task abandons the
+    result; the computation itself runs to its end."""
+
+    def counted() -> T:
+        with _NATIVE_LOCK:
+            _NATIVE_RUNNING[0] += 1
+        try:
+            return fn(*args)
+        finally:
+            with _NATIVE_LOCK:
+                _NATIVE_RUNNING[0] -= 1
+
+    return await asyncio.get_running_loop().run_in_executor(_llama_thread(), counted)
 
 
 _TOKENIZERS: dict[str, Any] = {}
@@ -409,7 +441,7 @@ class LocalClient:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Generate one constrained answer. Raises InfrastructureError (llama-cpp missing, prompt
         over the context) or ModelOutputError (output cut off at the token limit)."""
-        return await asyncio.get_running_loop().run_in_executor(_llama_thread(), self._complete_sync, request)
+        return await run_native(self._complete_sync, request)
 
     def _complete_sync(self, request: ModelRequest) -> ModelResponse:
         llama_cpp = _llama()
