@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def _fail(report: pytest.CollectReport | pytest.TestReport) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, None, None]:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     if _required() and report.skipped:
@@ -31,7 +32,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, None, None]:
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     if _required() and report.skipped:

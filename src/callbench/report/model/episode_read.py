@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 
 from callbench.grade.models import EpisodeGrade
 from callbench.models.faults import FaultLedger
-from callbench.report.model.voice import voice_tally
+from callbench.report.model.voice_tally import voice_tally
 from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import FAULTS, EpisodeKey
 from callbench.stats.summary import EpisodeRecord

@@ -95,7 +95,8 @@ class RunData:
     grade_files: dict[str, Path] = field(default_factory=dict)
     voice: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Episode id -> the voice channel's tally of its trace
-    (:func:`~callbench.report.model.voice.voice_tally`); only episodes spoken through the voice channel."""
+    (:func:`~callbench.report.model.voice_tally.voice_tally`); only episodes spoken through the
+    voice channel."""
 
     def iter_episodes(self) -> Iterator[tuple[EpisodeRecord, Trace | None, EpisodeGrade | None]]:
         """``(record, trace, grade)`` of every record that has a trace or a grade, in record

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field, computed_field
 
+from callbench.report.model.load import RunData
 from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SAMPLES,
@@ -44,39 +45,10 @@ from callbench.stats.bootstrap import (
     percentile_interval,
 )
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
-from callbench.trace import Trace
-
-if TYPE_CHECKING:
-    from callbench.report.model.load import RunData
 
 ENTITY_KINDS = ("digits", "amount", "name")
 STRESS_NOTE = ("espeak-ng's formant voice is a stress channel: most of its recognition errors come from "
                "the synthetic voice, not the line, and do not look like real callers' (docs/voice.md)")
-
-
-def voice_tally(trace: Trace) -> dict[str, Any] | None:
-    """The voice channel's counts for one trace, plain values (cheap to pickle): ``turns`` (caller
-    turns with a voice record), ``wer_sum``/``wer_n`` (sum and count of defined turn WERs),
-    ``truncated``, ``entities`` (kind -> ``[survived, said]``) and ``stress`` (a turn was spoken
-    by a stress-channel voice). None when no caller turn went through the voice channel."""
-    events = [t.voice for t in trace.caller_turns if t.voice is not None]
-    if not events:
-        return None
-    entities: dict[str, list[int]] = {}
-    for ev in events:
-        for e in ev.entities:
-            cell = entities.setdefault(e.kind, [0, 0])
-            cell[0] += int(e.survived)
-            cell[1] += 1
-    wers = [ev.wer for ev in events if ev.wer is not None]
-    return {
-        "turns": len(events),
-        "wer_sum": float(sum(wers)),
-        "wer_n": len(wers),
-        "truncated": sum(ev.truncated for ev in events),
-        "entities": entities,
-        "stress": any(bool((ev.tts.get("settings") or {}).get("stress_channel")) for ev in events),
-    }
 
 
 class EntitySurvival(BaseModel):
