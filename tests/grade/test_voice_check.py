@@ -33,7 +33,8 @@ def _trace(turns: list[tuple[str, str, list[Entity] | None, str]]) -> Trace:
         at = len(messages)
         messages.append(TraceMessage(index=at, role="user", content=heard, caller_turn=n, fragment=0))
         voice = None if ents is None else _voice(n, said, heard, ents)
-        caller_turns.append(CallerTurn(index=n, intended=said, observed=[heard], message_indices=[at], voice=voice))
+        caller_turns.append(
+            CallerTurn(index=n, intended=said, observed=[heard], message_indices=[at], voice=voice))
         messages.append(TraceMessage(index=at + 1, role="assistant", content=reply, candidate_turn=n))
     return Trace(
         episode_id="e1", bundle_name="b", bundle_version="1", bundle_hash="b" * 64, agent_id="ag",
