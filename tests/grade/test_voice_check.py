@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from callbench.bundle.models import Diagnostic, Pillar
 from callbench.grade.models import Label
 from callbench.grade.scoring import item_value
@@ -25,7 +27,7 @@ def _voice(turn: int, said: str, heard: str, entities: list[Entity]) -> VoiceEve
                       audio_sha256="0" * 64, audio_seconds=1.0, entities=entities)
 
 
-def _trace(turns: list[tuple[str, str, list[Entity] | None, str]]) -> Trace:
+def _trace(turns: Sequence[tuple[str, str, list[Entity] | None, str]]) -> Trace:
     """``(said, heard, entities or None for the text channel, candidate reply)`` per caller turn."""
     messages = [TraceMessage(index=0, role="assistant", content="Hello, gas helpline.", candidate_turn=0)]
     caller_turns = []
