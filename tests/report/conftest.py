@@ -30,6 +30,7 @@ from callbench.trace import (
     ToolEvent,
     Trace,
     TraceMessage,
+    VoiceEvent,
     atomic_write_text,
     save_trace,
 )
@@ -204,9 +205,12 @@ def write_run(
     not_run: Callable[[str, int, int, int], bool] = lambda c, a, s, r: False,
     seed: int = 7,
     cutoff: float = 70.0,
+    voice: Callable[[str, int, int, int], VoiceEvent | None] | None = None,
+    manifest_voice: dict[str, Any] | None = None,
 ) -> Path:
     """Write a complete run folder and return it. Every (candidate, agent, scenario, repeat) is
-    planned; each gets a trace and a grade unless skipped (trace only) or not run (nothing)."""
+    planned; each gets a trace and a grade unless skipped (trace only) or not run (nothing).
+    ``voice`` gives the first caller turn's voice record; ``manifest_voice`` the manifest's."""
     run_dir = root / run_id
     caller = caller or RoleInfo(spec="scripted:caller")
     task_judge = task_judge or RoleInfo(spec="scripted:judge")
@@ -239,6 +243,8 @@ def write_run(
                         skipped=skipped,
                         caller_prompt=caller_prompt,
                     )
+                    if voice is not None and trace.caller_turns:
+                        trace.caller_turns[0].voice = voice(cand, a, s, r)
                     save_trace(trace, run_dir / "traces" / f"{eid}.json")
                     if skipped:
                         continue
@@ -265,6 +271,7 @@ def write_run(
         planned=planned,
         started="2026-01-01T00:00:00Z",
         grade_sets=[gs],
+        voice=manifest_voice,
     )
     atomic_write_text(run_dir / "manifest.json", manifest.model_dump_json())
     gsm = GradeSetManifest(

@@ -40,6 +40,7 @@ from callbench.grade.store import (
     register_grade_set,
     save_episode_grade,
 )
+from callbench.grade.voice_check import grade_voice_confirmation
 from callbench.models.base import ModelClient, ModelSettings, Role
 from callbench.models.faults import RoleFaults, collect_faults
 from callbench.runfolder import episode_files
@@ -105,6 +106,7 @@ async def grade_trace(
     if trace.skipped:
         return episode_grade(trace, [], grade_set_id=grade_set_id, cutoff=cutoff, pass_rule=pass_rule)
     checks = grade_action_checks(trace, scenario, bundle.scenario(scenario.id)[0])
+    checks += grade_voice_confirmation(trace)  # only traces with voice events get this item
     with collect_faults() as ledger:
         (task_items, task_out), (conv_items, conv_out) = await asyncio.gather(
             run_task_judge(trace, scenario, task_judge),

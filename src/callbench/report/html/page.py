@@ -45,6 +45,7 @@ from callbench.report.model.text import (
     source_cells,
     validation_lines,
 )
+from callbench.report.model.voice import FIGURE_COLUMNS, RETENTION_COLUMNS, figure_rows, retention_rows
 from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 from callbench.stats.sources import SOURCE_NAMES
@@ -171,6 +172,10 @@ def render_page(
         include_traces=include_traces,
         ledger=[row for r in report.runs if r.simulator for row in ledger_rows(r.run_id, r.simulator)],
         ledger_columns=LEDGER_COLUMNS,
+        voice_figures=figure_rows(report.voice) if report.voice else [],
+        voice_figure_columns=FIGURE_COLUMNS,
+        voice_retention=retention_rows(report.voice) if report.voice else [],
+        voice_retention_columns=RETENTION_COLUMNS,
         judge_accuracy=[row for r in report.runs for row in accuracy_rows(r.run_id, r.judge_accuracy)],
         judge_accuracy_columns=JUDGE_ACCURACY_COLUMNS[1:],
         judge_accuracy_missing=NOT_MEASURED,

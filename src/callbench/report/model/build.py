@@ -32,6 +32,7 @@ from callbench.report.model.ledger import RunLedger
 from callbench.report.model.load import RunData
 from callbench.report.model.official import missing_traces, run_is_official
 from callbench.report.model.validation import GradeSetInfo, grade_set_info, judged_status
+from callbench.report.model.voice import VoiceSection, voice_section
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
 from callbench.stats.summary import (
@@ -178,6 +179,9 @@ class Report(BaseModel):
     """Per run, the grade set shown: cutoff, official, judge validation (report/model/validation.py)."""
     judged_status: str = ""
     """Shown beside every judged figure when a grade set's judges are not validated or failed."""
+    voice: VoiceSection | None = None
+    """What the voice channel did and each candidate's voice retention (report/model/voice.py);
+    None when no caller turn went through the voice channel."""
 
 
 def run_info(run: RunData, judge_audits: list[JudgeAudit] | None = None) -> RunInfo:
@@ -306,6 +310,7 @@ def build_report(
         by_agent=by_agent(records, seed=seed, n_samples=n_samples, confidence=confidence),
         scenario_cells=scenario_cells(records),
         warnings=[w for r in runs for w in r.warnings],
+        voice=voice_section(runs, seed=seed, n_samples=n_samples, confidence=confidence),
     )
 
 

@@ -21,12 +21,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from callbench.grade.models import EpisodeGrade
 from callbench.models.faults import FaultLedger
+from callbench.report.model.voice_tally import voice_tally
 from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import FAULTS, EpisodeKey
 from callbench.stats.summary import EpisodeRecord
@@ -140,6 +141,7 @@ class TraceSummary:
     empty_replies: int = 0  # assistant messages with an ``empty_reply`` error
     tool_calls_in_content: int = 0  # assistant messages with a ``tool_call_in_content`` error
     invalid_tool_calls: int = 0  # tool events whose arguments broke the tool's schema (either mode)
+    voice: dict[str, Any] | None = None  # the voice channel's tally (report/model/voice.py; None: text)
 
     @property
     def skipped(self) -> bool:
@@ -195,6 +197,7 @@ class TraceSummary:
             empty_replies=sum(e.startswith("empty_reply") for e in errors),
             tool_calls_in_content=sum(e.startswith("tool_call_in_content") for e in errors),
             invalid_tool_calls=sum(bool(e.schema_errors) for e in trace.tool_events),
+            voice=voice_tally(trace),
         )
 
 

@@ -93,6 +93,10 @@ class RunData:
     warnings: list[str] = field(default_factory=list)
     trace_files: dict[str, Path] = field(default_factory=dict)
     grade_files: dict[str, Path] = field(default_factory=dict)
+    voice: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Episode id -> the voice channel's tally of its trace
+    (:func:`~callbench.report.model.voice_tally.voice_tally`); only episodes spoken through the
+    voice channel."""
 
     def iter_episodes(self) -> Iterator[tuple[EpisodeRecord, Trace | None, EpisodeGrade | None]]:
         """``(record, trace, grade)`` of every record that has a trace or a grade, in record
@@ -176,6 +180,7 @@ def load_run(
     faults = FaultCounter(run_dir)
     facts = TraceFacts()
     records: list[EpisodeRecord] = []
+    voice: dict[str, dict[str, Any]] = {}
     for job, read in zip(jobs, map_ordered(read_episodes, jobs, workers=workers), strict=True):
         key = planned.get(job.episode_id)
         if key is None:
@@ -190,10 +195,12 @@ def load_run(
         if read.trace is not None:
             faults.add_trace(read.trace, read.ledger())
             facts.add(read.trace)
+            if read.trace.voice is not None:
+                voice[job.episode_id] = read.trace.voice
         if grade is not None:
             faults.add_grade(grade)
     return RunData(run_dir, manifest, grade_set, records, ledger.result(), faults.result(), facts,
-                   warnings, trace_files, grade_files)
+                   warnings, trace_files, grade_files, voice)
 
 
 def load_runs(

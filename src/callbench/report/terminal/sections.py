@@ -17,6 +17,13 @@ from callbench.report.model.faults import FAULT_COLUMNS, RunFaults, fault_rows, 
 from callbench.report.model.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
 from callbench.report.model.ledger import LEDGER_COLUMNS, RunLedger, ledger_rows
 from callbench.report.model.text import SOURCE_LABELS, SOURCES_NOTE, source_cells, validation_lines
+from callbench.report.model.voice import (
+    FIGURE_COLUMNS,
+    RETENTION_COLUMNS,
+    VoiceSection,
+    figure_rows,
+    retention_rows,
+)
 from callbench.report.terminal.fit import print_table, print_wrapped
 from callbench.stats.sources import SOURCE_NAMES
 
@@ -103,3 +110,29 @@ def render_validation_terminal(report: Report, console: Console) -> None:
         t.add_row(escape(cand), *cells)
     print_table(console, t)
     print_wrapped(console, SOURCES_NOTE)
+
+
+def render_voice_terminal(section: VoiceSection | None, console: Console) -> None:
+    """The voice channel's figures per candidate and each candidate's voice retention
+    (:mod:`callbench.report.model.voice`); nothing when no turn went through the voice channel."""
+    if section is None:
+        return
+    t = Table(title="Voice channel: what the recogniser did to the caller's turns (docs/voice.md)",
+              title_justify="left")
+    t.add_column("candidate", overflow="fold")
+    for col in FIGURE_COLUMNS:
+        t.add_column(col, justify="right")
+    for cand, cells in figure_rows(section):
+        t.add_row(escape(cand), *(escape(c) for c in cells))
+    print_table(console, t)
+    if section.retention:
+        r = Table(title="Voice retention: voice score over text score on the same episodes "
+                  "(paired bootstrap)", title_justify="left")
+        r.add_column("candidate", overflow="fold")
+        for col in RETENTION_COLUMNS:
+            r.add_column(col, overflow="fold")
+        for cand, cells in retention_rows(section):
+            r.add_row(escape(cand), *(escape(c) for c in cells))
+        print_table(console, r)
+    for note in section.notes:
+        print_wrapped(console, "  " + note)

@@ -20,6 +20,7 @@ from callbench.report.terminal.sections import (
     render_judge_accuracy_terminal,
     render_ledger_terminal,
     render_validation_terminal,
+    render_voice_terminal,
 )
 from callbench.stats.bootstrap import MIN_SCORED_FOR_INTERVAL, BootstrapResult
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
@@ -117,6 +118,7 @@ def render_terminal(report: Report, console: Console) -> None:
     _diagnostics(report, console)
     _skipped(report, console)
     render_ledger_terminal([(r.run_id, r.simulator) for r in report.runs], console)
+    render_voice_terminal(report.voice, console)
     render_faults_terminal([(r.run_id, r.faults) for r in report.runs], console)
     render_judge_accuracy_terminal([(r.run_id, r.judge_accuracy) for r in report.runs], console)
     render_validation_terminal(report, console)
