@@ -25,6 +25,7 @@ from callbench.trace import (
     CandidateView,
     ChannelEvent,
     EndReason,
+    EpisodeLatency,
     EpisodeSeeds,
     RoleInfo,
     ToolEvent,
@@ -204,9 +205,11 @@ def write_run(
     not_run: Callable[[str, int, int, int], bool] = lambda c, a, s, r: False,
     seed: int = 7,
     cutoff: float = 70.0,
+    latency: Callable[[str, int, int, int], EpisodeLatency | None] = lambda c, a, s, r: None,
 ) -> Path:
     """Write a complete run folder and return it. Every (candidate, agent, scenario, repeat) is
-    planned; each gets a trace and a grade unless skipped (trace only) or not run (nothing)."""
+    planned; each gets a trace and a grade unless skipped (trace only) or not run (nothing).
+    ``latency`` gives a trace its timings (None: none)."""
     run_dir = root / run_id
     caller = caller or RoleInfo(spec="scripted:caller")
     task_judge = task_judge or RoleInfo(spec="scripted:judge")
@@ -239,6 +242,7 @@ def write_run(
                         skipped=skipped,
                         caller_prompt=caller_prompt,
                     )
+                    trace.latency = latency(cand, a, s, r)
                     save_trace(trace, run_dir / "traces" / f"{eid}.json")
                     if skipped:
                         continue

@@ -38,6 +38,7 @@ from callbench.stats.bootstrap import (
     flat_bootstrap,
     hierarchical_bootstrap,
 )
+from callbench.stats.latency import CallTimings
 from callbench.stats.repeats import RepeatStats, pass_hat_k_table, repeat_stats
 from callbench.stats.sources import SourceShare, score_sources
 
@@ -75,6 +76,7 @@ class EpisodeRecord(BaseModel):
     usage: dict[str, Usage] = Field(default_factory=dict)
     end_reason: str | None = None  # the trace's end reason (None without a trace)
     not_graded_reason: str | None = None  # why the grade holds no score (a judge outage), if so
+    timings: CallTimings | None = None  # the call's candidate-turn timings (None: none recorded)
 
     def value(self, metric: Metric) -> float | None:
         """The episode's value for ``metric`` (score points; pass and outcome as 100 or 0), or None
