@@ -30,6 +30,7 @@ from callbench.report.model.judge_accuracy import run_judge_accuracy
 from callbench.report.model.latency import LatencySummary, latency_summaries, paired_latency
 from callbench.report.model.ledger import RunLedger
 from callbench.report.model.load import RunData
+from callbench.report.model.measured import latency_warnings
 from callbench.report.model.official import missing_traces, run_is_official
 from callbench.report.model.validation import GradeSetInfo, grade_set_info, judged_status
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
@@ -313,6 +314,7 @@ def build_report(
         latency=latency_summaries(records, order, budget_s=latency_budget_s, seed=seed, n_samples=n_samples,
                                   confidence=confidence),
         paired_latency=paired_latency(records, order, seed=seed, n_samples=n_samples, confidence=confidence),
+        latency_warnings=latency_warnings(runs, order),
         skipped=skipped,
         calls=call_rows(records),
         by_agent=by_agent(records, seed=seed, n_samples=n_samples, confidence=confidence),
