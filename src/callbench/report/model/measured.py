@@ -36,8 +36,9 @@ def latency_warnings(runs: Sequence[RunData], candidates: Sequence[str]) -> list
     if not timed:
         return []
     sites = [(run.manifest.run_id, m) for run in runs for m in run.manifest.measured_at]
-    where = "; ".join(sorted({f"{m.platform or 'unknown machine'} ({m.cpu_count or '?'} CPUs), concurrency "
-                              f"{m.concurrency}" + (f", note: {m.note}" if m.note else "") for _, m in sites}))
+    where = "; ".join(sorted({
+        f"{m.platform or 'unknown machine'} ({m.cpu_count or '?'} CPUs), concurrency {m.concurrency}"
+        + (f", note: {m.note}" if m.note else "") for _, m in sites}))
     lines = ["Latency depends on where and when it was measured (region, network, provider load, "
              "concurrency): it includes the network and the provider's queueing; a request the client "
              "timed excludes callbench's own time"
