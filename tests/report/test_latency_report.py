@@ -119,3 +119,19 @@ def test_negative_budget_is_refused(make_run: Callable[..., Path]) -> None:
         build_report(runs, n_samples=50, latency_budget_s=-1.0)
     with pytest.raises(ValueError, match="latency budget"):
         build_report(runs, n_samples=50, latency_budget_s=math.nan)
+
+
+def test_terminal_shows_latency_column_section_and_budget(report: Any) -> None:
+    import io
+
+    from rich.console import Console
+
+    from callbench.report.terminal.tables import render_terminal
+
+    buf = io.StringIO()
+    render_terminal(report, Console(file=buf, width=250, emoji=False))
+    text = buf.getvalue()
+    median = report.latency["cand-a"].first_word["p50"].estimate
+    assert "1st word p50 ms" in text and f"{1000 * median:.0f} [" in text
+    assert "Budget 900ms" in text and "Paired latency" in text
+    assert "Time to first word by slice" in text and "tools before speech 2+" in text
