@@ -135,3 +135,21 @@ def test_terminal_shows_latency_column_section_and_budget(report: Any) -> None:
     assert "1st word p50 ms" in text and f"{1000 * median:.0f} [" in text
     assert "Budget 900ms" in text and "Paired latency" in text
     assert "Time to first word by slice" in text and "tools before speech 2+" in text
+
+
+def test_pareto_frontier_keeps_only_undominated_candidates() -> None:
+    from callbench.report.html.latency_chart import Point, pareto
+
+    fast_bad, slow_good, slow_bad, tie = (Point("f", 300, 40), Point("s", 900, 80), Point("d", 950, 70),
+                                          Point("t", 300, 40))
+    assert [p.label for p in pareto([fast_bad, slow_good, slow_bad])] == ["f", "s"]
+    assert {p.label for p in pareto([fast_bad, tie])} == {"f", "t"}  # equal points dominate neither
+
+
+def test_html_figure_has_quality_latency_chart_with_frontier(report: Any) -> None:
+    from callbench.report.html.figures import figures
+
+    (fig,) = [f for f in figures(report, {}) if f.id == "fig-latency"]
+    assert "overall score" in fig.title or "outcome success" in fig.title
+    assert fig.svg.count('class="frontier"') >= 1 and "budget" in fig.svg and "900ms" in fig.caption
+    assert fig.svg.count("<circle cx=") == 2  # one dot per candidate
