@@ -153,3 +153,12 @@ def test_html_figure_has_quality_latency_chart_with_frontier(report: Any) -> Non
     assert "overall score" in fig.title or "outcome success" in fig.title
     assert fig.svg.count('class="frontier"') >= 1 and "budget" in fig.svg and "900ms" in fig.caption
     assert fig.svg.count("<circle cx=") == 2  # one dot per candidate
+
+
+def test_html_page_has_latency_table(report: Any, make_run: Callable[..., Path]) -> None:
+    from callbench.report.html.page import render_html
+
+    run = make_run("r2", agents=1, scenarios=1, repeats=1, latency=timings)
+    runs = load_runs([run])
+    page = render_html(build_report(runs, n_samples=50), runs, include_traces=False)
+    assert 'id="latency"' in page and "within budget %" in page and 'id="fig-latency"' in page
