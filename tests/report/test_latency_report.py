@@ -162,3 +162,44 @@ def test_html_page_has_latency_table(report: Any, make_run: Callable[..., Path])
     runs = load_runs([run])
     page = render_html(build_report(runs, n_samples=50), runs, include_traces=False)
     assert 'id="latency"' in page and "within budget %" in page and 'id="fig-latency"' in page
+
+
+def test_report_flags_latency_measured_under_other_concurrency_or_days_apart(
+        make_run: Callable[..., Path]) -> None:
+    from callbench.runfolder.manifest import MeasuredAt, RunManifest
+    from callbench.trace import atomic_write_text
+
+    def later(c: str, a: int, s: int, r: int) -> EpisodeLatency:
+        return timings(c, a, s, r).model_copy(update={"started_at": "2026-01-03T09:00:00+00:00"})
+
+    first = make_run("r1", candidates=("cand-a",), agents=1, scenarios=1, repeats=1, latency=timings)
+    second = make_run("r2", candidates=("cand-b",), agents=1, scenarios=1, repeats=1, latency=later)
+    for run, concurrency, note in ((first, 4, "eu-west, office fibre"), (second, 16, None)):
+        m = RunManifest.model_validate_json((run / "manifest.json").read_text())
+        m.measured_at = [MeasuredAt(started=m.started, platform="Linux-test", cpu_count=8,
+                                    concurrency=concurrency, note=note)]
+        atomic_write_text(run / "manifest.json", m.model_dump_json())
+    text = "\n".join(build_report(load_runs([first, second]), n_samples=50).latency_warnings)
+    assert "Linux-test (8 CPUs), concurrency 4, note: eu-west, office fibre" in text
+    assert "different concurrency (episodes at once): cand-a 4, cand-b 16" in text
+    assert "more than a day apart" in text and "2026-01-03 09:00" in text
+    same = build_report(load_runs([first]), n_samples=50).latency_warnings
+    assert len(same) == 1 and "different concurrency" not in same[0]
+
+
+@pytest.mark.parametrize(("given", "seconds"), [("800ms", 0.8), ("1.2s", 1.2), ("650", 0.65), ("0ms", 0.0)])
+def test_latency_budget_option_reads_ms_and_s(given: str, seconds: float) -> None:
+    from callbench.cli.common import _latency_budget
+
+    assert _latency_budget(given) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("given", ["fast", "-5ms", "inf", "nanms"])
+def test_latency_budget_option_refuses_nonsense(given: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import typer
+
+    from callbench.cli.common import _latency_budget
+
+    with pytest.raises(typer.Exit):
+        _latency_budget(given)
+    assert "--latency-budget" in capsys.readouterr().err
