@@ -32,7 +32,8 @@ def grade(
     pass_rule: str | None = typer.Option(
         None, "--pass-rule",
         help="outcome_and_overall (the outcome met and overall >= the cutoff) or overall (the "
-        "paper's rule) (default: the run's own; a run graded before outcomes existed gets "
+        "paper's rule) or outcome_overall_latency (also the call's p90 time to first word within the "
+        "run's latency budget) (default: the run's own; a run graded before outcomes existed gets "
         "outcome_and_overall).",
     ),
     rubric: Path | None = typer.Option(None, "--rubric", help="Rating rubric file (YAML/JSON)."),

@@ -197,7 +197,9 @@ def run(
     pass_rule: str = typer.Option(
         "outcome_and_overall", "--pass-rule",
         help="outcome_and_overall (default: the outcome met and overall >= the cutoff) or overall "
-        "(the paper's rule: overall >= the cutoff alone; named as such in every report).",
+        "(the paper's rule: overall >= the cutoff alone; named as such in every report) or "
+        "outcome_overall_latency (outcome_and_overall and the call's p90 time to first word within "
+        "--latency-budget).",
     ),
     local_limit: int = typer.Option(
         1, "--local-concurrency", min=1, help="Concurrent calls to the local model."

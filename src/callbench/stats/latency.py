@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
 
+from callbench.grade.models import DEFAULT_LATENCY_BUDGET_S as DEFAULT_LATENCY_BUDGET_S
 from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SAMPLES,
@@ -118,12 +119,6 @@ def share_within_budget(agents: Sequence[Hashable], scenarios: Sequence[Hashable
     if not math.isfinite(budget_s) or budget_s < 0:
         raise ValueError(f"latency budget must be a non-negative number of seconds, got {budget_s}")
     return _bootstrap(agents, scenarios, turns, "share", budget_s, rng, n_samples, confidence)
-
-
-DEFAULT_LATENCY_BUDGET_S = 0.8
-"""The default latency budget for a turn's time to first word: 800 ms. Voice-agent practice puts
-the tolerable pause before a reply at roughly 0.5 to 1 s (a benchmark of models for voice agents
-used about 700 ms to first token); 800 ms sits in that range. ``--latency-budget`` changes it."""
 
 
 class CallTimings(BaseModel):

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Diagnostic
 from callbench.grade.models import EpisodeGrade, PointTotals
-from callbench.grade.scoring import verdict
+from callbench.grade.scoring import grade_verdict
 from callbench.models.base import Usage
 from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
@@ -93,7 +93,7 @@ class EpisodeRecord(BaseModel):
             return g.conversation_score
         if metric == "outcome":
             return None if g.outcome_met is None or g.cut else (100.0 if g.outcome_met else 0.0)
-        passed = verdict(g.overall, g.outcome_met, cutoff=g.cutoff, rule=g.pass_rule, cut=g.cut)
+        passed = grade_verdict(g)
         return None if passed is None else (100.0 if passed else 0.0)
 
 

@@ -332,6 +332,10 @@ def pass_rule_text(candidates: list[CandidateSummary]) -> str:
     if "outcome_and_overall" in rules:
         parts.append(f"Pass = outcome met (every critical item) and overall >= {cut}; outcome % = calls "
                      "whose outcome is met, of those with one")
+    if "outcome_overall_latency" in rules:
+        parts.append(f"Pass = outcome met, overall >= {cut} and the call's p90 time to first word within the "
+                     "latency budget its grade set recorded (--pass-rule outcome_overall_latency); a call "
+                     "without timings has no verdict")
     if "overall" in rules:
         parts.append(f"Pass = overall >= {cut} alone (the paper's rule, --pass-rule overall"
                      + (", in grade sets made before outcomes existed" if len(rules) == 1 else "") + ")")
