@@ -203,3 +203,18 @@ def test_latency_budget_option_refuses_nonsense(given: str, capsys: pytest.Captu
     with pytest.raises(typer.Exit):
         _latency_budget(given)
     assert "--latency-budget" in capsys.readouterr().err
+
+
+def test_json_report_holds_latency_and_reads_back(report: Any, tmp_path: Path) -> None:
+    import json
+
+    from callbench.report.export.json_csv import read_json, write_json
+
+    path = tmp_path / "r.json"
+    write_json(report, path)
+    data = json.loads(path.read_text())
+    assert data["settings"]["latency_budget_s"] == 0.9
+    assert data["latency"]["cand-b"]["first_word"]["p90"]["estimate"] == report.latency["cand-b"].first_word[
+        "p90"].estimate
+    assert data["paired_latency"][0]["metric"] == "first_word_median_ms"
+    assert read_json(path).latency["cand-a"].within_budget == report.latency["cand-a"].within_budget
