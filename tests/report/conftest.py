@@ -25,6 +25,7 @@ from callbench.trace import (
     CandidateView,
     ChannelEvent,
     EndReason,
+    EpisodeLatency,
     EpisodeSeeds,
     RoleInfo,
     ToolEvent,
@@ -207,10 +208,12 @@ def write_run(
     cutoff: float = 70.0,
     voice: Callable[[str, int, int, int], VoiceEvent | None] | None = None,
     manifest_voice: dict[str, Any] | None = None,
+    latency: Callable[[str, int, int, int], EpisodeLatency | None] = lambda c, a, s, r: None,
 ) -> Path:
     """Write a complete run folder and return it. Every (candidate, agent, scenario, repeat) is
     planned; each gets a trace and a grade unless skipped (trace only) or not run (nothing).
-    ``voice`` gives the first caller turn's voice record; ``manifest_voice`` the manifest's."""
+    ``voice`` gives the first caller turn's voice record; ``manifest_voice`` the manifest's;
+    ``latency`` gives a trace its timings (None: none)."""
     run_dir = root / run_id
     caller = caller or RoleInfo(spec="scripted:caller")
     task_judge = task_judge or RoleInfo(spec="scripted:judge")
@@ -245,6 +248,7 @@ def write_run(
                     )
                     if voice is not None and trace.caller_turns:
                         trace.caller_turns[0].voice = voice(cand, a, s, r)
+                    trace.latency = latency(cand, a, s, r)
                     save_trace(trace, run_dir / "traces" / f"{eid}.json")
                     if skipped:
                         continue

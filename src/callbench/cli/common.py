@@ -86,3 +86,23 @@ def _pass_rule(value: str) -> Any:
         typer.echo(f"error: --pass-rule {value!r}: use one of {', '.join(PASS_RULES)}", err=True)
         raise typer.Exit(2)
     return value
+
+
+def _latency_budget(value: str | None) -> float | None:
+    """``--latency-budget`` in seconds: ``800ms``, ``0.8s`` or a bare number of milliseconds
+    (``800``); None when not given. Exits 2 with one line for anything else, a negative or a
+    non-finite value."""
+    if value is None:
+        return None
+    text = value.strip().lower()
+    scale, number = (0.001, text[:-2]) if text.endswith("ms") else (1.0, text[:-1]) if text.endswith("s") \
+        else (0.001, text)
+    try:
+        seconds = float(number) * scale
+    except ValueError:
+        seconds = float("nan")
+    if not seconds >= 0.0 or seconds == float("inf"):
+        typer.echo(f"error: --latency-budget {value!r}: give a non-negative time such as 800ms or 1.2s",
+                   err=True)
+        raise typer.Exit(2)
+    return seconds

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from callbench.cli.app import app
-from callbench.cli.common import _output_problem, _pass_rule, _role_settings
+from callbench.cli.common import _latency_budget, _output_problem, _pass_rule, _role_settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,7 +32,8 @@ def grade(
     pass_rule: str | None = typer.Option(
         None, "--pass-rule",
         help="outcome_and_overall (the outcome met and overall >= the cutoff) or overall (the "
-        "paper's rule) (default: the run's own; a run graded before outcomes existed gets "
+        "paper's rule) or outcome_overall_latency (also the call's p90 time to first word within the "
+        "run's latency budget) (default: the run's own; a run graded before outcomes existed gets "
         "outcome_and_overall).",
     ),
     rubric: Path | None = typer.Option(None, "--rubric", help="Rating rubric file (YAML/JSON)."),
@@ -161,6 +162,12 @@ def report(
     seed: Annotated[
         int | None, typer.Option("--seed", min=0, help="Bootstrap seed (default: the runs' seed).")
     ] = None,
+    latency_budget: Annotated[
+        str | None,
+        typer.Option("--latency-budget", help="Budget of a turn's time to first word, e.g. 800ms or 1.2s "
+                     "(default: the budget the run recorded, else 800ms); the report shows the share of "
+                     "turns within it."),
+    ] = None,
     judge_audit: Annotated[
         list[Path] | None,
         typer.Option("--judge-audit", help="A judge-validation file from callbench audit --judges --save "
@@ -189,6 +196,7 @@ def report(
     from callbench.report.model.load import ReportInputError, load_runs
     from callbench.report.model.workers import default_workers, use_cpus
 
+    budget = _latency_budget(latency_budget)
     use_cpus()  # large runs are read and their HTML folder written by worker processes
     try:
         default_workers()
@@ -252,8 +260,10 @@ def report(
         # the statistics run
         if "build" not in early:
             early["build"] = target.start(runs) if target is not None else None
+        if budget is None:  # the budget the (first) run was made with, else the documented default
+            budget = next((r.manifest.latency_budget_s for r in runs if r.manifest.latency_budget_s), None)
         _report_outputs(runs, target, early["build"], status, run_dirs, samples, seed, confidence, audits,
-                        json_path, csv_path, written)
+                        json_path, csv_path, written, budget)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: say what was written (report files are atomic)
         from callbench.runs.supervisor import requested_stop, stop_message, stop_status
 
@@ -283,7 +293,7 @@ def _target_problem(
 def _report_outputs(
     runs: list, target: HtmlTarget | None, build: object | None, status: Console, run_dirs: list[Path],
     samples: int, seed: int | None, confidence: float, audits: list, json_path: Path | None,
-    csv_path: Path | None, written: list[str],
+    csv_path: Path | None, written: list[str], latency_budget_s: float | None = None,
 ) -> None:
     """The statistics, then the terminal report, JSON, CSV and HTML (``report``'s second half); each
     file written is appended to ``written`` (e.g. ``"JSON report r.json"``) as it is finished."""
@@ -304,7 +314,8 @@ def _report_outputs(
         # line on a terminal; nothing in a pipe)
         with status.status(f"statistics: drawing {samples:,} bootstrap samples per interval"):
             result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence,
-                                  judge_audits=audits)
+                                  judge_audits=audits, **({} if latency_budget_s is None else
+                                                          {"latency_budget_s": latency_budget_s}))
     except (ReportInputError, UnfairComparisonError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

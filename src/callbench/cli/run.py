@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from callbench.cli.app import app
-from callbench.cli.common import _pass_rule, _role_settings, _split
+from callbench.cli.common import _latency_budget, _pass_rule, _role_settings, _split
 from callbench.cli.plan import _dry_run, _input_error
 from callbench.cli.results import report
 
@@ -204,7 +204,9 @@ def run(
     pass_rule: str = typer.Option(
         "outcome_and_overall", "--pass-rule",
         help="outcome_and_overall (default: the outcome met and overall >= the cutoff) or overall "
-        "(the paper's rule: overall >= the cutoff alone; named as such in every report).",
+        "(the paper's rule: overall >= the cutoff alone; named as such in every report) or "
+        "outcome_overall_latency (outcome_and_overall and the call's p90 time to first word within "
+        "--latency-budget).",
     ),
     local_limit: int = typer.Option(
         1, "--local-concurrency", min=1, help="Concurrent calls to the local model."
@@ -247,6 +249,15 @@ def run(
         None, "--voice-tts-model", help="Your own piper voice (.onnx with its .onnx.json beside it)."),
     voice_asr_model: Path | None = typer.Option(
         None, "--voice-asr-model", help="Your own CTranslate2 whisper model folder (faster-whisper)."),
+    latency_budget: str | None = typer.Option(
+        None, "--latency-budget",
+        help="Budget of a turn's time to first word, e.g. 800ms or 1.2s (default 800ms): recorded in the "
+        "run, the report's default, and the budget of --pass-rule outcome_overall_latency.",
+    ),
+    latency_note: str | None = typer.Option(
+        None, "--latency-note",
+        help="Free text recorded with the run's latency: region, network, anything the machine cannot tell.",
+    ),
     max_cost: float | None = typer.Option(
         None, "--max-cost", min=0.000001,
         help="Budget in USD for the whole run folder: stop starting episodes when the spend plus the "
@@ -269,6 +280,9 @@ def run(
     from callbench.runs.plan import ScenarioFilters
     from callbench.sim.episode import LoopLimits
     from callbench.sim.voice.setup import VoiceSettings
+    from callbench.stats.latency import DEFAULT_LATENCY_BUDGET_S
+
+    budget = _latency_budget(latency_budget)
 
     if out is None and not dry_run:
         typer.echo("error: --out: give the run folder (created; an existing run is resumed); only "
@@ -331,6 +345,8 @@ def run(
         executor=executor,
         ray_address=ray_address,
         max_cost_usd=max_cost,
+        latency_budget_s=DEFAULT_LATENCY_BUDGET_S if budget is None else budget,
+        latency_note=latency_note,
         channel=channel,
         voice=VoiceSettings(engines=voice, base_url=voice_base_url, tts_model=voice_tts_model,
                             asr_model=voice_asr_model,

@@ -22,7 +22,7 @@ from callbench.bundle.models import Bundle, Scenario
 from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.action_checks import GradeError, grade_action_checks
 from callbench.grade.judges import run_conversation_judge, run_task_judge
-from callbench.grade.models import EpisodeGrade, PassRule
+from callbench.grade.models import DEFAULT_LATENCY_BUDGET_S, EpisodeGrade, PassRule
 from callbench.grade.prompts import PROMPT_VERSION
 from callbench.grade.rubric import DEFAULT_RUBRIC, Rubric
 from callbench.grade.scoring import DEFAULT_CUTOFF, DEFAULT_PASS_RULE, episode_grade
@@ -92,9 +92,11 @@ async def grade_trace(
     grade_set_id: str = "",
     rubric: Rubric = DEFAULT_RUBRIC,
     pass_rule: PassRule = DEFAULT_PASS_RULE,
+    latency_budget_s: float | None = None,
 ) -> EpisodeGrade:
     """Grade one trace: action checks, the task judge and the conversation judge (concurrently);
-    the outcome and the pass verdict under ``pass_rule`` (:func:`~callbench.grade.scoring.verdict`).
+    the outcome and the pass verdict under ``pass_rule`` (:func:`~callbench.grade.scoring.verdict`;
+    ``latency_budget_s``: its budget under ``outcome_overall_latency``).
 
     Returns an :class:`EpisodeGrade` (``skipped=True`` with no scores for a skipped trace; no judge
     is called then). Judge failures become judge-error items, never exceptions. Raises
@@ -104,7 +106,8 @@ async def grade_trace(
     _check_hash(bundle, trace)
     scenario = _scenario(bundle, trace)
     if trace.skipped:
-        return episode_grade(trace, [], grade_set_id=grade_set_id, cutoff=cutoff, pass_rule=pass_rule)
+        return episode_grade(trace, [], grade_set_id=grade_set_id, cutoff=cutoff, pass_rule=pass_rule,
+                             latency_budget_s=latency_budget_s)
     checks = grade_action_checks(trace, scenario, bundle.scenario(scenario.id)[0])
     checks += grade_voice_confirmation(trace)  # only traces with voice events get this item
     with collect_faults() as ledger:
@@ -113,7 +116,7 @@ async def grade_trace(
             run_conversation_judge(trace, scenario, conversation_judge, rubric),
         )
     grade = episode_grade(trace, checks + task_items + conv_items, grade_set_id=grade_set_id, cutoff=cutoff,
-                          pass_rule=pass_rule, scenario=scenario)
+                          pass_rule=pass_rule, scenario=scenario, latency_budget_s=latency_budget_s)
     grade.faults = ledger.snapshot()
     grade.usage = {
         k: o.usage for k, o in (("task_judge", task_out), ("conversation_judge", conv_out)) if o.attempts
@@ -138,7 +141,7 @@ async def grade_into_set(
     rubric = Rubric.model_validate(gs.rubric) if gs.rubric else DEFAULT_RUBRIC
     grade = await grade_trace(
         trace, bundle, task_judge, conversation_judge, gs.cutoff, grade_set_id=grade_set_id, rubric=rubric,
-        pass_rule=gs.pass_rule,
+        pass_rule=gs.pass_rule, latency_budget_s=gs.latency_budget_s,
     )
     path = episode_path(run_dir, grade_set_id, trace.episode_id)
     if path.is_file():  # graded again (it was not graded): keep the judge requests made before
@@ -288,6 +291,7 @@ async def grade_run(
                 run_id=manifest.run_id,
                 bundle_hash=manifest.bundle_hash,
                 pass_rule=pass_rule,
+                latency_budget_s=manifest.latency_budget_s or DEFAULT_LATENCY_BUDGET_S,
             ).grade_set_id
         pending = iter(todo)
 

@@ -40,7 +40,7 @@ from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.action_checks import GradeError
 from callbench.grade.models import EpisodeGrade, GradedItem, GradeSetManifest, Label, PointTotals
 from callbench.grade.rubric import DEFAULT_RUBRIC, RatingSpec, Rubric
-from callbench.grade.scoring import item_value, overall_score, score_items, verdict
+from callbench.grade.scoring import grade_verdict, item_value, overall_score, score_items
 from callbench.grade.store import (
     create_grade_set,
     finalize_grade_set,
@@ -352,8 +352,7 @@ def import_labels(run_dir: Path, path: Path) -> LabelImport:
             grade.task_score, grade.conversation_score = task.score, conv.score
             grade.overall = overall_score(task.score, conv.score)
             # action checks (the critical items) are copied, so the outcome stands as graded
-            grade.passed = verdict(grade.overall, grade.outcome_met, cutoff=grade.cutoff,
-                                   rule=grade.pass_rule, cut=grade.cut)
+            grade.passed = grade_verdict(grade)
         else:
             _clear_scores(grade)
         save_episode_grade(run_dir, grade)

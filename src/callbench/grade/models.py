@@ -71,14 +71,22 @@ class PointTotals(BaseModel):
         return None if self.weight == 0 else 100.0 * self.points / self.weight
 
 
-PassRule = Literal["outcome_and_overall", "overall"]
+PassRule = Literal["outcome_and_overall", "overall", "outcome_overall_latency"]
 """How a pass is decided. ``outcome_and_overall`` (the default): the outcome is met (every
 applicable critical item met) and overall >= cutoff; an episode without an outcome (its scenario
 has no critical item, with the reason given) passes on the overall score alone.
 ``overall``: the paper's rule, overall >= cutoff alone (grade sets written before outcomes existed
-were graded by it). docs/validity.md "Outcome and pass"."""
-PASS_RULES: tuple[str, ...] = ("outcome_and_overall", "overall")
+were graded by it). ``outcome_overall_latency``: ``outcome_and_overall`` and the call's p90 time
+to first word within the grade set's latency budget (``latency_budget_s``); a call without timings
+gets no verdict under it, a timed call whose agent never spoke fails it. docs/validity.md "Outcome
+and pass", docs/latency.md."""
+PASS_RULES: tuple[str, ...] = ("outcome_and_overall", "overall", "outcome_overall_latency")
 PAPER_PASS_RULE: PassRule = "overall"
+
+DEFAULT_LATENCY_BUDGET_S = 0.8
+"""The default latency budget for a turn's time to first word: 800 ms. Voice-agent practice puts
+the tolerable pause before a reply at roughly 0.5 to 1 s (a benchmark of models for voice agents
+used about 700 ms to first token); 800 ms sits in that range. ``--latency-budget`` changes it."""
 
 
 class EpisodeGrade(BaseModel):
@@ -121,6 +129,11 @@ class EpisodeGrade(BaseModel):
     excluded from means, pass rates and comparisons, graded again by the next grading pass."""
     not_graded_reason: str | None = None  # "judge_outage: ..." or "judge_output: ..."
     faults: dict[str, RoleFaults] = Field(default_factory=dict)  # judge requests/retries/faults by role
+    timed: bool = False  # the trace held turn timings
+    first_word_p90_s: float | None = None
+    """The call's p90 time to first word over its candidate turns that spoke (inverted CDF;
+    seconds); None without timings or when no turn spoke."""
+    latency_budget_s: float | None = None  # the budget of ``outcome_overall_latency`` (seconds)
 
 
 class GradeSetManifest(BaseModel):
@@ -132,6 +145,7 @@ class GradeSetManifest(BaseModel):
     conversation_judge: RoleInfo
     cutoff: float = 70.0
     pass_rule: PassRule = PAPER_PASS_RULE  # grade sets written before outcomes existed: the paper's
+    latency_budget_s: float | None = None  # the budget under ``outcome_overall_latency`` (seconds)
     code_version: str = ""
     episodes: int = 0
     skipped: int = 0

@@ -23,6 +23,8 @@ verdict (None).
 
 from __future__ import annotations
 
+import math
+
 from callbench.bundle.models import Diagnostic, Pillar, Scenario
 from callbench.grade.models import (
     LABEL_VALUE,
@@ -131,15 +133,41 @@ def outcome(items: list[GradedItem], cut: str | None = None) -> tuple[bool | Non
 
 
 def verdict(overall: float | None, outcome_met: bool | None, *, cutoff: float, rule: PassRule,
-            cut: bool = False) -> bool | None:
+            cut: bool = False, timed: bool = False, first_word_p90_s: float | None = None,
+            latency_budget_s: float | None = None) -> bool | None:
     """The pass verdict: None when ``overall`` is None or the call was cut; under
     ``outcome_and_overall`` the outcome must not have failed and overall >= cutoff; under
-    ``overall`` (the paper's rule) overall >= cutoff alone."""
+    ``overall`` (the paper's rule) overall >= cutoff alone; under ``outcome_overall_latency`` as
+    ``outcome_and_overall`` and the call's p90 time to first word at most ``latency_budget_s``
+    (None without a budget or timings: no verdict; a timed call that never spoke fails)."""
     if overall is None or cut:
         return None
     if rule == "overall":
         return overall >= cutoff
-    return outcome_met is not False and overall >= cutoff
+    passed = outcome_met is not False and overall >= cutoff
+    if rule != "outcome_overall_latency":
+        return passed
+    if latency_budget_s is None or not timed:
+        return None
+    return passed and first_word_p90_s is not None and first_word_p90_s <= latency_budget_s
+
+
+def grade_verdict(g: EpisodeGrade) -> bool | None:
+    """:func:`verdict` of a saved grade under its own rule, cutoff and latency fields."""
+    return verdict(g.overall, g.outcome_met, cutoff=g.cutoff, rule=g.pass_rule, cut=g.cut, timed=g.timed,
+                   first_word_p90_s=g.first_word_p90_s, latency_budget_s=g.latency_budget_s)
+
+
+def first_word_p90(trace: Trace) -> float | None:
+    """The inverted-CDF p90 (Hyndman and Fan definition 1: the smallest value whose cumulative
+    share of turns reaches 0.9) of the times to first word of the trace's candidate turns that
+    spoke, in seconds; None without timings or when no turn spoke."""
+    if trace.latency is None:
+        return None
+    values = sorted(t.time_to_first_word_s for t in trace.latency.turns if t.time_to_first_word_s is not None)
+    if not values:
+        return None
+    return values[max(0, math.ceil(0.9 * len(values) - 1e-9) - 1)]
 
 
 def overall_score(task: float | None, conversation: float | None) -> float | None:
@@ -151,6 +179,7 @@ def overall_score(task: float | None, conversation: float | None) -> float | Non
 def episode_grade(
     trace: Trace, items: list[GradedItem], *, grade_set_id: str, cutoff: float = DEFAULT_CUTOFF,
     pass_rule: PassRule = DEFAULT_PASS_RULE, scenario: Scenario | None = None,
+    latency_budget_s: float | None = None,
 ) -> EpisodeGrade:
     """The :class:`EpisodeGrade` of a graded trace; a skipped trace gets ``skipped=True`` and no
     items or scores (skipped episodes are excluded from means, never scored 0). An episode whose
@@ -170,6 +199,9 @@ def episode_grade(
         end_reason=str(trace.end_reason),
         cutoff=cutoff,
         pass_rule=pass_rule,
+        timed=trace.latency is not None,
+        first_word_p90_s=(p90 := first_word_p90(trace)),
+        latency_budget_s=latency_budget_s,
     )
     if trace.skipped:
         return EpisodeGrade(**base, skipped=True, skip_reason=trace.skip_reason or "skipped")
@@ -191,7 +223,9 @@ def episode_grade(
         task_score=task.score,
         conversation_score=conv.score,
         overall=overall,
-        passed=verdict(overall, met, cutoff=cutoff, rule=pass_rule, cut=cut is not None),
+        passed=verdict(overall, met, cutoff=cutoff, rule=pass_rule, cut=cut is not None,
+                       timed=trace.latency is not None, first_word_p90_s=p90,
+                       latency_budget_s=latency_budget_s),
         outcome_met=met,
         outcome_reason=why,
         cut=cut is not None,

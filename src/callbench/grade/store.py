@@ -85,7 +85,7 @@ def iter_episode_grades(run_dir: Path, grade_set_id: str) -> Iterator[EpisodeGra
 
 def grade_set_id_for(
     task_judge: RoleInfo, conversation_judge: RoleInfo, cutoff: float, rubric: Rubric, counter: int,
-    pass_rule: PassRule = DEFAULT_PASS_RULE,
+    pass_rule: PassRule = DEFAULT_PASS_RULE, latency_budget_s: float | None = None,
 ) -> str:
     """``gs<counter:03d>-<hash10>`` (see the module docstring)."""
     config: dict[str, object] = {
@@ -97,6 +97,8 @@ def grade_set_id_for(
     }
     if pass_rule != DEFAULT_PASS_RULE:
         config["pass_rule"] = pass_rule
+    if latency_budget_s is not None:
+        config["latency_budget_s"] = latency_budget_s
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
     return f"gs{counter:03d}-{digest}"
 
@@ -142,6 +144,7 @@ def create_grade_set(
     bundle_hash: str = "",
     register: bool = True,
     pass_rule: PassRule = DEFAULT_PASS_RULE,
+    latency_budget_s: float | None = None,
 ) -> GradeSetManifest:
     """Claim a new grade set folder and write its ``grade_set.json`` (which records ``pass_rule``,
     the rule every pass of the set was decided by).
@@ -150,12 +153,14 @@ def create_grade_set(
     manifest in memory and saves it itself should pass ``register=False`` and add the id to its
     own ``manifest.grade_sets`` (otherwise its next save would drop it).
     """
+    # the budget only decides passes under the latency rule; other grade sets do not record it
+    budget = latency_budget_s if pass_rule == "outcome_overall_latency" else None
     root = Path(run_dir) / GRADES
     root.mkdir(parents=True, exist_ok=True)
     used = [int(m.group(1)) for p in root.iterdir() if (m := _ID.match(p.name))]
     counter = max(used, default=0) + 1
     while True:
-        gid = grade_set_id_for(task_judge, conversation_judge, cutoff, rubric, counter, pass_rule)
+        gid = grade_set_id_for(task_judge, conversation_judge, cutoff, rubric, counter, pass_rule, budget)
         try:
             (root / gid).mkdir()
             break
@@ -168,6 +173,7 @@ def create_grade_set(
         conversation_judge=conversation_judge,
         cutoff=cutoff,
         pass_rule=pass_rule,
+        latency_budget_s=budget,
         code_version=code_version(),
         run_id=run_id,
         bundle_hash=bundle_hash,

@@ -37,6 +37,19 @@ class EpisodeKey(BaseModel):
     repeat: int
 
 
+class MeasuredAt(BaseModel):
+    """Where and how one invocation of a run measured latency: when it started (UTC, ISO 8601),
+    the machine (``platform.platform()``, CPU count), episodes at once (``--concurrency``), the
+    executor, and the free-text note of ``--latency-note`` (region, network: what we cannot see)."""
+
+    started: str
+    platform: str = ""
+    cpu_count: int | None = None
+    concurrency: int = 1
+    executor: str = "local"
+    note: str | None = None
+
+
 class RunManifest(BaseModel):
     """What produced a run: bundle hash, code version and git state, every role's model spec and
     settings, seeds, times, counts and skips by reason. ``official`` is true only when every
@@ -92,6 +105,11 @@ class RunManifest(BaseModel):
     official."""
     executors: list[str] = Field(default_factory=list)
     """Every executor (``local`` asyncio, ``ray``) an invocation of this run used, in order."""
+    measured_at: list[MeasuredAt] = Field(default_factory=list)
+    """Every invocation's machine, concurrency and note, in order: latency depends on them."""
+    latency_budget_s: float | None = None
+    """The budget of a turn's time to first word the run was made with (``--latency-budget``;
+    None: runs made before it, reported with the default)."""
 
 
 def traces_dir(run_dir: Path) -> Path:

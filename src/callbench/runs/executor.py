@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
+import platform
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
@@ -27,7 +29,7 @@ from callbench.grade.scoring import DEFAULT_PASS_RULE
 from callbench.models.base import ModelClient, ModelSettings
 from callbench.models.deployed.base import as_deployed
 from callbench.models.faults import FaultLedger, collect_faults
-from callbench.runfolder.manifest import EpisodeKey, RunManifest
+from callbench.runfolder.manifest import EpisodeKey, MeasuredAt, RunManifest
 from callbench.runfolder.provenance import code_version, git_state
 from callbench.runfolder.store import RunStore
 from callbench.runs.budget import Budget, BudgetReached
@@ -37,6 +39,7 @@ from callbench.runs.plan import ScenarioFilters, candidate_slug, plan_episodes
 from callbench.runs.voice import prepare_voice, voice_for
 from callbench.sim.episode import LoopLimits, run_episode
 from callbench.sim.voice.setup import ChannelMode, VoiceSettings
+from callbench.stats.latency import DEFAULT_LATENCY_BUDGET_S
 from callbench.trace import EndReason, RoleInfo, Trace
 
 
@@ -85,6 +88,11 @@ class RunConfig(BaseModel):
     """``audio``: every scenario through the voice channel; ``text``: none; None: the scenarios
     whose ``channel.audio`` is enabled (:mod:`callbench.sim.voice.setup`)."""
     voice: VoiceSettings = Field(default_factory=VoiceSettings)
+    latency_budget_s: float = Field(default=DEFAULT_LATENCY_BUDGET_S, ge=0)
+    """Budget of a turn's time to first word (recorded in the manifest; the report's default and
+    the ``outcome_overall_latency`` pass rule's budget)."""
+    latency_note: str | None = None
+    """Free text recorded with the run's measurements: region, network (``--latency-note``)."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     """Stop starting episodes before the run's spend would pass this many USD
     (:mod:`callbench.runs.budget`). Not part of the run's identity: resume with a higher one."""
@@ -96,6 +104,12 @@ class RunConflict(ValueError):
 
 def now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def measured_at(started: str, concurrency: int, executor: str, note: str | None) -> MeasuredAt:
+    """This machine and invocation, as the manifest records where latency was measured."""
+    return MeasuredAt(started=started, platform=platform.platform(), cpu_count=os.cpu_count(),
+                      concurrency=concurrency, executor=executor, note=note)
 
 
 def limit_providers(clients: dict[str, ModelClient], config: RunConfig) -> dict[str, ModelClient]:
@@ -253,6 +267,10 @@ def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle,
         manifest.code_versions.append(manifest.callbench_version)
     if executor not in manifest.executors:
         manifest.executors.append(executor)
+    manifest.measured_at = [*(old.measured_at if old is not None else []),
+                            measured_at(manifest.started if old is None else now(), config.concurrency,
+                                        executor, config.latency_note)]
+    manifest.latency_budget_s = config.latency_budget_s
     store.reconcile_index()
     rows = store.episode_rows()
     rerun = {eid for eid, end, reason in rows

@@ -133,6 +133,7 @@ async def run_and_grade(
                             role_info(clients["conversation_judge"], config.conversation_judge),
                             cutoff=config.cutoff,
                             pass_rule=config.pass_rule,
+                            latency_budget_s=config.latency_budget_s,
                             run_id=out.resolve().name,
                             bundle_hash=bundle.content_hash,
                             register=True,

@@ -22,7 +22,9 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import BaseModel, Field
 
+from callbench.grade.models import DEFAULT_LATENCY_BUDGET_S as DEFAULT_LATENCY_BUDGET_S
 from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SAMPLES,
@@ -32,6 +34,7 @@ from callbench.stats.bootstrap import (
     expand,
     percentile_interval,
 )
+from callbench.trace import EpisodeLatency
 
 _CHUNK = 250
 """Bootstrap samples computed at once (bounds the (samples x turns) weight matrix)."""
@@ -116,3 +119,69 @@ def share_within_budget(agents: Sequence[Hashable], scenarios: Sequence[Hashable
     if not math.isfinite(budget_s) or budget_s < 0:
         raise ValueError(f"latency budget must be a non-negative number of seconds, got {budget_s}")
     return _bootstrap(agents, scenarios, turns, "share", budget_s, rng, n_samples, confidence)
+
+
+class CallTimings(BaseModel):
+    """What the report keeps of one call's :class:`~callbench.trace.EpisodeLatency`: per candidate
+    turn (in turn order) its time to first word (seconds; None when the turn said nothing), dead
+    air (seconds), estimated speaking time (seconds) and tool round trips before speech; where the
+    timings came from (``measured``, ``replayed``, ``harness``, ``mixed``), whether every turn was
+    streamed, and the wall clock at the call's start (UTC, ISO 8601)."""
+
+    started_at: str = ""
+    source: str = "measured"
+    streamed: bool = False
+    first_word_s: list[float | None] = Field(default_factory=list)
+    dead_air_s: list[float] = Field(default_factory=list)
+    spoken_s: list[float] = Field(default_factory=list)
+    tools_before_speech: list[int] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, latency: EpisodeLatency) -> CallTimings:
+        """The summary of ``latency`` (one entry per :class:`~callbench.trace.TurnLatency`)."""
+        turns = latency.turns
+        return cls(
+            started_at=latency.started_at, source=latency.source,
+            streamed=bool(turns) and all(t.streamed for t in turns),
+            first_word_s=[t.time_to_first_word_s for t in turns], dead_air_s=[t.dead_air_s for t in turns],
+            spoken_s=[t.spoken_s for t in turns],
+            tools_before_speech=[t.tool_round_trips_before_speech for t in turns])
+
+    @property
+    def talk_s(self) -> float:
+        """The candidate's estimated speaking time over the call (seconds)."""
+        return float(sum(self.spoken_s))
+
+    @property
+    def wait_s(self) -> float:
+        """What the caller waited in silence for the candidate over the call (seconds): every
+        turn's time to first word plus its dead air."""
+        return float(sum(w for w in self.first_word_s if w is not None) + sum(self.dead_air_s))
+
+    @property
+    def dead_air_share(self) -> float | None:
+        """Dead air as a percentage (0..100) of the candidate's side of the call (its waits and
+        its speech: :attr:`wait_s` + :attr:`talk_s`); None when that side lasted no time."""
+        side = self.wait_s + self.talk_s
+        return 100.0 * float(sum(self.dead_air_s)) / side if side > 0 else None
+
+    def median_first_word_s(self) -> float | None:
+        """The call's median time to first word (inverted CDF, as the report's quantiles), or
+        None when no turn said anything."""
+        return call_quantile(self.first_word_s, 0.5)
+
+    def first_word_quantile(self, q: float) -> float | None:
+        """The ``q`` quantile (inverted CDF) of the call's times to first word, or None."""
+        return call_quantile(self.first_word_s, q)
+
+
+def call_quantile(values: Sequence[float | None], q: float) -> float | None:
+    """The inverted-CDF ``q`` quantile of the defined ``values`` (the smallest value whose
+    cumulative share reaches ``q``), or None when none is defined. Raises ValueError for q
+    outside [0, 1]."""
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile must be in [0, 1], got {q}")
+    defined = sorted(_defined(values))
+    if not defined:
+        return None
+    return float(weighted_quantile(np.asarray(defined), np.ones((1, len(defined))), q)[0])

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Diagnostic
 from callbench.grade.models import EpisodeGrade, PointTotals
-from callbench.grade.scoring import verdict
+from callbench.grade.scoring import grade_verdict
 from callbench.models.base import Usage
 from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
@@ -38,6 +38,7 @@ from callbench.stats.bootstrap import (
     flat_bootstrap,
     hierarchical_bootstrap,
 )
+from callbench.stats.latency import CallTimings
 from callbench.stats.repeats import RepeatStats, pass_hat_k_table, repeat_stats
 from callbench.stats.sources import SourceShare, score_sources
 
@@ -75,6 +76,7 @@ class EpisodeRecord(BaseModel):
     usage: dict[str, Usage] = Field(default_factory=dict)
     end_reason: str | None = None  # the trace's end reason (None without a trace)
     not_graded_reason: str | None = None  # why the grade holds no score (a judge outage), if so
+    timings: CallTimings | None = None  # the call's candidate-turn timings (None: none recorded)
 
     def value(self, metric: Metric) -> float | None:
         """The episode's value for ``metric`` (score points; pass and outcome as 100 or 0), or None
@@ -91,7 +93,7 @@ class EpisodeRecord(BaseModel):
             return g.conversation_score
         if metric == "outcome":
             return None if g.outcome_met is None or g.cut else (100.0 if g.outcome_met else 0.0)
-        passed = verdict(g.overall, g.outcome_met, cutoff=g.cutoff, rule=g.pass_rule, cut=g.cut)
+        passed = grade_verdict(g)
         return None if passed is None else (100.0 if passed else 0.0)
 
 

@@ -16,7 +16,9 @@ from markupsafe import Markup
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.html.charts import PALETTE, ForestRow, Tile, forest, histograms, tile_grid
+from callbench.report.html.latency_chart import latency_points, scatter
 from callbench.report.model.build import Report
+from callbench.report.model.latency_text import budget_text
 from callbench.stats.bootstrap import BootstrapResult
 from callbench.stats.paired import MIN_PAIRED_SCENARIOS
 
@@ -197,6 +199,23 @@ def paired_figure(report: Report) -> Figure | None:
     )
 
 
+def latency_figure(report: Report) -> Figure | None:
+    """Quality against median time to first word, with the Pareto frontier (html/latency_chart.py)."""
+    points, quality = latency_points(report)
+    if not points:
+        return None
+    budget = report.settings.latency_budget_s
+    return Figure(
+        "fig-latency",
+        f"Quality and latency: {quality} against median time to first word",
+        scatter(points, budget=1000.0 * budget, x_axis="median time to first word (ms)", y_axis=quality,
+                label="quality against latency per candidate"),
+        "Dot: the candidate; bars: hierarchical bootstrap intervals on both axes; ringed and joined: the "
+        "Pareto frontier (no other candidate both faster and at least as good); dashed: the latency "
+        f"budget ({budget_text(budget)}). Latency depends on where and when it was measured.",
+    )
+
+
 def figures(report: Report, anchors: dict[str, str]) -> list[Figure]:
     """Every figure with something to say, in page order."""
     if not report.candidates:
@@ -230,6 +249,7 @@ def figures(report: Report, anchors: dict[str, str]) -> list[Figure]:
     for fig in (
         score_matrix(report, anchors),
         paired_figure(report),
+        latency_figure(report),
         by_agent_figure(report),
         diagnostics_figure(report),
         distribution_figure(report),

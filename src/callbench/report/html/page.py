@@ -33,6 +33,13 @@ from callbench.report.html.viewer import episode_row, episode_views
 from callbench.report.model.build import Report, pass_rule_text
 from callbench.report.model.faults import FAULT_COLUMNS, fault_rows, fault_summary
 from callbench.report.model.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
+from callbench.report.model.latency_text import (
+    LATENCY_COLUMNS,
+    latency_notes,
+    latency_rows,
+    paired_rows,
+    slice_rows,
+)
 from callbench.report.model.ledger import LEDGER_COLUMNS, ledger_rows
 from callbench.report.model.load import RunData
 from callbench.report.model.official import HTML_SHOWN_IDS, missing_traces_text
@@ -176,6 +183,12 @@ def render_page(
         voice_figure_columns=FIGURE_COLUMNS,
         voice_retention=retention_rows(report.voice) if report.voice else [],
         voice_retention_columns=RETENTION_COLUMNS,
+        latency_rows=latency_rows(report.latency),
+        latency_columns=LATENCY_COLUMNS,
+        latency_lines=(latency_notes(report.latency, report.settings.latency_budget_s)
+                       + report.latency_warnings) if report.latency else [],
+        latency_slices=slice_rows(report.latency),
+        latency_paired=paired_rows(report.paired_latency),
         judge_accuracy=[row for r in report.runs for row in accuracy_rows(r.run_id, r.judge_accuracy)],
         judge_accuracy_columns=JUDGE_ACCURACY_COLUMNS[1:],
         judge_accuracy_missing=NOT_MEASURED,

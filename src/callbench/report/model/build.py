@@ -28,12 +28,15 @@ from callbench.report.model.fairness import (
 )
 from callbench.report.model.faults import RunFaults
 from callbench.report.model.judge_accuracy import run_judge_accuracy
+from callbench.report.model.latency import LatencySummary, latency_summaries, paired_latency
 from callbench.report.model.ledger import RunLedger
 from callbench.report.model.load import RunData
+from callbench.report.model.measured import latency_warnings
 from callbench.report.model.official import missing_traces, run_is_official
 from callbench.report.model.validation import GradeSetInfo, grade_set_info, judged_status
 from callbench.report.model.voice import VoiceSection, voice_section
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
+from callbench.stats.latency import DEFAULT_LATENCY_BUDGET_S
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
 from callbench.stats.summary import (
     CandidateSummary,
@@ -145,6 +148,7 @@ class ReportSettings(BaseModel):
     n_samples: int = DEFAULT_SAMPLES
     confidence: float = DEFAULT_CONFIDENCE
     tie_tolerance: float = TIE_TOLERANCE
+    latency_budget_s: float = DEFAULT_LATENCY_BUDGET_S  # the budget of a turn's time to first word
 
 
 class Report(BaseModel):
@@ -169,6 +173,12 @@ class Report(BaseModel):
     """The same pairs compared on the outcome (per scenario, the share of repeats whose outcome is
     met, in percentage points): wins, losses and ties count scenarios where one reached the outcome
     more often."""
+    latency: dict[str, LatencySummary] = Field(default_factory=dict)
+    """Candidate -> latency (report/model/latency.py); candidates without timed calls are absent."""
+    paired_latency: list[PairedComparison] = Field(default_factory=list)
+    """Pairs compared on each call's median time to first word (ms; a minus b, positive: a slower)."""
+    latency_warnings: list[str] = Field(default_factory=list)
+    """Where and when latency was measured, and comparisons it makes unfair (report/model/measured.py)."""
     skipped: list[SkippedEpisode] = Field(default_factory=list)
     calls: list[CallRow] = Field(default_factory=list)
     # candidate -> agent -> overall score with interval (report/model/breakdowns.py)
@@ -233,18 +243,21 @@ def build_report(
     n_samples: int = DEFAULT_SAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     judge_audits: list[JudgeAudit] | None = None,
+    latency_budget_s: float = DEFAULT_LATENCY_BUDGET_S,
 ) -> Report:
     """Summarise ``runs`` (at least one). ``judge_audits``: saved judges-on-known-answers audits
     (:mod:`callbench.audit.store`); a run shows the accuracy of its judges from the one that
-    matches them. Raises
+    matches them. ``latency_budget_s``: the budget of a turn's time to first word (seconds). Raises
     :class:`~callbench.report.model.fairness.UnfairComparisonError` for different bundle hashes and
-    ``ValueError`` for no runs or bad bootstrap settings."""
+    ``ValueError`` for no runs, bad bootstrap settings or a negative latency budget."""
     if not runs:
         raise ValueError("no runs to report")
     if n_samples < 1:
         raise ValueError(f"bootstrap samples must be >= 1, got {n_samples}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not latency_budget_s >= 0.0 or latency_budget_s == float("inf"):
+        raise ValueError(f"latency budget must be a non-negative number of seconds, got {latency_budget_s}")
     flags = check_fairness(runs)
     seed = min(r.manifest.seed for r in runs) if seed is None else seed
     records = all_records(runs)
@@ -292,11 +305,13 @@ def build_report(
         if r.status == "skipped"
     ]
     infos = [grade_set_info(r, judge_audits or []) for r in runs]
+    order = [s.candidate for s in summaries]
     return Report(
         grade_sets=infos,
         judged_status=judged_status(infos),
         runs=[run_info(r, judge_audits) for r in runs],
-        settings=ReportSettings(seed=seed, n_samples=n_samples, confidence=confidence),
+        settings=ReportSettings(seed=seed, n_samples=n_samples, confidence=confidence,
+                                latency_budget_s=latency_budget_s),
         fairness_flags=flags,
         smoke_test_roles=smoke_test_roles(runs),
         reference_candidates=reference_candidates(runs),
@@ -305,6 +320,10 @@ def build_report(
         candidates=summaries,
         paired=paired,
         paired_outcome=[p for p in paired_outcome if p.n_scenarios],
+        latency=latency_summaries(records, order, budget_s=latency_budget_s, seed=seed, n_samples=n_samples,
+                                  confidence=confidence),
+        paired_latency=paired_latency(records, order, seed=seed, n_samples=n_samples, confidence=confidence),
+        latency_warnings=latency_warnings(runs, order),
         skipped=skipped,
         calls=call_rows(records),
         by_agent=by_agent(records, seed=seed, n_samples=n_samples, confidence=confidence),
@@ -323,6 +342,10 @@ def pass_rule_text(candidates: list[CandidateSummary]) -> str:
     if "outcome_and_overall" in rules:
         parts.append(f"Pass = outcome met (every critical item) and overall >= {cut}; outcome % = calls "
                      "whose outcome is met, of those with one")
+    if "outcome_overall_latency" in rules:
+        parts.append(f"Pass = outcome met, overall >= {cut} and the call's p90 time to first word within the "
+                     "latency budget its grade set recorded (--pass-rule outcome_overall_latency); a call "
+                     "without timings has no verdict")
     if "overall" in rules:
         parts.append(f"Pass = overall >= {cut} alone (the paper's rule, --pass-rule overall"
                      + (", in grade sets made before outcomes existed" if len(rules) == 1 else "") + ")")

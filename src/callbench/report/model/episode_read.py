@@ -30,6 +30,7 @@ from callbench.models.faults import FaultLedger
 from callbench.report.model.voice_tally import voice_tally
 from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import FAULTS, EpisodeKey
+from callbench.stats.latency import CallTimings
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import EndReason, RoleInfo, Trace
 
@@ -142,6 +143,7 @@ class TraceSummary:
     tool_calls_in_content: int = 0  # assistant messages with a ``tool_call_in_content`` error
     invalid_tool_calls: int = 0  # tool events whose arguments broke the tool's schema (either mode)
     voice: dict[str, Any] | None = None  # the voice channel's tally (report/model/voice.py; None: text)
+    timings: dict[str, object] | None = None  # stats.latency.CallTimings as JSON (None: no timings)
 
     @property
     def skipped(self) -> bool:
@@ -198,6 +200,7 @@ class TraceSummary:
             tool_calls_in_content=sum(e.startswith("tool_call_in_content") for e in errors),
             invalid_tool_calls=sum(bool(e.schema_errors) for e in trace.tool_events),
             voice=voice_tally(trace),
+            timings=None if trace.latency is None else CallTimings.of(trace.latency).model_dump(mode="json"),
         )
 
 
@@ -394,6 +397,7 @@ def episode_record(
             "end_reason": trace.end_reason.value if trace is not None else None,
             "not_graded_reason": grade.not_graded_reason if grade is not None else None,
             "tool_calls": trace.tool_calls if trace is not None else 0,
+            "timings": trace.timings if trace is not None else None,
             "grade": grade if status == "scored" else None,
             # Judge usage lives in the grade (task_judge, conversation_judge); the other roles' in the trace.
             "usage": {

@@ -12,9 +12,11 @@ from rich.table import Table
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.model.build import CallRow, Report, pass_rule_text
+from callbench.report.model.latency_text import latency_cell
 from callbench.report.model.official import missing_traces_text
 from callbench.report.model.text import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
 from callbench.report.terminal.fit import print_table, print_wrapped
+from callbench.report.terminal.latency import render_latency_terminal
 from callbench.report.terminal.sections import (
     render_faults_terminal,
     render_judge_accuracy_terminal,
@@ -114,6 +116,7 @@ def render_terminal(report: Report, console: Console) -> None:
     _leaderboard(report, console)
     _repeats(report, console)
     _paired(report, console)
+    render_latency_terminal(report, console)
     _language_difficulty(report, console)
     _diagnostics(report, console)
     _skipped(report, console)
@@ -251,8 +254,12 @@ def _leaderboard(report: Report, console: Console) -> None:
     t.add_column("outcome %", justify="right", no_wrap=True)
     t.add_column("overall", justify="right", no_wrap=True)
     t.add_column("pass rate %", justify="right", no_wrap=True)
+    if report.latency:  # the second axis: median time to first word (report/terminal/latency.py)
+        t.add_column("1st word p50 ms", justify="right", no_wrap=True)
     for c in report.candidates:  # best first
-        t.add_row(escape(c.candidate), fmt_ci(c.outcome_success), fmt_ci(c.overall), fmt_ci(c.pass_rate))
+        lat = [latency_cell(report.latency.get(c.candidate))] if report.latency else []
+        t.add_row(escape(c.candidate), fmt_ci(c.outcome_success), fmt_ci(c.overall), fmt_ci(c.pass_rate),
+                  *lat)
     print_table(console, t)
     if any(r.too_few for c in report.candidates
            for r in (c.overall, c.task, c.conversation, c.pass_rate, c.outcome_success)):

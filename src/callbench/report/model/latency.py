@@ -1,0 +1,203 @@
+"""Latency per candidate, as every report shows it (docs/latency.md): quantiles of time to first
+word and of dead air per candidate turn, the share of turns within the latency budget, talk time,
+caller wait time and the dead-air share per call, slices by language and by tool round trips
+before speech, and paired comparisons of the median time to first word.
+
+Calls counted: those with a trace holding timings that were not skipped (scored or not yet
+graded: latency does not depend on the grade). Intervals are hierarchical bootstraps (agents,
+scenarios, repeats: :mod:`callbench.stats.latency` for turn quantiles and shares,
+:func:`callbench.stats.bootstrap.hierarchical_bootstrap` for per-call means); every generator
+derives from the report seed and stable labels. Slices carry the thin-slice warnings of the
+scores' (:func:`callbench.stats.summary.slice_warned`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from itertools import combinations
+
+from pydantic import BaseModel, Field
+
+from callbench.stats.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_SAMPLES,
+    BootstrapResult,
+    derive_rng,
+    hierarchical_bootstrap,
+)
+from callbench.stats.latency import (
+    DEFAULT_LATENCY_BUDGET_S,
+    CallTimings,
+    latency_quantile,
+    share_within_budget,
+)
+from callbench.stats.paired import PairedComparison, paired_comparison
+from callbench.stats.summary import EpisodeRecord, group_by_candidate, slice_warned
+
+QUANTILES: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+"""The quantiles reported, by label (p50 is the median)."""
+
+SLICE_QUANTILES = ("p50", "p90")
+"""The quantiles reported in slices (a p99 of a slice rests on too few turns)."""
+
+PAIRED_METRIC = "first_word_median_ms"
+"""Paired latency: per call, the median time to first word in milliseconds (a minus b: positive
+means a kept the caller waiting longer)."""
+
+
+def tools_bucket(n: int) -> str:
+    """The slice of a turn by tool round trips before its first word: ``0``, ``1`` or ``2+``."""
+    return "2+" if n >= 2 else str(n)
+
+
+class LatencySummary(BaseModel):
+    """One candidate's latency. Times in seconds, shares in percent (0..100). ``first_word`` and
+    ``dead_air``: quantile label (:data:`QUANTILES`) -> value over candidate turns with its
+    interval; ``within_budget``: the percentage of turns that spoke whose time to first word is at
+    most ``budget_s``; ``talk_s``, ``wait_s``, ``dead_air_share``: the mean per call
+    (:class:`~callbench.stats.latency.CallTimings`). ``sources``: calls by where their timings came
+    from (measured, replayed from the response cache, timed by the harness around a client that
+    times nothing, mixed); ``streamed_calls``: calls whose every turn was streamed (otherwise a
+    turn's first word is its whole answer). ``by_language`` and ``by_tools_before_speech``: slice
+    -> quantile label (:data:`SLICE_QUANTILES`) -> time to first word."""
+
+    candidate: str
+    budget_s: float = DEFAULT_LATENCY_BUDGET_S
+    n_calls: int = 0
+    n_turns: int = 0
+    n_silent_turns: int = 0  # turns that said nothing (no time to first word)
+    sources: dict[str, int] = Field(default_factory=dict)
+    streamed_calls: int = 0
+    first_word: dict[str, BootstrapResult] = Field(default_factory=dict)
+    dead_air: dict[str, BootstrapResult] = Field(default_factory=dict)
+    within_budget: BootstrapResult | None = None
+    talk_s: BootstrapResult | None = None
+    wait_s: BootstrapResult | None = None
+    dead_air_share: BootstrapResult | None = None
+    by_language: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+    by_tools_before_speech: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+
+    @property
+    def median_first_word(self) -> BootstrapResult | None:
+        return self.first_word.get("p50")
+
+    @property
+    def source_note(self) -> str:
+        """Why the figures may not be measured latency ('' when every call's were measured)."""
+        notes = []
+        if self.sources.get("replayed"):
+            notes.append(f"{self.sources['replayed']} call(s) replayed from the response cache "
+                         "(timings of the original requests)")
+        if self.sources.get("harness"):
+            notes.append(f"{self.sources['harness']} call(s) timed by the harness around a client that times "
+                         "nothing (e.g. scripted): not a model's latency")
+        if self.sources.get("mixed"):
+            notes.append(f"{self.sources['mixed']} call(s) with mixed timing sources")
+        if self.n_calls and self.streamed_calls < self.n_calls:
+            notes.append(f"{self.n_calls - self.streamed_calls} call(s) not streamed throughout "
+                         "(first word = whole answer)")
+        return "; ".join(notes)
+
+
+def timed_calls(records: Sequence[EpisodeRecord]) -> list[EpisodeRecord]:
+    """The records whose latency is reported: with timings, not skipped, planned and traced."""
+    return [r for r in records if r.timings is not None and r.status in ("scored", "ungraded")]
+
+
+def _quantiles(calls: Sequence[EpisodeRecord], values: Callable[[CallTimings], Sequence[float | None]],
+               labels: Sequence[str], seed: int, n_samples: int, confidence: float, *split: str
+               ) -> dict[str, BootstrapResult]:
+    agents, scenarios = [r.agent_id for r in calls], [r.scenario_id for r in calls]
+    turns = [values(r.timings) for r in calls if r.timings is not None]
+    return {label: latency_quantile(agents, scenarios, turns, QUANTILES[label],
+                                    derive_rng(seed, "latency", *split, label), n_samples, confidence)
+            for label in labels}
+
+
+def summarize_latency(candidate: str, records: Sequence[EpisodeRecord], *, budget_s: float, seed: int,
+                      n_samples: int = DEFAULT_SAMPLES, confidence: float = DEFAULT_CONFIDENCE
+                      ) -> LatencySummary:
+    """The :class:`LatencySummary` of one candidate's records (module docstring). Raises
+    ValueError for a negative or non-finite budget."""
+    calls = timed_calls(records)
+    timings = [r.timings for r in calls if r.timings is not None]
+    out = LatencySummary(
+        candidate=candidate, budget_s=budget_s, n_calls=len(calls),
+        n_turns=sum(len(t.first_word_s) for t in timings),
+        n_silent_turns=sum(w is None for t in timings for w in t.first_word_s),
+        sources=dict(sorted(Counter(t.source for t in timings).items())),
+        streamed_calls=sum(t.streamed for t in timings))
+    args = (seed, n_samples, confidence)
+    out.first_word = _quantiles(calls, lambda t: t.first_word_s, list(QUANTILES), *args, candidate,
+                                "first_word")
+    out.dead_air = _quantiles(calls, lambda t: t.dead_air_s, list(QUANTILES), *args, candidate, "dead_air")
+    agents, scenarios = [r.agent_id for r in calls], [r.scenario_id for r in calls]
+    out.within_budget = share_within_budget(
+        agents, scenarios, [t.first_word_s for t in timings], budget_s,
+        derive_rng(seed, "latency", candidate, "within_budget"), n_samples, confidence)
+
+    def per_call(name: str, value: Callable[[CallTimings], float | None]) -> BootstrapResult:
+        return hierarchical_bootstrap(agents, scenarios, [value(t) for t in timings],
+                                      derive_rng(seed, "latency", candidate, name), n_samples, confidence)
+
+    out.talk_s = per_call("talk", lambda t: t.talk_s)
+    out.wait_s = per_call("wait", lambda t: t.wait_s)
+    out.dead_air_share = per_call("dead_air_share", lambda t: t.dead_air_share)
+    by_lang: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for r in calls:
+        by_lang[r.language].append(r)
+    out.by_language = {
+        lang: {k: slice_warned(v) for k, v in _quantiles(
+            subset, lambda t: t.first_word_s, SLICE_QUANTILES, *args, candidate, "language", lang).items()}
+        for lang, subset in sorted(by_lang.items())}
+    buckets = sorted({tools_bucket(n) for t in timings for n in t.tools_before_speech})
+    for bucket in buckets:
+        def in_bucket(t: CallTimings, b: str = bucket) -> list[float | None]:
+            return [w for w, n in zip(t.first_word_s, t.tools_before_speech, strict=True)
+                    if tools_bucket(n) == b]
+        out.by_tools_before_speech[bucket] = {k: slice_warned(v) for k, v in _quantiles(
+            calls, in_bucket, SLICE_QUANTILES, *args, candidate, "tools", bucket).items()}
+    return out
+
+
+def latency_summaries(records: Sequence[EpisodeRecord], candidates: Sequence[str], *, budget_s: float,
+                      seed: int, n_samples: int = DEFAULT_SAMPLES, confidence: float = DEFAULT_CONFIDENCE
+                      ) -> dict[str, LatencySummary]:
+    """Candidate -> :class:`LatencySummary`, for the ``candidates`` (in that order) that have at
+    least one timed call."""
+    groups = group_by_candidate(records)
+    out = {}
+    for c in candidates:
+        if timed_calls(groups.get(c, [])):
+            out[c] = summarize_latency(c, groups[c], budget_s=budget_s, seed=seed, n_samples=n_samples,
+                                       confidence=confidence)
+    return out
+
+
+def call_median_ms(record: EpisodeRecord) -> float | None:
+    """The call's median time to first word in milliseconds, or None (no timings, skipped, or no
+    turn spoke)."""
+    if record.timings is None or record.status not in ("scored", "ungraded"):
+        return None
+    median = record.timings.median_first_word_s()
+    return None if median is None else 1000.0 * median
+
+
+def paired_latency(records: Sequence[EpisodeRecord], candidates: Sequence[str], *, seed: int,
+                   n_samples: int = DEFAULT_SAMPLES, confidence: float = DEFAULT_CONFIDENCE
+                   ) -> list[PairedComparison]:
+    """Every pair of ``candidates`` (in order) compared on the scenarios both have timed calls of
+    (:func:`callbench.stats.paired.paired_comparison` on :data:`PAIRED_METRIC`); pairs that share
+    no scenario are left out. ``wins`` counts scenarios where a was slower."""
+    groups = group_by_candidate(records)
+    out = []
+    for a, b in combinations(candidates, 2):
+        result = paired_comparison(
+            a, [(r.agent_id, r.scenario_id, call_median_ms(r)) for r in groups.get(a, [])],
+            b, [(r.agent_id, r.scenario_id, call_median_ms(r)) for r in groups.get(b, [])],
+            derive_rng(seed, "paired", a, b, PAIRED_METRIC), metric=PAIRED_METRIC, n_samples=n_samples,
+            confidence=confidence)
+        if result.n_scenarios:
+            out.append(result)
+    return out

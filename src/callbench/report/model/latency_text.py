@@ -1,0 +1,86 @@
+"""The latency section as plain text rows and lines, shown by the terminal and the HTML report
+alike (:mod:`callbench.report.model.latency` computes the figures). Times are shown in
+milliseconds (turn quantiles) or seconds (per-call talk and wait time)."""
+
+from __future__ import annotations
+
+from callbench.report.model.latency import SLICE_QUANTILES, LatencySummary
+from callbench.stats.bootstrap import BootstrapResult
+from callbench.stats.paired import PairedComparison
+
+LATENCY_COLUMNS = ("first word p50 ms", "p90 ms", "p99 ms", "dead air p90 ms", "within budget %",
+                   "talk s/call", "wait s/call", "dead air %", "calls", "turns")
+
+
+def ms(r: BootstrapResult | None) -> str:
+    """``estimate [low, high]`` of a time in seconds, shown in whole milliseconds; an em dash when
+    undefined."""
+    if r is None or r.estimate is None:
+        return "—"
+    lo = "—" if r.low is None else f"{1000 * r.low:.0f}"
+    hi = "—" if r.high is None else f"{1000 * r.high:.0f}"
+    return f"{1000 * r.estimate:.0f} [{lo}, {hi}]"
+
+
+def plain(r: BootstrapResult | None, digits: int = 1) -> str:
+    """``estimate [low, high]`` in the result's own unit, or an em dash."""
+    if r is None or r.estimate is None:
+        return "—"
+    lo = "—" if r.low is None else f"{r.low:.{digits}f}"
+    hi = "—" if r.high is None else f"{r.high:.{digits}f}"
+    return f"{r.estimate:.{digits}f} [{lo}, {hi}]"
+
+
+def budget_text(budget_s: float) -> str:
+    """The budget as the command line takes it, e.g. ``800ms``."""
+    return f"{1000 * budget_s:g}ms"
+
+
+def latency_cell(summary: LatencySummary | None) -> str:
+    """The leaderboard's latency cell: median time to first word in ms with its interval."""
+    return "—" if summary is None else ms(summary.median_first_word)
+
+
+def latency_rows(latency: dict[str, LatencySummary]) -> list[list[str]]:
+    """One row per candidate: its name, then :data:`LATENCY_COLUMNS`."""
+    return [[c, ms(s.first_word.get("p50")), ms(s.first_word.get("p90")), ms(s.first_word.get("p99")),
+             ms(s.dead_air.get("p90")), plain(s.within_budget), plain(s.talk_s), plain(s.wait_s),
+             plain(s.dead_air_share), str(s.n_calls), str(s.n_turns)] for c, s in latency.items()]
+
+
+def slice_rows(latency: dict[str, LatencySummary]) -> list[list[str]]:
+    """Rows ``candidate, slice, p50 ms, p90 ms, warning`` for the language and the tool round
+    trips before speech slices (time to first word)."""
+    rows = []
+    for c, s in latency.items():
+        groups = (("language", s.by_language), ("tools before speech", s.by_tools_before_speech))
+        for kind, by in groups:
+            for key, qs in by.items():
+                warn = next((r.warning for r in qs.values() if r.warning), None)
+                rows.append([c, f"{kind} {key or '?'}", *(ms(qs.get(q)) for q in SLICE_QUANTILES),
+                             warn or ""])
+    return rows
+
+
+def paired_rows(paired: list[PairedComparison]) -> list[list[str]]:
+    """Rows ``a - b, difference ms [interval], shared scenarios, a slower/b slower/ties``."""
+    rows = []
+    for p in paired:
+        diff = "—" if p.mean_difference is None else (
+            f"{p.mean_difference:+.0f} [{p.low or 0:+.0f}, {p.high or 0:+.0f}]")
+        rows.append([f"{p.candidate_a} − {p.candidate_b}", diff + (" †" if p.too_few else ""),
+                     str(p.n_scenarios), f"{p.wins}/{p.losses}/{p.ties}"])
+    return rows
+
+
+def latency_notes(latency: dict[str, LatencySummary], budget_s: float) -> list[str]:
+    """The lines under the latency table: what the figures are, the budget, and per candidate why
+    its figures may not be measured latency."""
+    lines = [f"Time to first word: from the end of the caller's turn to the first word of the reply the "
+             f"caller would hear (tool round trips before speech count). Dead air: silence after the "
+             f"first word while the agent worked. Quantiles over turns, hierarchical bootstrap intervals "
+             f"(agents, scenarios, repeats). Budget {budget_text(budget_s)} (--latency-budget; default "
+             f"800ms): within budget % = turns that spoke within it. Talk and wait: estimated speaking "
+             f"time and silent waiting per call; dead air % of the agent's side of the call."]
+    lines += [f"{c}: {s.source_note}" for c, s in latency.items() if s.source_note]
+    return lines
