@@ -61,8 +61,8 @@ def audit_personas(library: PersonaLibrary, scenarios: Sequence[tuple[str, Scena
         seen_missing: set[str] = set()
         reported: set[tuple[str, str]] = set()
         for agent_id, scen in scenarios:
-            text = persona.wording_for(scen.language)
-            if text is None:
+            wording = persona.wording_for(scen.language)
+            if wording is None:
                 if scen.language not in seen_missing:
                     seen_missing.add(scen.language)
                     problems.append(Problem(
@@ -70,6 +70,7 @@ def audit_personas(library: PersonaLibrary, scenarios: Sequence[tuple[str, Scena
                         message=f"persona {persona.id!r} has no wording for {scen.language} "
                         f"(scenario {agent_id}/{scen.id}); add wording.{scen.language.split('-')[0]}"))
                 continue
+            text = wording
             found = TextSet([text])
             for path, value, min_chars in _scenario_values(scen):
                 tag = next(t for t in tags if persona.wording[t] == text)

@@ -140,6 +140,7 @@ class TraceSummary:
     empty_replies: int = 0  # assistant messages with an ``empty_reply`` error
     tool_calls_in_content: int = 0  # assistant messages with a ``tool_call_in_content`` error
     invalid_tool_calls: int = 0  # tool events whose arguments broke the tool's schema (either mode)
+    persona: str | None = None  # the persona library id of a persona sweep
 
     @property
     def skipped(self) -> bool:
@@ -195,6 +196,7 @@ class TraceSummary:
             empty_replies=sum(e.startswith("empty_reply") for e in errors),
             tool_calls_in_content=sum(e.startswith("tool_call_in_content") for e in errors),
             invalid_tool_calls=sum(bool(e.schema_errors) for e in trace.tool_events),
+            persona=trace.persona,
         )
 
 
@@ -369,6 +371,8 @@ def episode_record(
         "repeat": src.repeat,
         "language": getattr(src, "language", ""),
         "difficulty": getattr(src, "difficulty", ""),
+        "persona": (key.persona if key is not None else None)
+        or (trace.persona if trace is not None else None) or "",
     }
     reason: str | None = None
     if trace is None and grade is None:

@@ -15,6 +15,7 @@ from callbench.report.model.build import CallRow, Report, pass_rule_text
 from callbench.report.model.official import missing_traces_text
 from callbench.report.model.text import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
 from callbench.report.terminal.fit import print_table, print_wrapped
+from callbench.report.terminal.personas import render_personas_terminal
 from callbench.report.terminal.sections import (
     render_faults_terminal,
     render_judge_accuracy_terminal,
@@ -112,6 +113,7 @@ def render_terminal(report: Report, console: Console) -> None:
     _repeats(report, console)
     _paired(report, console)
     _language_difficulty(report, console)
+    render_personas_terminal(report, console, judged_note(report))
     _diagnostics(report, console)
     _skipped(report, console)
     render_ledger_terminal([(r.run_id, r.simulator) for r in report.runs], console)
