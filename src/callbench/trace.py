@@ -363,6 +363,9 @@ class Trace(BaseModel):
     deployed: DeployedRecord | None = None  # a deployed candidate's adapter, blind spots and timings
     latency: EpisodeLatency | None = None
     """Timings (None in traces saved before they were recorded): left out of :meth:`sha256`."""
+    persona: str | None = None
+    """The persona library id the caller played in a persona sweep (None: the scenario's own
+    manner); its wording is in ``caller_view.system_prompt``."""
 
     @property
     def skipped(self) -> bool:
@@ -373,13 +376,16 @@ class Trace(BaseModel):
         Compact so that the C encoder serialises it (``indent`` falls back to the pure-Python
         encoder, several times slower); readers accept any JSON layout. ``latency`` is left out when
         it is None (a trace saved before timings keeps its bytes) and always with ``content_only``;
-        ``deployed`` is left out when it is None (traces of model candidates keep their bytes). A
+        ``deployed`` and ``persona`` are left out when None (traces of model candidates and of runs
+        without personas keep their bytes). A
         lone surrogate left in a string is written as the text of its escape
         (:func:`~callbench.models.output_limits.safe_json_text`), so the text always encodes as
         UTF-8 and the hash is over what is stored."""
         exclude = {"latency"} if content_only or self.latency is None else set()
         if self.deployed is None:
             exclude.add("deployed")
+        if self.persona is None:
+            exclude.add("persona")  # traces outside persona sweeps keep their bytes
         return safe_json_text(json.dumps(
             self.model_dump(mode="json", exclude=exclude), sort_keys=True, ensure_ascii=False,
             separators=(",", ":"),

@@ -49,7 +49,7 @@ def _execute_held(
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.guard import RunStopped
     from callbench.runs.machine import EXIT_MACHINE_FAULT, EXIT_PROVIDER, machine_fault_message
-    from callbench.runs.plan import plan_episodes
+    from callbench.runs.plan import plan_episodes, sweep_personas
     from callbench.runs.preflight import PreflightError
     from callbench.runs.ray_executor import EXIT_CLUSTER_LOST, ClusterLost
     from callbench.runs.session import RunTotals, build_clients, check_run_folder, open_cache, run_and_grade
@@ -64,7 +64,8 @@ def _execute_held(
         lock.enter_context(hold_run_folder(Path(config.out), f"callbench run {config.executor}"))
         bundle = load_bundle(config.bundle_path)
         cands = [(c.spec, c.settings) for c in config.candidates]
-        plan_episodes(bundle, cands, config.repeats, config.filters)
+        plan_episodes(bundle, cands, config.repeats, config.filters,
+                      sweep_personas(bundle, config.filters, config.personas, config.personas_file))
         from callbench.runs.voice import prepare_voice
 
         prepare_voice(config, bundle)  # a language without an offline voice is refused here, in one line
@@ -164,6 +165,23 @@ def _execute_held(
         raise typer.Exit(2) from None
 
 
+def _persona_library(path: Path | None) -> object:
+    """The persona library at ``path`` (None without one); every problem of the file, located,
+    and exit 2 when it does not validate."""
+    if path is None:
+        return None
+    from callbench.bundle.loader import BundleError
+    from callbench.bundle.personas import load_personas
+
+    try:
+        return load_personas(path)
+    except BundleError as e:
+        for p in e.problems:
+            typer.echo(str(p), err=True)
+        typer.echo(f"error: --personas {path}: {len(e.problems)} problem(s) (docs/personas.md)", err=True)
+        raise typer.Exit(2) from None
+
+
 @app.command()
 def run(
     bundle: Path = typer.Argument(..., help="Bundle folder."),
@@ -258,6 +276,11 @@ def run(
         None, "--latency-note",
         help="Free text recorded with the run's latency: region, network, anything the machine cannot tell.",
     ),
+    personas: Path | None = typer.Option(
+        None, "--personas",
+        help="A persona library (YAML): sweep every persona across the scenarios, each persona x "
+        "scenario x repeat one call (docs/personas.md).",
+    ),
     max_cost: float | None = typer.Option(
         None, "--max-cost", min=0.000001,
         help="Budget in USD for the whole run folder: stop starting episodes when the spend plus the "
@@ -301,6 +324,7 @@ def run(
         typer.echo("error: --ray-address needs --executor ray", err=True)
         raise typer.Exit(2)
     per_role = _role_settings(settings)
+    library = _persona_library(personas)
     for name, given in (("candidate", candidate), ("caller", [caller]), ("task_judge", [task_judge]),
                         ("conversation_judge", [conversation_judge])):
         entry = per_role.get(name)
@@ -347,6 +371,8 @@ def run(
         max_cost_usd=max_cost,
         latency_budget_s=DEFAULT_LATENCY_BUDGET_S if budget is None else budget,
         latency_note=latency_note,
+        personas=library,
+        personas_file=str(personas or ""),
         channel=channel,
         voice=VoiceSettings(engines=voice, base_url=voice_base_url, tts_model=voice_tts_model,
                             asr_model=voice_asr_model,

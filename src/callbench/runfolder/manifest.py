@@ -35,6 +35,7 @@ class EpisodeKey(BaseModel):
     agent_id: str
     scenario_id: str
     repeat: int
+    persona: str | None = None  # the persona library id in a persona sweep, else None
 
 
 class MeasuredAt(BaseModel):
@@ -78,6 +79,9 @@ class RunManifest(BaseModel):
     loop_settings: dict[str, int | bool] = Field(default_factory=dict)
     voice: dict[str, Any] | None = None
     """The voice channel: mode (``--channel``), engines with versions and settings (None: text)."""
+    personas: dict[str, Any] | None = None
+    """A persona sweep: ``file``, ``sha256`` of the library's content and the swept ``ids``
+    (None: no sweep; each scenario's own manner)."""
     planned: list[EpisodeKey] = Field(default_factory=list)
     started: str
     ended: str | None = None

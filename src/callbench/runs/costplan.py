@@ -43,7 +43,7 @@ from callbench.models.pricing import PriceTable, call_cost
 from callbench.runfolder.manifest import MANIFEST, EpisodeKey
 from callbench.runfolder.store import RunStore
 from callbench.runs.executor import RoleSpec, RunConfig, rerun_ids
-from callbench.runs.plan import candidate_slug, plan_episodes
+from callbench.runs.plan import candidate_slug, plan_episodes, sweep_personas
 from callbench.sim.caller import build_caller_prompt
 
 ASCII_CHARS_PER_TOKEN = 4.0
@@ -331,7 +331,8 @@ def plan_for_run(config: RunConfig, bundle: Bundle, table: PriceTable | None = N
     """The cost plan of ``config`` (a new run, or the rest of the run in ``config.out``).
     Raises ``ValueError`` for filters that select nothing (as the run would)."""
     cands = [(c.spec, c.settings) for c in config.candidates]
-    planned = plan_episodes(bundle, cands, config.repeats, config.filters)
+    planned = plan_episodes(bundle, cands, config.repeats, config.filters,
+                            sweep_personas(bundle, config.filters, config.personas, config.personas_file))
     out = Path(config.out)
     done: set[str] = set()
     if (out / MANIFEST).exists():

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from callbench.bundle.models import Bundle
+from callbench.bundle.personas import PersonaLibrary
 from callbench.bundle.provenance import review_counts, unreviewed_generated
 from callbench.bundle.validate.audits import load_bundle
 from callbench.grade.models import PassRule
@@ -35,7 +36,7 @@ from callbench.runfolder.store import RunStore
 from callbench.runs.budget import Budget, BudgetReached
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
 from callbench.runs.guard import limit_providers as guard_limit
-from callbench.runs.plan import ScenarioFilters, candidate_slug, plan_episodes
+from callbench.runs.plan import ScenarioFilters, candidate_slug, plan_episodes, sweep_personas
 from callbench.runs.voice import prepare_voice, voice_for
 from callbench.sim.episode import LoopLimits, run_episode
 from callbench.sim.voice.setup import ChannelMode, VoiceSettings
@@ -93,6 +94,11 @@ class RunConfig(BaseModel):
     the ``outcome_overall_latency`` pass rule's budget)."""
     latency_note: str | None = None
     """Free text recorded with the run's measurements: region, network (``--latency-note``)."""
+    personas: PersonaLibrary | None = None
+    """A persona sweep (``run --personas FILE``): every persona x scenario x repeat is one episode
+    with its own seeds (:mod:`callbench.bundle.personas`); None: each scenario's own manner."""
+    personas_file: str = ""
+    """Where the library was read from (for messages and the manifest)."""
     max_cost_usd: float | None = Field(default=None, gt=0)
     """Stop starting episodes before the run's spend would pass this many USD
     (:mod:`callbench.runs.budget`). Not part of the run's identity: resume with a higher one."""
@@ -153,6 +159,9 @@ def _compare(old: RunManifest, new: RunManifest) -> list[str]:
         diffs.append(f"voice channel {old.voice} vs {new.voice}")
     if old.loop_settings != new.loop_settings:
         diffs.append(f"loop settings {old.loop_settings} vs {new.loop_settings}")
+    old_p, new_p = (m.personas and m.personas.get("sha256") for m in (old, new))
+    if old_p != new_p:
+        diffs.append(f"persona library {(old_p or 'none')[:12]} vs {(new_p or 'none')[:12]}")
     return diffs
 
 
@@ -220,7 +229,8 @@ def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle,
     already done, counts). Raises :class:`RunConflict` when the folder holds a different run.
     Brings the index up to date with the trace files cheaply (:meth:`RunStore.reconcile_index`)."""
     cand_pairs = [(c.spec, c.settings) for c in config.candidates]
-    planned = plan_episodes(bundle, cand_pairs, config.repeats, config.filters)
+    personas = sweep_personas(bundle, config.filters, config.personas, config.personas_file)
+    planned = plan_episodes(bundle, cand_pairs, config.repeats, config.filters, personas)
     commit, dirty = git_state()
     slug_to_role = {candidate_slug(c.spec, c.settings): c for c in config.candidates}
     manifest = RunManifest(
@@ -244,6 +254,8 @@ def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle,
         loop_settings=config.limits.model_dump(),
         pass_rule=config.pass_rule if config.grade else None,
         voice=prepare_voice(config, bundle),
+        personas=None if config.personas is None else {
+            "file": config.personas_file, "sha256": config.personas.content_hash(), "ids": personas},
         planned=planned,
         started=now(),
     )
@@ -308,6 +320,8 @@ async def simulate(key: EpisodeKey, bundle: Bundle, clients: dict[str, ModelClie
             limits=config.limits,
             code_version=version,
             voice=voice_for(scenario, config, bundle),
+            persona=None if key.persona is None or config.personas is None
+            else config.personas.get(key.persona),
         )
     return trace, ledger
 

@@ -15,6 +15,8 @@ import re
 from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.bundle.personas import PersonaLibrary
+from callbench.bundle.validate.personas import audit_personas
 from callbench.models.base import OPERATIONAL_SETTINGS, ModelSettings, identity_settings
 from callbench.runfolder.manifest import EpisodeKey
 
@@ -111,11 +113,16 @@ def plan_episodes(
     candidates: list[tuple[str, ModelSettings]],
     repeats: int,
     filters: ScenarioFilters,
+    personas: list[str] | None = None,
 ) -> list[EpisodeKey]:
-    """Every episode of the run: for each candidate, each selected scenario, repeats 0..N-1.
+    """Every episode of the run: for each candidate, each selected scenario, (each persona of a
+    persona sweep,) repeats 0..N-1.
 
-    Episode id: ``<candidate slug>--<scenario id>--r<repeat>`` (unique, file-name safe).
-    Raises ``ValueError`` for repeats < 1, no candidates or duplicate candidates.
+    Episode id: ``<candidate slug>--<scenario id>--r<repeat>``, or in a persona sweep
+    ``<candidate slug>--<scenario id>--<persona id>--r<repeat>`` (unique, file-name safe: a persona
+    id holds no ``--``). A plan without personas is exactly the plan it always was.
+    Raises ``ValueError`` for repeats < 1, no candidates, duplicate candidates or personas, or an
+    empty persona list.
     """
     if repeats < 1:
         raise ValueError("--repeats must be at least 1")
@@ -124,16 +131,40 @@ def plan_episodes(
     slugs = [candidate_slug(spec, st) for spec, st in candidates]
     if len(set(slugs)) != len(slugs):
         raise ValueError("the same candidate (spec and settings) is listed twice")
+    if personas is not None and not personas:
+        raise ValueError("a persona sweep needs at least one persona")
+    if personas is not None and len(set(personas)) != len(personas):
+        raise ValueError("the same persona is listed twice")
     chosen = select_scenarios(bundle, filters)
     return [
         EpisodeKey(
-            episode_id=f"{slug}--{s.id}--r{r}",
+            episode_id=f"{slug}--{s.id}--{p}--r{r}" if p is not None else f"{slug}--{s.id}--r{r}",
             candidate=slug,
             agent_id=a.config.id,
             scenario_id=s.id,
             repeat=r,
+            persona=p,
         )
         for slug in slugs
         for a, s in chosen
+        for p in (personas if personas is not None else [None])
         for r in range(repeats)
     ]
+
+
+def sweep_personas(bundle: Bundle, filters: ScenarioFilters, library: PersonaLibrary | None,
+                   file: str = "") -> list[str] | None:
+    """The persona ids a run sweeps (None without a library), after checking the library against
+    the scenarios the filters select (:func:`~callbench.bundle.validate.personas.audit_personas`:
+    no digit, no scenario value, a wording for every selected language). Raises ``ValueError``
+    listing every problem, each with its file and field path."""
+    if library is None:
+        return None
+    pairs = [(a.config.id, s) for a, s in select_scenarios(bundle, filters)]
+    problems = audit_personas(library, pairs, file or "personas.yaml")
+    if problems:
+        shown = "\n".join(f"  {p}" for p in problems[:20])
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        raise ValueError(f"the persona library is not fit for this run ({len(problems)} problem(s)):\n"
+                         f"{shown}{more}")
+    return library.ids

@@ -124,8 +124,21 @@ OUTPUT_RULES = "\n".join(
 )
 
 
-def build_caller_prompt(brief: Brief) -> str:
-    """The caller's system prompt, built only from ``brief`` plus fixed phone-talk and output rules.
+PERSONA_HEADING = (
+    "How you talk in this call (your manner: it changes how you say things, never what you know, "
+    "what you want or the order of your plan):"
+)
+
+
+def build_caller_prompt(brief: Brief, persona: str | None = None) -> str:
+    """The caller's system prompt, built only from ``brief`` plus fixed phone-talk and output rules,
+    and, in a persona sweep, the persona's wording for the call's language (``persona``).
+
+    A library persona *replaces* the brief's own free-text ``persona`` and comes after the whole
+    brief, under :data:`PERSONA_HEADING`: a factor swept across scenarios must be the only manner
+    the caller is given (two manners would contradict each other, and a slice by persona would
+    mix them), and coming last it does not change the brief's shared prefix. Without ``persona``
+    the prompt is exactly what it was before persona sweeps existed.
 
     The fixed rules come first and the brief last, so every call shares the rules as a prompt
     prefix (llama.cpp reuses its evaluation; API providers' prompt caches match on prefixes too).
@@ -145,7 +158,7 @@ def build_caller_prompt(brief: Brief) -> str:
         "",
         f"Why this call is happening:\n{brief.reason.strip()}",
     ]
-    if brief.persona.strip():
+    if brief.persona.strip() and persona is None:
         lines += ["", f"Your manner:\n{brief.persona.strip()}"]
     lines += ["", f"Date and time of the call: {_when(brief.datetime)}", ""]
     if brief.known_facts:
@@ -167,6 +180,8 @@ def build_caller_prompt(brief: Brief) -> str:
             f"{n}. id {step.id}\n   when: {step.trigger.strip()}\n   get across: {step.meaning.strip()}"
         )
     lines += ["", f"Language: speak only {brief.language}, written in {brief.script} script."]
+    if persona is not None:
+        lines += ["", f"{PERSONA_HEADING}\n{persona.strip()}"]
     return "\n".join(lines)
 
 

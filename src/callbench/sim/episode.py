@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import LoadedAgent, Scenario
+from callbench.bundle.personas import Persona
 from callbench.bundle.state.engine import StateStore
 from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage, first_user_message
 from callbench.models.deployed.base import as_deployed
@@ -133,6 +134,7 @@ async def run_episode(
     limits: LoopLimits | None = None,
     code_version: str = "",
     voice: VoiceLine | None = None,
+    persona: Persona | None = None,
 ) -> Trace:
     """Run one episode of ``scenario`` with ``candidate`` as the agent and ``caller`` as the caller.
 
@@ -152,12 +154,23 @@ async def run_episode(
 
     ``voice`` makes the channel a voice channel (:mod:`callbench.sim.voice`): each caller turn is
     spoken, carried over the line and recognised, and its ``CallerTurn.voice`` records how.
+
+    ``persona`` (a persona sweep) gives the caller the persona's wording for the scenario's
+    language in place of the brief's own manner (:func:`build_caller_prompt`), derives the seeds
+    with the persona id (:func:`episode_seeds`) and records the id in the trace. Raises
+    ``ValueError`` when the persona has no wording for the scenario's language.
     """
     limits = limits or LoopLimits()
     # rendered instructions, tools, caller prompt and resolved fixtures (a bundle error raises here)
     const = episode_constants(agent, scenario)
     instructions, tools, caller_prompt = const.instructions, const.tools, const.caller_prompt
-    seeds = episode_seeds(run_seed, scenario.id, repeat)
+    if persona is not None:
+        wording = persona.wording_for(scenario.language)
+        if wording is None:
+            raise ValueError(f"persona {persona.id!r} has no wording for {scenario.language} "
+                             f"(scenario {agent.config.id}/{scenario.id})")
+        caller_prompt = build_caller_prompt(scenario.brief, wording)
+    seeds = episode_seeds(run_seed, scenario.id, repeat, persona.id if persona is not None else None)
     usage: dict[str, Usage] = {"candidate": Usage(), "caller": Usage()}
 
     deployed = as_deployed(candidate)
@@ -227,6 +240,7 @@ async def run_episode(
             state=conv.backend.state.record() if conv.backend.state is not None else None,
             deployed=getattr(conv, "record", None),
             latency=conv.latency.episode(),
+            persona=persona.id if persona is not None else None,
         )
 
     failure: tuple[Conversation, CallerFailed] | None = None

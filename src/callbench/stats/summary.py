@@ -68,6 +68,7 @@ class EpisodeRecord(BaseModel):
     scenario_id: str
     language: str = ""
     difficulty: str = ""
+    persona: str = ""  # the persona library id in a persona sweep ("" without one)
     repeat: int = 0
     status: Status
     skip_reason: str | None = None
@@ -148,6 +149,8 @@ class CandidateSummary(BaseModel):
     by_language: dict[str, BootstrapResult] = Field(default_factory=dict)
     by_difficulty: dict[str, BootstrapResult] = Field(default_factory=dict)
     by_language_difficulty: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+    by_persona: dict[str, BootstrapResult] = Field(default_factory=dict)
+    """Overall score per persona of a persona sweep, with thin-slice warnings (empty without one)."""
     diagnostics: dict[Diagnostic, DiagnosticSummary] = Field(default_factory=dict)
     usage: dict[str, Usage] = Field(default_factory=dict)  # by role, summed over traces
     cost_usd: float | None = 0.0  # None when any role's price is unknown
@@ -237,6 +240,13 @@ def summarize_candidate(
     }
     summary.by_difficulty = {
         k: slice_warned(boot("overall", v, "difficulty", k)) for k, v in sorted(by_diff.items())
+    }
+    by_persona: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for r in scored:
+        if r.persona:
+            by_persona[r.persona].append(r)
+    summary.by_persona = {
+        k: slice_warned(boot("overall", v, "persona", k)) for k, v in sorted(by_persona.items())
     }
     for (lang, diff), subset in sorted(by_both.items()):
         summary.by_language_difficulty.setdefault(lang, {})[diff] = slice_warned(

@@ -7,12 +7,18 @@
 - Scenario cells: per (candidate, agent, scenario) the mean overall score over scored repeats,
   how many repeats passed (overall >= the grade's cutoff) and the episode ids behind the cell,
   so the HTML matrix can link each cell to its calls.
+- Persona comparisons (a persona sweep): per candidate, every pair of personas compared on the
+  scenarios both were played on (:func:`callbench.stats.paired.paired_comparison`: means over
+  repeats per scenario, differences resampled by agent then scenario), generator derived from
+  ``(seed, "persona_paired", candidate, persona a, persona b)``: which kind of caller the agent
+  fails, on the same scenarios.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import combinations
 
 from pydantic import BaseModel, Field
 
@@ -23,7 +29,41 @@ from callbench.stats.bootstrap import (
     derive_rng,
     hierarchical_bootstrap,
 )
+from callbench.stats.paired import PairedComparison, paired_comparison
 from callbench.stats.summary import EpisodeRecord
+
+
+class PersonaComparison(BaseModel):
+    """Persona a minus persona b for one candidate (``comparison.candidate_a``/``candidate_b`` hold
+    the persona ids), overall score points on shared scenarios."""
+
+    candidate: str
+    comparison: PairedComparison
+
+
+def persona_comparisons(
+    records: Sequence[EpisodeRecord],
+    *,
+    seed: int,
+    n_samples: int = DEFAULT_SAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[PersonaComparison]:
+    """Every pair of personas per candidate (module docstring), in (candidate, persona a, persona
+    b) order; empty when the records hold no persona sweep."""
+    by: dict[str, dict[str, list[EpisodeRecord]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.persona:
+            by[r.candidate][r.persona].append(r)
+    out: list[PersonaComparison] = []
+    for cand, personas in sorted(by.items()):
+        for a, b in combinations(sorted(personas), 2):
+            out.append(PersonaComparison(candidate=cand, comparison=paired_comparison(
+                a, [(r.agent_id, r.scenario_id, r.value("overall")) for r in personas[a]],
+                b, [(r.agent_id, r.scenario_id, r.value("overall")) for r in personas[b]],
+                derive_rng(seed, "persona_paired", cand, a, b),
+                n_samples=n_samples, confidence=confidence,
+            )))
+    return out
 
 
 class ScenarioCell(BaseModel):

@@ -16,7 +16,13 @@ from pydantic import BaseModel, Field
 
 from callbench import __version__
 from callbench.audit.store import JudgeAccuracy, JudgeAudit, JudgeRole
-from callbench.report.model.breakdowns import ScenarioCell, by_agent, scenario_cells
+from callbench.report.model.breakdowns import (
+    PersonaComparison,
+    ScenarioCell,
+    by_agent,
+    persona_comparisons,
+    scenario_cells,
+)
 from callbench.report.model.fairness import (
     FairnessFlag,
     check_fairness,
@@ -170,6 +176,8 @@ class Report(BaseModel):
     candidates: list[CandidateSummary] = Field(default_factory=list)  # leaderboard order
     paired: list[PairedComparison] = Field(default_factory=list)
     paired_outcome: list[PairedComparison] = Field(default_factory=list)
+    persona_paired: list[PersonaComparison] = Field(default_factory=list)
+    """A persona sweep: every pair of personas per candidate on shared scenarios (breakdowns.py)."""
     """The same pairs compared on the outcome (per scenario, the share of repeats whose outcome is
     met, in percentage points): wins, losses and ties count scenarios where one reached the outcome
     more often."""
@@ -327,6 +335,7 @@ def build_report(
         skipped=skipped,
         calls=call_rows(records),
         by_agent=by_agent(records, seed=seed, n_samples=n_samples, confidence=confidence),
+        persona_paired=persona_comparisons(records, seed=seed, n_samples=n_samples, confidence=confidence),
         scenario_cells=scenario_cells(records),
         warnings=[w for r in runs for w in r.warnings],
         voice=voice_section(runs, seed=seed, n_samples=n_samples, confidence=confidence),

@@ -144,6 +144,7 @@ class TraceSummary:
     invalid_tool_calls: int = 0  # tool events whose arguments broke the tool's schema (either mode)
     voice: dict[str, Any] | None = None  # the voice channel's tally (report/model/voice.py; None: text)
     timings: dict[str, object] | None = None  # stats.latency.CallTimings as JSON (None: no timings)
+    persona: str | None = None  # the persona library id of a persona sweep
 
     @property
     def skipped(self) -> bool:
@@ -201,6 +202,7 @@ class TraceSummary:
             invalid_tool_calls=sum(bool(e.schema_errors) for e in trace.tool_events),
             voice=voice_tally(trace),
             timings=None if trace.latency is None else CallTimings.of(trace.latency).model_dump(mode="json"),
+            persona=trace.persona,
         )
 
 
@@ -375,6 +377,8 @@ def episode_record(
         "repeat": src.repeat,
         "language": getattr(src, "language", ""),
         "difficulty": getattr(src, "difficulty", ""),
+        "persona": (key.persona if key is not None else None)
+        or (trace.persona if trace is not None else None) or "",
     }
     reason: str | None = None
     if trace is None and grade is None:

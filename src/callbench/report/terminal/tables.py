@@ -17,6 +17,7 @@ from callbench.report.model.official import missing_traces_text
 from callbench.report.model.text import REFERENCE_TEXT, SMOKE_TEST_TEXT, STAND_IN_TEXT
 from callbench.report.terminal.fit import print_table, print_wrapped
 from callbench.report.terminal.latency import render_latency_terminal
+from callbench.report.terminal.personas import render_personas_terminal
 from callbench.report.terminal.sections import (
     render_faults_terminal,
     render_judge_accuracy_terminal,
@@ -118,6 +119,7 @@ def render_terminal(report: Report, console: Console) -> None:
     _paired(report, console)
     render_latency_terminal(report, console)
     _language_difficulty(report, console)
+    render_personas_terminal(report, console, judged_note(report))
     _diagnostics(report, console)
     _skipped(report, console)
     render_ledger_terminal([(r.run_id, r.simulator) for r in report.runs], console)
