@@ -43,9 +43,16 @@ def test_the_scripted_model_list_is_complete(spec: str) -> None:
     with pytest.raises(ValueError) as e:
         create_client(spec, role="task_judge")
     msg = str(e.value)
-    for name in (*SCRIPTED_SPECS, *SCRIPTED_JUDGE_SPECS):
+    # a judge's mistyped name lists every scripted judge, and only those (models of its role)
+    for name in SCRIPTED_JUDGE_SPECS:
         assert name in msg
+    assert "scripted:reference" not in msg
     assert ("did you mean scripted:met" in msg) == (spec == "scripted:mett")
+    with pytest.raises(ValueError) as cand:
+        create_client(spec.replace("scripted:", "scripted:x"), role="candidate")
+    listed = str(cand.value)  # a candidate's lists the scripted candidates, not the judges
+    assert "scripted:reference" in listed and "scripted:hangup" in listed
+    assert "scripted:met," not in listed and "scripted:plan" not in listed
     with pytest.raises(ValueError, match="is a scripted judge, for --task-judge"):
         create_scripted("scripted:met")
 
