@@ -13,7 +13,7 @@ from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.models.registry import create_client
 from callbench.models.scripted.judge import SCRIPTED_JUDGE_SPECS
-from callbench.models.scripted.models import SCRIPTED_SPECS, create_scripted
+from callbench.models.scripted.models import create_scripted
 from callbench.oserror import os_error_line
 from callbench.runs.demo import starter_path
 from callbench.runs.plan import ScenarioFilters, select_scenarios
