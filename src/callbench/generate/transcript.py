@@ -11,6 +11,9 @@ Shapes read (:func:`read_transcript`), detected from the content:
   (or ``{"messages": [...]}``): ``user`` is the caller, ``assistant`` the agent, its
   ``tool_calls[].function.arguments`` a JSON string, ``tool`` messages' ``content`` the result
   (JSON when it parses). System messages are dropped (they are the agent's prompt, not the call).
+- **Vapi and Retell call objects** (``GET /call/{id}`` and ``GET /v2/get-call/{call_id}``):
+  converted to the rows above by :mod:`callbench.generate.call_exports`, whose docstring cites the
+  platforms' documentation of each field read.
 
 PII (:func:`redact`) is replaced *before* anything else sees the transcript: phone numbers
 (8 to 13 digits, separators allowed), e-mail addresses, card numbers (13 to 19 digits passing the
@@ -20,7 +23,8 @@ transcript, so the same phone number in a caller turn and in a tool argument sta
 Luhn-valid test cards, ``Person A`` (names). Placeholders are plausible values so that a draft
 scenario built on them still runs.
 
-Not done yet: drafting the brief with the generator model (``callbench import transcript``).
+A whole draft scenario (brief, goal, criteria and reference path from the generator model, with
+these fixtures and checks) is made by :mod:`callbench.generate.transcript_import`.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from callbench.generate.call_exports import retell_rows, vapi_rows
 
 
 class TranscriptError(ValueError):
@@ -104,6 +110,11 @@ def _result(raw: Any) -> Any:
 def parse_transcript(data: Any, source: str = "transcript") -> Transcript:
     """A :class:`Transcript` from loaded JSON data of any shape of the module docstring. Raises
     :class:`TranscriptError` naming the entry (``source:messages.3``) that does not fit."""
+    for convert in (vapi_rows, retell_rows):
+        found = convert(data)
+        if found is not None:
+            data, source = found[0], f"{source}:{found[1]}"
+            break
     rows = data.get("turns", data.get("messages")) if isinstance(data, dict) else data
     if not isinstance(rows, list) or not rows:
         raise TranscriptError(f"{source}: expected a list of turns or messages (or {{\"turns\": [...]}})")
