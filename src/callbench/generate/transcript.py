@@ -242,12 +242,15 @@ REVIEW_MARK = "FOR REVIEW:"
 
 
 def draft_fixtures(
-    transcript: Transcript, tools: set[str]
+    transcript: Transcript, tools: set[str], call_ending: frozenset[str] | set[str] = frozenset()
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
     """Fixtures (per tool, a queue entry per call in order: each argument matched with ``eq``, the
     call's result as the response) and action-check drafts (one per call, its description starting
     with :data:`REVIEW_MARK`) from the transcript's tool calls, as scenario data (``fixtures``,
-    ``action_checks``); and the names of called tools the agent does not have (left out)."""
+    ``action_checks``); and the names of called tools the agent does not have (left out). A call of
+    a ``call_ending`` tool gets its fixture but no check: every call ends, so a check on it is met
+    by an agent that does nothing but hang up (the null-floor audit rejects it), and the outcome's
+    success condition already grades how the call ended."""
     fixtures: dict[str, Any] = {}
     checks: list[dict[str, Any]] = []
     unknown: list[str] = []
@@ -260,6 +263,8 @@ def draft_fixtures(
         entry = {"args": args, "response": response,
                  "mismatch_response": {"error": "these arguments differ from the recorded call"}}
         fixtures.setdefault(call.name, {"queue": []})["queue"].append(entry)
+        if call.name in call_ending:
+            continue
         checks.append({"id": f"call_{n + 1}_{call.name}", "tool": call.name, "args": args,
                        "description": f"{REVIEW_MARK} the recorded call made this call; keep the check only "
                        "if it was the right thing to do"})

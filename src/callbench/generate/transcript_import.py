@@ -55,6 +55,8 @@ from callbench.models.base import ChatMessage, ModelClient
 from callbench.models.specs import parse_spec
 
 MADE_BY = "callbench import transcript"
+JUDGED = ("critical", "diagnostic", "importance", "after", "applies_after", "count")
+"""Fields of a drafted action check the model may set (the rest is the recorded call's)."""
 CLEAN_CHANNEL = "a clean channel (no channel events)"
 
 
@@ -97,7 +99,8 @@ def call_text(t: Transcript) -> str:
             lines.append(f"{who}: {turn.text.strip()}")
         for c in turn.tool_calls:
             args = json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)
-            lines.append(f"AGENT calls {c.name}({args}) -> {json.dumps(c.result, ensure_ascii=False, sort_keys=True)}")
+            result = json.dumps(c.result, ensure_ascii=False, sort_keys=True)
+            lines.append(f"AGENT calls {c.name}({args}) -> {result}")
     return "\n".join(f"{n}. {line}" for n, line in enumerate(lines, 1))
 
 
@@ -130,7 +133,10 @@ def user_message(agent: LoadedAgent, rendered: str, t: Transcript, fixtures: dic
         "datetime with a UTC offset. The goal says what a correct call achieves. The reference path "
         "is one correct call that makes the tool calls above with exactly their arguments, so the "
         f"fixtures answer it. Action checks whose description starts with {REVIEW_MARK!r} are drafts "
-        f"a person will confirm; you may add others. {wanted} Difficulty {item.difficulty}; a clean "
+        "a person will confirm: keep their id, tool, args and description; set critical (and "
+        "diagnostic outcome_reached) on the check(s) that show the caller got what they called for, "
+        f"and importance, after, count as the call shows; you may add other checks. {wanted} "
+        f"Difficulty {item.difficulty}; a clean "
         "channel.\n"
         f"{PLAN_ITEM_MARK}{dump(plan_item_contract(item), ensure_ascii=False, sort_keys=True)}\n"
     )
@@ -140,12 +146,17 @@ def _adjust(fixtures: dict[str, Any], checks: list[dict[str, Any]], scenario_id:
     drafted = {c["id"] for c in checks}
 
     def adjust(data: dict[str, Any]) -> None:
-        # the recorded call is the evidence: its fixtures and drafted checks win over the model's
+        # the recorded call is the evidence: its fixtures and the drafted checks' tool, arguments
+        # and description win over the model's; how much a check weighs is the model's to judge
         have = data.get("fixtures")
         data["fixtures"] = {**(have if isinstance(have, dict) else {}), **json.loads(json.dumps(fixtures))}
-        theirs = [c for c in data.get("action_checks") or []
-                  if not (isinstance(c, dict) and c.get("id") in drafted)]
-        data["action_checks"] = [*json.loads(json.dumps(checks)), *theirs]
+        given = [c for c in data.get("action_checks") or [] if isinstance(c, dict)]
+        judged = {c.get("id"): c for c in given if c.get("id") in drafted}
+        out = []
+        for check in json.loads(json.dumps(checks)):
+            mine = judged.get(check["id"], {})
+            out.append({**check, **{k: mine[k] for k in JUDGED if k in mine}})
+        data["action_checks"] = [*out, *(c for c in given if c.get("id") not in drafted)]
         if scenario_id:
             data["id"] = scenario_id
 
@@ -173,7 +184,8 @@ async def import_transcript(bundle_dir: Path, client: ModelClient, options: Impo
     if language not in agent.config.languages:
         raise GenerateError(f"--language {language!r}: agent {options.agent!r} serves "
                             f"{', '.join(agent.config.languages)}")
-    fixtures, checks, unknown = draft_fixtures(call, {t.name for t in agent.config.tools})
+    fixtures, checks, unknown = draft_fixtures(call, {t.name for t in agent.config.tools},
+                                               {e.tool for e in agent.config.call_ending_tools})
     item = PlanItem(index=0, language=language, difficulty=options.difficulty, sections=[],
                     tools=sorted({c.name for c in call.tool_calls()} - set(unknown)),
                     failure_mode="what happened in the recorded call", channel=CLEAN_CHANNEL)
@@ -192,9 +204,13 @@ async def import_transcript(bundle_dir: Path, client: ModelClient, options: Impo
     }
     bid = "t-" + batch_id(params)[2:]
     manifest = load_manifest(bundle_dir)
-    done = [sid for sid, r in manifest.scenarios.items() if r.batch == bid]
+    # the same call (whatever the model or id asked for) is one scenario until it is rejected
+    same = {b for b, rec in manifest.batches.items() if rec.agent == options.agent and rec.plan
+            and rec.plan[0].get("transcript_sha256") == call_sha}
+    done = sorted(sid for sid, r in manifest.scenarios.items()
+                  if r.batch in same and r.review.status != "rejected")
     if done:
-        raise GenerateError(f"{options.path}: this call is already imported as {done[0]} (batch {bid}); "
+        raise GenerateError(f"{options.path}: this call is already imported as {done[0]}; "
                             "reject it in callbench review to import it again")
     outcome = ImportOutcome(batch_id=bid, replaced=replaced, unknown_tools=unknown,
                             drafted_checks=len(checks))
