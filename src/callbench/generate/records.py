@@ -55,9 +55,11 @@ def commit_scenario(
     text: str,
     generation: Generation,
     model_spec: str,
+    made_by: str = "callbench generate",
 ) -> None:
     """Commit one generated scenario (module docstring): save ``manifest`` (which already holds the
-    scenario's record), add its provenance entry, then write ``text`` to ``root / rel``. Raises
+    scenario's record), add its provenance entry (author ``<made_by> (<model_spec>)``), then write
+    ``text`` to ``root / rel``. Raises
     :class:`RecordsError` when ``provenance.yaml`` cannot be read and ``OSError`` when a write
     fails (what was written before it is rolled back by the next run)."""
     save_manifest(root, manifest)
@@ -66,7 +68,7 @@ def commit_scenario(
         file=rel,
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         made="generated",
-        authors=[f"callbench generate ({model_spec})"],
+        authors=[f"{made_by} ({model_spec})"],
         generation=generation,
         review=Review(status="unreviewed"),
     )

@@ -14,6 +14,7 @@ cut-off one gets its own problem and a larger budget (:mod:`.answer`).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,14 +82,16 @@ async def request_and_repair(
     others: list[Scenario],
     taken: set[str],
     budget: int,
+    adjust: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any] | None, list[AttemptRecord], list[str], str]:
     """Run the loop of one item (module docstring). Returns (the accepted scenario data or None,
     one record per request, the last problems as text, the failure reason: ``output``, ``audit``
     or ``near_duplicate``; empty when accepted). The scenario must be what ``plan_item`` asked for
     (:func:`callbench.generate.contract.plan_problems`). ``budget``: the first request's output
     budget (:func:`callbench.generate.budget.output_budget`; the client's ``max_tokens`` wins).
-    Raises InfrastructureError from the client (a provider failure after its retries, or a
-    replay-only cache miss)."""
+    ``adjust``, when given, edits each answer that is a JSON object in place before any check (the
+    transcript import puts the recorded call's fixtures and checks in). Raises InfrastructureError
+    from the client (a provider failure after its retries, or a replay-only cache miss)."""
     schema = scenario_schema()
     aid = agent.config.id
     item = plan_item.index
@@ -135,6 +138,8 @@ async def request_and_repair(
             problems = [_problem("output.invalid", "the answer is not a JSON object", "(model output)")]
         if not problems:
             data["agent"] = aid
+            if adjust is not None:
+                adjust(data)
             sid = data.get("id")
             sfile = f"agents/{aid}/scenarios/{sid}.yaml"
             if isinstance(sid, str) and sid in taken:

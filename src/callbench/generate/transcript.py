@@ -11,6 +11,9 @@ Shapes read (:func:`read_transcript`), detected from the content:
   (or ``{"messages": [...]}``): ``user`` is the caller, ``assistant`` the agent, its
   ``tool_calls[].function.arguments`` a JSON string, ``tool`` messages' ``content`` the result
   (JSON when it parses). System messages are dropped (they are the agent's prompt, not the call).
+- **Vapi and Retell call objects** (``GET /call/{id}`` and ``GET /v2/get-call/{call_id}``):
+  converted to the rows above by :mod:`callbench.generate.call_exports`, whose docstring cites the
+  platforms' documentation of each field read.
 
 PII (:func:`redact`) is replaced *before* anything else sees the transcript: phone numbers
 (8 to 13 digits, separators allowed), e-mail addresses, card numbers (13 to 19 digits passing the
@@ -20,7 +23,8 @@ transcript, so the same phone number in a caller turn and in a tool argument sta
 Luhn-valid test cards, ``Person A`` (names). Placeholders are plausible values so that a draft
 scenario built on them still runs.
 
-Not done yet: drafting the brief with the generator model (``callbench import transcript``).
+A whole draft scenario (brief, goal, criteria and reference path from the generator model, with
+these fixtures and checks) is made by :mod:`callbench.generate.transcript_import`.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from callbench.generate.call_exports import retell_rows, vapi_rows
 
 
 class TranscriptError(ValueError):
@@ -104,6 +110,11 @@ def _result(raw: Any) -> Any:
 def parse_transcript(data: Any, source: str = "transcript") -> Transcript:
     """A :class:`Transcript` from loaded JSON data of any shape of the module docstring. Raises
     :class:`TranscriptError` naming the entry (``source:messages.3``) that does not fit."""
+    for convert in (vapi_rows, retell_rows):
+        found = convert(data)
+        if found is not None:
+            data, source = found[0], f"{source}:{found[1]}"
+            break
     rows = data.get("turns", data.get("messages")) if isinstance(data, dict) else data
     if not isinstance(rows, list) or not rows:
         raise TranscriptError(f"{source}: expected a list of turns or messages (or {{\"turns\": [...]}})")
@@ -231,12 +242,15 @@ REVIEW_MARK = "FOR REVIEW:"
 
 
 def draft_fixtures(
-    transcript: Transcript, tools: set[str]
+    transcript: Transcript, tools: set[str], call_ending: frozenset[str] | set[str] = frozenset()
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
     """Fixtures (per tool, a queue entry per call in order: each argument matched with ``eq``, the
     call's result as the response) and action-check drafts (one per call, its description starting
     with :data:`REVIEW_MARK`) from the transcript's tool calls, as scenario data (``fixtures``,
-    ``action_checks``); and the names of called tools the agent does not have (left out)."""
+    ``action_checks``); and the names of called tools the agent does not have (left out). A call of
+    a ``call_ending`` tool gets its fixture but no check: every call ends, so a check on it is met
+    by an agent that does nothing but hang up (the null-floor audit rejects it), and the outcome's
+    success condition already grades how the call ended."""
     fixtures: dict[str, Any] = {}
     checks: list[dict[str, Any]] = []
     unknown: list[str] = []
@@ -249,6 +263,8 @@ def draft_fixtures(
         entry = {"args": args, "response": response,
                  "mismatch_response": {"error": "these arguments differ from the recorded call"}}
         fixtures.setdefault(call.name, {"queue": []})["queue"].append(entry)
+        if call.name in call_ending:
+            continue
         checks.append({"id": f"call_{n + 1}_{call.name}", "tool": call.name, "args": args,
                        "description": f"{REVIEW_MARK} the recorded call made this call; keep the check only "
                        "if it was the right thing to do"})
