@@ -29,7 +29,14 @@ from callbench.grade.models import GradedItem, Label
 from callbench.models.base import ToolCall
 from callbench.report.html.folder import write_html_folder
 from callbench.report.html.page import embed_fonts, render_episode, render_page
-from callbench.report.html.viewer import CallData, SharedTexts, call_data, embed_audio, episode_row, episode_view
+from callbench.report.html.viewer import (
+    CallData,
+    SharedTexts,
+    call_data,
+    embed_audio,
+    episode_row,
+    episode_view,
+)
 from callbench.report.model.audio import AudioFiles
 from callbench.report.model.build import build_report
 from callbench.report.model.load import load_runs

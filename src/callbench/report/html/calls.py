@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 from callbench.grade.models import EpisodeGrade
 from callbench.report.html.call_file import SearchEntry, call_file, copy_audio, non_ascii_runs
 from callbench.report.html.viewer import CallData, SharedTexts
-from callbench.report.model.episode_read import parse, read_model, read_text
 from callbench.report.model.audio import AudioFiles
+from callbench.report.model.episode_read import parse, read_model, read_text
 from callbench.report.model.load import RunData
 from callbench.report.model.workers import map_ordered
 from callbench.stats.summary import EpisodeRecord
