@@ -212,7 +212,8 @@ class CallWriter(Protocol):
     folder ``calls_dir``; ``sent``: the shared texts the worker's chunk already sent (updated);
     ``chunk_start``: the first call of the chunk; ``run_dir``: the episode's run folder (where the
     call's recorded media, such as the voice channel's audio, is found). Returns what the parent
-    hands on, in call order, to the one that asked for the call files (:class:`callbench.report.model.load.CallFiles`).
+    hands on, in call order, to the one that asked for the call files
+    (:class:`callbench.report.model.load.CallFiles`).
     The HTML report supplies it; this layer only carries it to the worker and back, so it reads
     episodes without knowing any view. It must be a module-level function: a spawned worker
     unpickles it by name."""
