@@ -382,8 +382,9 @@ def embed_audio(views: list[dict[str, Any]], limit: int | None = None) -> int:
     """For the single file: give every caller turn of ``views`` whose audio was found a
     ``data:audio/wav;base64,...`` URI of the cached WAV's exact bytes as its ``src``, when all of
     them together come to at most ``limit`` characters (default :data:`AUDIO_EMBED_MAX_BYTES`);
-    otherwise none, and each such turn's note says :data:`AUDIO_IN_FOLDER`. Returns the characters embedded (0 when none). A file that became
-    unreadable since it was found gets :data:`AUDIO_NOT_FOUND`."""
+    otherwise none, and each such turn's note says :data:`AUDIO_IN_FOLDER`. Returns the characters
+    embedded (0 when none). A file that became unreadable since it was found gets
+    :data:`AUDIO_NOT_FOUND`."""
     turns = [t["audio"] for v in views for t in v["caller_turns"] if t.get("audio") and t["audio"]["file"]]
     if not turns:
         return 0
