@@ -4,15 +4,19 @@ SAME calls here and opened in Chromium, and every call's ``details.episode`` ele
 same outerHTML in both (so a missing or extra element, class, attribute, text or white space
 between elements shows). The calls hold hostile text (markup, ``javascript:`` and ``://`` links,
 RTL controls, NUL, CR), skipped and ungraded episodes, tool events with parse errors and odd JSON
-numbers, channel events, judged items citing messages that do not exist, and four scripts.
+numbers, channel events, judged items citing messages that do not exist, voice-channel turns with
+and without their audio in the cache, and four scripts.
 
-One intended difference is kept out of the comparison: the ``open`` attribute of the element
-itself (the folder opens the call it loads; the single file leaves it closed).
+Two intended differences are kept out of the comparison: the ``open`` attribute of the element
+itself (the folder opens the call it loads; the single file leaves it closed), and an audio
+player's ``src`` (the single file's ``data:`` URI, the folder's ``calls/audio/<sha256>.wav``).
 Skipped when playwright or chromium is missing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +29,19 @@ from callbench.grade.models import GradedItem, Label
 from callbench.models.base import ToolCall
 from callbench.report.html.folder import write_html_folder
 from callbench.report.html.page import embed_fonts, render_episode, render_page
-from callbench.report.html.viewer import CallData, SharedTexts, call_data, episode_row, episode_view
+from callbench.report.html.viewer import (
+    CallData,
+    SharedTexts,
+    call_data,
+    embed_audio,
+    episode_row,
+    episode_view,
+)
+from callbench.report.model.audio import AudioFiles
 from callbench.report.model.build import build_report
 from callbench.report.model.load import load_runs
-from callbench.trace import CallerTurn, ChannelEvent, MatcherOutcome, ToolEvent, TraceMessage
+from callbench.sim.voice.keys import tts_key
+from callbench.trace import CallerTurn, ChannelEvent, MatcherOutcome, ToolEvent, TraceMessage, VoiceEvent
 
 from .conftest import write_run
 
@@ -114,7 +127,25 @@ def hostile_trace(call: CallData, lang: str) -> Any:
                                     "skip_reason": None})  # fmt: skip
 
 
-def the_calls(runs: list[Any]) -> list[CallData]:
+TTS = {"name": "tone", "version": "1", "settings": {}}
+
+
+def with_voice(trace: Any, audio_dir: Path, n: int) -> Any:
+    """The trace with its first caller turn spoken: its audio cached in ``audio_dir`` (a few bytes
+    standing for a WAV), or for every other such call not cached."""
+    turn = trace.caller_turns[0]
+    wav = f"RIFF call {n}".encode()
+    if n % 2:
+        audio_dir.mkdir(parents=True, exist_ok=True)
+        (audio_dir / f"{tts_key(turn.intended, trace.language, TTS)}.wav").write_bytes(wav)
+    voice = VoiceEvent(turn=1, intended=turn.intended, spoken=turn.intended, observed=turn.observed[0],
+                       tts=TTS, asr=TTS, line={}, audio_sha256=hashlib.sha256(wav).hexdigest(),
+                       audio_seconds=1.0)  # fmt: skip
+    turns = [turn.model_copy(update={"voice": voice}), *trace.caller_turns[1:]]
+    return trace.model_copy(update={"caller_turns": turns})
+
+
+def the_calls(runs: list[Any], audio_dir: Path) -> list[CallData]:
     calls = list(call_data(runs))
     out = []
     for n, c in enumerate(calls):
@@ -123,6 +154,8 @@ def the_calls(runs: list[Any]) -> list[CallData]:
             continue
         lang = ("ta", "hi", "ar", "zh")[n % 4]
         trace = hostile_trace(c, lang)
+        if n % 4 in (0, 1):
+            trace = with_voice(trace, audio_dir, n)
         grade = c.grade
         if n % 5 == 0:
             grade = None  # ungraded
@@ -141,7 +174,7 @@ def the_calls(runs: list[Any]) -> list[CallData]:
         record = c.record.model_copy(
             update={"language": lang, "status": "ungraded" if grade is None else "scored"}
         )
-        out.append(CallData(record, trace, grade))
+        out.append(CallData(record, trace, grade, AudioFiles(str(audio_dir))))
     return out
 
 
@@ -151,9 +184,10 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[
     run = write_run(root, agents=4, scenarios=2, repeats=2, skip=lambda c, a, s, r: (a, s, r) == (1, 0, 1))
     runs = load_runs([run], None)
     report = build_report(runs, n_samples=20)
-    calls = the_calls(runs)
+    calls = the_calls(runs, root / "tts")
     instructions, briefs = SharedTexts("instr"), SharedTexts("brief")
     views = [episode_view(c, n, instructions, briefs) for n, c in enumerate(calls)]
+    assert embed_audio(views) > 0
     page = render_page(report, [episode_row(v) for v in views], instructions.views(), briefs.views(),
                        episode_html=[render_episode(v) for v in views])  # fmt: skip
     single = root / "single.html"
@@ -197,15 +231,20 @@ def test_folder_calls_equal_the_single_files(browser: Any, written: tuple[Path, 
         page2.evaluate("a => { location.hash = a; }", a)
         page2.wait_for_selector(f"#{a}", state="attached")
         got[a] = page2.evaluate(OUTER, a)
+    # an audio player's src is the one intended difference inside the element
+    data_src = re.compile(r'<audio controls="" preload="none" src="data:audio/wav;base64,[A-Za-z0-9+/=]+">')
+    file_src = re.compile(r'<audio controls="" preload="none" src="calls/audio/[0-9a-f]{64}\.wav">')
+    assert sum(len(data_src.findall(v)) for v in expected.values()) >= 1
+    assert sum(len(file_src.findall(v)) for v in got.values()) >= 1
     for a in anchors:
-        assert got[a] == expected[a], a
+        assert file_src.sub("<audio src>", got[a]) == data_src.sub("<audio src>", expected[a]), a
     # the calls did hold what they were meant to (so the equality above covers them)
     every = "".join(expected.values())
     for needle in ('&lt;script&gt;alert("x")&lt;/script&gt;', "<del class=\"w\">", "<ins class=\"w\">",
                    "parse error: ", "skipped: ", 'class="verdict-pass"', 'class="verdict-fail"', 'lang="ta"',
                    'lang="ar"', "\u202e", "12345678901234567890123", "1e+16", "NaN", "42?", "rating None",
                    "double-encoded", "“<span", "Authored channel events", "no pass/fail",
-                   "0.12"):  # fmt: skip
+                   "0.12", "audio not in the run's voice cache"):  # fmt: skip
         assert needle in every, needle
     assert "\x00" not in every and "\r" not in every
     # hostile text stayed text: no element, handler or script came from it, nothing ran

@@ -79,6 +79,25 @@ def _channel(ev: dict[str, Any]) -> dict[str, Any]:
     return {k: ev.get(k) for k in _CHANNEL_KEYS}
 
 
+def _turn(t: dict[str, Any]) -> dict[str, Any]:
+    """A caller turn's data; ``audio`` (``src`` and ``note``) only on a voice-channel turn, so a
+    text-channel call's file is unchanged by it."""
+    out = {
+        "index": t["index"],
+        "done": t["done"],
+        "diff": t["diff"],
+        "rejections": "; ".join(t["rejections"]) if t["rejections"] else None,
+        "attempts": t["attempts"],
+        "expressed_steps": ", ".join(str(s) for s in t["expressed_steps"]),
+        "channel_events": [_channel(ev) for ev in t["channel_events"]],
+        "messages": t["messages"],
+    }
+    audio = t.get("audio")
+    if audio is not None:
+        out["audio"] = {"src": audio["src"], "note": audio["note"]}
+    return out
+
+
 def call_record(view: dict[str, Any]) -> dict[str, Any]:
     """The data of one call for ``callbenchCall`` from its
     :func:`~callbench.report.html.viewer.episode_view` made with ``json_text=json_source``: plain
@@ -94,19 +113,7 @@ def call_record(view: dict[str, Any]) -> dict[str, Any]:
         e["arguments"] = t["raw_arguments"] if t["arguments"] is None else t["arguments"]
         events.append(e)
     out["tool_events"] = events
-    out["caller_turns"] = [
-        {
-            "index": t["index"],
-            "done": t["done"],
-            "diff": t["diff"],
-            "rejections": "; ".join(t["rejections"]) if t["rejections"] else None,
-            "attempts": t["attempts"],
-            "expressed_steps": ", ".join(str(s) for s in t["expressed_steps"]),
-            "channel_events": [_channel(ev) for ev in t["channel_events"]],
-            "messages": t["messages"],
-        }
-        for t in view["caller_turns"]
-    ]
+    out["caller_turns"] = [_turn(t) for t in view["caller_turns"]]
     out["unreached_channel_events"] = [
         {"kind": ev.get("kind"), "turn": ev.get("turn"), "span": ev.get("span")}
         for ev in view["unreached_channel_events"]

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from callbench.grade.models import EpisodeGrade
-from callbench.report.html.call_file import SearchEntry, call_file, non_ascii_runs
+from callbench.report.html.call_file import SearchEntry, call_file, copy_audio, non_ascii_runs
 from callbench.report.html.viewer import CallData, SharedTexts
+from callbench.report.model.audio import AudioFiles
 from callbench.report.model.episode_read import parse, read_model, read_text
 from callbench.report.model.load import RunData
 from callbench.report.model.workers import map_ordered
@@ -66,6 +67,7 @@ class CallJob:
     trace_path: str | None  # plain strings: cheap to pickle
     grade_path: str | None
     calls_dir: str
+    audio: AudioFiles | None = None  # where its caller turns' audio is found
 
 
 @dataclass
@@ -85,9 +87,10 @@ def make_call(
 ) -> CallOut:
     """Build and write the ``n``-th call's file into ``calls_dir``; its shared texts are sent only
     if not in ``sent`` (the texts this chunk already sent; updated). Raises ``OSError`` when the
-    file cannot be written."""
+    file or its audio cannot be written."""
     uses: list[SharedUse] = []
     made = call_file(call, n, _Recorder("instr", uses, sent), _Recorder("brief", uses, sent))
+    copy_audio(calls_dir, made.audio)
     Path(calls_dir, f"{made.anchor}.js").write_text(made.script, encoding="utf-8")
     entry = SearchEntry.of(made.anchor, made.search)
     return CallOut(made.row, entry, non_ascii_runs(made.search), uses, chunk_start=chunk_start)
@@ -95,13 +98,15 @@ def make_call(
 
 def write_episode_call(
     record: EpisodeRecord, trace: Trace | None, grade: EpisodeGrade | None, n: int, calls_dir: str,
-    sent: set[str], *, chunk_start: bool,
+    sent: set[str], *, chunk_start: bool, run_dir: str | None = None,
 ) -> CallOut:
     """:func:`make_call` for an episode the run's loader has just read (the
     :class:`~callbench.report.model.episode_read.CallWriter` a folder report hands to
     :func:`callbench.report.model.load.load_run`, so each trace is read once for both; a module-level
-    function, so a spawned worker unpickles it by name). ``record`` comes without its grade."""
-    return make_call(CallData(record, trace, grade), n, calls_dir, sent, chunk_start=chunk_start)
+    function, so a spawned worker unpickles it by name). ``record`` comes without its grade; the
+    turns' audio is looked for in ``run_dir``'s voice cache."""
+    audio = None if run_dir is None else AudioFiles.of_run(run_dir)
+    return make_call(CallData(record, trace, grade, audio), n, calls_dir, sent, chunk_start=chunk_start)
 
 
 def write_calls(jobs: list[CallJob]) -> list[CallOut]:
@@ -114,7 +119,7 @@ def write_calls(jobs: list[CallJob]) -> list[CallOut]:
         tpath = None if job.trace_path is None else Path(job.trace_path)
         trace = parse(tpath, read_text(tpath, "trace"), Trace, "trace") if tpath else None
         grade = read_model(Path(job.grade_path), EpisodeGrade, "episode grade") if job.grade_path else None
-        out.append(make_call(CallData(job.record, trace, grade), job.n, job.calls_dir, sent,
+        out.append(make_call(CallData(job.record, trace, grade, job.audio), job.n, job.calls_dir, sent,
                              chunk_start=not out))
     return out
 
@@ -148,6 +153,7 @@ def folder_calls(
     :func:`~callbench.report.model.workers.map_ordered`)."""
     jobs: list[CallJob] = []
     for run in runs:
+        audio = AudioFiles.of_run(run.run_dir)
         for rec in run.records:
             tpath, gpath = run.trace_files.get(rec.episode_id), run.grade_files.get(rec.episode_id)
             if tpath is not None or gpath is not None:
@@ -155,7 +161,7 @@ def folder_calls(
                 # to pickle there than to read)
                 jobs.append(CallJob(len(jobs), rec.model_copy(update={"grade": None}),
                                     None if tpath is None else str(tpath),
-                                    None if gpath is None else str(gpath), str(calls_dir)))
+                                    None if gpath is None else str(gpath), str(calls_dir), audio))
     replay = SharedReplay(instructions, briefs)
     for done in map_ordered(write_calls, jobs, workers=workers, ahead=ahead):
         replay.take(done)

@@ -5,6 +5,8 @@ Layout (every file offline, every link relative, so it opens from ``file://`` wi
     DIR/index.html          every table and figure, one episodes-table row per call, the shared
                             instruction and brief blocks, the viewer script and the fonts
     DIR/calls/e<n>.js       one call's data: ``callbenchCall("e<n>", {...})``
+    DIR/calls/audio/<sha256>.wav  the synthesised audio of voice-channel caller turns, as the run's
+                            voice cache holds it (:mod:`callbench.report.html.call_file`)
     DIR/search/s<k>.js      the calls' text for the search box, about SHARD_BYTES each:
                             ``callbenchSearch(<k>, {"e<n>": "text", ...})``
     DIR/report-folder.json  what wrote the folder (it marks the folder as a report's, so a later
@@ -43,7 +45,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from callbench.report.html.call_file import SearchEntry, call_file, non_ascii_runs
+from callbench.report.html.call_file import SearchEntry, call_file, copy_audio, non_ascii_runs
 from callbench.report.html.calls import CallOut, SharedReplay, folder_calls, write_episode_call
 from callbench.report.html.page import embed_fonts, neutralise_js, render_page, script_json
 from callbench.report.html.viewer import CallData, SharedTexts
@@ -161,6 +163,7 @@ def _serial_calls(
     """Write each call's file in this process; yield its row, search entry and non-ASCII runs."""
     for n, call in enumerate(calls):
         done = call_file(call, n, instructions, briefs)
+        copy_audio(calls_dir, done.audio)
         (calls_dir / f"{done.anchor}.js").write_text(done.script, "utf-8")
         yield done.row, SearchEntry.of(done.anchor, done.search), non_ascii_runs(done.search)
 

@@ -11,22 +11,36 @@ scenarios in a few lines; a report over many episodes of one agent then does not
 30,000-character document per episode. Every block is named by the agents and scenarios that used
 it. Text in the call's language (messages, caller turns, tool arguments and results, briefs)
 carries the episode's BCP 47 tag as ``lang``; caller turns carry the word-level difference of
-intended and observed speech (:func:`callbench.report.html.textdiff.word_diff`).
+intended and observed speech (:func:`callbench.report.html.textdiff.word_diff`) and, for turns
+spoken through the voice channel, the synthesised audio to play (:func:`embed_audio` in the single
+file; files beside the call files in the folder report, :mod:`callbench.report.html.call_file`).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS
 from callbench.grade.models import EpisodeGrade
 from callbench.report.html.textdiff import apply_line_ops, line_ops, word_diff
+from callbench.report.model.audio import AudioFiles
 from callbench.report.model.load import RunData
 from callbench.stats.summary import EpisodeRecord
-from callbench.trace import Trace
+from callbench.trace import CallerTurn, Trace
+
+AUDIO_EMBED_MAX_BYTES = 5_000_000
+"""The most audio, as base64 ``data:`` URI text summed over every played turn, that the single-file
+report embeds; above it no turn's audio is embedded (each says it is in the folder report): a
+nine-turn call of the offline English voice is about 1.5 MB of WAV, and the single file is meant
+to stay small enough to open at once (``SINGLE_FILE_MAX_CALLS``)."""
+
+AUDIO_NOT_FOUND = "audio not in the run's voice cache"
+AUDIO_IN_FOLDER = "audio in the folder report"
 
 
 def pretty(value: Any) -> str:
@@ -208,7 +222,22 @@ def _tool_events(trace: Trace, prefix: str, json_text: JsonText) -> list[dict[st
     ]
 
 
-def _caller_turns(trace: Trace, prefix: str) -> list[dict[str, Any]]:
+def _turn_audio(turn: CallerTurn, language: str, files: AudioFiles | None) -> dict[str, Any] | None:
+    """The audio of a turn spoken through the voice channel (None for a text-channel turn):
+    ``sha256``, ``file`` (the cached WAV's path, None when not found), ``src`` (what the player
+    plays: set by the renderer) and ``note`` (shown instead of a player)."""
+    if turn.voice is None:
+        return None
+    path = files.find(turn.voice, language) if files is not None else None
+    return {
+        "sha256": turn.voice.audio_sha256,
+        "file": None if path is None else str(path),
+        "src": None,
+        "note": AUDIO_NOT_FOUND if path is None else None,
+    }
+
+
+def _caller_turns(trace: Trace, prefix: str, audio: AudioFiles | None) -> list[dict[str, Any]]:
     return [
         {
             "index": t.index,
@@ -222,6 +251,7 @@ def _caller_turns(trace: Trace, prefix: str) -> list[dict[str, Any]]:
             "attempts": t.attempts,
             "rejections": t.rejections,
             "channel_events": [ev.model_dump(mode="json") for ev in t.channel_events],
+            "audio": _turn_audio(t, trace.language, audio),
         }
         for t in trace.caller_turns
     ]
@@ -252,11 +282,13 @@ def _items(grade: EpisodeGrade | None, prefix: str, trace: Trace | None) -> list
 
 class CallData(NamedTuple):
     """One planned episode as the HTML report reads it: its summary record, its trace and its
-    grade (either may be None: a skipped episode has no grade, an episode not run has neither)."""
+    grade (either may be None: a skipped episode has no grade, an episode not run has neither),
+    and where its caller turns' audio is found (None: nowhere)."""
 
     record: EpisodeRecord
     trace: Trace | None
     grade: EpisodeGrade | None
+    audio: AudioFiles | None = None
 
 
 def call_data(runs: list[RunData]) -> Iterator[CallData]:
@@ -264,8 +296,9 @@ def call_data(runs: list[RunData]) -> Iterator[CallData]:
     place the HTML report reads trace data. Each trace and grade is read from its file when
     reached and not kept (:meth:`RunData.iter_episodes`), so memory does not grow with the run."""
     for run in runs:
+        audio = AudioFiles.of_run(run.run_dir)
         for rec, trace, grade in run.iter_episodes():
-            yield CallData(rec, trace, grade)
+            yield CallData(rec, trace, grade, audio)
 
 
 def call_count(runs: list[RunData]) -> int:
@@ -280,7 +313,7 @@ def episode_view(
     """The view of the ``n``-th call (anchor ``e<n>``), adding its operating instructions and
     caller brief to ``instructions`` and ``briefs``. Tool arguments and results and JSON tool
     messages are held as ``json_text(value)`` (default :func:`pretty`: indented text)."""
-    rec, trace, grade = call
+    rec, trace, grade, audio = call
     prefix = f"e{n}"
     return {
         "anchor": prefix,
@@ -311,7 +344,7 @@ def episode_view(
         "grade": grade,
         "messages": _messages(trace, prefix, instructions, json_text) if trace else [],
         "tool_events": _tool_events(trace, prefix, json_text) if trace else [],
-        "caller_turns": _caller_turns(trace, prefix) if trace else [],
+        "caller_turns": _caller_turns(trace, prefix, audio) if trace else [],
         "unreached_channel_events": (
             [ev.model_dump(mode="json") for ev in trace.unreached_channel_events] if trace else []
         ),
@@ -336,12 +369,55 @@ def episode_row(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _data_uri_size(path: str) -> int:
+    """Characters of ``path``'s WAV as a ``data:audio/wav;base64,`` URI (0: unreadable)."""
+    try:
+        n = os.path.getsize(path)
+    except OSError:
+        return 0
+    return len("data:audio/wav;base64,") + 4 * ((n + 2) // 3)
+
+
+def embed_audio(views: list[dict[str, Any]], limit: int | None = None) -> int:
+    """For the single file: give every caller turn of ``views`` whose audio was found a
+    ``data:audio/wav;base64,...`` URI of the cached WAV's exact bytes as its ``src``, when all of
+    them together come to at most ``limit`` characters (default :data:`AUDIO_EMBED_MAX_BYTES`);
+    otherwise none, and each such turn's note says :data:`AUDIO_IN_FOLDER`. Returns the characters
+    embedded (0 when none). A file that became unreadable since it was found gets
+    :data:`AUDIO_NOT_FOUND`."""
+    turns = [t["audio"] for v in views for t in v["caller_turns"] if t.get("audio") and t["audio"]["file"]]
+    if not turns:
+        return 0
+    if sum(_data_uri_size(a["file"]) for a in turns) > (AUDIO_EMBED_MAX_BYTES if limit is None else limit):
+        for a in turns:
+            a["note"] = AUDIO_IN_FOLDER
+        return 0
+    uris: dict[str, str | None] = {}
+    total = 0
+    for a in turns:
+        if a["file"] not in uris:
+            try:
+                with open(a["file"], "rb") as f:
+                    uris[a["file"]] = "data:audio/wav;base64," + base64.b64encode(f.read()).decode("ascii")
+            except OSError:
+                uris[a["file"]] = None
+        uri = uris[a["file"]]
+        if uri is None:
+            a["note"] = AUDIO_NOT_FOUND
+        else:
+            a["src"] = uri
+            total += len(uri)
+    return total
+
+
 def episode_views(
     runs: list[RunData],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Views of every episode that has a trace or a grade, in run then plan order, and the
-    distinct operating instructions and caller briefs they link to (:meth:`SharedTexts.views`)."""
+    distinct operating instructions and caller briefs they link to (:meth:`SharedTexts.views`);
+    the caller turns' audio is embedded when small enough (:func:`embed_audio`)."""
     instructions = SharedTexts("instr")
     briefs = SharedTexts("brief")
     views = [episode_view(c, n, instructions, briefs) for n, c in enumerate(call_data(runs))]
+    embed_audio(views)
     return views, instructions.views(), briefs.views()

@@ -210,15 +210,17 @@ class CallWriter(Protocol):
     """Writes one episode's call file of a folder report from what was just read (the record
     without its grade, the trace and grade, either may be None), as call number ``n`` into the
     folder ``calls_dir``; ``sent``: the shared texts the worker's chunk already sent (updated);
-    ``chunk_start``: the first call of the chunk. Returns what the parent hands on, in call order,
-    to the one that asked for the call files (:class:`callbench.report.model.load.CallFiles`).
+    ``chunk_start``: the first call of the chunk; ``run_dir``: the episode's run folder (where the
+    call's recorded media, such as the voice channel's audio, is found). Returns what the parent
+    hands on, in call order, to the one that asked for the call files
+    (:class:`callbench.report.model.load.CallFiles`).
     The HTML report supplies it; this layer only carries it to the worker and back, so it reads
     episodes without knowing any view. It must be a module-level function: a spawned worker
     unpickles it by name."""
 
     def __call__(
         self, record: EpisodeRecord, trace: Trace | None, grade: EpisodeGrade | None, n: int,
-        calls_dir: str, sent: set[str], *, chunk_start: bool,
+        calls_dir: str, sent: set[str], *, chunk_start: bool, run_dir: str,
     ) -> object: ...
 
 
@@ -348,7 +350,7 @@ def read_episode(job: EpisodeJob, sent: set[str] | None = None, *, chunk_start: 
         grade = parse(gpath, grade_text, EpisodeGrade, "episode grade") if gpath and grade_text else None
         record = episode_record(spec.run_id, job.episode_id, spec.key, summary, grade)
         call = spec.write(record.model_copy(update={"grade": None}), trace, grade, spec.n, spec.calls_dir,
-                          set() if sent is None else sent, chunk_start=chunk_start)
+                          set() if sent is None else sent, chunk_start=chunk_start, run_dir=job.run_dir)
     return EpisodeRead(summary, grade_text, ledger, warnings, call)
 
 

@@ -30,13 +30,10 @@ import numpy as np
 
 from callbench.bundle.audio import AudioChannel
 from callbench.sim.voice.engines import ASREngine, Recognition, TTSEngine
+from callbench.sim.voice.keys import TTS_FOLDER, cache_key, tts_key
 from callbench.sim.voice.line import Audio, load_noise_file, read_wav, run_line, write_wav
 from callbench.sim.voice.score import align, entities, speakable, wer, words
 from callbench.trace import VoiceEvent, atomic_write_bytes
-
-
-def _key(obj: Any) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -100,8 +97,8 @@ class VoicePipeline:
         return self._noise[key]
 
     def _synthesize(self, spoken: str, language: str) -> tuple[Audio, str]:
-        key = _key({"text": spoken, "language": language, "tts": self.tts.info.as_dict()})
-        path = self.cache_dir / "tts" / f"{key}.wav"
+        key = tts_key(spoken, language, self.tts.info.as_dict())
+        path = self.cache_dir / TTS_FOLDER / f"{key}.wav"
         if path.is_file():
             self.stats.tts_hits += 1
             data = path.read_bytes()
@@ -135,7 +132,7 @@ class VoicePipeline:
         with self._lock:
             audio, audio_sha = self._synthesize(spoken, language)
             self.stats.audio_seconds += audio.seconds
-            akey = _key(
+            akey = cache_key(
                 {
                     "audio": audio_sha,
                     "line": line_settings,

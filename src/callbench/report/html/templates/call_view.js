@@ -167,6 +167,10 @@
     var td = h(tr, "td");
     segments(h(td, "div", {"class": "text", lang: e.language}), t.diff[0], "del");
     if (t.rejections) { h(td, "div", {"class": "warn"}, t.attempts + " attempts; rejected: " + txt(t.rejections)); }
+    // the turn's synthesised audio: a file beside the call files (call_file.py), or why there is none
+    if (t.audio && t.audio.src) {
+      h(h(td, "div", {"class": "audio"}), "audio", {controls: "", preload: "none", src: t.audio.src});
+    } else if (t.audio && t.audio.note) { h(td, "div", {"class": "ci"}, t.audio.note); }
     add(tr, "\n");
     td = h(tr, "td");
     t.diff[1].forEach(function (frag) { segments(h(td, "div", {"class": "text", lang: e.language}), frag, "ins"); });

@@ -1,0 +1,131 @@
+"""The HTML trace viewer plays each voice-channel caller turn's synthesised audio: embedded as a
+``data:`` URI of the cached WAV in the single file (while the report's audio stays under the bound),
+copied to ``calls/audio/<sha256>.wav`` in the folder report; a text-channel run is unchanged."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import re
+import wave
+from pathlib import Path
+
+import pytest
+
+from callbench.report.html import viewer
+from callbench.report.html.folder import start_html_folder, write_html_folder
+from callbench.report.html.page import render_html
+from callbench.report.html.viewer import call_data
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_run, load_runs
+from callbench.sim.voice.keys import tts_key
+from callbench.trace import VoiceEvent
+
+from .conftest import LANGS, write_run
+
+TTS = {"name": "tone", "version": "1", "settings": {"rate": 8000}}
+SPOKEN = "my id is 4 8 2"
+
+
+def tiny_wav() -> bytes:
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(bytes(range(256)) * 4)  # 512 samples: 64 ms
+    return buf.getvalue()
+
+
+WAV = tiny_wav()
+SHA = hashlib.sha256(WAV).hexdigest()
+
+
+def _event(sha: str) -> VoiceEvent:
+    return VoiceEvent(turn=1, intended=SPOKEN, spoken=SPOKEN, observed="my id is 4 8", tts=TTS, asr=TTS,
+                      line={}, audio_sha256=sha, audio_seconds=0.064)  # fmt: skip
+
+
+def voice_run(root: Path, *, sha: str = SHA, cached: bytes | None = WAV) -> Path:
+    run = write_run(root, agents=1, scenarios=1, repeats=1, voice=lambda c, a, s, r: _event(sha))
+    if cached is not None:
+        path = run / "voice-cache" / "tts" / f"{tts_key(SPOKEN, LANGS[0], TTS)}.wav"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(cached)
+    return run
+
+
+def _srcs(html: str) -> list[str]:
+    return re.findall(r'<audio controls="" preload="none" src="([^"]*)"></audio>', html)
+
+
+def test_single_file_embeds_the_exact_cached_wav(tmp_path: Path) -> None:
+    runs = load_runs([voice_run(tmp_path)])
+    html = render_html(build_report(runs, n_samples=20), runs)
+    srcs = _srcs(html)
+    assert len(srcs) == 2  # one voice turn per episode, one episode per candidate
+    for src in srcs:
+        assert src.startswith("data:audio/wav;base64,")
+        assert base64.b64decode(src.removeprefix("data:audio/wav;base64,")) == WAV
+    assert "audio not in the run" not in html and "audio in the folder report" not in html
+
+
+def test_single_file_over_the_bound_points_to_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = load_runs([voice_run(tmp_path)])
+    # two turns of this WAV as base64 URIs: each 22 + 4 * ceil(len / 3) characters
+    one = len("data:audio/wav;base64,") + 4 * ((len(WAV) + 2) // 3)
+    monkeypatch.setattr(viewer, "AUDIO_EMBED_MAX_BYTES", 2 * one - 1)
+    html = render_html(build_report(runs, n_samples=20), runs)
+    assert _srcs(html) == [] and "data:audio" not in html
+    assert html.count('<div class="ci">audio in the folder report</div>') == 2
+    monkeypatch.setattr(viewer, "AUDIO_EMBED_MAX_BYTES", 2 * one)
+    assert len(_srcs(render_html(build_report(runs, n_samples=20), runs))) == 2
+
+
+@pytest.mark.parametrize("case", ["missing", "other bytes"])
+def test_audio_not_found_is_said(tmp_path: Path, case: str) -> None:
+    cached = None if case == "missing" else WAV + b"\0\0"  # a file whose hash is not the event's
+    runs = load_runs([voice_run(tmp_path, cached=cached)])
+    html = render_html(build_report(runs, n_samples=20), runs)
+    assert _srcs(html) == []
+    assert html.count("<div class=\"ci\">audio not in the run&#39;s voice cache</div>") == 2
+
+
+@pytest.mark.parametrize("how", ["calls", "runs", "while reading"])
+def test_folder_report_copies_the_wav_and_refers_to_it(tmp_path: Path, how: str) -> None:
+    run = voice_run(tmp_path / "r")
+    folder = tmp_path / "report"
+    if how == "while reading":
+        build = start_html_folder(folder)
+        runs = [load_run(run, workers=1, calls=lambda n: build.while_reading())]
+        build.finish(build_report(runs, n_samples=20), folder, reason="test")
+    else:
+        runs = load_runs([run])
+        report = build_report(runs, n_samples=20)
+        if how == "calls":
+            write_html_folder(report, call_data(runs), folder, reason="test")
+        else:
+            write_html_folder(report, None, folder, reason="test", runs=runs)
+    assert (folder / "calls" / "audio" / f"{SHA}.wav").read_bytes() == WAV
+    assert sorted(p.name for p in (folder / "calls" / "audio").iterdir()) == [f"{SHA}.wav"]
+    scripts = sorted((folder / "calls").glob("e*.js"))
+    assert len(scripts) == 2
+    for script in scripts:
+        text = script.read_text(encoding="utf-8")
+        assert f'"audio": {{"src": "calls/audio/{SHA}.wav", "note": null}}' in text
+    assert "data:audio" not in (folder / "index.html").read_text(encoding="utf-8")
+
+
+def test_text_channel_run_is_unchanged(tmp_path: Path) -> None:
+    runs = load_runs([write_run(tmp_path / "t", agents=1, scenarios=1, repeats=1)])
+    report = build_report(runs, n_samples=20)
+    html = render_html(report, runs)
+    assert "<audio" not in html and "audio not in" not in html and "audio in the folder" not in html
+    folder = tmp_path / "report"
+    write_html_folder(report, None, folder, reason="test", runs=runs)
+    assert not (folder / "calls" / "audio").exists()
+    for script in (folder / "calls").glob("e*.js"):
+        assert '"audio"' not in script.read_text(encoding="utf-8")
