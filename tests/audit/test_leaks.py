@@ -187,7 +187,9 @@ def test_amounts_in_words_and_written_forms(starter: Bundle, written: str) -> No
 
 
 def test_amounts_in_words_decimal_and_no_neighbours(starter: Bundle) -> None:
-    agent, scen = _planted(starter, BALANCE, "A balance of forty-eight thousand two hundred thirteen point five.")
+    agent, scen = _planted(
+        starter, BALANCE, "A balance of forty-eight thousand two hundred thirteen point five."
+    )
     assert _found(agent, scen) == [("prompt", "hidden_state.savings_account.available_balance", "48213.5")]
     # a longer number that ends or starts with the same words is another amount
     for other in (
