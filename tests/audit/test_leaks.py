@@ -117,3 +117,85 @@ def test_normal_forms() -> None:
     assert fold("௩௩௦௯") == "3309"
     assert amounts("₹1,500.00, 1,50,000 and 1500") == amounts("1500 150000") and len(amounts("1500.0")) == 1
     assert identifying(18450.75) == "18450.75" and identifying(1500.0) is None and identifying(2340) is None
+
+
+# Forms the candidate reads whole although the text does not write the value as one string: a
+# line broken inside it, digits spelled out, look-alike letters of another script, amounts in words.
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "Example: a credit of 38,\n650.00 after the salary.",
+        "- a credit of 38\n  650 after the salary",
+        "> a credit of ₹38,650\n> .00 after the salary",
+    ],
+)
+def test_amount_split_by_a_soft_line_break(starter: Bundle, written: str) -> None:
+    agent, scen = _planted(starter, BALANCE, written)
+    assert _found(agent, scen) == [("prompt", "hidden_state.salary_credit.amount", "38650")]
+    [lk] = leaks(agent, scen)
+    # located at the line the value starts on
+    assert lk.line == agent.instructions_template.rstrip("\n").count("\n")
+
+
+def test_a_paragraph_break_or_list_item_is_no_soft_break(starter: Bundle) -> None:
+    agent, scen = _planted(starter, BALANCE, "Codes: 38\n\n650 are two lines.\n- 38\n- 650")
+    assert _found(agent, scen) == []
+
+
+def test_html_comment_is_read_as_the_model_receives_it(starter: Bundle) -> None:
+    agent, scen = _planted(starter, DISPUTE, "<!-- test case: dispute DSP 2603 1100 418 -->")
+    assert _found(agent, scen) == [("prompt", "hidden_state.dispute_reference", "DSP26031100418")]
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "DSP two six zero three one one zero zero four one eight",
+        "D S P two-six-zero-three, double one, double zero, four one eight",
+        "DSP ২৬০৩ এক এক শূন্য শূন্য চার এক আট",
+    ],
+)
+def test_digits_written_as_words(starter: Bundle, written: str) -> None:
+    agent, scen = _planted(starter, DISPUTE, f"For example {written} is read in groups.")
+    assert _found(agent, scen) == [("prompt", "hidden_state.dispute_reference", "DSP26031100418")]
+
+
+@pytest.mark.parametrize("written", ["SВ3309418826", "ЅВ33О9418826", "SB33Ο9418826"])
+def test_look_alike_letters_of_another_script(starter: Bundle, written: str) -> None:
+    """Cyrillic В, Ѕ, О and Greek Ο for Latin B, S, O (UTS #39 skeletons)."""
+    agent, scen = _planted(starter, DISPUTE, f"For example {written} is read in groups.")
+    assert _found(agent, scen) == [("prompt", "hidden_state.savings_account.account_id", "SB3309418826")]
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "thirty-eight thousand six hundred fifty rupees",
+        "Thirty Eight Thousand, Six Hundred and Fifty",
+        "three eight six five zero",
+        "38.65k",
+        "38.65 thousand",
+        "Rs 0.3865 lakh",
+        "আটত্রিশ হাজার ছয়শত পঞ্চাশ টাকা",
+    ],
+)
+def test_amounts_in_words_and_written_forms(starter: Bundle, written: str) -> None:
+    agent, scen = _planted(starter, BALANCE, f"Example: a credit of {written}.")
+    assert _found(agent, scen) == [("prompt", "hidden_state.salary_credit.amount", "38650")]
+
+
+def test_amounts_in_words_decimal_and_no_neighbours(starter: Bundle) -> None:
+    agent, scen = _planted(
+        starter, BALANCE, "A balance of forty-eight thousand two hundred thirteen point five."
+    )
+    assert _found(agent, scen) == [("prompt", "hidden_state.savings_account.available_balance", "48213.5")]
+    # a longer number that ends or starts with the same words is another amount
+    for other in (
+        "thirty-eight thousand six hundred fifty-one",
+        "one hundred thirty-eight thousand six hundred fifty",
+        "38.651k",
+    ):
+        agent, scen = _planted(starter, BALANCE, f"Example: a credit of {other}.")
+        assert _found(agent, scen) == [], other

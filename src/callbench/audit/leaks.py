@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from callbench.audit.normal import amount_of, amounts, fold, significant_digits
+from callbench.audit.forms import amount_in_words, skeleton_fold, spelled_digits, written_amounts
+from callbench.audit.normal import amount_of, fold, significant_digits
 from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.loader import Problem, render_instructions
 from callbench.bundle.models import LoadedAgent, Scenario
@@ -135,13 +136,23 @@ class HiddenValue:
 
     def found_in(self, text: str) -> bool:
         """True when ``text`` holds this value in a normalised form (module docstring): the same
-        amount written as a number standing alone, or (for a string) its folded form inside the
-        folded text. A number is found only as the same amount (``4,821.35`` does not hold
-        ``48213.5``)."""
+        amount written as a number standing alone (in figures, across a soft line break, with a
+        scale word, with spelled digits, or in words), or (for a string) its folded form inside the
+        folded text, the text with spelled digits read, or the confusable skeleton of the text. A
+        number is found only as the same amount (``4,821.35`` does not hold ``48213.5``)."""
         a = self._amount
-        if a is not None and not self.secret and a in amounts(text):
+        if a is not None and not self.secret and (a in written_amounts(text) or amount_in_words(a, text)):
             return True
-        return not self.amount and bool(self._needle) and self._needle in fold(text)
+        if self.amount or not self._needle:
+            return False
+        # digits in words are read only for a value with as many digits as a number needs to
+        # identify (MIN_IDENTIFYING_CHARS): shorter ones are prose ("three tier", "five to seven days")
+        spelled = sum(c.isdigit() for c in self._needle) >= MIN_IDENTIFYING_CHARS
+        return (
+            self._needle in fold(text)
+            or (spelled and self._needle in fold(spelled_digits(text)))
+            or self._skeleton in skeleton_fold(text)
+        )
 
     @functools.cached_property
     def _amount(self) -> Decimal | None:
@@ -150,6 +161,10 @@ class HiddenValue:
     @functools.cached_property
     def _needle(self) -> str:
         return fold(self.text)
+
+    @functools.cached_property
+    def _skeleton(self) -> str:
+        return skeleton_fold(self.text)
 
     @property
     def agent_level(self) -> bool:
@@ -264,8 +279,14 @@ def hidden_values(scen: Scenario, agent: LoadedAgent | None = None) -> list[Hidd
 
 
 def _line_of(text: str, hv: HiddenValue) -> int | None:
-    for n, line in enumerate(text.split("\n"), 1):
+    """The first line of ``text`` that holds ``hv``, else the first of two lines that hold it
+    together (a value broken by a soft line break), else None."""
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
         if hv.found_in(line):
+            return n
+    for n in range(1, len(lines)):
+        if hv.found_in("\n".join(lines[n - 1 : n + 1])):
             return n
     return None
 
