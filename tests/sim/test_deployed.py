@@ -73,6 +73,12 @@ async def test_generic_http_agent_graded_as_the_model(scenario_id: str) -> None:
     assert trips == [e.index for e in dep_trace.tool_events]
     assert all(t.reply_s >= rt.arrived_s >= 0 for t in rec.turns for rt in t.tool_round_trips)
     assert model_trace.deployed is None
+    # each reply's wall time over the adapter feeds the latency figures: one candidate turn each
+    assert dep_trace.latency is not None
+    turns = dep_trace.latency.turns
+    assert [t.turn for t in turns] == [t.candidate_turn for t in rec.turns]
+    for lat, dep in zip(turns, rec.turns, strict=True):
+        assert not lat.streamed and lat.completion_s == pytest.approx(dep.reply_s, abs=0.05)
     # tool events sit between the caller's turn and the agent's reply, in arrival order
     for ev in dep_trace.tool_events:
         assert dep_trace.messages[ev.message_index].tool_calls

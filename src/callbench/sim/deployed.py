@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from callbench.models.base import ToolCall
+from callbench.models.base import ModelResponse, ToolCall
 from callbench.models.deployed.base import UNOBSERVED, DeployedCandidate, DeployedSession, SessionInfo
 from callbench.sim.backend import CallSite, dump_result
 from callbench.sim.conversation import Conversation
@@ -106,9 +106,15 @@ class DeployedConversation(Conversation):
         self._turn, self._executed = turn, 0
         self._timing = DeployedTurn(candidate_turn=turn, reply_s=0.0)
         self._turn_start = time.monotonic()
+        began = self.latency.begin()
         reply = await self._session.send(text)
         self._timing.reply_s = round(time.monotonic() - self._turn_start, 6)
         self.record.turns.append(self._timing)
+        # the reply's wall time over the adapter feeds the latency figures like a model's turn (not
+        # streamed: the first word is the whole reply; tool round trips happen inside it)
+        said = " ".join(m for m in reply.messages if m) or None
+        self.latency.record(role="candidate", turn=turn, attempt=0, began=began,
+                            response=ModelResponse(content=said), timing=None)
         for said in reply.messages:
             self._add("assistant", content=said, candidate_turn=turn)
         if not reply.messages and not any(
