@@ -69,9 +69,10 @@ CALLER = "scripted:plan"
 NULL_CANDIDATES = ("scripted:hangup", "scripted:talk")
 """The do-nothing candidates of the null floor: one hangs up at once, one only talks."""
 GAMING_CANDIDATES = GAMING_SPECS
-"""The gaming candidates of the floor (issue 23 item 4, :mod:`callbench.models.scripted.gaming`):
-junk arguments for every lookup tool, junk for every tool that does not end the call then hang-up,
-and "it is done" without any call."""
+"""The gaming candidates of the floor (:mod:`callbench.models.scripted.gaming`): junk arguments for
+every lookup tool, junk for every tool that does not end the call then hang-up, "it is done"
+without any call, and every tool that does not end the call, for several turns, with the values
+the caller has said."""
 FLOOR_CANDIDATES = NULL_CANDIDATES + GAMING_CANDIDATES
 """Every candidate of the floor, in report order."""
 FLOOR_MEAN = 0.10
