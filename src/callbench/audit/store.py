@@ -19,6 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from callbench.bundle.models import Bundle
 from callbench.models.base import OPERATIONAL_SETTINGS
 from callbench.trace import RoleInfo, atomic_write_text
 
@@ -143,6 +144,10 @@ class JudgeAudit(BaseModel):
     with these judges."""
     note: str = ""
     """Free text saved with the validation (e.g. what a benchmark's subset covers)."""
+    carried_to: list[str] = Field(default_factory=list)
+    """Content hashes of later versions of the bundle in which everything the audit's judges read
+    is unchanged (:func:`audited_content_sha256`: the audited scenarios and their agents); the
+    validation holds for them too (``benchmarks/carry_judge_validation.py`` checks and adds them)."""
 
     @property
     def passed(self) -> bool:
@@ -217,7 +222,7 @@ def matching_audit(
     fits = [
         a
         for a in audits
-        if a.bundle_hash == bundle_hash
+        if (a.bundle_hash == bundle_hash or bundle_hash in a.carried_to)
         and role in a.judges
         and same_judge(a.judges[role].judge, judge)
         and (prompt_version is None or a.prompt_version == prompt_version)
@@ -235,3 +240,18 @@ def matching_accuracy(
     """The accuracy of ``judge`` in ``role`` from :func:`matching_audit`, else None."""
     found = matching_audit(audits, bundle_hash, role, judge, prompt_version)
     return None if found is None else found.judges[role]
+
+
+def audited_content_sha256(bundle: Bundle, scenario_ids: list[str]) -> str:
+    """SHA-256 over what the judges of an audit of ``scenario_ids`` read: each scenario (its typed
+    content) and its agent (configuration and operating document template), in id order. Two
+    bundle versions with the same value give the judges the same inputs on those scenarios, so a
+    validation made on one holds on the other. Raises ``KeyError`` naming a scenario the bundle
+    lacks."""
+    h = hashlib.sha256()
+    for sid in sorted(scenario_ids):
+        agent, scen = bundle.scenario(sid)
+        part = {"scenario": scen.model_dump(mode="json"), "agent": agent.config.model_dump(mode="json"),
+                "instructions": agent.instructions_template}
+        h.update(json.dumps(part, sort_keys=True, ensure_ascii=False).encode())
+    return h.hexdigest()
