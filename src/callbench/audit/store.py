@@ -246,12 +246,15 @@ def audited_content_sha256(bundle: Bundle, scenario_ids: list[str]) -> str:
     """SHA-256 over what the judges of an audit of ``scenario_ids`` read: each scenario (its typed
     content) and its agent (configuration and operating document template), in id order. Two
     bundle versions with the same value give the judges the same inputs on those scenarios, so a
-    validation made on one holds on the other. Raises ``KeyError`` naming a scenario the bundle
-    lacks."""
+    validation made on one holds on the other. A scenario's action and state checks (and its
+    ``no_critical_reason``) are left out: no judge reads them (DESIGN.md "Who sees what") and they
+    change none of the audit's traces, which the fixtures, the brief and the reference path make.
+    Raises ``KeyError`` naming a scenario the bundle lacks."""
     h = hashlib.sha256()
     for sid in sorted(scenario_ids):
         agent, scen = bundle.scenario(sid)
-        part = {"scenario": scen.model_dump(mode="json"), "agent": agent.config.model_dump(mode="json"),
+        seen = scen.model_dump(mode="json", exclude={"action_checks", "state_checks", "no_critical_reason"})
+        part = {"scenario": seen, "agent": agent.config.model_dump(mode="json"),
                 "instructions": agent.instructions_template}
         h.update(json.dumps(part, sort_keys=True, ensure_ascii=False).encode())
     return h.hexdigest()
