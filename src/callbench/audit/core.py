@@ -27,6 +27,8 @@ models (:mod:`callbench.models.scripted`), no network:
   are ``audit.reference_unmet`` already) and no floor candidate meets any (``audit.critical_floor``,
   naming the candidate and the item): an outcome that doing nothing or gaming reaches measures
   nothing.
+- *rule-breaking*: a call that breaks a negative check never meets more weight than no call
+  (:func:`callbench.audit.forbidden.find_forbidden_gains`, ``audit.forbidden_above_floor``).
 - *leaks*: :func:`callbench.audit.leaks.find_leaks` (``audit.leak``).
 - *judges on known answers* (optional): the reference, null-floor and contrastive traces
   (:mod:`callbench.audit.contrast`) graded by the judges (:mod:`callbench.audit.judges`); a judge
@@ -48,6 +50,7 @@ from pydantic import BaseModel, Field
 
 from callbench.audit.causal import find_noncausal
 from callbench.audit.contrast import derive_contrast_traces
+from callbench.audit.forbidden import find_forbidden_gains
 from callbench.audit.judges import AuditJudges, JudgeAudit, audit_judges
 from callbench.audit.leaks import find_leaks
 from callbench.audit.store import ContrastCount
@@ -66,9 +69,10 @@ CALLER = "scripted:plan"
 NULL_CANDIDATES = ("scripted:hangup", "scripted:talk")
 """The do-nothing candidates of the null floor: one hangs up at once, one only talks."""
 GAMING_CANDIDATES = GAMING_SPECS
-"""The gaming candidates of the floor (:mod:`callbench.models.scripted.gaming`):
-junk arguments for every lookup tool, junk for every tool that does not end the call then hang-up,
-and "it is done" without any call."""
+"""The gaming candidates of the floor (:mod:`callbench.models.scripted.gaming`): junk arguments for
+every lookup tool, junk for every tool that does not end the call then hang-up, "it is done"
+without any call, and every tool that does not end the call, for several turns, with the values
+the caller has said."""
 FLOOR_CANDIDATES = NULL_CANDIDATES + GAMING_CANDIDATES
 """Every candidate of the floor, in report order."""
 FLOOR_MEAN = 0.10
@@ -347,6 +351,7 @@ async def audit_bundle(
         names = {"agent": files.agent(agent), "prompt": files.prompt(agent), "scenario": sfile}
         sa = ScenarioAudit(agent_id=agent.config.id, scenario_id=scen.id, file=sfile)
         report.problems += find_leaks(agent, scen, names)
+        report.problems += find_forbidden_gains(agent, scen, sfile)
         specs = ([REFERENCE_CANDIDATE] if scen.reference_path else []) + list(FLOOR_CANDIDATES)
         if not scen.reference_path:
             report.problems.append(

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from callbench.bundle.fixtures import resolve_matchers
-from callbench.bundle.matchers import match_fields
+from callbench.bundle.matchers import Eq, match_fields
 from callbench.bundle.models import ActionCheck, Scenario
 
 
@@ -64,24 +64,60 @@ def _order(checks: list[ActionCheck]) -> list[ActionCheck]:
     return [by_id[i] for i in done]
 
 
+def _example(matchers: dict[str, Any]) -> dict[str, Any] | None:
+    """The one argument object a record's matchers describe when every matcher is ``eq`` (a record
+    written with references resolves so), else None: nothing to test checks against."""
+    out: dict[str, Any] = {}
+    for k, m in matchers.items():
+        if not isinstance(m, Eq):
+            return None
+        out[k] = m.eq
+    return out
+
+
+def forbidden_record(tool: str, matchers: dict[str, Any], scenario: Scenario) -> bool:
+    """True when a fixture entry of ``tool`` with resolved ``matchers`` was authored for a call the
+    scenario forbids: every action check on ``tool`` that pins only arguments the entry pins too, and
+    that the entry's own arguments (:func:`_example`) satisfy, is a negative check
+    (``count.max == 0``), and there is at least one. A check that pins no argument matches every call
+    and says nothing about the entry; nor does one that pins an argument the entry leaves open (the
+    entry does not say which value a call there has).
+    Rule: a call that reaches such a record must not unlock guarded checks, or breaking a rule
+    would score above doing nothing (docs/authoring.md, "Guards count only calls that reach a
+    record")."""
+    example = _example(matchers)
+    if example is None:
+        return False
+    facts, state = scenario.brief.known_facts, scenario.hidden_state
+    matching = [
+        c for c in scenario.action_checks
+        if c.tool == tool and c.args and set(c.args) <= set(example)
+        and match_fields(resolve_matchers(c.args, facts, state, f"action_checks.{c.id}.args"), example).ok
+    ]
+    return bool(matching) and all(c.count.max == 0 for c in matching)
+
+
 def record_matchers(scenario: Scenario) -> dict[str, list[dict[str, Any]]]:
     """Per tool, the resolved argument matchers of each fixture entry of ``scenario`` that pins at
-    least one argument: the records the scenario authored. Raises ``ValueError`` (a
+    least one argument and is not authored for a forbidden call (:func:`forbidden_record`): the
+    records the scenario intends the agent to reach. Raises ``ValueError`` (a
     ``ReferenceError_``) when a reference does not resolve."""
     facts, state = scenario.brief.known_facts, scenario.hidden_state
-    return {
-        tool: [
+    out: dict[str, list[dict[str, Any]]] = {}
+    for tool, fx in scenario.fixtures.items():
+        resolved = [
             resolve_matchers(e.args, facts, state, f"fixtures.{tool}.queue.{i}.args")
             for i, e in enumerate(fx.queue)
             if e.args
         ]
-        for tool, fx in scenario.fixtures.items()
-    }
+        out[tool] = [m for m in resolved if not forbidden_record(tool, m, scenario)]
+    return out
 
 
 def reaches_record(call: CallRecord, records: dict[str, list[dict[str, Any]]]) -> bool:
-    """True when ``call``'s arguments satisfy every matcher of one of its tool's authored fixture
-    entries (:func:`record_matchers`), whatever the entry's queue position."""
+    """True when ``call``'s arguments satisfy every matcher of one of its tool's intended fixture
+    entries (:func:`record_matchers`: authored, and not for a forbidden call), whatever the entry's
+    queue position."""
     if call.arguments is None:
         return False
     return any(match_fields(m, call.arguments).ok for m in records.get(call.name, []))
@@ -106,10 +142,11 @@ def evaluate_checks(scenario: Scenario, calls: list[CallRecord]) -> list[CheckRe
     (``applicable=False``, ``met=False``) unless every guard is applicable and met. A check that is
     not applicable counts as never met for the checks that come ``after`` it or are guarded by it.
     A *guard* (a check named in another check's ``applies_after``) that pins no argument counts
-    only calls that reach a record the scenario authored (:func:`reaches_record`: the arguments match
-    one of the tool's fixture entries that pins arguments); a guard that pins arguments names its
-    record itself. Either way a junk call unlocks no guarded check (docs/authoring.md "Guards").
-    Results come in the scenario's check order. Raises ``ValueError``
+    only calls that reach a record the scenario intends (:func:`reaches_record`: the arguments match
+    one of the tool's fixture entries that pins arguments and was not authored for a forbidden
+    call); a guard that pins arguments names its record itself. Either way neither a junk call nor
+    a forbidden one unlocks a guarded check (docs/authoring.md "Guards"). Results come in the
+    scenario's check order. Raises ``ValueError``
     on a cycle through ``after`` and ``applies_after``, or a fixture reference that does not resolve.
     """
     facts, state = scenario.brief.known_facts, scenario.hidden_state

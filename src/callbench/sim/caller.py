@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from callbench.bundle.models import Brief
 from callbench.models.output_limits import REPLY_LIMITS, loads_limited
+from callbench.sim.caller_language import language_problem
 from callbench.sim.caller_rules import speech_problem
 
 SCHEMA_NAME = "caller_turn"
@@ -196,7 +197,8 @@ def validate_turn(raw: str | None, brief: Brief, expressed: list[str]) -> Verdic
     """Validate a caller reply (JSON text) given the steps already expressed, in order.
 
     Rejection codes: ``invalid_json``, ``empty_speech``, ``unknown_step``, ``step_repeated``,
-    ``step_out_of_order``, ``leak``, ``meta_talk``, ``markup`` (see :mod:`caller_rules`).
+    ``step_out_of_order``, ``leak``, ``meta_talk``, ``markup`` (see :mod:`caller_rules`), and
+    ``language`` (the turn's script or language does not fit the brief's; :mod:`caller_language`).
     """
     if raw is None or not raw.strip():
         return Verdict(rejection="invalid_json: the reply is empty")
@@ -227,7 +229,7 @@ def validate_turn(raw: str | None, brief: Brief, expressed: list[str]) -> Verdic
         nxt = next((i for i in ids if i not in expressed), None)
         if step != nxt:
             return Verdict(rejection=f"step_out_of_order: {step!r} expressed before {nxt!r}")
-    problem = speech_problem(out.speech, brief)
+    problem = speech_problem(out.speech, brief) or language_problem(out.speech, brief)
     if problem is not None:
         return Verdict(rejection=problem)
     return Verdict(output=out)

@@ -12,21 +12,33 @@ number), so the same audit gives the same trace.
     ``max_calls`` per turn), then hangs up as ``scripted:hangup`` does.
 ``scripted:claim-done``
     Never calls a tool; on every turn says the request has been taken care of and is done.
+``scripted:caller-values``
+    Greets, then for :data:`ROUNDS` candidate turns calls every tool that is not call-ending (at
+    most ``max_calls`` per turn) with schema-valid arguments filled from what the caller states
+    (:func:`stated_values`, :class:`CallerValues`), a different stated value per round where
+    several fit, then hangs up as ``scripted:hangup`` does. It never reads hidden state or
+    fixtures: its values are the known facts of the caller's brief that the caller has said so far,
+    and the value-like tokens of the caller's speech.
 
-"Wrong" means: no drawn string or number equals a value of the scenario's brief facts, hidden state
-or fixture matchers (a draw that does is drawn again, up to 20 times), so a junk call reaches no
-record the scenario authored except by the enum members the schema forces.
+For the junk candidates "wrong" means: no drawn string or number equals a value of the scenario's
+brief facts, hidden state or fixture matchers (a draw that does is drawn again, up to 20 times),
+so a junk call reaches no record the scenario authored except by the enum members the schema
+forces.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import random
 import re
 import re._parser as sre  # the stdlib's regex parser (Python 3.11+), walked to draw matching strings
+import unicodedata
 from datetime import date, timedelta
 from typing import Any
+
+import jsonschema
 
 from callbench.models.base import ModelRequest, ModelResponse, ToolCall, ToolSchema
 from callbench.models.scripted.hangup import HangupCandidate
@@ -38,6 +50,8 @@ LOOKUP_VERBS = re.compile(
 )
 """A tool whose name starts with one of these verbs reads a record (the starter names its tools
 so); :func:`is_lookup`."""
+ROUNDS = 3
+"""Candidate turns in which ``scripted:caller-values`` sprays every non-ending tool."""
 MAX_CALLS = 10
 """Junk calls per candidate turn: the episode loop's default tool-call limit per turn."""
 _RETRIES = 20
@@ -182,8 +196,99 @@ def _scalars(v: Any) -> set[str]:
     return set() if v is None or isinstance(v, bool) else {str(v)}
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9./:-]{2,}[A-Za-z0-9]")
+
+
+class CallerValues(_Draw):
+    """Draws arguments from the values a caller states: for each property the stated values that
+    its schema accepts (as given, or as a number when the schema wants one), best name match first
+    (the fact's key against the property's name), the ``round``-th of them; a property no stated
+    value fits gets a schema-valid draw (:class:`_Draw`, avoiding nothing). Optional properties are
+    filled only when a stated value fits them."""
+
+    def __init__(self, rng: random.Random, stated: list[tuple[str, Any]], round_: int) -> None:
+        super().__init__(rng, set())
+        self.stated = stated
+        self.round = round_
+
+    def fitting(self, name: str, schema: Any) -> list[Any]:
+        """The stated values ``schema`` accepts, best name match with ``name`` first."""
+        if not isinstance(schema, dict):
+            return []
+        try:
+            check = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+        except Exception:
+            return []
+        scored: list[tuple[float, int, Any]] = []
+        for i, (key, v) in enumerate(self.stated):
+            forms = [v]
+            if isinstance(v, str) and re.fullmatch(r"-?\d+(\.\d+)?", v):
+                forms.append(float(v) if "." in v else int(v))
+            for f in forms:
+                if check.is_valid(f):
+                    ratio = difflib.SequenceMatcher(None, key.lower(), name.lower()).ratio()
+                    scored.append((-ratio, i, f))
+                    break
+        out: list[Any] = []
+        for _, _, f in sorted(scored, key=lambda x: (x[0], x[1])):
+            if f not in out:
+                out.append(f)
+        return out
+
+    def named(self, name: str, schema: Any) -> Any:
+        fit = self.fitting(name, schema)
+        if fit:
+            return fit[self.round % len(fit)]
+        if isinstance(schema, dict) and schema.get("enum"):
+            return schema["enum"][self.round % len(schema["enum"])]
+        if isinstance(schema, dict) and schema.get("type") == "object":
+            return self.obj(schema)
+        return self.value(schema)
+
+    def obj(self, s: dict[str, Any]) -> dict[str, Any]:
+        props = s.get("properties", {}) or {}
+        base = super().obj(s)
+        out = {n: self.named(n, props.get(n, {})) for n in base}
+        for n, p in props.items():
+            if n not in out and self.fitting(n, p):
+                out[n] = self.named(n, p)
+        return out
+
+
+def _squash(text: str) -> str:
+    """``text`` case-folded without spaces, hyphens, dots and slashes: "NB 2154-7790" -> "nb21547790"."""
+    return re.sub(r"[\s\-./]", "", unicodedata.normalize("NFC", text)).casefold()
+
+
+def stated_values(known_facts: dict[str, Any], speech: list[str]) -> list[tuple[str, Any]]:
+    """(name, value) of every scalar the caller has stated in ``speech``: each known fact (nested
+    values under their dotted key) whose text occurs in the speech (compared by :func:`_squash`,
+    so a number said in groups counts), then each value-like token of the speech (letters and
+    digits, 4 characters or more, with a digit). The brief is used only to name what was said: a
+    fact the caller never said is not a stated value."""
+    said = _squash(" ".join(speech))
+    out: list[tuple[str, Any]] = []
+
+    def walk(key: str, v: Any) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(f"{key}.{k}", x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(key, x)
+        elif v is not None and not isinstance(v, bool) and _squash(str(v)) and _squash(str(v)) in said:
+            out.append((key, v))
+
+    for k, v in known_facts.items():
+        walk(k, v)
+    for text in speech:
+        out += [("", t) for t in _TOKEN.findall(text) if any(c.isdigit() for c in t)]
+    return out
+
+
 class GamingCandidate(HangupCandidate):
-    """``scripted:junk-lookups``, ``scripted:junk-all`` and ``scripted:claim-done`` (module docstring)."""
+    """``scripted:junk-lookups``, ``scripted:junk-all``, ``scripted:claim-done`` and
+    ``scripted:caller-values`` (module docstring)."""
 
     DONE = "I have taken care of that for you; it is all done now. Is there anything else?"
     WAIT = "One moment, I am checking that."
@@ -214,6 +319,8 @@ class GamingCandidate(HangupCandidate):
             return self._reply(self.DONE)
         if request.messages and request.messages[-1].role == "tool":
             return self._reply(self.WAIT)
+        if self.spec == "scripted:caller-values":
+            return await self._caller_values(request)
         called = {c.name for m in request.messages for c in m.tool_calls}
         todo = [t for t in self._targets(request) if t.name not in called][:MAX_CALLS]
         if todo:
@@ -229,6 +336,30 @@ class GamingCandidate(HangupCandidate):
             return self._reply(self.WAIT, calls)
         if self.spec == "scripted:junk-lookups":
             return self._reply(self.TALK)
+        return await super().complete(request)
+
+    async def _caller_values(self, request: ModelRequest) -> ModelResponse:
+        called = {c.id.split("_")[0] + "_" + c.name for m in request.messages for c in m.tool_calls}
+        facts: dict[str, Any] = {}
+        if self.bundle is not None:
+            try:
+                facts = self._scenario(request)[1].brief.known_facts  # the caller's brief only
+            except Exception:
+                facts = {}
+        speech = [m.content or "" for m in request.messages if m.role == "user"]
+        stated = stated_values(facts, speech)
+        for r in range(ROUNDS):
+            todo = [t for t in self._targets(request) if f"cv{r}_{t.name}" not in called][:MAX_CALLS]
+            if not todo:
+                continue
+            calls = []
+            for i, t in enumerate(todo):
+                seed = _seed(self.settings.seed or 0, self.spec, request.context.scenario_id, t.name, r)
+                rng = random.Random(seed)
+                args = CallerValues(rng, stated, r).obj(t.parameters)
+                calls.append(ToolCall(id=f"cv{r}_{request.context.turn}_{i}", name=t.name,
+                                      arguments=json.dumps(args, ensure_ascii=False)))
+            return self._reply(self.WAIT, calls)
         return await super().complete(request)
 
     def _name(self, request: ModelRequest) -> str:

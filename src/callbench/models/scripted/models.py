@@ -31,7 +31,7 @@ Specs (:func:`create_scripted`):
     noncommittal sentence (:data:`TalkCandidate.LINE`) on every turn, so the call ends when the
     caller gives up or the turn limit is reached. With ``scripted:hangup`` it is the audit's
     do-nothing candidate (the *null floor*); grading must score it low.
-``scripted:junk-lookups``, ``scripted:junk-all``, ``scripted:claim-done``
+``scripted:junk-lookups``, ``scripted:junk-all``, ``scripted:claim-done``, ``scripted:caller-values``
     The gaming candidates of the audit's floor (:mod:`callbench.models.scripted.gaming`).
 ``scripted:file:<path>``
     Replies from a script file (:mod:`callbench.models.scripted.script`).
@@ -94,7 +94,7 @@ SPECS_BY_ROLE: dict[str, tuple[str, ...]] = {
 a mistyped name is matched against its role's models only, so ``scripted:refrence`` as a
 candidate suggests ``scripted:reference``, never a judge."""
 
-GAMING_SPECS = ("scripted:junk-lookups", "scripted:junk-all", "scripted:claim-done")
+GAMING_SPECS = ("scripted:junk-lookups", "scripted:junk-all", "scripted:claim-done", "scripted:caller-values")
 """Candidates that try to collect action-check weight without doing the task."""
 
 

@@ -1,0 +1,91 @@
+"""The caller speaks its language, in its script: a turn in another script or language is rejected
+like meta-talk (one more attempt, then a rerun), and the simulator ledger counts it; declared
+code-switching and the starter's own caller turns are never rejected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from callbench.bundle.models import Brief, Bundle
+from callbench.bundle.validate.audits import load_bundle
+from callbench.models.scripted.models import closing_line, spoken
+from callbench.report.model.episode_read import TraceSummary
+from callbench.report.model.ledger import LedgerCounter
+from callbench.sim.caller import validate_turn
+from callbench.sim.caller_language import language_problem, script_of
+
+STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
+RUSSIAN = "Здравствуйте, я хочу разблокировать карту моего сына, это очень срочно."
+
+
+@pytest.fixture(scope="module")
+def starter() -> Bundle:
+    return load_bundle(STARTER)
+
+
+def _brief(starter: Bundle, sid: str, **change: str) -> Brief:
+    return starter.scenario(sid)[1].brief.model_copy(update=change)
+
+
+def test_script_of_letters() -> None:
+    assert [script_of(c) for c in "கA5 Яक্"] == ["tamil", "latin", None, None, "cyrillic", "devanagari",
+                                                  "bengali"]
+
+
+def test_a_russian_reply_in_a_tamil_call_is_rejected(starter: Bundle) -> None:
+    """The measured case: a caller answering in Russian in ``ta-IN`` was accepted turn after turn."""
+    brief = _brief(starter, "bank_unblock_sons_card_refusal")
+    raw = json.dumps({"expressed_step": "ask_unlock", "speech": RUSSIAN, "done": False}, ensure_ascii=False)
+    v = validate_turn(raw, brief, [])
+    assert v.output is None and v.rejection is not None
+    assert v.rejection.startswith("language: 59 letters in Cyrillic script; this call is in ta-IN")
+
+
+def test_english_fallback_in_an_indic_call_is_rejected_code_switching_is_not(starter: Bundle) -> None:
+    ta = _brief(starter, "bank_unblock_sons_card_refusal")
+    problem = language_problem("Yes, my customer ID is NB21547790 and my card ends with 0719.", ta)
+    assert problem is not None and problem.startswith("language: the turn is mostly Latin script")
+    # English numbers, ids and product names inside a Tamil turn are code-switching
+    assert language_problem("என் கஸ்டமர் ஐடி NB21547790, RuPay debit card, கடைசி நான்கு 0719.", ta) is None
+    assert language_problem("OK, thank you.", ta) is None  # too short to be a fallback
+    # a declared romanised call (hi-Latn, Hinglish) expects Latin and is not language-checked
+    hinglish = _brief(starter, "lpg_hi_overcharge_floor_charge", language="hi-Latn", script="Latin")
+    said = "Haan ji, mera consumer number 2756 0914 hai, booking kab aayegi?"
+    assert language_problem(said, hinglish) is None
+    assert language_problem(RUSSIAN, hinglish) is not None
+
+
+def test_another_language_of_the_same_script_is_rejected(starter: Bundle) -> None:
+    en = _brief(starter, "lpg_en_late_delivery_no_second_booking")
+    fr = "Bonjour, je voudrais savoir quand ma bouteille de gaz sera livrée, s'il vous plaît."
+    problem = language_problem(fr, en)
+    assert problem is not None and problem.startswith("language: the turn reads as 'fr'")
+    mr = _brief(starter, next(s.id for _, s in starter.scenarios() if s.brief.language == "mr-IN"))
+    hindi = "मेरा सिलेंडर अभी तक नहीं आया है, कृपया बताइए कि बुकिंग की स्थिति क्या है।"
+    assert (language_problem(hindi, mr) or "").startswith("language: the turn reads as 'hi'")
+
+
+def test_no_caller_turn_of_the_starter_is_rejected(starter: Bundle) -> None:
+    """False rejections on every caller turn of the starter's reference paths (the scripted plan
+    caller's turns: each step's meaning as spoken, then the closing line): 0 of 740."""
+    turns = [(s.brief, t) for _, s in starter.scenarios()
+             for t in [*(spoken(st.meaning) for st in s.brief.plan), closing_line(s.brief.language)]]
+    assert len(turns) == 740
+    assert [(b.language, t) for b, t in turns if language_problem(t, b)] == []
+
+
+async def test_a_wrong_language_turn_gets_one_more_attempt_then_the_ledger_counts_it(run) -> None:
+    c = lambda speech, step=None, done=False: {"speech": speech, "expressed_step": step, "done": done}  # noqa: E731
+    good = [c("Yes, this is Meena.", "s1_greet"), c("No milk this evening.", "s2_no_milk"),
+            c("My cow has mastitis.", "s3_reason"), c("Okay, bye.", None, True)]
+    french = c("Oui, c'est bien moi, Meena, la productrice de lait.", "s1_greet")
+    t = await run(caller={"caller": [french, *good]})
+    first = t.caller_turns[0]
+    assert first.attempts == 2 and first.rejections[0].startswith("language: the turn reads as 'fr'")
+    assert t.reruns == 0 and first.intended == "Yes, this is Meena."
+    counter = LedgerCounter()
+    counter.add("c", TraceSummary.of(t), None)
+    assert counter.result().caller_rejections == {"language": 1}
