@@ -38,7 +38,7 @@ def known_latency() -> EpisodeLatency:
       tools 0.2 s, then speech ready 0.3 s into a 0.6 s request (1.4 s): 0.1 s of dead air,
       complete 1.7 s.
     A caller request in between is not the candidate's and is left out."""
-    turns = {
+    turns: dict[int, list[tuple[RequestLatency, str | None]]] = {
         0: [(_req(0, 1.0, first_speech=0.4), "Hello, how can I help?")],
         1: [(_req(1, 0.8, tools=1), None), (_req(1, 1.2, first_speech=0.5, gap=0.3), "Booked for Monday.")],
         2: [(_req(2, 0.9, first_speech=0.9, streamed=False), "Yes."),
