@@ -127,11 +127,14 @@ async def test_timed_candidate_answer_equals_the_untimed_one() -> None:
              ChatMessage(role="user", content="Hello, are you open on Sunday?")]
     schema = {"type": "object", "properties": {"speech": {"type": "string"}, "done": {"type": "boolean"}},
               "required": ["speech", "done"], "additionalProperties": False}
+    def ctx(role: str, turn: int = 0) -> RequestContext:
+        return RequestContext(role=role, episode_id="s", turn=turn)
+
     requests = [
-        ModelRequest(messages=msgs, tools=TOOLS, context=RequestContext(role="candidate", episode_id="s", turn=1)),
-        ModelRequest(messages=speak, tools=TOOLS, context=RequestContext(role="candidate", episode_id="s", turn=2)),
-        ModelRequest(messages=speak, response_schema=schema, context=RequestContext(role="caller", episode_id="s")),
-    ]  # fmt: skip
+        ModelRequest(messages=msgs, tools=TOOLS, context=ctx("candidate", 1)),
+        ModelRequest(messages=speak, tools=TOOLS, context=ctx("candidate", 2)),
+        ModelRequest(messages=speak, response_schema=schema, context=ctx("caller")),
+    ]
     answers = {}
     for stream in ("on", "off"):
         c = create_client("local:0.5b", ModelSettings.model_validate(
