@@ -36,8 +36,9 @@
   roles that stream (``settings.stream``, ``base.wants_stream``: the candidate by default), so its
   first token and first word of speech are measured; the answer itself is the non-streamed one,
   unchanged. Other roles' answers are marked not streamed (first token = the whole answer). Times
-  count from when the request got the cores (waiting for another role's computation in this
-  process is the harness's, not the model's: it is in ``last_timings["waited_seconds"]``).
+  count from when the request got the cores with the model loaded (waiting for another role's
+  computation in this process, ``last_timings["waited_seconds"]``, and loading the weights are
+  the harness's, not the model's; reading the prompt is the model's).
 - Sampling seed: ``settings.seed`` mixed with the episode, attempt, turn, role and message count,
   so every call is reproducible and repeats differ.
 """
@@ -486,8 +487,7 @@ class LocalClient:
                 kwargs[theirs] = value
         waited = time.perf_counter()
         with _COMPUTE_LOCK, engine.lock:
-            origin = time.perf_counter()
-            waited = origin - waited
+            waited = time.perf_counter() - waited
             if engine.llm is None or engine.n_ctx < needed:
                 if engine.llm is not None:
                     engine.llm.close()
@@ -504,6 +504,7 @@ class LocalClient:
                     )
                 engine.n_ctx = n_ctx
             llm = engine.llm
+            origin = time.perf_counter()  # the model ready: its latency starts here
             kwargs["grammar"] = _parsable_grammar(llm, candidates)
             clock = None
             if wants_stream(self.settings, request.context.role):
