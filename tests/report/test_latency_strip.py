@@ -44,10 +44,11 @@ def known_latency() -> EpisodeLatency:
         2: [(_req(2, 0.9, first_speech=0.9, streamed=False), "Yes."),
             (_req(2, 0.6, first_speech=0.3, gap=0.2), "Anything else?")],
     }  # fmt: skip
-    caller = RequestLatency(role="caller", turn=1, start_s=0.0, first_token_s=9.0, waited_s=9.0, speech=True)
+    caller = RequestLatency(role="caller", turn=1, start_s=0.0, first_token_s=9.0, waited_s=9.0, speech=True,
+                            source="harness")  # a scripted caller: the episode's timings are mixed
     requests = [r for items in turns.values() for r, _ in items]
     return EpisodeLatency(started_at="2026-01-01T00:00:00.000+00:00", speech_rate="en: 2.5 words/s",
-                          requests=[*requests[:1], caller, *requests[1:]],
+                          source="mixed", requests=[*requests[:1], caller, *requests[1:]],
                           turns=[turn_latency(t, items) for t, items in turns.items()])  # fmt: skip
 
 
@@ -57,7 +58,7 @@ EXPECTED_ROWS = [
     ["1", "1600", "0", "2300", "1", "2", "streamed"],
     ["2", "900", "100", "1700", "0", "2", "not streamed"],
 ]
-# turn 1 on the call's scale (its longest turn, 2.3 s): model 0-0.8 s, tools 0.8-1.1 s, waiting
+# turn 1 on its own scale (2.3 s): model 0-0.8 s, tools 0.8-1.1 s, waiting
 # 1.1-1.6 s, the answer arriving 1.6-2.3 s; the first word at 1.6 s
 TURN1_BARS = [("wait", "0.0", "34.8"), ("tool", "34.8", "13.0"), ("wait", "47.8", "21.7"),
               ("speak", "69.6", "30.4")]
@@ -75,8 +76,18 @@ def test_strip_figures_and_bars() -> None:
     assert "tools 300 ms" in [b["title"] for b in t1["bars"]]
     # a not-streamed answer has no "arriving" stretch: its first word is the whole answer
     assert [b["kind"] for b in view["turns"][2]["bars"]] == ["wait", "tool", "wait", "speak"]
-    assert view["turns"][2]["bars"][0]["width"] == f"{100 * 0.9 / 2.3:.1f}"
-    assert "en: 2.5 words/s" in view["note"]
+    assert view["turns"][2]["bars"][0]["width"] == f"{100 * 0.9 / 1.7:.1f}" == "52.9"  # its own 1.7 s
+    assert view["turns"][0]["mark"] == "40.0"
+    assert "en: 2.5 words/s" in view["note"] and "replayed" not in view["note"]  # the caller's are not shown
+
+
+def test_replayed_turns_say_so() -> None:
+    latency = known_latency()
+    latency.turns = [t.model_copy(update={"source": "replayed"}) for t in latency.turns]
+    view = latency_view(latency)
+    assert view is not None and "replayed from the response cache" in view["note"]
+    assert [t["streamed"] for t in view["turns"]] == ["streamed, replayed", "streamed, replayed",
+                                                      "not streamed, replayed"]
 
 
 def test_no_timings_no_strip() -> None:

@@ -8,7 +8,8 @@ the same characters. Times are shown in whole milliseconds, as the report's late
 (``report/model/latency_text.py``). The figures are the trace's own
 (:class:`~callbench.trace.TurnLatency`, computed by ``sim/latency.py``); the bars are laid out
 from the turn's candidate requests (:class:`~callbench.trace.RequestLatency`) on the same
-timeline ``sim/latency.py`` uses: request k starts ``gap_s`` after request k-1 ended.
+timeline ``sim/latency.py`` uses: request k starts ``gap_s`` after request k-1 ended; each bar
+spans its own turn.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from callbench.trace import EpisodeLatency, RequestLatency, TurnLatency
 LEGEND = (
     "Seconds from the end of the caller's turn, in ms. Bars: grey, waiting for the model's answer "
     "(tool-call answers included); green, the answer arriving after its first word; orange, tools "
-    "running between requests; the black tick is the first word. All rows share one scale."
+    "running between requests; the black tick is the first word. Each bar spans its own turn."
 )
 
 
@@ -67,7 +68,10 @@ def _segments(requests: list[RequestLatency]) -> list[tuple[str, float, float, s
     return out
 
 
-def _turn_row(turn: TurnLatency, requests: list[RequestLatency], scale: float) -> dict[str, Any]:
+def _turn_row(turn: TurnLatency, requests: list[RequestLatency]) -> dict[str, Any]:
+    # each turn on its own scale: the greeting reads the whole system prompt and can take a
+    # hundred times longer than later turns, which a shared scale would flatten to nothing
+    scale = max(turn.completion_s, turn.time_to_first_word_s or 0.0)
     bars = [
         {"kind": kind, "left": _pct(a, scale), "width": _pct(b - a, scale), "title": title}
         for kind, a, b, title in _segments(requests)
@@ -92,7 +96,7 @@ def latency_view(latency: EpisodeLatency | None) -> dict[str, Any] | None:
     or no candidate turn). ``{"note": str, "turns": [row]}``; each row holds ``turn``,
     ``first_word``, ``dead_air``, ``completion`` (ms), ``tools`` (round trips before speech),
     ``requests``, ``streamed`` (text), ``bars`` (``kind`` of ``wait``/``speak``/``tool``,
-    ``left`` and ``width`` in percent of the call's longest turn, ``title``) and ``mark`` (the
+    ``left`` and ``width`` in percent of the turn's own time, ``title``) and ``mark`` (the
     first word's position in percent, or None). Values are strings (or None): nothing is
     formatted later."""
     if latency is None or not latency.turns:
@@ -101,11 +105,10 @@ def latency_view(latency: EpisodeLatency | None) -> dict[str, Any] | None:
     for req in latency.requests:
         if req.role == "candidate":
             by_turn.setdefault(req.turn, []).append(req)
-    scale = max((t.completion_s for t in latency.turns), default=0.0)
-    scale = max([scale, *((t.time_to_first_word_s or 0.0) for t in latency.turns)])
-    source = _SOURCES.get(latency.source, "")
+    sources = {t.source for t in latency.turns}  # the candidate's own (the caller's are not shown)
+    source = _SOURCES.get(sources.pop() if len(sources) == 1 else "mixed", "")
     rate = f" Speech rate {latency.speech_rate}." if latency.speech_rate else ""
     return {
         "note": LEGEND + source + rate,
-        "turns": [_turn_row(t, by_turn.get(t.turn, []), scale) for t in latency.turns],
+        "turns": [_turn_row(t, by_turn.get(t.turn, [])) for t in latency.turns],
     }
