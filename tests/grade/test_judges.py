@@ -353,3 +353,33 @@ def test_the_run_command_counts_a_duplicate_label_as_a_judge_error(tmp_path):
         assert len(judged) == 6
         assert all(i["label"] == "judge_error" and "twice" in i["reason"] for i in judged)
         assert g["judge_attempts"]["conversation_judge"] == 2 and g["judge_errors"] == 6
+
+
+async def test_judge_request_timings_are_kept_in_the_grade(make_trace, bundle, recording):
+    """Each judge request its client timed is kept by role: the re-ask after an unusable reply
+    too (``ask`` 1), with its HTTP retries; a client that times nothing leaves its role out."""
+    from callbench.grade.models import EpisodeGrade, JudgeRequestTiming
+    from callbench.models.timing import AttemptTiming, ResponseTiming
+
+    first = ResponseTiming(attempts=[AttemptTiming(sent_s=0.0, finished_s=1.5)])
+    second = ResponseTiming(attempts=[AttemptTiming(sent_s=0.0, finished_s=0.5, fault="server_error"),
+                                      AttemptTiming(sent_s=1.0, first_token_s=1.25, finished_s=2.0)],
+                            streamed=True)
+    unusable = ModelOutputError("schema violated")
+    unusable.timing = first
+
+    class Timed(recording):  # type: ignore[misc, valid-type]
+        async def complete(self, request):
+            response = await super().complete(request)
+            return response.model_copy(update={"timing": second}) if request.context.role == "task_judge" \
+                else response
+
+    task = Timed({"task_judge": [unusable, TASK_OK]})
+    conv = recording({"conversation_judge": [CONV_OK]})
+    g = await grade_trace(make_trace("good"), bundle, task, conv)
+    assert g.judge_attempts["task_judge"] == 2
+    assert g.judge_timings == {"task_judge": [
+        JudgeRequestTiming(ask=0, waited_s=1.5, first_token_s=1.5),
+        JudgeRequestTiming(ask=1, waited_s=2.0, first_token_s=1.25, streamed=True, retries=1),
+    ]}
+    assert EpisodeGrade.model_validate_json(g.model_dump_json()).judge_timings == g.judge_timings

@@ -115,6 +115,49 @@ async def test_json_role_output_matches_schema(client):
     assert set(value) == {"speech", "done"} and isinstance(value["done"], bool)
 
 
+async def test_timed_candidate_answer_equals_the_untimed_one() -> None:
+    """The candidate's answer timed token by token (``stream`` on) is the answer of the same
+    request untimed (``stream`` off), for speech, tool calls and JSON roles; the timed one has its
+    first token and first word of speech inside the request."""
+    from callbench.models.local.token_clock import speech_started
+
+    msgs = [ChatMessage(role="system", content=SYSTEM),
+            ChatMessage(role="user", content="My account number is 12345678. What is my balance?")]
+    speak = [ChatMessage(role="system", content="You are a friendly receptionist. Answer in one sentence."),
+             ChatMessage(role="user", content="Hello, are you open on Sunday?")]
+    schema = {"type": "object", "properties": {"speech": {"type": "string"}, "done": {"type": "boolean"}},
+              "required": ["speech", "done"], "additionalProperties": False}
+    def ctx(role: str, turn: int = 0) -> RequestContext:
+        return RequestContext(role=role, episode_id="s", turn=turn)
+
+    requests = [
+        ModelRequest(messages=msgs, tools=TOOLS, context=ctx("candidate", 1)),
+        ModelRequest(messages=speak, tools=TOOLS, context=ctx("candidate", 2)),
+        ModelRequest(messages=speak, response_schema=schema, context=ctx("caller")),
+    ]
+    answers = {}
+    for stream in ("on", "off"):
+        c = create_client("local:0.5b", ModelSettings.model_validate(
+            {"temperature": 0.0, "seed": 3, "max_tokens": 120, "stream": stream}))
+        answers[stream] = [await c.complete(r) for r in requests]
+        release_engines()
+    for timed, plain in zip(answers["on"], answers["off"], strict=True):
+        assert (timed.content, timed.tool_calls, timed.finish_reason) == (
+            plain.content, plain.tool_calls, plain.finish_reason)
+        assert timed.usage.output_tokens == plain.usage.output_tokens
+        assert timed.timing is not None and plain.timing is not None
+        assert timed.timing.streamed and not plain.timing.streamed
+        assert 0 < timed.timing.first_token_s < timed.timing.waited_s
+        assert plain.timing.first_token_s == plain.timing.waited_s
+    spoken = answers["on"][1]
+    assert spoken.content and spoken.timing is not None and spoken.timing.first_speech_s is not None
+    assert spoken.timing.first_token_s <= spoken.timing.first_speech_s < spoken.timing.waited_s
+    assert speech_started('{"speech": "' + spoken.content)
+    for r in answers["on"]:
+        if not (r.content and r.content.strip()) and r.timing is not None:
+            assert r.timing.first_speech_s is None
+
+
 async def test_prompt_over_context_is_infrastructure():
     small = create_client("local:0.5b", ModelSettings(n_ctx=256, max_tokens=64))
     msgs = [ChatMessage(role="system", content="word " * 400), ChatMessage(role="user", content="hi")]

@@ -5,7 +5,7 @@ same outerHTML in both (so a missing or extra element, class, attribute, text or
 between elements shows). The calls hold hostile text (markup, ``javascript:`` and ``://`` links,
 RTL controls, NUL, CR), skipped and ungraded episodes, tool events with parse errors and odd JSON
 numbers, channel events, judged items citing messages that do not exist, voice-channel turns with
-and without their audio in the cache, and four scripts.
+and without their audio in the cache, latency strips with known timings, and four scripts.
 
 Two intended differences are kept out of the comparison: the ``open`` attribute of the element
 itself (the folder opens the call it loads; the single file leaves it closed), and an audio
@@ -44,6 +44,7 @@ from callbench.sim.voice.keys import tts_key
 from callbench.trace import CallerTurn, ChannelEvent, MatcherOutcome, ToolEvent, TraceMessage, VoiceEvent
 
 from .conftest import write_run
+from .test_latency_strip import known_latency
 
 sync_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -124,7 +125,7 @@ def hostile_trace(call: CallData, lang: str) -> Any:
                  ChannelEvent(kind="drop", source="authored", turn=10, applied=False)]  # fmt: skip
     return trace.model_copy(update={"messages": messages, "tool_events": events, "caller_turns": turns,
                                     "unreached_channel_events": unreached, "language": lang,
-                                    "skip_reason": None})  # fmt: skip
+                                    "skip_reason": None, "latency": known_latency()})  # fmt: skip
 
 
 TTS = {"name": "tone", "version": "1", "settings": {}}
@@ -244,7 +245,9 @@ def test_folder_calls_equal_the_single_files(browser: Any, written: tuple[Path, 
                    "parse error: ", "skipped: ", 'class="verdict-pass"', 'class="verdict-fail"', 'lang="ta"',
                    'lang="ar"', "\u202e", "12345678901234567890123", "1e+16", "NaN", "42?", "rating None",
                    "double-encoded", "“<span", "Authored channel events", "no pass/fail",
-                   "0.12", "audio not in the run's voice cache"):  # fmt: skip
+                   "0.12", "audio not in the run's voice cache",
+                   '<span class="lat-tool" style="left:34.8%;width:13.0%" title="tools 300 ms">',
+                   '<td class="num">1600</td>', "not streamed"):  # fmt: skip
         assert needle in every, needle
     assert "\x00" not in every and "\r" not in every
     # hostile text stayed text: no element, handler or script came from it, nothing ran

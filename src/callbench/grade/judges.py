@@ -20,7 +20,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from callbench.bundle.models import Criterion, Pillar, Scenario
-from callbench.grade.models import GradedItem, Label
+from callbench.grade.models import GradedItem, JudgeRequestTiming, Label
 from callbench.grade.parse import ItemKey, ItemReply, ReplyError, key_str, parse_judge_reply
 from callbench.grade.prompts import (
     conversation_judge_messages,
@@ -40,6 +40,7 @@ from callbench.models.base import (
     Usage,
 )
 from callbench.models.output_limits import safe_response, safe_text
+from callbench.models.timing import ResponseTiming
 from callbench.trace import Trace
 
 MAX_ATTEMPTS = 2
@@ -56,6 +57,16 @@ class JudgeOutcome(BaseModel):
     errors: dict[str, str] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
     attempts: int = 0
+    timings: list[JudgeRequestTiming] = Field(default_factory=list)
+
+
+def _timing(ask: int, timing: ResponseTiming | None, cached: bool) -> list[JudgeRequestTiming]:
+    """The request's timing as a grade keeps it; none when its client timed nothing."""
+    if timing is None:
+        return []
+    return [JudgeRequestTiming(ask=ask, waited_s=timing.waited_s, first_token_s=timing.first_token_s,
+                               streamed=timing.streamed, retries=max(0, len(timing.attempts) - 1),
+                               replayed=cached)]
 
 
 async def ask_judge(
@@ -92,11 +103,13 @@ async def ask_judge(
                 out.errors[k] = reason
             return out
         except ModelOutputError as e:
+            out.timings += _timing(attempt, e.timing, False)
             content: str | None = None
             problems = [f"the reply violated the output format: {safe_text(str(e))}"]
             last_errors = {k: problems[0] for k in pending}
         else:
             out.usage = out.usage + resp.usage
+            out.timings += _timing(attempt, resp.timing, resp.cached)
             content = resp.content
             try:
                 parsed = parse_judge_reply(content, expected, valid_indices)

@@ -89,6 +89,22 @@ the tolerable pause before a reply at roughly 0.5 to 1 s (a benchmark of models 
 used about 700 ms to first token); 800 ms sits in that range. ``--latency-budget`` changes it."""
 
 
+class JudgeRequestTiming(BaseModel):
+    """The timings of one judge request (``models/timing.py``), seconds from its first send:
+    ``ask`` is 0 for the first question, 1 for the re-ask with the problems appended;
+    ``waited_s`` the answer complete (HTTP retries and backoff included, ``retries`` of them);
+    ``first_token_s`` its first token (not streamed: the whole answer); ``replayed``: served from
+    the response cache (the original request's times, not measured now). Measurements, not
+    content: no score depends on them."""
+
+    ask: int
+    waited_s: float
+    first_token_s: float
+    streamed: bool = False
+    retries: int = 0
+    replayed: bool = False
+
+
 class EpisodeGrade(BaseModel):
     """Grades of one episode. Skipped episodes carry no items and no scores."""
 
@@ -124,6 +140,8 @@ class EpisodeGrade(BaseModel):
     judge_errors: int = 0
     usage: dict[str, Usage] = Field(default_factory=dict)  # judge usage by role
     judge_attempts: dict[str, int] = Field(default_factory=dict)  # requests made, by role
+    judge_timings: dict[str, list[JudgeRequestTiming]] = Field(default_factory=dict)
+    """By judge role, the timings of each request whose client timed it (scripted judges: none)."""
     not_graded: bool = False
     """True when a pillar's judged items mostly errored (``scoring.NOT_GRADED_SHARE``): no score,
     excluded from means, pass rates and comparisons, graded again by the next grading pass."""

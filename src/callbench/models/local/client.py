@@ -32,6 +32,13 @@
   :data:`PREFILL_MIN` tokens still to read is read in chunks of :data:`PREFILL_CHUNK` before
   generation (all but its last token, which generation reads as before), so a progress line moves
   every few seconds instead of sitting silent for minutes.
+- Timing: the answer's tokens are timed as llama.cpp samples them (:mod:`.token_clock`) for the
+  roles that stream (``settings.stream``, ``base.wants_stream``: the candidate by default), so its
+  first token and first word of speech are measured; the answer itself is the non-streamed one,
+  unchanged. Other roles' answers are marked not streamed (first token = the whole answer). Times
+  count from when the request got the cores with the model loaded (waiting for another role's
+  computation in this process, ``last_timings["waited_seconds"]``, and loading the weights are
+  the harness's, not the model's; reading the prompt is the model's).
 - Sampling seed: ``settings.seed`` mixed with the episode, attempt, turn, role and message count,
   so every call is reproducible and repeats differ.
 """
@@ -54,11 +61,13 @@ from typing import Any, TypeVar
 from callbench.models import activity
 from callbench.models.base import (
     InfrastructureError,
+    ModelOutputError,
     ModelRequest,
     ModelResponse,
     ModelSettings,
     Usage,
     request_seed,
+    wants_stream,
 )
 from callbench.models.local.extra import install_hint
 from callbench.models.local.format import (
@@ -72,6 +81,7 @@ from callbench.models.local.native_stderr import silenced_stderr
 from callbench.models.local.openmp import import_llama_cpp
 from callbench.models.local.safeguards import extra_bufts_enabled, extra_bufts_guard, note_native
 from callbench.models.local.sampling import fast_llama_class
+from callbench.models.local.token_clock import TokenClock, whole_answer_timing
 from callbench.models.output import check_json_output
 from callbench.models.remote.schemas import map_subschemas
 
@@ -494,7 +504,12 @@ class LocalClient:
                     )
                 engine.n_ctx = n_ctx
             llm = engine.llm
+            origin = time.perf_counter()  # the model ready: its latency starts here
             kwargs["grammar"] = _parsable_grammar(llm, candidates)
+            clock = None
+            if wants_stream(self.settings, request.context.role):
+                clock = TokenClock(len(tokens), llm.detokenize, speech=not json_out)
+                kwargs["stopping_criteria"] = clock  # observes each sampled token, never stops
             note_native(
                 f"llama.cpp ran {self.spec} as the {request.context.role} "
                 f"({len(tokens):,} prompt tokens, episode {request.context.episode_id}, "
@@ -508,7 +523,8 @@ class LocalClient:
                 out = llm.create_completion(tokens, **kwargs)
             finally:
                 activity.clear()
-            elapsed = time.perf_counter() - start
+            finished = time.perf_counter()
+            elapsed = finished - start
             perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
             sampler = getattr(llm, "last_sampler", None)
             grammar_checks = (sampler.fast_accepts, sampler.full_passes) if sampler else (0, 0)
@@ -545,13 +561,20 @@ class LocalClient:
             cost_usd=0.0,
         )
         finish = choice.get("finish_reason")
-        if json_out:
-            assert request.response_schema is not None
-            check_json_output(text, request.response_schema, usage=usage)
-            return ModelResponse(content=text, usage=usage, finish_reason=finish, model=self.model_name)
-        speech, calls = parse_candidate_output(text, turn_key=len(request.messages), usage=usage)
+        timing = whole_answer_timing(origin, finished) if clock is None else clock.timing(origin, finished)
+        try:
+            if json_out:
+                assert request.response_schema is not None
+                check_json_output(text, request.response_schema, usage=usage)
+                return ModelResponse(content=text, usage=usage, finish_reason=finish, model=self.model_name,
+                                     timing=timing)
+            speech, calls = parse_candidate_output(text, turn_key=len(request.messages), usage=usage)
+        except ModelOutputError as err:
+            err.timing = timing
+            raise
         return ModelResponse(
-            content=speech, tool_calls=calls, usage=usage, finish_reason=finish, model=self.model_name
+            content=speech, tool_calls=calls, usage=usage, finish_reason=finish, model=self.model_name,
+            timing=timing,
         )
 
     async def aclose(self) -> None:

@@ -133,6 +133,7 @@ def call_record(view: dict[str, Any]) -> dict[str, Any]:
         }
         for it in view["judged"]
     ]
+    out["latency"] = view["latency"]  # already text (report/html/latency_strip.py)
     return out
 
 

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS
 from callbench.grade.models import EpisodeGrade
+from callbench.report.html.latency_strip import latency_view
 from callbench.report.html.textdiff import apply_line_ops, line_ops, word_diff
 from callbench.report.model.audio import AudioFiles
 from callbench.report.model.load import RunData
@@ -350,6 +351,7 @@ def episode_view(
         ),
         "judged": _items(grade, prefix, trace),
         "usage": {k: v.model_dump(mode="json") for k, v in trace.usage.items()} if trace else {},
+        "latency": latency_view(trace.latency) if trace else None,
     }
 
 

@@ -205,6 +205,26 @@
     add(body, "\n");
   }
 
+  // The latency strip's row (callbench/report/html/latency_strip.py gives every value as text).
+  function latencyRow(body, t) {
+    var tr = h(body, "tr", {"class": "lat-row"});
+    h(tr, "td", {"class": "num"}, t.turn);
+    h(tr, "td", {"class": "num"}, t.first_word);
+    h(tr, "td", {"class": "num"}, t.dead_air);
+    h(tr, "td", {"class": "num"}, t.completion);
+    h(tr, "td", {"class": "num"}, t.tools);
+    h(tr, "td", {"class": "num"}, t.requests);
+    h(tr, "td", null, t.streamed);
+    var strip = h(h(tr, "td", {"class": "lat-cell"}), "div", {"class": "lat-strip"});
+    t.bars.forEach(function (b) {
+      h(strip, "span", {"class": "lat-" + b.kind, style: "left:" + b.left + "%;width:" + b.width + "%", title: b.title});
+    });
+    if (t.mark !== null) {
+      h(strip, "span", {"class": "lat-mark", style: "left:" + t.mark + "%", title: "first word " + t.first_word + " ms"});
+    }
+    add(body, "\n");
+  }
+
   // One call's details.episode element from its data (messages and tool events leave out empty
   // values: a missing key reads as null, false, "" or []): the DOM templates/episode.html.j2
   // gives the single file (same elements, attributes, text and white space between elements).
@@ -228,6 +248,14 @@
         g.conversation + " (" + g.conversation_points + " / " + g.conversation_weight + ") \u00b7 overall " +
         g.overall + " \u00b7 " + g.verdict + " \u00b7 judge errors " + g.judge_errors);
       add(d, "\n");
+    }
+    if (e.latency) {
+      section(d, "Latency");
+      h(d, "p", {"class": "ci"}, e.latency.note);
+      add(d, "\n");
+      body = wideTable(d, ["turn", "first word ms", "dead air ms", "complete ms", "tool round trips before speech",
+        "requests", "streamed", "timeline"]);
+      e.latency.turns.forEach(function (t) { latencyRow(body, t); });
     }
     if (e.messages.length) {
       body = wideTable(d, section(d, "Messages", ["#", "role", "content", "tool calls", "refs"]));
