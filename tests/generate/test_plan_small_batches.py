@@ -73,6 +73,8 @@ def _answer(item: PlanItem, pool: dict[str, dict[str, Any]], tested: dict[str, s
     for sid, data in pool.items():
         if _channel(item.channel_kinds, data.get("channel") or {}) is None:
             continue
+        if data.get("language") != item.language:  # its caller speaks its own language (checked)
+            continue
         hit = len(set(item.sections) & tested[sid])
         if hit > score:
             best, score = sid, hit

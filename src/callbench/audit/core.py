@@ -74,6 +74,11 @@ every lookup tool, junk for every tool that does not end the call then hang-up, 
 without any call, and every tool that does not end the call, for several turns, with the values
 the caller has said."""
 FLOOR_CANDIDATES = NULL_CANDIDATES + GAMING_CANDIDATES
+GENERATION_FLOOR = tuple(c for c in FLOOR_CANDIDATES if c != "scripted:caller-values")
+"""The floor a generated or imported draft is held to before it is written: every floor agent but
+the one that uses the caller's stated values, whose bound drafts from a real call (checks drafted
+from the call's own lookups) cannot meet before a person pins the arguments that matter in review;
+``callbench audit`` holds every scenario of a bundle to the whole floor (docs/decisions.md)."""
 """Every candidate of the floor, in report order."""
 FLOOR_MEAN = 0.10
 FLOOR_MAX = 0.25
@@ -315,6 +320,7 @@ async def audit_bundle(
     scenario_ids: Collection[str] | None = None,
     judges: AuditJudges | None = None,
     static_problems: list[Problem] | None = None,
+    floor_candidates: tuple[str, ...] = FLOOR_CANDIDATES,
 ) -> AuditReport:
     """Audit ``bundle`` (or only the scenarios ``scenario_ids``; only those are replayed).
 
@@ -326,6 +332,7 @@ async def audit_bundle(
     these known answers (:func:`callbench.audit.judges.audit_judges`). Raises ``KeyError`` for
     a scenario id not in the bundle. ``static_problems``: validate's problems when the caller has
     them already (``callbench audit`` validates the folder first), so they are not computed twice.
+    ``floor_candidates``: the floor agents that play each scenario (all of them by default).
     Never raises for bad bundle content: an episode that cannot be
     run or graded is an ``audit.internal`` problem on its scenario file.
     """
@@ -352,7 +359,7 @@ async def audit_bundle(
         sa = ScenarioAudit(agent_id=agent.config.id, scenario_id=scen.id, file=sfile)
         report.problems += find_leaks(agent, scen, names)
         report.problems += find_forbidden_gains(agent, scen, sfile)
-        specs = ([REFERENCE_CANDIDATE] if scen.reference_path else []) + list(FLOOR_CANDIDATES)
+        specs = ([REFERENCE_CANDIDATE] if scen.reference_path else []) + list(floor_candidates)
         if not scen.reference_path:
             report.problems.append(
                 Problem(
@@ -418,7 +425,9 @@ async def audit_bundle(
                     )
         report.scenarios.append(sa)
     report.null_floor = _summaries(report.scenarios)
-    for spec, summary in report.null_floor.candidates.items():
+    # the mean bound is the bundle's: an audit of some scenarios (the generator audits each new one)
+    # holds each to the per-scenario bound only, or one scenario would meet a mean of itself
+    for spec, summary in report.null_floor.candidates.items() if scenario_ids is None else ():
         if summary.mean > FLOOR_MEAN:
             report.problems.append(
                 Problem(

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from callbench.audit.core import audit_bundle
+from callbench.audit.core import GENERATION_FLOOR, audit_bundle
 from callbench.bundle.loader import Problem
 from callbench.bundle.models import ID_PATTERN
 from callbench.bundle.provenance import GENERATED_HEADER
@@ -99,6 +99,7 @@ async def audit_candidate(bundle_dir: Path, agent_id: str, scenario: dict[str, A
         if bundle is not None and not problems and isinstance(scenario.get("id"), str):
             # the run audit (audit/core.py): null floor, leak audit, channel events that never
             # apply; validate's problems are already known (none), so it does not validate again
-            report = await audit_bundle(bundle, scenario_ids=[scenario["id"]], static_problems=[])
+            report = await audit_bundle(bundle, scenario_ids=[scenario["id"]], static_problems=[],
+                                        floor_candidates=GENERATION_FLOOR)
             problems += report.problems
         return problems
