@@ -65,14 +65,16 @@ def score_matrix(report: Report, anchors: dict[str, str]) -> Figure | None:
                 if c is None:
                     line.append(None)
                     continue
-                verdict = f"passed {c.passed} of {c.scored}" + (f", {c.skipped} skipped" if c.skipped else "")
+                verdict = (f"passed {c.passed} of {c.judged}"
+                           + (f", {c.cut} cut at the turn cap" if c.cut else "")
+                           + (f", {c.skipped} skipped" if c.skipped else ""))
                 score = "no score" if c.mean_overall is None else f"overall {c.mean_overall:.1f}"
                 line.append(
                     Tile(
                         value=c.mean_overall,
                         text="—"
                         if c.mean_overall is None
-                        else f"{c.mean_overall:.0f}" + ("✗" if c.passed < c.scored else ""),
+                        else f"{c.mean_overall:.0f}" + ("✗" if c.passed < c.judged else ""),
                         title=f"{cand} · {a} / {s} ({c.language}, {c.difficulty}): {score}, {verdict}",
                         href=next((anchors[e] for e in c.episode_ids if e in anchors), None),
                     )
@@ -92,7 +94,8 @@ def score_matrix(report: Report, anchors: dict[str, str]) -> Figure | None:
         svg,
         "One tile per scenario (an agent's scenarios in id order; hover for its id, language and verdict), "
         "coloured red (0) to green (100) by the mean overall score over repeats; ✗: a repeat failed "
-        "(overall below the cutoff); grey: no score. A tile opens that call.",
+        "(its pass rule: the outcome and the cutoff by default; a call cut at the turn cap has no "
+        "verdict); grey: no score. A tile opens that call.",
     )
 
 

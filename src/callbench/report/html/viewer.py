@@ -358,7 +358,8 @@ def episode_view(
 def episode_row(view: dict[str, Any]) -> dict[str, Any]:
     """The few fields of a view the episodes table shows and filters on (what the folder report
     keeps in memory per call): anchor, ids, language, difficulty, status, end reason, the number
-    of tool calls, the overall score (0-100 or None) and the verdict (pass, fail or none)."""
+    of tool calls, the overall score (0-100 or None) and the verdict (pass, fail, cut: ended at a
+    caller-turn cap before the authored call could finish, or none)."""
     grade = view["grade"]
     passed = view["passed"]
     return {
@@ -367,7 +368,8 @@ def episode_row(view: dict[str, Any]) -> dict[str, Any]:
         "tool_calls": len(view["tool_events"]),
         "overall": grade.overall if grade is not None else None,
         "graded": grade is not None,
-        "verdict": "pass" if passed else ("fail" if passed is not None else "none"),
+        "verdict": "cut" if grade is not None and grade.cut else (
+            "pass" if passed else ("fail" if passed is not None else "none")),
     }
 
 

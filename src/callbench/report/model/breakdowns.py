@@ -78,6 +78,8 @@ class ScenarioCell(BaseModel):
     mean_overall: float | None = None
     scored: int = 0
     passed: int = 0
+    judged: int = 0  # scored repeats with a pass verdict (a call cut by a turn cap has none)
+    cut: int = 0  # scored repeats cut by a caller-turn cap
     skipped: int = 0
     episode_ids: list[str] = Field(default_factory=list)
 
@@ -132,6 +134,8 @@ def scenario_cells(records: Sequence[EpisodeRecord]) -> list[ScenarioCell]:
             values[key].append(overall)
             cell.scored += 1
             cell.passed += r.value("pass") == 100.0
+            cell.judged += r.value("pass") is not None
+            cell.cut += bool(r.grade is not None and r.grade.cut)
     for key, vs in values.items():
         cells[key].mean_overall = sum(vs) / len(vs)
     return sorted(cells.values(), key=lambda c: (c.agent_id, c.scenario_id, c.candidate))
