@@ -251,7 +251,7 @@ class ConformanceServer:
         else:
             fmt = body.get("response_format") or {}
             schema = (fmt.get("json_schema") or {}).get("schema") if fmt.get("type") == "json_schema" else {}
-            answer = structured_answer(role, schema or {})
+            answer = structured_answer(role, schema or {}, body)
             message = {"role": "assistant", "content": json.dumps(answer, ensure_ascii=False)}
         return role, {
             "id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
@@ -267,7 +267,7 @@ class ConformanceServer:
         if isinstance(choice, dict) and choice.get("type") == "tool":
             tool = next(t for t in body["tools"] if t.get("name") == choice.get("name"))
             blocks.append({"type": "tool_use", "id": f"toolu_{n}", "name": tool["name"],
-                           "input": structured_answer(role, tool.get("input_schema", {}))})
+                           "input": structured_answer(role, tool.get("input_schema", {}), body)})
         else:
             turn = self._turn(headers)
             calls, text = turn if turn is not None else (

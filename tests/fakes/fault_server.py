@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -328,7 +329,8 @@ class FaultServer:
         named = _schema_of(body)
         return {
             "role": "assistant",
-            "content": json.dumps(structured_answer(role, named[1] if named else {})),
+            "content": json.dumps(structured_answer(role, named[1] if named else {}, body),
+                                  ensure_ascii=False),
         }
 
     def valid_anthropic(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -372,7 +374,7 @@ class FaultServer:
                 body, [{"type": "text", "text": f"I understand, let me note that, ref {ref}."}]
             )
         forced = _forced_tool(body) or {}
-        answer = structured_answer(role, forced.get("input_schema", {}))
+        answer = structured_answer(role, forced.get("input_schema", {}), body)
         return _anthropic_message(
             body,
             [{"type": "tool_use", "id": "toolu_answer", "name": forced.get("name", ""), "input": answer}],
@@ -557,19 +559,43 @@ class FaultServer:
             self._send(h, 200, data)
 
 
-def structured_answer(role: str, schema: dict[str, Any]) -> Any:
+CALLER_SPEECH: dict[str, tuple[str, str]] = {
+    "en": ("Yes, and there is one more thing I need.", "Okay, thank you. Bye."),
+    "hi": ("हाँ, और मुझे एक और चीज़ चाहिए।", "ठीक है, धन्यवाद। नमस्ते।"),
+    "mr": ("हो, आणि मला अजून एक गोष्ट हवी आहे.", "ठीक आहे, धन्यवाद. नमस्कार."),
+    "ta": ("ஆம், எனக்கு இன்னொரு விஷயம் வேண்டும்.", "சரி, நன்றி. வணக்கம்."),
+    "gu": ("હા, અને મારે એક બીજી વાત જોઈએ છે.", "ઠીક છે, આભાર. આવજો."),
+    "bn": ("হ্যাঁ, আর আমার আরও একটা জিনিস দরকার।", "ঠিক আছে, ধন্যবাদ। নমস্কার।"),
+}
+"""The fake caller's two lines in each language of the starter: a caller must speak the call's
+language in its script (the simulator rejects other turns)."""
+_LANG_TAG = re.compile(r"\b(en|hi|mr|ta|gu|bn)-IN\b")
+
+
+def caller_language(body: dict[str, Any] | None) -> str:
+    """The language of the call a caller request is for: the first BCP 47 tag of the starter's
+    languages in its system prompt (the brief states it), else English."""
+    if not body:
+        return "en"
+    system = body.get("system")
+    texts = [system] if isinstance(system, str) else []
+    for m in body.get("messages") or []:
+        if isinstance(m, dict) and m.get("role") == "system" and isinstance(m.get("content"), str):
+            texts.append(m["content"])
+    found = _LANG_TAG.search("\n".join(texts) or json.dumps(body, ensure_ascii=False))
+    return found.group(1) if found else "en"
+
+
+def structured_answer(role: str, schema: dict[str, Any], body: dict[str, Any] | None = None) -> Any:
     """The valid caller or judge answer for ``schema`` (see the module docstring); any other role
-    gets the schema's smallest instance."""
+    gets the schema's smallest instance. A caller speaks the language of the call in ``body``."""
     if role == "caller":
+        more, bye = CALLER_SPEECH[caller_language(body)]
         step = schema.get("properties", {}).get("expressed_step", {})
         options = [v for alt in step.get("anyOf", [step]) for v in alt.get("enum", [])]
         if options:
-            return {
-                "expressed_step": options[0],
-                "speech": "Yes, and there is one more thing I need.",
-                "done": False,
-            }
-        return {"expressed_step": None, "speech": "Okay, thank you. Bye.", "done": True}
+            return {"expressed_step": options[0], "speech": more, "done": False}
+        return {"expressed_step": None, "speech": bye, "done": True}
     if role in ("task_judge", "conversation_judge"):
         props = schema.get("properties", {})
         out = {}
