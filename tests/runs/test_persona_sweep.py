@@ -102,8 +102,9 @@ async def test_a_sweep_reports_scores_by_persona(tmp_path: Path) -> None:
     assert seeds["hurried-terse"] != seeds["formal-precise"]
 
     report_json = tmp_path / "report.json"
-    res = CliRunner().invoke(app, ["report", str(out), "--json", str(report_json), "--samples", "50"],
-                             env={"COLUMNS": "200"})
+    html = tmp_path / "report.html"
+    res = CliRunner().invoke(app, ["report", str(out), "--json", str(report_json), "--samples", "50",
+                                   "--html", str(html)], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "Overall by persona" in res.output and "Personas compared" in res.output
     data = json.loads(report_json.read_text(encoding="utf-8"))
@@ -118,6 +119,10 @@ async def test_a_sweep_reports_scores_by_persona(tmp_path: Path) -> None:
     assert (cmp["candidate_a"], cmp["candidate_b"]) == ("formal-precise", "hurried-terse")
     assert cmp["n_scenarios"] == 2 and cmp["wins"] == 2
     assert cmp["mean_difference"] == 100.0 - bad["estimate"]
+    page = html.read_text(encoding="utf-8")  # the HTML report has the same slices
+    assert '<h2 id="personas">Overall by persona</h2>' in page
+    assert "<td>formal-precise</td><td class=\"num\">100.0" in page
+    assert "formal-precise vs hurried-terse" in page
 
 
 def test_run_refuses_a_bad_library_with_located_errors(tmp_path: Path) -> None:
