@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import callbench
+from import_cycles import strongly_connected
 
 PACKAGE = "callbench"
 
@@ -179,44 +180,7 @@ def cycles(imports: list[Import]) -> list[frozenset[str]]:
     for imp in imports:
         graph.setdefault(imp.module, set()).add(imp.target)
         graph.setdefault(imp.target, set())
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[frozenset[str]] = []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work: list[tuple[str, list[str]]] = [(start, sorted(graph[start]))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, todo = work[-1]
-            if todo:
-                nxt = todo.pop()
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, sorted(graph[nxt])))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                comp: set[str] = set()
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    comp.add(member)
-                    if member == node:
-                        break
-                if len(comp) > 1:
-                    out.append(frozenset(comp))
-    return sorted(out, key=sorted)
+    return [frozenset(c) for c in strongly_connected(graph) if len(c) > 1]
 
 
 def cycle_problems(imports: list[Import], known: tuple[frozenset[str], ...]) -> list[str]:

@@ -36,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+from import_cycles import strongly_connected
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 BUNDLE = SRC / "callbench" / "bundle"
 FACADE = "callbench.bundle"
@@ -86,39 +88,7 @@ def import_graph(src: Path = SRC, package: Path = BUNDLE) -> dict[str, set[str]]
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components with more than one module, or a module importing itself
     (Tarjan's algorithm), each sorted; edges to modules outside ``graph`` are ignored."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in graph:
-                continue
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1 or v in graph[v]:
-                found.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+    return strongly_connected(graph)
 
 
 def room(module: str) -> str:

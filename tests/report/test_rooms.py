@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 import callbench.report
+from import_cycles import strongly_connected
 
 PACKAGE = "callbench.report"
 ROOT = Path(callbench.report.__file__).parent
@@ -62,37 +63,7 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The import circles of ``graph``: each strongly connected component of more than one module
     (Tarjan's algorithm), sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return sorted(out)
+    return strongly_connected(graph)
 
 
 def room(module: str) -> str:
