@@ -177,40 +177,47 @@ class Conversation:
                 return False
             ended = refused = False
             for call, original in calls:
-                site = CallSite(
-                    index=len(self.tool_events),
-                    candidate_turn=turn,
-                    message_index=msg.index,
-                    result_message_index=len(self.messages),
-                    tool_call_id=call.id,
-                    original_tool_call_id=original,
-                    name=call.name,
-                    raw_arguments=call.arguments,
-                )
-                if ended:
-                    ev = self.backend.refuse(site, "after_call_ended")
-                elif executed >= self.max_tool_calls:
-                    ev = self.backend.refuse(site, "limit_reached", limit=self.max_tool_calls)
+                over = not ended and executed >= self.max_tool_calls
+                ev = self.answer_call(call, original, turn, msg.index, ended=ended, executed=executed)
+                if over:
                     refused = True
-                else:
-                    ev = self.backend.dispatch(site)
+                elif not ended:
                     executed += 1
                     ended = ev.ended_call
-                self.tool_events.append(ev)
-                self._add(
-                    "tool",
-                    content=dump_result(ev.result),
-                    tool_call_id=call.id,
-                    name=call.name,
-                    tool_event=ev.index,
-                    candidate_turn=turn,
-                )
             if ended:
                 return True
             if refused:
                 refusal_rounds += 1
                 if refusal_rounds >= 2:
                     return False
+
+    def answer_call(self, call: ToolCall, original: str | None, turn: int, message_index: int, *,
+                    ended: bool, executed: int) -> ToolEvent:
+        """Answer one tool call of candidate turn ``turn`` (made in message ``message_index``) and
+        record it: refused when the call had already ended (``after_call_ended``) or the turn's
+        ``executed`` calls reached the limit (``limit_reached``), else dispatched to the backend;
+        the event goes into ``tool_events`` and its result into a tool message. Shared by model
+        candidates and deployed ones (whose calls arrive on the webhook)."""
+        site = CallSite(
+            index=len(self.tool_events),
+            candidate_turn=turn,
+            message_index=message_index,
+            result_message_index=len(self.messages),
+            tool_call_id=call.id,
+            original_tool_call_id=original,
+            name=call.name,
+            raw_arguments=call.arguments,
+        )
+        if ended:
+            ev = self.backend.refuse(site, "after_call_ended")
+        elif executed >= self.max_tool_calls:
+            ev = self.backend.refuse(site, "limit_reached", limit=self.max_tool_calls)
+        else:
+            ev = self.backend.dispatch(site)
+        self.tool_events.append(ev)
+        self._add("tool", content=dump_result(ev.result), tool_call_id=call.id, name=call.name,
+                  tool_event=ev.index, candidate_turn=turn)
+        return ev
 
     # ------------------------------------------------------------------ caller
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from callbench.models.base import ModelResponse, ToolCall
 from callbench.models.deployed.base import UNOBSERVED, DeployedCandidate, DeployedSession, SessionInfo
-from callbench.sim.backend import CallSite, dump_result
 from callbench.sim.conversation import Conversation
 from callbench.sim.webhook import CallAnswer, EpisodeHook, IncomingCall, webhook_for
 from callbench.trace import DeployedRecord, DeployedTurn, EndReason, ToolRoundTrip
@@ -55,33 +54,11 @@ class DeployedConversation(Conversation):
         msg = self._add("assistant", content=None, tool_calls=[c for c, _ in unique], candidate_turn=turn)
         answers = []
         for call, original in unique:
-            site = CallSite(
-                index=len(self.tool_events),
-                candidate_turn=turn,
-                message_index=msg.index,
-                result_message_index=len(self.messages),
-                tool_call_id=call.id,
-                original_tool_call_id=original,
-                name=call.name,
-                raw_arguments=call.arguments,
-            )
-            if self._ended:
-                ev = self.backend.refuse(site, "after_call_ended")
-            elif self._executed >= self.max_tool_calls:
-                ev = self.backend.refuse(site, "limit_reached", limit=self.max_tool_calls)
-            else:
-                ev = self.backend.dispatch(site)
+            runs = not self._ended and self._executed < self.max_tool_calls
+            ev = self.answer_call(call, original, turn, msg.index, ended=self._ended, executed=self._executed)
+            if runs:
                 self._executed += 1
                 self._ended = ev.ended_call
-            self.tool_events.append(ev)
-            self._add(
-                "tool",
-                content=dump_result(ev.result),
-                tool_call_id=call.id,
-                name=call.name,
-                tool_event=ev.index,
-                candidate_turn=turn,
-            )
             answers.append(CallAnswer(result=ev.result, ended_call=ev.ended_call))
             if self._timing is not None:
                 self._timing.tool_round_trips.append(
