@@ -23,7 +23,7 @@ import argparse
 import json
 import statistics
 
-from callbench.bundle.loader import render_instructions
+from callbench.bundle.render import render_instructions
 from callbench.bundle.validate.audits import load_bundle
 from callbench.generate.plan import make_plan
 from callbench.generate.request import first_messages, scenario_schema

@@ -16,10 +16,9 @@ from callbench.bundle.loader import (
     BundleError,
     load_bundle_collect,
     read_data_file,
-    render_instructions,
     sha256_text,
-    static_prefix_chars,
 )
+from callbench.bundle.render import render_instructions, static_prefix_chars
 from callbench.bundle.validate.audits import load_bundle
 from callbench.bundle.yaml_data import YAML_LOADER
 from waiting import limit

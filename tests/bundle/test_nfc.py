@@ -58,7 +58,7 @@ def test_common_prefix_len_is_commonprefix(a: str, b: str) -> None:
     """The binary search gives what os.path.commonprefix gives, for any two texts."""
     import os
 
-    from callbench.bundle.loader import common_prefix_len
+    from callbench.bundle.render import common_prefix_len
 
     assert common_prefix_len(a, b) == len(os.path.commonprefix([a, b]))  # noqa: RUF071
     assert common_prefix_len(a, a + b) == len(a)

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from rich.console import Console
 
 from callbench.bundle.inspect import Spread, composition, composition_tables, shared_prefix_chars
-from callbench.bundle.loader import render_instructions
+from callbench.bundle.render import render_instructions
 from callbench.bundle.schema import DRAFT_2020_12, bundle_schemas, write_schemas
 from callbench.bundle.validate.audits import load_bundle
 

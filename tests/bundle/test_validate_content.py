@@ -325,7 +325,7 @@ def test_dynamic_include_is_a_template_error_not_a_type_error() -> None:
     another one (the static check above refuses the statement first)."""
     from jinja2 import TemplateNotFound
 
-    from callbench.bundle.loader import _ENV
+    from callbench.bundle.render import _ENV
 
     with pytest.raises(TemplateNotFound):
         _ENV.get_template("rules.md")

@@ -28,10 +28,10 @@ from callbench.bundle.checks import CallRecord, evaluate_checks
 from callbench.bundle.excerpts import excerpt_cut, locate_excerpt
 from callbench.bundle.fixtures import ResolvedFixtures
 from callbench.bundle.inspect import composition
-from callbench.bundle.loader import render_instructions
 from callbench.bundle.matchers import MATCHER_KEYS, iter_matchers, match_fields
 from callbench.bundle.models import AsrEvent, Bundle, LoadedAgent, Scenario
 from callbench.bundle.references import find_references
+from callbench.bundle.render import render_instructions
 from callbench.bundle.validate.audits import load_bundle
 from callbench.cli import app
 from callbench.models.scripted.models import create_scripted

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from callbench.bundle.coverage import PREAMBLE, document_sections
-from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import Scenario
+from callbench.bundle.render import render_instructions
 from callbench.bundle.validate.audits import load_bundle
 from callbench.generate.liquid import TemplateImportError, import_template
 from callbench.generate.plan import make_plan

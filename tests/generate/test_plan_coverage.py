@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from callbench.bundle.coverage import agent_coverage, document_sections
-from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import Scenario
+from callbench.bundle.render import render_instructions
 from callbench.bundle.validate.audits import load_bundle
 from callbench.generate.duplicates import fact_values, intent_words, jaccard, near_duplicate
 from callbench.generate.plan import PlanError, make_plan, parse_mix

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from callbench.bundle.loader import render_instructions
+from callbench.bundle.render import render_instructions
 from callbench.bundle.sections import document_sections
 from callbench.bundle.sections import testable_sections as plannable_sections
 from callbench.bundle.validate.audits import load_bundle

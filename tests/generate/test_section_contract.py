@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from callbench.bundle.coverage import agent_coverage
-from callbench.bundle.loader import render_instructions
+from callbench.bundle.render import render_instructions
 from callbench.bundle.section_tests import scenario_sections
 from callbench.bundle.sections import document_sections
 from callbench.bundle.validate.audits import load_bundle

@@ -53,7 +53,7 @@ def test_demo_slice_reads_one_agents_shared_prompt_once() -> None:
 def test_prompt_cost_counts_the_tools_block_where_the_local_format_puts_it() -> None:
     import json
 
-    from callbench.bundle.loader import render_instructions
+    from callbench.bundle.render import render_instructions
 
     bundle = load_bundle(starter_path())
     for agent, tools_shared in ((bundle.agents["lpg_gas_helpline"], True),

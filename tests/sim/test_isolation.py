@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from callbench.bundle.loader import render_instructions
+from callbench.bundle.render import render_instructions
 from callbench.models.base import ModelRequest
 from callbench.models.scripted.models import create_scripted
 from callbench.sim.views import caller_messages, candidate_messages

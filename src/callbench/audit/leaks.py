@@ -47,9 +47,10 @@ from typing import Any, Literal
 from callbench.audit.forms import amount_in_words, skeleton_fold, spelled_digits, written_amounts
 from callbench.audit.normal import amount_of, fold, significant_digits
 from callbench.bundle.fixtures import ResolvedFixtures
-from callbench.bundle.loader import Problem, render_instructions
+from callbench.bundle.loader import Problem
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.references import ReferenceError_, resolve
+from callbench.bundle.render import render_instructions
 from callbench.sim.episode import candidate_tools
 
 _CLOCK = re.compile(r"[0-9]{1,2}:[0-9]{2}(\s*-\s*[0-9]{1,2}:[0-9]{2})?")

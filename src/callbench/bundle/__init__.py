@@ -20,7 +20,6 @@ if TYPE_CHECKING:
         BundleError,
         Problem,
         load_bundle_collect,
-        render_instructions,
         sha256_text,
     )
     from callbench.bundle.models import (
@@ -33,11 +32,13 @@ if TYPE_CHECKING:
         Pillar,
         Scenario,
     )
+    from callbench.bundle.render import render_instructions
     from callbench.bundle.validate.audits import load_bundle
 
 _HOME = {
-    **dict.fromkeys(("BundleError", "Problem", "load_bundle_collect", "render_instructions", "sha256_text"),
+    **dict.fromkeys(("BundleError", "Problem", "load_bundle_collect", "sha256_text"),
                     "callbench.bundle.loader"),
+    "render_instructions": "callbench.bundle.render",
     "load_bundle": "callbench.bundle.validate.audits",
     **dict.fromkeys(("ActionCheck", "AgentConfig", "Bundle", "Criterion", "Diagnostic", "LoadedAgent",
                      "Pillar", "Scenario"), "callbench.bundle.models"),

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.bundle.render import render_instructions
 from callbench.bundle.section_tests import sections_of_text
 from callbench.bundle.sections import PREAMBLE, QUALIFIER, Section, document_sections, testable_sections
 

@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field
 from rich.table import Table
 
 from callbench.bundle.coverage import AgentCoverage, agent_coverage
-from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent
+from callbench.bundle.render import render_instructions
 
 
 class Spread(BaseModel):

@@ -34,8 +34,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from callbench.bundle.excerpts import locate_excerpt
-from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import ActionCheck, LoadedAgent, Scenario
+from callbench.bundle.render import render_instructions
 from callbench.bundle.sections import PREAMBLE, Section, document_sections, names_word, section_at
 
 CODE_VALUE = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")

@@ -22,8 +22,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from callbench.bundle.loader import Problem, render_instructions
+from callbench.bundle.loader import Problem
 from callbench.bundle.models import LoadedAgent, Scenario
+from callbench.bundle.render import render_instructions
 from callbench.bundle.section_tests import sections_of_text
 from callbench.bundle.sections import Section, document_sections
 from callbench.generate.manifest import PlanFacts

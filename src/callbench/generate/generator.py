@@ -27,9 +27,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from callbench.bundle.coverage import agent_coverage
-from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.provenance import Generation, machine_written, provenance_path
+from callbench.bundle.render import render_instructions
 from callbench.bundle.validate.audits import scenario_files, validate_path
 from callbench.generate.audit import scenario_text
 from callbench.generate.budget import output_budget

@@ -235,7 +235,7 @@ def _is_jinja(text: str) -> bool:
     Liquid-only tag, and names no dotted variable in ``{{ }}`` (a Liquid object path)."""
     from jinja2 import TemplateSyntaxError
 
-    from callbench.bundle.loader import _ENV
+    from callbench.bundle.render import _ENV
 
     if _LIQUID_ONLY.search(text):
         return False
@@ -267,7 +267,7 @@ def import_template(text: str, mode: TemplateMode, source: str = "prompt") -> Im
                                 notes=["--template none: the prompt is kept verbatim, {{ }} included"])
     from jinja2 import TemplateSyntaxError, meta
 
-    from callbench.bundle.loader import _ENV, _compiled
+    from callbench.bundle.render import _ENV, _compiled
 
     if _is_jinja(text):
         names = sorted(meta.find_undeclared_variables(_ENV.parse(text)) - BUILTIN - set(_ENV.globals))

@@ -30,9 +30,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import LoadedAgent
 from callbench.bundle.provenance import Generation
+from callbench.bundle.render import render_instructions
 from callbench.generate.audit import scenario_text
 from callbench.generate.budget import output_budget
 from callbench.generate.contract import planned_facts, written_facts

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from callbench.bundle.loader import render_instructions
 from callbench.bundle.models import Bundle, LoadedAgent, Pillar, Scenario
+from callbench.bundle.render import render_instructions
 from callbench.grade.store import iter_episode_grades
 from callbench.models.base import Usage
 from callbench.models.pricing import PriceTable, call_cost

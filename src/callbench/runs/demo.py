@@ -34,8 +34,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from callbench import __version__
-from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import Bundle, LoadedAgent, Scenario
+from callbench.bundle.render import render_instructions, static_prefix_chars
 from callbench.grade.prompts import PROMPT_VERSION
 from callbench.models.base import ModelSettings
 from callbench.models.local.format import tools_block_position

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from callbench.bundle.fixtures import ResolvedFixtures
-from callbench.bundle.loader import render_instructions, static_prefix_chars
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.personas import Persona
+from callbench.bundle.render import render_instructions, static_prefix_chars
 from callbench.bundle.state.engine import StateStore
 from callbench.models.base import InfrastructureError, ModelClient, ToolSchema, Usage, first_user_message
 from callbench.models.deployed.base import as_deployed

@@ -10,9 +10,10 @@ import unicodedata
 from datetime import datetime
 
 from callbench.bundle.excerpts import excerpt_cut, locate_excerpt
-from callbench.bundle.loader import MAX_PROMPT_CHARS, render_instructions, sha256_text
+from callbench.bundle.loader import MAX_PROMPT_CHARS, sha256_text
 from callbench.bundle.models import LoadedAgent, Scenario
 from callbench.bundle.normalize import norm_text as norm_text  # re-exported
+from callbench.bundle.render import render_instructions
 from callbench.bundle.validate.isolation import audit_caller_isolation
 from callbench.bundle.validate.tools import Report
 
