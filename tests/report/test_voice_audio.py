@@ -162,3 +162,57 @@ def test_text_channel_run_is_unchanged(tmp_path: Path) -> None:
     assert not (folder / "calls" / "audio").exists()
     for script in (folder / "calls").glob("e*.js"):
         assert '"audio"' not in script.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("shared_cache", [False, True])
+def test_a_run_plays_the_line_model_output_of_each_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared_cache: bool
+) -> None:
+    """A run through the voice channel with scripted engines, in its own cache or (``--cache``)
+    beside the response cache: the first player of every caller turn is the line model's output
+    for that turn, recomputed here from the clean audio with the turn's seed."""
+    pytest.importorskip("soxr", reason="the line resamples with soxr: pip install 'callbench[audio]'")
+    import numpy as np
+    from tests.fakes.voice_engines import ToneASR, ToneTTS
+    from typer.testing import CliRunner
+
+    from callbench.bundle.audio import AudioChannel
+    from callbench.cli import app
+    from callbench.sim.voice import setup
+    from callbench.sim.voice.line import read_wav, run_line, write_wav
+
+    tts = ToneTTS()
+    monkeypatch.setattr(setup, "_built", {})
+    monkeypatch.setattr(setup, "build_engines", lambda settings: (tts, ToneASR(tts)))
+    out = tmp_path / "r"
+    bundle = Path(__file__).parents[1] / "sim" / "data" / "dairy_bundle"
+    args = ["run", str(bundle), "--candidate", "scripted:reference", "--caller", "scripted:plan",
+            "--task-judge", "scripted:met", "--conversation-judge", "scripted:met", "--channel", "audio",
+            "--no-preflight", "--seed", "5", "--out", str(out)]  # fmt: skip
+    if shared_cache:
+        args += ["--cache", str(tmp_path / "responses.sqlite")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert (out / "voice-cache").exists() != shared_cache and (out / "voice-audio").exists() == shared_cache
+    runs = load_runs([out])
+    html = render_html(build_report(runs, n_samples=20), runs)
+    played = [_decoded(s) for s in _srcs(html)]
+    (trace,) = [c.trace for c in call_data(runs)]
+    assert trace is not None
+    expected: list[bytes] = []
+    said: dict[str, int] = {}
+    for turn in trace.caller_turns:
+        ev = turn.voice
+        assert ev is not None
+        clean = tts.synthesize(ev.spoken, trace.language)
+        occurrence = said.get(ev.intended, 0)
+        said[ev.intended] = occurrence + 1
+        text_sha = hashlib.sha256(ev.spoken.encode("utf-8")).digest()
+        seed = [trace.seeds.channel, int.from_bytes(text_sha[:8], "big"), occurrence]
+        clean_bytes = write_wav(clean)
+        line = run_line(read_wav(clean_bytes), AudioChannel.model_validate(ev.line),
+                        np.random.default_rng(seed), None).audio  # fmt: skip
+        expected += [write_wav(line), clean_bytes]
+    assert played == expected and played[0] != played[1]
+    with wave.open(io.BytesIO(played[0])) as w:
+        assert w.getframerate() == 16000  # the 8 kHz line, resampled for the recogniser
