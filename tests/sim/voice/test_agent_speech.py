@@ -137,3 +137,28 @@ def test_turn_latency_uses_measured_durations_and_says_so() -> None:
     assert both.dead_air_s == 0.0 and est.dead_air_s == 0.0
     half = turn_latency(1, items, {"One two three.": 3.0})
     assert half.spoken_source == "estimated" and half.spoken_s == pytest.approx(3.0 + 2 / 2.5)
+
+
+async def test_a_deployed_agents_side_is_spoken_too(tmp_path: Path) -> None:
+    from tests.sim.deployed_helpers import reference_agent_module, scripted_brain, serve, starter
+
+    from callbench.models.base import ModelSettings
+    from callbench.models.deployed import create_deployed
+    from callbench.models.deployed.base import WebhookConfig
+
+    bundle = starter()
+    agent, scen = bundle.scenario("clinic_ortho_reschedule")
+    tts = ToneTTS()
+    pipe = VoicePipeline(tts=tts, asr=ToneASR(tts, truncate=True), cache_dir=tmp_path)
+    async with serve(reference_agent_module().make_app(scripted_brain(bundle))) as url:
+        cand = create_deployed(f"deployed:http:{url}", f"http:{url}", ModelSettings(), WebhookConfig())
+        try:
+            trace = await run_episode(
+                agent, scen, candidate=cand, caller=create_scripted("scripted:plan", None, bundle),
+                bundle_name="b", bundle_version="1", bundle_hash="h", episode_id="d-r0", run_seed=1, repeat=0,
+                voice=VoiceLine(pipe, NOISY, agent="line"),
+            )
+        finally:
+            await cand.aclose()
+    assert not trace.skipped and trace.deployed is not None and trace.agent_speech
+    assert all(a.heard is not None and a.heard.truncated for a in trace.agent_speech)
