@@ -147,6 +147,7 @@ def test_the_agents_side_is_noted_per_candidate(make_run: MakeRun) -> None:
     assert (b.agent_turns, b.agent_heard, b.agent_mean_wer) == (episodes, 0, None)
     assert [n for n in report.voice.notes if "agent's side" in n] == [
         f"cand-a: the agent's side was spoken on {2 * episodes} turns (talk time measured from the "
-        f"synthesis); {2 * episodes} went over the line to the caller simulator, heard at a mean WER of 43.8%",
+        f"synthesis); {2 * episodes} went over the line to the caller simulator, heard at a mean WER "
+        "of 43.8%",
         f"cand-b: the agent's side was spoken on {episodes} turns (talk time measured from the synthesis)",
     ]
