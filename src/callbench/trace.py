@@ -114,6 +114,37 @@ class VoiceEvent(BaseModel):
     alignment: list[WordOp] = Field(default_factory=list)
     entities: list[Entity] = Field(default_factory=list)
     replaced: list[str] = Field(default_factory=list)
+    line_audio_sha256: str | None = None
+    """SHA-256 of the WAV the recogniser was given (the line's output, 16 kHz); None in traces
+    saved before the voice channel kept it."""
+
+
+class SpokenPart(BaseModel):
+    """One piece of the candidate's speech synthesised by the voice channel's TTS engine: the
+    ``text`` as the candidate wrote it, as ``spoken`` (digit runs read out), the audio's SHA-256 and
+    its measured duration (seconds)."""
+
+    text: str
+    spoken: str
+    audio_sha256: str
+    audio_seconds: float
+
+
+class AgentSpeech(BaseModel):
+    """The candidate's side of one candidate turn spoken by the voice channel (``run
+    --agent-speech``). ``mode``: ``tts`` (synthesised to measure its speaking time) or ``line``
+    (also carried over the line and recognised: the caller simulator was given ``heard``, the
+    recogniser's text, instead of the clean speech). ``parts``: each answer's speech (and a
+    call-ending tool's concluding message), in order; ``seconds``: their summed duration.
+    ``heard``: the turn's speech joined, as the caller side's :class:`VoiceEvent` records a caller
+    turn (``intended``, ``observed``, WER, entities); None in ``tts`` mode."""
+
+    turn: int
+    mode: Literal["tts", "line"]
+    tts: dict[str, Any]
+    parts: list[SpokenPart]
+    seconds: float
+    heard: VoiceEvent | None = None
 
 
 class CallerTurn(BaseModel):
@@ -294,8 +325,10 @@ class TurnLatency(BaseModel):
     (tool round trips before any speech count toward it; None when the turn said nothing);
     ``dead_air_s``: silences after the first word while the agent worked (tools, further
     requests), the estimated playing time of earlier speech subtracted; ``completion_s``: until
-    the turn's last answer was complete; ``spoken_s``: the estimated speaking time of the turn's
-    speech (``sim/speech_rate.py``); ``tool_round_trips_before_speech``: answers with tool calls
+    the turn's last answer was complete; ``spoken_s``: the speaking time of the turn's speech,
+    ``spoken_source`` saying how it was had: ``estimated`` from its words (``sim/speech_rate.py``)
+    or ``measured``, the duration of its synthesis (``run --agent-speech``);
+    ``tool_round_trips_before_speech``: answers with tool calls
     before the first with speech. ``streamed`` is False when any of its requests was not streamed
     (its first word is then the whole answer: latency = completion time)."""
 
@@ -305,6 +338,7 @@ class TurnLatency(BaseModel):
     dead_air_s: float = 0.0
     completion_s: float
     spoken_s: float = 0.0
+    spoken_source: Literal["estimated", "measured"] = "estimated"
     words: int = 0
     tool_round_trips_before_speech: int = 0
     requests: int = 0
@@ -366,6 +400,9 @@ class Trace(BaseModel):
     persona: str | None = None
     """The persona library id the caller played in a persona sweep (None: the scenario's own
     manner); its wording is in ``caller_view.system_prompt``."""
+    agent_speech: list[AgentSpeech] = Field(default_factory=list)
+    """The candidate's speech as the voice channel spoke it, per candidate turn that said
+    something (empty: the agent's side was not spoken)."""
 
     @property
     def skipped(self) -> bool:
@@ -386,6 +423,8 @@ class Trace(BaseModel):
             exclude.add("deployed")
         if self.persona is None:
             exclude.add("persona")  # traces outside persona sweeps keep their bytes
+        if not self.agent_speech:
+            exclude.add("agent_speech")  # as persona: runs that do not speak the agent keep their bytes
         return safe_json_text(json.dumps(
             self.model_dump(mode="json", exclude=exclude), sort_keys=True, ensure_ascii=False,
             separators=(",", ":"),

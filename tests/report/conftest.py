@@ -20,6 +20,7 @@ from callbench.models.base import ToolCall, Usage
 from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import EpisodeKey, RunManifest
 from callbench.trace import (
+    AgentSpeech,
     CallerTurn,
     CallerView,
     CandidateView,
@@ -209,11 +210,12 @@ def write_run(
     voice: Callable[[str, int, int, int], VoiceEvent | None] | None = None,
     manifest_voice: dict[str, Any] | None = None,
     latency: Callable[[str, int, int, int], EpisodeLatency | None] = lambda c, a, s, r: None,
+    agent_speech: Callable[[str, int, int, int], list[AgentSpeech]] | None = None,
 ) -> Path:
     """Write a complete run folder and return it. Every (candidate, agent, scenario, repeat) is
     planned; each gets a trace and a grade unless skipped (trace only) or not run (nothing).
     ``voice`` gives the first caller turn's voice record; ``manifest_voice`` the manifest's;
-    ``latency`` gives a trace its timings (None: none)."""
+    ``latency`` gives a trace its timings (None: none); ``agent_speech`` its spoken agent side."""
     run_dir = root / run_id
     caller = caller or RoleInfo(spec="scripted:caller")
     task_judge = task_judge or RoleInfo(spec="scripted:judge")
@@ -249,6 +251,8 @@ def write_run(
                     if voice is not None and trace.caller_turns:
                         trace.caller_turns[0].voice = voice(cand, a, s, r)
                     trace.latency = latency(cand, a, s, r)
+                    if agent_speech is not None:
+                        trace.agent_speech = agent_speech(cand, a, s, r)
                     save_trace(trace, run_dir / "traces" / f"{eid}.json")
                     if skipped:
                         continue

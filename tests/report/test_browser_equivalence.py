@@ -132,16 +132,18 @@ TTS = {"name": "tone", "version": "1", "settings": {}}
 
 
 def with_voice(trace: Any, audio_dir: Path, n: int) -> Any:
-    """The trace with its first caller turn spoken: its audio cached in ``audio_dir`` (a few bytes
-    standing for a WAV), or for every other such call not cached."""
+    """The trace with its first caller turn spoken: its clean and line audio kept in ``audio_dir``
+    (a few bytes standing for a WAV), or for every other such call not kept."""
     turn = trace.caller_turns[0]
-    wav = f"RIFF call {n}".encode()
+    wav, line = f"RIFF call {n}".encode(), f"RIFF line {n}".encode()
     if n % 2:
-        audio_dir.mkdir(parents=True, exist_ok=True)
-        (audio_dir / f"{tts_key(turn.intended, trace.language, TTS)}.wav").write_bytes(wav)
+        (audio_dir / "tts").mkdir(parents=True, exist_ok=True)
+        (audio_dir / "tts" / f"{tts_key(turn.intended, trace.language, TTS)}.wav").write_bytes(wav)
+        (audio_dir / "line").mkdir(parents=True, exist_ok=True)
+        (audio_dir / "line" / f"{hashlib.sha256(line).hexdigest()}.wav").write_bytes(line)
     voice = VoiceEvent(turn=1, intended=turn.intended, spoken=turn.intended, observed=turn.observed[0],
                        tts=TTS, asr=TTS, line={}, audio_sha256=hashlib.sha256(wav).hexdigest(),
-                       audio_seconds=1.0)  # fmt: skip
+                       audio_seconds=1.0, line_audio_sha256=hashlib.sha256(line).hexdigest())  # fmt: skip
     turns = [turn.model_copy(update={"voice": voice}), *trace.caller_turns[1:]]
     return trace.model_copy(update={"caller_turns": turns})
 
@@ -175,7 +177,7 @@ def the_calls(runs: list[Any], audio_dir: Path) -> list[CallData]:
         record = c.record.model_copy(
             update={"language": lang, "status": "ungraded" if grade is None else "scored"}
         )
-        out.append(CallData(record, trace, grade, AudioFiles(str(audio_dir))))
+        out.append(CallData(record, trace, grade, AudioFiles((str(audio_dir),))))
     return out
 
 
@@ -185,7 +187,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[
     run = write_run(root, agents=4, scenarios=2, repeats=2, skip=lambda c, a, s, r: (a, s, r) == (1, 0, 1))
     runs = load_runs([run], None)
     report = build_report(runs, n_samples=20)
-    calls = the_calls(runs, root / "tts")
+    calls = the_calls(runs, root / "voice")
     instructions, briefs = SharedTexts("instr"), SharedTexts("brief")
     views = [episode_view(c, n, instructions, briefs) for n, c in enumerate(calls)]
     assert embed_audio(views) > 0

@@ -113,6 +113,25 @@ def test_report_without_timings_has_no_latency(make_run: Callable[..., Path]) ->
     assert report.settings.latency_budget_s == 0.8
 
 
+def test_talk_time_measured_from_a_synthesis_is_counted_and_said(make_run: Callable[..., Path]) -> None:
+    def spoken(cand: str, a: int, s: int, r: int) -> EpisodeLatency:
+        # cand-a: every turn measured on scenario 0, one turn left estimated on scenario 1
+        lat = timings(cand, a, s, r)
+        if cand.endswith("a"):
+            lat.turns = [
+                t.model_copy(update={"spoken_source": "estimated" if (s, t.turn) == (1, 2) else "measured"})
+                for t in lat.turns
+            ]
+        return lat
+
+    run = make_run(agents=2, scenarios=2, repeats=1, latency=spoken)
+    report = build_report(load_runs([run]), n_samples=50)
+    a, b = report.latency["cand-a"], report.latency["cand-b"]
+    assert (a.talk_measured_calls, b.talk_measured_calls) == (2, 0)
+    assert "2 call(s) with talk time measured from the voice channel's synthesis" in a.source_note
+    assert "talk time measured" not in b.source_note
+
+
 def test_negative_budget_is_refused(make_run: Callable[..., Path]) -> None:
     runs = load_runs([make_run(agents=1, scenarios=1, repeats=1)])
     with pytest.raises(ValueError, match="latency budget"):

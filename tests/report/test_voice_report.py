@@ -10,13 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 from rich.console import Console
 
 from callbench.report.html.page import render_html
 from callbench.report.model.build import build_report
 from callbench.report.model.load import load_runs
 from callbench.report.terminal.tables import render_terminal
-from callbench.trace import Entity, VoiceEvent
+from callbench.trace import AgentSpeech, Entity, SpokenPart, VoiceEvent
 
 MakeRun = Callable[..., Path]
 AUDIO = {"channel": "audio", "engines": "offline"}
@@ -119,3 +120,34 @@ def test_every_output_shows_the_voice_section(make_run: MakeRun) -> None:
     data = json.loads(report.model_dump_json())
     assert data["voice"]["retention"][0]["retention"] == report.voice.retention[0].retention
     assert data["voice"]["figures"][0]["entities"][0]["rate"] == 0.5
+
+
+def test_the_agents_side_is_noted_per_candidate(make_run: MakeRun) -> None:
+    def spoken(cand: str, a: int, s: int, r: int) -> list[AgentSpeech]:
+        # cand-a: two turns over the line (WER 0.5 and, on scenario 0, 0.0); cand-b: one turn, tts only
+        tts = {"name": "tone", "version": "1", "settings": {}}
+        part = SpokenPart(text="Hello.", spoken="Hello.", audio_sha256="1" * 64, audio_seconds=1.0)
+        if cand.endswith("b"):
+            return [AgentSpeech(turn=0, mode="tts", tts=tts, parts=[part], seconds=1.0)]
+        heard = [_event(cand, a, s, r).model_copy(update={"turn": t, "wer": w})
+                 for t, w in ((0, 0.5), (1, 0.0 if s == 0 else 0.5))]  # fmt: skip
+        return [AgentSpeech(turn=h.turn, mode="line", tts=tts, parts=[part], seconds=1.0, heard=h)
+                for h in heard]  # fmt: skip
+
+    audio = make_run("ra", **GRID, score=_voice_score, voice=_event, manifest_voice=AUDIO,
+                     agent_speech=spoken)  # fmt: skip
+    report = build_report(load_runs([audio]), n_samples=50)
+    assert report.voice is not None
+    figs = {f.candidate: f for f in report.voice.figures}
+    episodes = 3 * 4 * 2
+    a, b = figs["cand-a"], figs["cand-b"]
+    assert (a.agent_turns, a.agent_heard) == (2 * episodes, 2 * episodes)
+    # scenario 0 (a quarter of the episodes) hears its second turn at 0.0, every other turn at 0.5
+    assert a.agent_mean_wer == pytest.approx((2 * episodes - episodes / 4) * 0.5 / (2 * episodes))
+    assert (b.agent_turns, b.agent_heard, b.agent_mean_wer) == (episodes, 0, None)
+    assert [n for n in report.voice.notes if "agent's side" in n] == [
+        f"cand-a: the agent's side was spoken on {2 * episodes} turns (talk time measured from the "
+        f"synthesis); {2 * episodes} went over the line to the caller simulator, heard at a mean WER "
+        "of 43.8%",
+        f"cand-b: the agent's side was spoken on {episodes} turns (talk time measured from the synthesis)",
+    ]

@@ -130,3 +130,61 @@ def test_a_second_run_folder_on_the_same_cache_never_reruns_the_engines(
     assert [t["caller_turns"] for t in _traces(tmp_path / "r1")] == [
         t["caller_turns"] for t in _traces(tmp_path / "r2")
     ]
+
+
+def test_agent_speech_is_checked_recorded_and_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("soxr", reason="the line resamples with soxr: pip install 'callbench[audio]'")
+    tts = ToneTTS()
+    asr = ToneASR(tts)
+    monkeypatch.setattr(setup, "_built", {})
+    monkeypatch.setattr(setup, "build_engines", lambda settings: (tts, asr))
+    base = ["run", str(DAIRY), "--candidate", "scripted:reference", *ROLES, "--no-grade", "--no-preflight",
+            "--seed", "5"]  # fmt: skip
+    bad = CliRunner().invoke(app, [*base, "--agent-speech", "loud", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "--agent-speech 'loud': expected off, tts or line" in bad.output
+    text = CliRunner().invoke(
+        app, [*base, "--channel", "text", "--agent-speech", "tts", "--out", str(tmp_path / "t")]
+    )
+    assert text.exit_code == 2 and "no scenario of this run goes through it" in text.output
+    cache = tmp_path / "responses.sqlite"
+    spoken = [*base, "--channel", "audio", "--agent-speech", "line", "--cache", str(cache)]
+    r1 = CliRunner().invoke(app, [*spoken, "--out", str(tmp_path / "r1")])
+    assert r1.exit_code == 0, r1.output
+    manifest = json.loads((tmp_path / "r1" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["voice"]["agent_speech"] == "line"
+    (trace,) = _traces(tmp_path / "r1")
+    said = trace["agent_speech"]
+    assert said and all(a["mode"] == "line" and a["heard"]["observed"] for a in said)
+    lat = {t["turn"]: t for t in trace["latency"]["turns"]}
+    assert all(lat[a["turn"]]["spoken_source"] == "measured" for a in said)
+    # the cache lies beside the response cache: the run folder keeps a copy of its turns' audio
+    kept = tmp_path / "r1" / "voice-audio"
+    lines = {a["heard"]["line_audio_sha256"] for a in said} | {
+        t["voice"]["line_audio_sha256"] for t in trace["caller_turns"]
+    }
+    assert {p.stem for p in (kept / "line").glob("*.wav")} == lines
+    calls = (tts.calls, asr.calls)
+    r2 = CliRunner().invoke(app, [*spoken, "--out", str(tmp_path / "r2")])
+    assert r2.exit_code == 0, r2.output
+    assert (tts.calls, asr.calls) == calls  # replayed: no engine ran
+    (again,) = _traces(tmp_path / "r2")
+    assert again["agent_speech"] == said
+    assert {p.stem for p in (tmp_path / "r2" / "voice-audio" / "line").glob("*.wav")} == lines
+    # resuming with the agent's side spoken otherwise is refused
+    other = CliRunner().invoke(
+        app,
+        [
+            *base,
+            "--channel",
+            "audio",
+            "--agent-speech",
+            "tts",
+            "--cache",
+            str(cache),
+            "--out",
+            str(tmp_path / "r1"),
+        ],
+    )
+    assert other.exit_code == 2 and "voice channel" in other.output

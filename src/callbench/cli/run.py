@@ -261,6 +261,13 @@ def run(
         "extra), espeak (espeak-ng stress channel into the same recogniser), openai (an OpenAI-"
         "compatible audio API at --voice-base-url, key in $OPENAI_API_KEY).",
     ),
+    agent_speech: str = typer.Option(
+        "off", "--agent-speech",
+        help="The agent's side on the voice channel: off (default); tts (each candidate turn is "
+        "synthesised and its measured duration is the turn's talk time); line (also carried over the "
+        "line and recognised: the caller simulator hears the recogniser's text). Needs spoken "
+        "scenarios (docs/voice.md).",
+    ),
     voice_base_url: str | None = typer.Option(
         None, "--voice-base-url", help="OpenAI-compatible API for --voice openai."),
     voice_tts_model: Path | None = typer.Option(
@@ -316,6 +323,9 @@ def run(
         raise typer.Exit(2)
     if channel not in (None, "text", "audio"):
         typer.echo(f"error: --channel {channel!r}: expected text or audio", err=True)
+        raise typer.Exit(2)
+    if agent_speech not in ("off", "tts", "line"):
+        typer.echo(f"error: --agent-speech {agent_speech!r}: expected off, tts or line", err=True)
         raise typer.Exit(2)
     if voice not in ("offline", "espeak", "openai"):
         typer.echo(f"error: --voice {voice!r}: expected offline, espeak or openai", err=True)
@@ -374,6 +384,7 @@ def run(
         personas=library,
         personas_file=str(personas or ""),
         channel=channel,
+        agent_speech=agent_speech,
         voice=VoiceSettings(engines=voice, base_url=voice_base_url, tts_model=voice_tts_model,
                             asr_model=voice_asr_model,
                             cache_dir=cache.with_name(cache.name + ".voice") if cache else None),

@@ -89,6 +89,11 @@ class RunConfig(BaseModel):
     """``audio``: every scenario through the voice channel; ``text``: none; None: the scenarios
     whose ``channel.audio`` is enabled (:mod:`callbench.sim.voice.setup`)."""
     voice: VoiceSettings = Field(default_factory=VoiceSettings)
+    agent_speech: Literal["off", "tts", "line"] = "off"
+    """How the candidate's side is spoken on the voice channel (``run --agent-speech``): ``off``;
+    ``tts``, synthesised so that its measured duration is the turn's spoken time; ``line``, also
+    carried over the line and recognised for the caller simulator (:mod:`callbench.sim.voice.agent`).
+    Recorded in the manifest's ``voice`` record, so a resume with another setting is refused."""
     latency_budget_s: float = Field(default=DEFAULT_LATENCY_BUDGET_S, ge=0)
     """Budget of a turn's time to first word (recorded in the manifest; the report's default and
     the ``outcome_overall_latency`` pass rule's budget)."""

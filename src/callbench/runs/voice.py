@@ -3,6 +3,9 @@ once, recording them in the manifest and handing each episode its :class:`VoiceL
 
 The voice cache lives in the run folder (``<run>/voice-cache``), so a resumed or replayed run
 reads the recogniser's earlier output instead of running it again (:mod:`callbench.sim.voice.pipeline`).
+A run whose cache lies beside a shared response cache (``run --cache``) also copies the audio of
+its own turns (clean and as the line delivered it) into ``<run>/voice-audio``, laid out as the
+cache, so the run folder alone holds what its report plays (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from callbench.bundle.models import Bundle, Scenario
 from callbench.runs.plan import ScenarioFilters, plan_episodes
+from callbench.sim.voice.pipeline import AgentSpeechMode
 from callbench.sim.voice.setup import ChannelMode, VoiceSettings
 
 if TYPE_CHECKING:
@@ -31,9 +35,13 @@ class RunConfig(Protocol):
     def voice(self) -> VoiceSettings: ...
     @property
     def out(self) -> Path: ...
+    @property
+    def agent_speech(self) -> AgentSpeechMode: ...
 
 
 CACHE_FOLDER = "voice-cache"
+KEPT_FOLDER = "voice-audio"
+"""The run folder's copy of its turns' audio when the voice cache lies elsewhere."""
 
 
 def _scenarios(config: RunConfig, bundle: Bundle, filters: ScenarioFilters) -> list[Scenario]:
@@ -56,6 +64,11 @@ def prepare_voice(config: RunConfig, bundle: Bundle) -> dict[str, Any] | None:
     Raises ``ValueError`` with one line: a scenario language the offline engines lack, or an
     engine that cannot start (missing package, binary, weights or key)."""
     spoken = spoken_scenarios(config, bundle)
+    if config.agent_speech != "off" and (config.channel == "text" or not spoken):
+        raise ValueError(
+            f"--agent-speech {config.agent_speech} speaks the agent's side of the voice channel, and no "
+            "scenario of this run goes through it: add --channel audio (or channel.audio in the scenarios)"
+        )
     if not spoken:
         return {"channel": config.channel} if config.channel else None
     from callbench.sim.voice.engines import VoiceEngineError
@@ -68,13 +81,16 @@ def prepare_voice(config: RunConfig, bundle: Bundle) -> dict[str, Any] | None:
         pipe = pipeline_for(config.voice, cache_dir(config), Path(bundle.root))
     except VoiceEngineError as e:
         raise ValueError(f"voice channel: {e}") from None
-    return {
+    record: dict[str, Any] = {
         "channel": config.channel,
         "engines": config.voice.engines,
         "tts": pipe.tts.info.as_dict(),
         "asr": pipe.asr.info.as_dict(),
         "spoken_scenarios": len(spoken),
     }
+    if config.agent_speech != "off":  # absent when off, so a run made before the option resumes
+        record["agent_speech"] = config.agent_speech
+    return record
 
 
 def cache_dir(config: RunConfig) -> Path:
@@ -83,10 +99,17 @@ def cache_dir(config: RunConfig) -> Path:
     return config.voice.cache_dir or config.out / CACHE_FOLDER
 
 
+def keep_dir(config: RunConfig) -> Path | None:
+    """``<run>/voice-audio`` when the voice cache is not the run folder's own, else None."""
+    own = config.out / CACHE_FOLDER
+    return None if cache_dir(config).resolve() == own.resolve() else config.out / KEPT_FOLDER
+
+
 def voice_for(scenario: Scenario, config: RunConfig, bundle: Bundle) -> VoiceLine | None:
     """The episode's voice line (None: text channel)."""
     from callbench.sim.voice.setup import line_for, voice_line
 
     if line_for(scenario, config.channel) is None:
         return None
-    return voice_line(scenario, config.channel, config.voice, cache_dir(config), Path(bundle.root))
+    return voice_line(scenario, config.channel, config.voice, cache_dir(config), Path(bundle.root),
+                      agent=config.agent_speech, keep_dir=keep_dir(config))

@@ -36,7 +36,7 @@ from pydantic import BaseModel
 from callbench.bundle.models import AsrEvent, ChannelProgram, VadSplit
 from callbench.sim.noise import seeded_slip
 from callbench.sim.text import SpanMatch, digits_like, find_span_match, nfc, tidy
-from callbench.trace import ChannelEvent, VoiceEvent
+from callbench.trace import AgentSpeech, ChannelEvent, VoiceEvent
 
 if TYPE_CHECKING:
     from callbench.sim.voice.pipeline import VoiceLine
@@ -159,6 +159,7 @@ class Channel:
         self.voice = voice
         self.language = language
         self._said: dict[str, int] = {}
+        self._agent_said: dict[str, int] = {}
         self._asr_done: set[int] = set()
         self._vad_done: set[int] = set()
         self._turns_seen = 0
@@ -238,7 +239,7 @@ class Channel:
         try:
             rec = self.voice.pipeline.observe(
                 text, self.language, self.voice.config, channel_seed=self.seed, occurrence=occurrence,
-                turn=turn, facts=self.known_facts,
+                turn=turn, facts=self.known_facts, keep=self.voice.keep_dir,
             )
         except (VoiceEngineError, ValueError, OSError) as e:  # an engine or cache fault, not the candidate's
             raise InfrastructureError(f"voice channel: {e}", retryable=False, role="channel") from None
@@ -261,6 +262,29 @@ class Channel:
         # a recogniser that heard nothing still delivers a turn: an ellipsis, as phone transcripts show it
         observed = tidy(nfc(rec.observed)) or "..."
         return observed, rec.model_copy(update={"replaced": replaced})
+
+    @property
+    def speaks_agent(self) -> bool:
+        """The candidate's side is spoken (``run --agent-speech tts`` or ``line``)."""
+        return self.voice is not None and self.voice.agent != "off"
+
+    def speak_agent(self, parts: list[str], turn: int) -> AgentSpeech:
+        """Speak candidate turn ``turn`` (:func:`callbench.sim.voice.agent.speak_turn`). Raises
+        :class:`~callbench.models.base.InfrastructureError` when an engine or the cache fails."""
+        assert self.voice is not None
+        from callbench.models.base import InfrastructureError
+        from callbench.sim.voice.agent import speak_turn
+        from callbench.sim.voice.engines import VoiceEngineError
+
+        joined = " ".join(parts)
+        occurrence = self._agent_said.get(joined, 0)
+        self._agent_said[joined] = occurrence + 1
+        try:
+            return speak_turn(self.voice, parts, turn=turn, language=self.language, channel_seed=self.seed,
+                              occurrence=occurrence)
+        except (VoiceEngineError, ValueError, OSError) as e:  # an engine or cache fault, not the candidate's
+            raise InfrastructureError(f"voice channel (agent side): {e}", retryable=False,
+                                      role="channel") from None
 
     def unreached(self) -> list[ChannelEvent]:
         """Authored events whose target turn never came (or was never expressed), not applied."""

@@ -27,8 +27,9 @@ from callbench.sim.backend import Backend, CallSite, dump_result
 from callbench.sim.caller import SCHEMA_NAME, CallerOutput, Verdict, caller_schema, validate_turn
 from callbench.sim.channel import Channel
 from callbench.sim.latency import LatencyRecorder
-from callbench.sim.views import REPLY_SEP, caller_messages, candidate_messages, with_retry_note
-from callbench.trace import CallerTurn, EndReason, ToolEvent, TraceMessage
+from callbench.sim.text import nfc, tidy
+from callbench.sim.views import REPLY_SEP, caller_messages, candidate_messages, speech_parts, with_retry_note
+from callbench.trace import AgentSpeech, CallerTurn, EndReason, ToolEvent, TraceMessage
 
 _RAW_SHOWN = 300
 
@@ -85,6 +86,7 @@ class Conversation:
         self.caller_turns: list[CallerTurn] = []
         self.tool_events: list[ToolEvent] = []
         self.expressed: list[str] = []
+        self.agent_speech: list[AgentSpeech] = []  # the candidate's side as the voice channel spoke it
         self._ids: set[str] = set()
         self._chat: list[ChatMessage] = []  # candidate_messages(self.messages[:self._chat_upto])
         self._chat_upto = 0
@@ -229,7 +231,8 @@ class Conversation:
         rejections: list[str] = []
         output: CallerOutput | None = None
         for attempt in range(self.caller_attempts):
-            msgs = caller_messages(self.caller_prompt, self.messages, self.tool_events, self.caller_turns)
+            msgs = caller_messages(self.caller_prompt, self.messages, self.tool_events, self.caller_turns,
+                                   heard=self._heard())
             if rejections:
                 msgs = with_retry_note(msgs, rejections[-1])
             req = ModelRequest(
@@ -301,6 +304,27 @@ class Conversation:
         )
         return output
 
+    # ------------------------------------------------------------------ the agent's side spoken
+
+    def _heard(self) -> dict[int, str] | None:
+        """What the caller heard of each candidate turn that went over the line (None: none did)."""
+        out = {a.turn: tidy(nfc(a.heard.observed)) or "..." for a in self.agent_speech if a.heard is not None}
+        return out or None
+
+    async def speak_agent(self, turn: int) -> None:
+        """Speak candidate turn ``turn`` through the voice channel when the run asks for it
+        (``Channel.speaks_agent``): its measured duration becomes the turn's spoken time, and in
+        ``line`` mode the caller hears what the recogniser made of it. A silent turn is not spoken."""
+        if not self.channel.speaks_agent:
+            return
+        parts = speech_parts(self.messages, self.tool_events).get(turn)
+        if not parts:
+            return
+        spoken = await asyncio.to_thread(self.channel.speak_agent, parts, turn)  # CPU seconds: off the loop
+        self.agent_speech.append(spoken)
+        for part in spoken.parts:
+            self.latency.measured[part.text] = part.audio_seconds
+
     # ------------------------------------------------------------------ loop
 
     async def run(self) -> EndReason:
@@ -310,13 +334,17 @@ class Conversation:
         """
         if self.first_user_message is not None:  # recorded: a user message no caller spoke
             self._add("user", content=self.first_user_message)
-        if await self.candidate_turn(0):
+        ended = await self.candidate_turn(0)
+        await self.speak_agent(0)
+        if ended:
             return EndReason.CALL_ENDED
         for t in range(1, self.max_caller_turns + 1):
             out = await self.caller_turn(t)
             if out.done:
                 open_steps = [s.id for s in self.scenario.brief.plan if s.id not in self.expressed]
                 return EndReason.CALLER_DONE_EARLY if open_steps else EndReason.CALLER_DONE
-            if await self.candidate_turn(t):
+            ended = await self.candidate_turn(t)
+            await self.speak_agent(t)
+            if ended:
                 return EndReason.CALL_ENDED
         return EndReason.MAX_TURNS

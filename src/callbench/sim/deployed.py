@@ -136,7 +136,9 @@ class DeployedConversation(Conversation):
     async def _loop(self, server: Any, hook: EpisodeHook) -> EndReason:
         if self.first_user_message is not None:
             self._add("user", content=self.first_user_message)
-        if await self.candidate_turn(0):
+        ended = await self.candidate_turn(0)
+        await self.speak_agent(0)
+        if ended:
             return EndReason.CALL_ENDED
         for t in range(1, self.max_caller_turns + 1):
             out = await self.caller_turn(t)
@@ -147,6 +149,8 @@ class DeployedConversation(Conversation):
             for pid in self._session.platform_ids:  # a platform may report new ids per turn
                 if pid not in hook.platform_ids:
                     server.registry.bind(hook, pid)
-            if await self.candidate_turn(t):
+            ended = await self.candidate_turn(t)
+            await self.speak_agent(t)
+            if ended:
                 return EndReason.CALL_ENDED
         return EndReason.MAX_TURNS

@@ -241,6 +241,7 @@ async def run_episode(
             deployed=getattr(conv, "record", None),
             latency=conv.latency.episode(),
             persona=persona.id if persona is not None else None,
+            agent_speech=conv.agent_speech,
         )
 
     failure: tuple[Conversation, CallerFailed] | None = None

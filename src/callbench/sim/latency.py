@@ -38,6 +38,7 @@ class LatencyRecorder:
         self.requests: list[RequestLatency] = []
         self.speech: list[str | None] = []  # the speech of each request's answer, for spoken time
         self._turn_end: dict[int, float] = {}  # candidate turn -> when its last request returned
+        self.measured: dict[str, float] = {}  # speech (stripped) -> seconds of its synthesis
 
     def _now(self) -> float:
         return float(self.clock())  # type: ignore[operator]
@@ -96,16 +97,20 @@ class LatencyRecorder:
             started_at=self.started_at, speech_rate=rate_label(self.language),
             source=(sources.pop() if len(sources) == 1 else "mixed") if sources else "measured",
             requests=list(self.requests),
-            turns=[turn_latency(t, items) for t, items in sorted(turns.items())])
+            turns=[turn_latency(t, items, self.measured) for t, items in sorted(turns.items())])
 
 
-def turn_latency(turn: int, items: Sequence[tuple[RequestLatency, str | None]]) -> TurnLatency:
+def turn_latency(turn: int, items: Sequence[tuple[RequestLatency, str | None]],
+                 measured: dict[str, float] | None = None) -> TurnLatency:
     """The caller's view of one candidate turn from its requests in order, each with the speech of
     its answer (None: none). Request k starts ``gap_s`` after request k-1 ended (the first at 0);
     its speech is available ``first_speech_s`` after its start and plays for its estimated
     speaking time (``speech_rate.spoken_seconds``); speech that is ready while earlier speech still
     plays waits for it. Dead air: the silences between the end of one piece of speech and the
-    start of the next. Raises ValueError for an empty ``items``."""
+    start of the next. ``measured`` (speech, stripped -> seconds of its synthesis, from
+    ``run --agent-speech``) replaces the estimate of each speech it holds; the turn's
+    ``spoken_source`` is ``measured`` when every piece of its speech was. Raises ValueError for an
+    empty ``items``."""
     if not items:
         raise ValueError(f"candidate turn {turn}: no requests")
     at = 0.0  # end of the previous request on the turn's timeline
@@ -113,12 +118,15 @@ def turn_latency(turn: int, items: Sequence[tuple[RequestLatency, str | None]]) 
     heard_until = 0.0
     dead_air = spoken = 0.0
     words = before = retries = 0
+    estimated = measured_any = False
     for k, (req, speech) in enumerate(items):
         start = 0.0 if k == 0 else at + req.gap_s
         retries += req.retries
         if speech:
             ready = start + (req.first_speech_s if req.first_speech_s is not None else req.waited_s)
-            length = spoken_seconds(speech)
+            got = (measured or {}).get(speech.strip())
+            length = spoken_seconds(speech) if got is None else got
+            estimated, measured_any = estimated or got is None, measured_any or got is not None
             if first_word is None:
                 first_word = ready
                 heard_until = ready + length
@@ -133,6 +141,8 @@ def turn_latency(turn: int, items: Sequence[tuple[RequestLatency, str | None]]) 
     sources = {r.source for r, _ in items}
     return TurnLatency(
         turn=turn, start_s=items[0][0].start_s, time_to_first_word_s=first_word, dead_air_s=dead_air,
-        completion_s=at, spoken_s=spoken, words=words, tool_round_trips_before_speech=before,
+        completion_s=at, spoken_s=spoken,
+        spoken_source="measured" if measured_any and not estimated else "estimated", words=words,
+        tool_round_trips_before_speech=before,
         requests=len(items), retries=retries, streamed=all(r.streamed for r, _ in items),
         source=sources.pop() if len(sources) == 1 else "mixed")

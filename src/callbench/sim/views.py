@@ -10,9 +10,11 @@ reader of a saved trace rebuilds exactly the messages each model was sent:
   candidate's speech per candidate turn (message text plus a call-ending tool's
   ``concluding_message``; never tool calls or results) as ``user`` messages, and its own accepted
   turns as ``assistant`` messages holding the JSON it returned (intended text, never the channel's
-  observed text). An empty candidate turn appears as ``(silence)``. A second attempt at a caller
-  turn gets :func:`with_retry_note` (the first rejection, from ``CallerTurn.rejections``) appended
-  to its last message.
+  observed text). An empty candidate turn appears as ``(silence)``. When the agent's side went
+  over the line (``run --agent-speech line``), a candidate turn's speech is what the recogniser
+  heard of it (``Trace.agent_speech``), as a caller on a phone line hears the agent. A second
+  attempt at a caller turn gets :func:`with_retry_note` (the first rejection, from
+  ``CallerTurn.rejections``) appended to its last message.
 """
 
 from __future__ import annotations
@@ -49,6 +51,12 @@ def candidate_speech(messages: list[TraceMessage], tool_events: list[ToolEvent],
 def candidate_speeches(messages: list[TraceMessage], tool_events: list[ToolEvent]) -> dict[int, str]:
     """:func:`candidate_speech` of every candidate turn that said something, in one pass over
     ``messages`` and ``tool_events`` (turn -> text; a turn not in it was silent)."""
+    return {turn: " ".join(p) for turn, p in speech_parts(messages, tool_events).items()}
+
+
+def speech_parts(messages: list[TraceMessage], tool_events: list[ToolEvent]) -> dict[int, list[str]]:
+    """The pieces of every candidate turn's speech, in order: each answer's text and a call-ending
+    tool's concluding message, stripped (turn -> pieces; a turn not in it was silent)."""
     parts: dict[int, list[tuple[int, int, str]]] = {}
     for m in messages:
         turn = m.candidate_turn
@@ -61,7 +69,7 @@ def candidate_speeches(messages: list[TraceMessage], tool_events: list[ToolEvent
             msg = ev.arguments.get("concluding_message")
             if isinstance(msg, str) and msg.strip():
                 parts.setdefault(ev.candidate_turn, []).append((ev.message_index, 1 + ev.index, msg.strip()))
-    return {turn: " ".join(text for _, _, text in sorted(p)) for turn, p in parts.items()}
+    return {turn: [text for _, _, text in sorted(p)] for turn, p in parts.items()}
 
 
 def caller_turn_json(turn: CallerTurn) -> str:
@@ -75,10 +83,13 @@ def caller_messages(
     messages: list[TraceMessage],
     tool_events: list[ToolEvent],
     caller_turns: list[CallerTurn],
+    heard: dict[int, str] | None = None,
 ) -> list[ChatMessage]:
     """The caller's request for its next turn: system prompt, then candidate turn 0, caller turn 1,
-    candidate turn 1, ... up to the latest candidate turn."""
-    speech = candidate_speeches(messages, tool_events)
+    candidate turn 1, ... up to the latest candidate turn. ``heard`` (candidate turn -> text)
+    replaces a turn's speech with what the recogniser made of it when the agent's side went over
+    the line (``Trace.agent_speech[].heard.observed``)."""
+    speech = {**candidate_speeches(messages, tool_events), **(heard or {})}
     out = [ChatMessage(role="system", content=system_prompt)]
     out.append(ChatMessage(role="user", content=speech.get(0, SILENCE)))
     for ct in caller_turns:

@@ -124,9 +124,11 @@ def share_within_budget(agents: Sequence[Hashable], scenarios: Sequence[Hashable
 class CallTimings(BaseModel):
     """What the report keeps of one call's :class:`~callbench.trace.EpisodeLatency`: per candidate
     turn (in turn order) its time to first word (seconds; None when the turn said nothing), dead
-    air (seconds), estimated speaking time (seconds) and tool round trips before speech; where the
+    air (seconds), speaking time (seconds) and tool round trips before speech; where the
     timings came from (``measured``, ``replayed``, ``harness``, ``mixed``), whether every turn was
-    streamed, and the wall clock at the call's start (UTC, ISO 8601)."""
+    streamed, whether every turn that spoke had its speaking time measured from a synthesis
+    (``talk_measured``, ``run --agent-speech``; otherwise estimated from its words), and the wall
+    clock at the call's start (UTC, ISO 8601)."""
 
     started_at: str = ""
     source: str = "measured"
@@ -135,6 +137,7 @@ class CallTimings(BaseModel):
     dead_air_s: list[float] = Field(default_factory=list)
     spoken_s: list[float] = Field(default_factory=list)
     tools_before_speech: list[int] = Field(default_factory=list)
+    talk_measured: bool = False
 
     @classmethod
     def of(cls, latency: EpisodeLatency) -> CallTimings:
@@ -145,11 +148,14 @@ class CallTimings(BaseModel):
             streamed=bool(turns) and all(t.streamed for t in turns),
             first_word_s=[t.time_to_first_word_s for t in turns], dead_air_s=[t.dead_air_s for t in turns],
             spoken_s=[t.spoken_s for t in turns],
-            tools_before_speech=[t.tool_round_trips_before_speech for t in turns])
+            tools_before_speech=[t.tool_round_trips_before_speech for t in turns],
+            talk_measured=any(t.words for t in turns)
+            and all(t.spoken_source == "measured" for t in turns if t.words))
 
     @property
     def talk_s(self) -> float:
-        """The candidate's estimated speaking time over the call (seconds)."""
+        """The candidate's speaking time over the call (seconds; estimated unless
+        :attr:`talk_measured`)."""
         return float(sum(self.spoken_s))
 
     @property

@@ -102,3 +102,27 @@ def test_espeak_stress_voice_speaks() -> None:
     audio = tts.synthesize("Four eight two one five", "en-IN")
     assert audio.rate == 22050 and 1.0 < audio.seconds < 4.0 and float(np.abs(audio.samples).max()) > 0.1
     assert tts.info.settings["stress_channel"] is True and tts.info.version[0].isdigit()
+
+
+@needs_audio
+def test_the_agents_side_spoken_by_piper_and_heard_by_whisper(whisper, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from callbench.bundle.models import ChannelProgram
+    from callbench.sim.channel import Channel
+    from callbench.sim.voice.pipeline import VoiceLine, VoicePipeline
+    from callbench.sim.voice.piper import PiperTTS
+
+    tts = PiperTTS(weights.piper_joe_model(root=tmp_path))
+    try:
+        pipe = VoicePipeline(tts=tts, asr=whisper, cache_dir=tmp_path / "c")
+        line = VoiceLine(pipe, AudioChannel(), agent="line")
+        ch = Channel(ChannelProgram(), 7, {}, voice=line, language="en")
+        said = ["Thank you for calling.", "Your booking reference is 48215."]
+        out = ch.speak_agent(said, 1)
+    finally:
+        tts.close()
+    # measured, not estimated: about 2.5-3.5 words a second of read speech, 10 words in all
+    assert [p.spoken for p in out.parts] == ["Thank you for calling.", "Your booking reference is 4 8 2 1 5."]
+    assert 2.0 < out.seconds < 8.0 and out.seconds == round(sum(p.audio_seconds for p in out.parts), 3)
+    assert out.heard is not None and out.heard.line_audio_sha256
+    assert out.heard.wer is not None and out.heard.wer <= 0.5, out.heard.observed
+    assert (tmp_path / "c" / "line" / f"{out.heard.line_audio_sha256}.wav").is_file()

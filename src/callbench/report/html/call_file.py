@@ -1,10 +1,10 @@
 """One call of the folder report as its files hold it (:mod:`callbench.report.html.folder`): the
 call's data script for ``calls/e<n>.js``, its episodes-table row and its search entry for
-``search/s<k>.js``, and the audio files it plays (``calls/audio/<sha256>.wav``, the voice cache's WAV
-as cached: no maintained compressor is among the dependencies, and an 8 kHz-band caller turn is
-tens of kilobytes a second). Pure functions of one call, so the report's worker processes run them
-(:mod:`callbench.report.html.calls`) as well as the folder writer itself; :func:`copy_audio` writes
-the audio files."""
+``search/s<k>.js``, and the audio files it plays (``calls/audio/<sha256>.wav``, the run's WAV
+as kept, the line's output and the clean synthesis: no maintained compressor is among the
+dependencies, and an 8 kHz-band caller turn is tens of kilobytes a second). Pure functions of
+one call, so the report's worker processes run them (:mod:`callbench.report.html.calls`) as well
+as the folder writer itself; :func:`copy_audio` writes the audio files."""
 
 from __future__ import annotations
 
@@ -84,10 +84,10 @@ def call_file(call: CallData, n: int, instructions: SharedTexts, briefs: SharedT
     view = episode_view(call, n, instructions, briefs, json_text=json_source)
     audio: dict[str, str] = {}
     for turn in view["caller_turns"]:
-        a = turn["audio"]
-        if a is not None and a["file"] is not None:
-            a["src"] = AUDIO_SRC.format(sha256=a["sha256"])
-            audio.setdefault(f"{a['sha256']}.wav", a["file"])
+        for a in turn["audio"] or []:
+            if a["file"] is not None:
+                a["src"] = AUDIO_SRC.format(sha256=a["sha256"])
+                audio.setdefault(f"{a['sha256']}.wav", a["file"])
     record = call_record(view)
     anchor = view["anchor"]
     return CallFile(

@@ -94,7 +94,7 @@ def _turn(t: dict[str, Any]) -> dict[str, Any]:
     }
     audio = t.get("audio")
     if audio is not None:
-        out["audio"] = {"src": audio["src"], "note": audio["note"]}
+        out["audio"] = [{"label": a["label"], "src": a["src"], "note": a["note"]} for a in audio]
     return out
 
 

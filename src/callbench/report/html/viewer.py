@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS
@@ -42,6 +43,9 @@ to stay small enough to open at once (``SINGLE_FILE_MAX_CALLS``)."""
 
 AUDIO_NOT_FOUND = "audio not in the run's voice cache"
 AUDIO_IN_FOLDER = "audio in the folder report"
+LINE_NOT_KEPT = "not kept by the run (made before the voice channel kept the line's audio)"
+LINE_LABEL = "as the line delivered it (what the recogniser heard)"
+CLEAN_LABEL = "clean synthesis, before the line"
 
 
 def pretty(value: Any) -> str:
@@ -223,19 +227,31 @@ def _tool_events(trace: Trace, prefix: str, json_text: JsonText) -> list[dict[st
     ]
 
 
-def _turn_audio(turn: CallerTurn, language: str, files: AudioFiles | None) -> dict[str, Any] | None:
-    """The audio of a turn spoken through the voice channel (None for a text-channel turn):
-    ``sha256``, ``file`` (the cached WAV's path, None when not found), ``src`` (what the player
-    plays: set by the renderer) and ``note`` (shown instead of a player)."""
-    if turn.voice is None:
-        return None
-    path = files.find(turn.voice, language) if files is not None else None
+def _player(label: str, sha256: str | None, path: Path | None, missing: str) -> dict[str, Any]:
     return {
-        "sha256": turn.voice.audio_sha256,
+        "label": label,
+        "sha256": sha256 or "",
         "file": None if path is None else str(path),
         "src": None,
-        "note": AUDIO_NOT_FOUND if path is None else None,
+        "note": missing if path is None else None,
     }
+
+
+def _turn_audio(turn: CallerTurn, language: str, files: AudioFiles | None) -> list[dict[str, Any]] | None:
+    """The players of a turn spoken through the voice channel (None for a text-channel turn): what
+    the line delivered (the WAV the recogniser was given), then the clean synthesis; each with its
+    ``label``, ``sha256``, ``file`` (the kept WAV's path, None when not found), ``src`` (what the
+    player plays: set by the renderer) and ``note`` (shown instead of a player)."""
+    if turn.voice is None:
+        return None
+    ev = turn.voice
+    line = files.find_line(ev) if files is not None else None
+    clean = files.find(ev, language) if files is not None else None
+    return [
+        _player(LINE_LABEL, ev.line_audio_sha256, line,
+                AUDIO_NOT_FOUND if ev.line_audio_sha256 else LINE_NOT_KEPT),
+        _player(CLEAN_LABEL, ev.audio_sha256, clean, AUDIO_NOT_FOUND),
+    ]
 
 
 def _caller_turns(trace: Trace, prefix: str, audio: AudioFiles | None) -> list[dict[str, Any]]:
@@ -389,7 +405,7 @@ def embed_audio(views: list[dict[str, Any]], limit: int | None = None) -> int:
     otherwise none, and each such turn's note says :data:`AUDIO_IN_FOLDER`. Returns the characters
     embedded (0 when none). A file that became unreadable since it was found gets
     :data:`AUDIO_NOT_FOUND`."""
-    turns = [t["audio"] for v in views for t in v["caller_turns"] if t.get("audio") and t["audio"]["file"]]
+    turns = [a for v in views for t in v["caller_turns"] for a in t.get("audio") or [] if a["file"]]
     if not turns:
         return 0
     if sum(_data_uri_size(a["file"]) for a in turns) > (AUDIO_EMBED_MAX_BYTES if limit is None else limit):

@@ -69,6 +69,7 @@ class LatencySummary(BaseModel):
     n_silent_turns: int = 0  # turns that said nothing (no time to first word)
     sources: dict[str, int] = Field(default_factory=dict)
     streamed_calls: int = 0
+    talk_measured_calls: int = 0  # calls whose speaking time was measured from a synthesis
     first_word: dict[str, BootstrapResult] = Field(default_factory=dict)
     dead_air: dict[str, BootstrapResult] = Field(default_factory=dict)
     within_budget: BootstrapResult | None = None
@@ -94,6 +95,9 @@ class LatencySummary(BaseModel):
                          "nothing (e.g. scripted): not a model's latency")
         if self.sources.get("mixed"):
             notes.append(f"{self.sources['mixed']} call(s) with mixed timing sources")
+        if self.talk_measured_calls:
+            notes.append(f"{self.talk_measured_calls} call(s) with talk time measured from the voice "
+                         "channel's synthesis (--agent-speech), not estimated at 2.5 words/s")
         if self.n_calls and self.streamed_calls < self.n_calls:
             notes.append(f"{self.n_calls - self.streamed_calls} call(s) not streamed throughout "
                          "(first word = whole answer)")
@@ -127,7 +131,8 @@ def summarize_latency(candidate: str, records: Sequence[EpisodeRecord], *, budge
         n_turns=sum(len(t.first_word_s) for t in timings),
         n_silent_turns=sum(w is None for t in timings for w in t.first_word_s),
         sources=dict(sorted(Counter(t.source for t in timings).items())),
-        streamed_calls=sum(t.streamed for t in timings))
+        streamed_calls=sum(t.streamed for t in timings),
+        talk_measured_calls=sum(t.talk_measured for t in timings))
     args = (seed, n_samples, confidence)
     out.first_word = _quantiles(calls, lambda t: t.first_word_s, list(QUANTILES), *args, candidate,
                                 "first_word")

@@ -8,7 +8,10 @@ through the voice channel, :class:`callbench.trace.VoiceEvent`):
 - entity survival by kind (``digits``, ``amount``, ``name``): of the entities the caller said,
   the share that reached the candidate intact;
 - ``truncated``: caller turns whose decode hit the recogniser's output bound (a looping decode
-  cut short, recorded as such by the engine).
+  cut short, recorded as such by the engine);
+- the agent's side (``run --agent-speech``): ``agent_turns`` (candidate turns spoken),
+  ``agent_heard`` (carried over the line to the caller simulator) and ``agent_mean_wer`` over
+  those, each turn weighing one; shown as a note beside the figures.
 
 Voice retention (docs/voice.md): a candidate's mean overall score through the voice channel over
 its mean overall score through the text channel *on the same episodes*. Two runs are paired when
@@ -73,6 +76,9 @@ class VoiceFigures(BaseModel):
     truncated: int = 0
     entities: list[EntitySurvival] = Field(default_factory=list)
     stress: bool = False
+    agent_turns: int = 0
+    agent_heard: int = 0
+    agent_mean_wer: float | None = None
 
 
 class VoiceRetention(BaseModel):
@@ -117,6 +123,7 @@ def figures_for(runs: list[RunData]) -> list[VoiceFigures]:
     for cand in sorted(acc):
         tallies = acc[cand]
         wer_n = sum(t["wer_n"] for t in tallies)
+        agent_n = sum(t.get("agent_wer_n", 0) for t in tallies)
         ents: dict[str, list[int]] = {}
         for t in tallies:
             for kind, (ok, said) in t["entities"].items():
@@ -132,6 +139,9 @@ def figures_for(runs: list[RunData]) -> list[VoiceFigures]:
             truncated=sum(t["truncated"] for t in tallies),
             entities=[EntitySurvival(kind=k, survived=ents[k][0], said=ents[k][1]) for k in order],
             stress=any(t.get("stress") for t in tallies),
+            agent_turns=sum(t.get("agent_turns", 0) for t in tallies),
+            agent_heard=sum(t.get("agent_heard", 0) for t in tallies),
+            agent_mean_wer=sum(t.get("agent_wer_sum", 0.0) for t in tallies) / agent_n if agent_n else None,
         ))
     return out
 
@@ -219,10 +229,21 @@ def voice_section(
                 retention_for(text, audio, c, seed=seed, n_samples=n_samples, confidence=confidence)
                 for c in sorted(cands))
     notes = [STRESS_NOTE] if any(f.stress for f in figures) else []
+    notes.extend(agent_note(f) for f in figures if f.agent_turns)
     if not retention:
         notes.append("no voice retention: give a text run and an audio run of the same bundle, seed and "
                      "roles (callbench run --channel text / --channel audio) to report both together")
     return VoiceSection(figures=figures, retention=retention, notes=notes)
+
+
+def agent_note(f: VoiceFigures) -> str:
+    """One line on ``f``'s spoken agent side (``run --agent-speech``)."""
+    line = (f"{f.candidate}: the agent's side was spoken on {f.agent_turns} turns (talk time measured "
+            "from the synthesis)")
+    if f.agent_heard:
+        line += (f"; {f.agent_heard} went over the line to the caller simulator, heard at a mean WER of "
+                 f"{_pct(f.agent_mean_wer)}")
+    return line
 
 
 FIGURE_COLUMNS = ["episodes", "caller turns", "mean WER", "digits kept", "amounts kept", "names kept",

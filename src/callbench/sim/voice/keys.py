@@ -10,6 +10,9 @@ from typing import Any
 
 TTS_FOLDER = "tts"
 """Synthesised audio inside a voice cache folder: ``<cache>/tts/<tts_key>.wav``."""
+LINE_FOLDER = "line"
+"""The line's output (what the recogniser was given) inside a voice cache folder:
+``<cache>/line/<SHA-256 of the WAV>.wav``."""
 
 
 def cache_key(obj: Any) -> str:

@@ -1,9 +1,12 @@
 """The voice channel for one run: caller text -> TTS -> phone line -> ASR -> observed text, cached.
 
-Cache (``<root>/tts/<key>.wav``, ``<root>/asr/<key>.json``; the run uses ``<run>/voice-cache``):
+Cache (``<root>/tts/<key>.wav``, ``<root>/asr/<key>.json``, ``<root>/line/<sha256>.wav``; the run
+uses ``<run>/voice-cache``):
 
 - synthesised audio is keyed by SHA-256 over (spoken text, language, TTS engine name, version and
   settings);
+- the line's output (what the recogniser was given, 16 kHz) is named by its own SHA-256, which
+  the recogniser's cache entry and the turn's ``VoiceEvent`` record;
 - the recogniser's text is keyed by SHA-256 over (that audio's SHA-256, line settings, line seed,
   ASR engine name, version and settings, language).
 
@@ -24,16 +27,16 @@ import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from callbench.bundle.audio import AudioChannel
 from callbench.sim.voice.engines import ASREngine, Recognition, TTSEngine
-from callbench.sim.voice.keys import TTS_FOLDER, cache_key, tts_key
+from callbench.sim.voice.keys import LINE_FOLDER, TTS_FOLDER, cache_key, tts_key
 from callbench.sim.voice.line import Audio, load_noise_file, read_wav, run_line, write_wav
 from callbench.sim.voice.score import align, entities, speakable, wer, words
-from callbench.trace import VoiceEvent, atomic_write_bytes
+from callbench.trace import SpokenPart, VoiceEvent, atomic_write_bytes
 
 
 @dataclass
@@ -47,13 +50,22 @@ class CacheStats:
     audio_seconds: float = 0.0
 
 
+AgentSpeechMode = Literal["off", "tts", "line"]
+"""How the candidate's side is spoken (``run --agent-speech``): ``off`` not at all; ``tts``
+synthesised to measure its speaking time; ``line`` also carried over the line and recognised for
+the caller simulator (:mod:`callbench.sim.voice.agent`)."""
+
+
 @dataclass(frozen=True)
 class VoiceLine:
-    """What an episode's channel needs to be a voice channel: the run's pipeline and the
-    scenario's line settings."""
+    """What an episode's channel needs to be a voice channel: the run's pipeline, the scenario's
+    line settings, how the agent's side is spoken and where the run folder keeps its turns' audio
+    (None: only in the cache)."""
 
     pipeline: VoicePipeline
     config: AudioChannel
+    agent: AgentSpeechMode = "off"
+    keep_dir: Path | None = None
 
 
 @dataclass
@@ -96,7 +108,7 @@ class VoicePipeline:
             self._noise[key] = load_noise_file(path, rate)
         return self._noise[key]
 
-    def _synthesize(self, spoken: str, language: str) -> tuple[Audio, str]:
+    def _synthesize(self, spoken: str, language: str, keep: Path | None = None) -> tuple[Audio, str]:
         key = tts_key(spoken, language, self.tts.info.as_dict())
         path = self.cache_dir / TTS_FOLDER / f"{key}.wav"
         if path.is_file():
@@ -106,7 +118,18 @@ class VoicePipeline:
             self.stats.tts_misses += 1
             data = write_wav(self.tts.synthesize(spoken, language))
             atomic_write_bytes(path, data, sync=False)
+        _keep(keep, TTS_FOLDER, f"{key}.wav", data)
         return read_wav(data, where=str(path)), hashlib.sha256(data).hexdigest()
+
+    def measure(self, text: str, language: str, *, keep: Path | None = None) -> SpokenPart:
+        """Synthesise ``text`` (as :func:`speakable` reads it) and measure its duration, from the
+        cache when it was synthesised before. Raises
+        :class:`~callbench.sim.voice.engines.VoiceEngineError` when the engine fails."""
+        spoken = speakable(text)
+        with self._lock:
+            audio, sha = self._synthesize(spoken, language, keep)
+            self.stats.audio_seconds += audio.seconds
+        return SpokenPart(text=text, spoken=spoken, audio_sha256=sha, audio_seconds=round(audio.seconds, 3))
 
     def observe(
         self,
@@ -118,8 +141,12 @@ class VoicePipeline:
         occurrence: int,
         turn: int,
         facts: dict[str, object] | None = None,
+        keep: Path | None = None,
     ) -> VoiceEvent:
         """Speak ``intended``, carry it over the line and recognise it; return the full record.
+        ``keep``: a folder that also gets a copy of the clean and the line's audio (``tts/<key>.wav``
+        and ``line/<sha256>.wav``, as in the cache), so a run folder whose cache lies elsewhere
+        still holds the audio of its own turns.
 
         Raises :class:`~callbench.sim.voice.engines.VoiceEngineError` when an engine fails."""
         spoken = speakable(intended)
@@ -130,7 +157,7 @@ class VoicePipeline:
         if noise_sha is not None:
             line_settings["noise"]["sha256"] = noise_sha
         with self._lock:
-            audio, audio_sha = self._synthesize(spoken, language)
+            audio, audio_sha = self._synthesize(spoken, language, keep)
             self.stats.audio_seconds += audio.seconds
             akey = cache_key(
                 {
@@ -148,14 +175,26 @@ class VoicePipeline:
                     cached = json.loads(apath.read_text(encoding="utf-8"))
                 except ValueError:
                     cached = None
+            line_sha: str | None
             if cached is not None:
                 self.stats.asr_hits += 1
                 rec = Recognition(cached["text"], bool(cached["truncated"]), int(cached["tokens"]))
                 lost, frames = int(cached["lost_frames"]), int(cached["frames"])
+                line_sha = cached.get("line_sha256")  # absent in caches written before it was kept
+                if keep is not None and isinstance(line_sha, str):
+                    lpath = self.cache_dir / LINE_FOLDER / f"{line_sha}.wav"
+                    if lpath.is_file():
+                        _keep(keep, LINE_FOLDER, lpath.name, lpath.read_bytes())
             else:
                 self.stats.asr_misses += 1
                 rng = np.random.default_rng(line_seed)
                 out = run_line(audio, cfg, rng, self._noise_file(cfg, audio.rate))
+                heard = write_wav(out.audio)
+                line_sha = hashlib.sha256(heard).hexdigest()
+                lpath = self.cache_dir / LINE_FOLDER / f"{line_sha}.wav"
+                if not lpath.is_file():
+                    atomic_write_bytes(lpath, heard, sync=False)
+                _keep(keep, LINE_FOLDER, lpath.name, heard)
                 rec = self.asr.transcribe(out.audio, language)
                 lost, frames = out.lost_frames, out.frames
                 blob = {
@@ -164,6 +203,7 @@ class VoicePipeline:
                     "tokens": rec.tokens,
                     "lost_frames": lost,
                     "frames": frames,
+                    "line_sha256": line_sha,
                 }
                 atomic_write_bytes(apath, json.dumps(blob, sort_keys=True).encode("utf-8"), sync=False)
         ops = align(words(intended), words(rec.text))
@@ -183,4 +223,15 @@ class VoicePipeline:
             wer=wer(ops),
             alignment=ops,
             entities=entities(intended, rec.text, facts),
+            line_audio_sha256=line_sha,
         )
+
+
+def _keep(folder: Path | None, sub: str, name: str, data: bytes) -> None:
+    """Copy ``data`` to ``folder/sub/name`` unless it is there (names are content hashes or keys
+    over the content's inputs, so a file already there is the same audio)."""
+    if folder is None:
+        return
+    path = folder / sub / name
+    if not path.is_file():
+        atomic_write_bytes(path, data, sync=False)

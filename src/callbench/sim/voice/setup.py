@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from callbench.bundle.audio import AudioChannel
 from callbench.bundle.models import Scenario
 from callbench.sim.voice.engines import ASREngine, EspeakTTS, TTSEngine, WhisperASR, cpu_threads
-from callbench.sim.voice.pipeline import VoiceLine, VoicePipeline
+from callbench.sim.voice.pipeline import AgentSpeechMode, VoiceLine, VoicePipeline
 from callbench.sim.voice.piper import PiperTTS
 from callbench.sim.voice.remote import RemoteASR, RemoteTTS
 
@@ -109,13 +109,16 @@ def pipeline_for(settings: VoiceSettings, cache_dir: Path, bundle_root: Path | N
 
 
 def voice_line(
-    scenario: Scenario, mode: ChannelMode, settings: VoiceSettings, cache_dir: Path, bundle_root: Path | None
+    scenario: Scenario, mode: ChannelMode, settings: VoiceSettings, cache_dir: Path, bundle_root: Path | None,
+    *, agent: AgentSpeechMode = "off", keep_dir: Path | None = None,
 ) -> VoiceLine | None:
-    """What :class:`~callbench.sim.channel.Channel` needs for ``scenario`` (None: text channel)."""
+    """What :class:`~callbench.sim.channel.Channel` needs for ``scenario`` (None: text channel);
+    ``agent``: how the candidate's side is spoken; ``keep_dir``: where the run folder keeps a copy
+    of its turns' audio (None: the cache is the run folder's own)."""
     cfg = line_for(scenario, mode)
     if cfg is None:
         return None
-    return VoiceLine(pipeline_for(settings, cache_dir, bundle_root), cfg)
+    return VoiceLine(pipeline_for(settings, cache_dir, bundle_root), cfg, agent, keep_dir)
 
 
 OFFLINE_LANGUAGES = frozenset({"en"})

@@ -167,10 +167,14 @@
     var td = h(tr, "td");
     segments(h(td, "div", {"class": "text", lang: e.language}), t.diff[0], "del");
     if (t.rejections) { h(td, "div", {"class": "warn"}, t.attempts + " attempts; rejected: " + txt(t.rejections)); }
-    // the turn's synthesised audio: a file beside the call files (call_file.py), or why there is none
-    if (t.audio && t.audio.src) {
-      h(h(td, "div", {"class": "audio"}), "audio", {controls: "", preload: "none", src: t.audio.src});
-    } else if (t.audio && t.audio.note) { h(td, "div", {"class": "ci"}, t.audio.note); }
+    // the turn's audio, as the line delivered it then clean: files beside the call files
+    // (call_file.py), or why there is none
+    (t.audio || []).forEach(function (a) {
+      var box = h(td, "div", {"class": "audio"});
+      h(box, "div", {"class": "ci"}, a.label);
+      if (a.src) { h(box, "audio", {controls: "", preload: "none", src: a.src}); }
+      else if (a.note) { h(box, "div", {"class": "ci"}, a.note); }
+    });
     add(tr, "\n");
     td = h(tr, "td");
     t.diff[1].forEach(function (frag) { segments(h(td, "div", {"class": "text", lang: e.language}), frag, "ins"); });
