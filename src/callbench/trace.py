@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from callbench.bundle.state.models import StateChange, StateRecord
 from callbench.models.base import ModelSettings, ToolCall, ToolSchema, Usage
@@ -117,6 +117,15 @@ class VoiceEvent(BaseModel):
     line_audio_sha256: str | None = None
     """SHA-256 of the WAV the recogniser was given (the line's output, 16 kHz); None in traces
     saved before the voice channel kept it."""
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unknown_line_audio(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``line_audio_sha256`` is left out when None, so a trace saved before the channel kept the
+        line's audio serialises (and hashes) to the bytes it was graded on."""
+        data: dict[str, Any] = handler(self)
+        if data.get("line_audio_sha256", "") is None:
+            del data["line_audio_sha256"]
+        return data
 
 
 class SpokenPart(BaseModel):

@@ -134,6 +134,27 @@ async def test_an_episode_through_the_voice_channel(bundle: Bundle, dairy, tmp_p
     assert again.caller_turns[0].voice == trace.caller_turns[0].voice
 
 
+async def test_a_voice_trace_saved_before_line_audio_was_kept_hashes_as_graded(  # type: ignore[no-untyped-def]
+        bundle: Bundle, dairy, tmp_path: Path) -> None:
+    """A trace written before the voice event had ``line_audio_sha256`` has no such key: read back,
+    it serialises to the same bytes and content hash it was graded on (no ``null`` appears)."""
+    agent, scen = dairy
+    pipe, _, _ = _pipeline(tmp_path)
+    trace = await run_episode(
+        agent, scen, candidate=create_scripted("scripted:reference", None, bundle),
+        caller=create_scripted("scripted:plan", None, bundle), bundle_name="b", bundle_version="1",
+        bundle_hash="h", episode_id="ep-old-voice", run_seed=3, repeat=0, voice=VoiceLine(pipe, NOISY),
+    )
+    assert all(t.voice is not None and t.voice.line_audio_sha256 for t in trace.caller_turns)
+    for t in trace.caller_turns:
+        assert t.voice is not None
+        t.voice.line_audio_sha256 = None
+    old_text = trace.canonical_json()
+    assert '"line_audio_sha256"' not in old_text  # what the older version wrote
+    again = Trace.model_validate_json(old_text)
+    assert again.canonical_json() == old_text and again.sha256() == trace.sha256()
+
+
 def test_which_scenarios_are_spoken_and_the_language_refusal(dairy) -> None:  # type: ignore[no-untyped-def]
     from callbench.sim.voice.setup import VoiceSettings
 
