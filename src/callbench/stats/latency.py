@@ -126,7 +126,9 @@ class CallTimings(BaseModel):
     turn (in turn order) its time to first word (seconds; None when the turn said nothing), dead
     air (seconds), estimated speaking time (seconds) and tool round trips before speech; where the
     timings came from (``measured``, ``replayed``, ``harness``, ``mixed``), whether every turn was
-    streamed, and the wall clock at the call's start (UTC, ISO 8601)."""
+    streamed, and the wall clock at the call's start (UTC, ISO 8601). ``harness_cpu_s``: the
+    harness CPU (seconds) of each candidate request that has one recorded, in request order
+    (:attr:`~callbench.trace.RequestLatency.harness_cpu_s`; empty for older traces)."""
 
     started_at: str = ""
     source: str = "measured"
@@ -135,6 +137,7 @@ class CallTimings(BaseModel):
     dead_air_s: list[float] = Field(default_factory=list)
     spoken_s: list[float] = Field(default_factory=list)
     tools_before_speech: list[int] = Field(default_factory=list)
+    harness_cpu_s: list[float] = Field(default_factory=list)
 
     @classmethod
     def of(cls, latency: EpisodeLatency) -> CallTimings:
@@ -145,7 +148,9 @@ class CallTimings(BaseModel):
             streamed=bool(turns) and all(t.streamed for t in turns),
             first_word_s=[t.time_to_first_word_s for t in turns], dead_air_s=[t.dead_air_s for t in turns],
             spoken_s=[t.spoken_s for t in turns],
-            tools_before_speech=[t.tool_round_trips_before_speech for t in turns])
+            tools_before_speech=[t.tool_round_trips_before_speech for t in turns],
+            harness_cpu_s=[r.harness_cpu_s for r in latency.requests
+                           if r.role == "candidate" and r.harness_cpu_s is not None])
 
     @property
     def talk_s(self) -> float:
