@@ -52,7 +52,7 @@ class LatencyRecorder:
         """The loop starts on a new request (before building it): close the open segment, giving
         its CPU to the request recorded in it (the last, should there be several). Nothing is
         given when the meter was never driven (``CpuMeter.driven``)."""
-        now = self.cpu.cpu_s
+        now = self.cpu.reading()
         if self.cpu.driven and self._segment_cpu is not None and len(self.requests) > self._segment_first:
             self.requests[-1].harness_cpu_s = max(0.0, now - self._segment_cpu)
         self._segment_cpu, self._segment_first = now, len(self.requests)
