@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import gzip
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -78,7 +79,7 @@ sys.stdin.read()
 def quantile(values: list[float], q: float) -> float:
     """Inverted-CDF quantile (the smallest value whose cumulative share reaches q)."""
     ordered = sorted(values)
-    k = max(0, min(len(ordered) - 1, -(-int(round(q * len(ordered) * 1e9)) // 10**9) - 1))
+    k = max(0, min(len(ordered) - 1, math.ceil(q * len(ordered) - 1e-9) - 1))
     return ordered[k]
 
 
@@ -159,30 +160,37 @@ def main() -> None:
         if server.stdin is not None:
             server.stdin.close()
         server.wait(timeout=30)
-    cand = [r for t in traces for r in (t.get("latency") or {}).get("requests", []) if r["role"] == "candidate"]
-    caller = [r for t in traces for r in (t.get("latency") or {}).get("requests", []) if r["role"] == "caller"]
-    words = [turn["time_to_first_word_s"] for t in traces for turn in (t.get("latency") or {}).get("turns", [])
-             if turn.get("time_to_first_word_s") is not None]
+    lat = [t.get("latency") or {} for t in traces]
+    cand = [r for x in lat for r in x.get("requests", []) if r["role"] == "candidate"]
+    caller = [r for x in lat for r in x.get("requests", []) if r["role"] == "caller"]
+    words = [u["time_to_first_word_s"] for x in lat for u in x.get("turns", [])
+             if u.get("time_to_first_word_s") is not None]
     cpu_c = [r["harness_cpu_s"] for r in cand if r.get("harness_cpu_s") is not None]
     cpu_u = [r["harness_cpu_s"] for r in caller if r.get("harness_cpu_s") is not None]
     streamed = sum(r["streamed"] for r in cand)
-    median_word = quantile(words, 0.5)
-    print(f"profile: ttft median {args.ttft * 1000:.0f} ms (lognormal sigma {args.sigma}), {args.token * 1000:.0f} "
-          f"ms/delta, +{args.tool * 1000:.0f} ms per tool call; concurrency {args.concurrency}")
+    word = quantile(words, 0.5)
+
+    def ms(x: float) -> str:
+        return f"{1000 * x:.2f} ms"
+
+    print(f"profile: ttft median {ms(args.ttft)} (lognormal sigma {args.sigma}), {ms(args.token)} per delta, "
+          f"+{ms(args.tool)} per tool call; concurrency {args.concurrency}")
     print(f"calls: {len(traces)}, candidate requests: {len(cand)} ({streamed} streamed), turns that spoke: "
           f"{len(words)}, caller requests: {len(caller)}; wall {wall:.1f} s; load: {os.getloadavg()[0]:.1f}")
-    print(f"time to first word: p50 {median_word * 1000:.0f} ms, p90 {quantile(words, 0.9) * 1000:.0f} ms")
-    print(f"harness CPU per candidate request ({len(cpu_c)} recorded): p50 {quantile(cpu_c, 0.5) * 1000:.2f} ms, "
-          f"p90 {quantile(cpu_c, 0.9) * 1000:.2f} ms, mean {statistics.fmean(cpu_c) * 1000:.2f} ms; "
-          f"p50 = {100 * quantile(cpu_c, 0.5) / median_word:.2f}% of the median time to first word (target < 2%)")
+    print(f"time to first word: p50 {ms(word)}, p90 {ms(quantile(words, 0.9))}")
+    print(f"harness CPU per candidate request ({len(cpu_c)} recorded): p50 {ms(quantile(cpu_c, 0.5))}, "
+          f"p90 {ms(quantile(cpu_c, 0.9))}, mean {ms(statistics.fmean(cpu_c))}; "
+          f"p50 = {100 * quantile(cpu_c, 0.5) / word:.2f}% of the median time to first word (target < 2%)")
     if cpu_u:
-        print(f"harness CPU per caller request (scripted caller, {len(cpu_u)}): p50 "
-              f"{quantile(cpu_u, 0.5) * 1000:.2f} ms, p90 {quantile(cpu_u, 0.9) * 1000:.2f} ms")
-    print(f"not in the per-request figure: saving a trace {save_cpu / max(saves, 1) * 1000:.2f} ms CPU per episode "
-          f"({save_cpu / max(len(cand), 1) * 1000:.2f} ms per candidate request); whole process CPU (every "
-          f"thread: grading, the loop's I/O, saving) {cpu / max(len(cand), 1) * 1000:.2f} ms per candidate "
-          f"request = {100 * cpu / max(len(cand), 1) / median_word:.2f}% of the median time to first word")
-
+        print(f"harness CPU per caller request (scripted caller, {len(cpu_u)}): "
+              f"p50 {ms(quantile(cpu_u, 0.5))}, p90 {ms(quantile(cpu_u, 0.9))}")
+    per = max(len(cand), 1)
+    recorded = sum(cpu_c) + sum(cpu_u)
+    print(f"recorded in all: {ms(recorded)} over the run, {ms(recorded / per)} per candidate request")
+    print(f"not in the per-request figure: saving a trace {ms(save_cpu / max(saves, 1))} CPU per episode "
+          f"({ms(save_cpu / per)} per candidate request); whole process CPU (every thread: grading, "
+          f"saving, start-up after the imports) {ms(cpu / per)} per candidate request = "
+          f"{100 * cpu / per / word:.2f}% of the median time to first word")
 
 if __name__ == "__main__":
     main()
