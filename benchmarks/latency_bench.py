@@ -55,7 +55,7 @@ from callbench.runfolder.store import RunStore  # noqa: E402
 from callbench.runs.executor import RoleSpec, RunConfig  # noqa: E402
 from callbench.runs.plan import ScenarioFilters, candidate_slug  # noqa: E402
 from callbench.runs.session import build_clients, run_and_grade  # noqa: E402
-from fakes.conformance_server import HintedClient, HintTransport  # noqa: E402
+from fakes.conformance_server import HINT, HintedClient, HintTransport  # noqa: E402
 
 STARTER = Path(str(files("callbench") / "examples" / "starter"))
 SERVER = """
@@ -74,6 +74,37 @@ s.__enter__()
 print(s.url, flush=True)
 sys.stdin.read()
 """
+
+
+class AiohttpHints(httpx2.AsyncBaseTransport):
+    """The transport of the openai SDK's aiohttp client (callbench's default), adding the fake's
+    hint headers as :class:`HintTransport` does over httpx2's own."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        hint = HINT.get()
+        if hint is not None:
+            request.headers["x-callbench-scenario"] = hint[0]
+            request.headers["x-callbench-turn"] = str(hint[1])
+            request.headers["x-callbench-after-tools"] = "1" if hint[2] else "0"
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def http_client(transport: str) -> httpx2.AsyncClient:
+    """The candidate's HTTP client over ``transport`` (``aiohttp``, callbench's default, or
+    ``httpx2``), with the fake's hints."""
+    if transport == "httpx2":
+        return httpx2.AsyncClient(transport=HintTransport())
+    import openai
+
+    client = openai.DefaultAioHttpClient(timeout=60.0)
+    client._transport = AiohttpHints(client._transport)
+    return client
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -103,7 +134,7 @@ async def run(args: argparse.Namespace, url: str, out: Path) -> tuple[float, flo
         caller=RoleSpec(spec="scripted:plan"), task_judge=RoleSpec(spec="scripted:met"),
         conversation_judge=RoleSpec(spec="scripted:met"), concurrency=args.concurrency, seed=args.seed,
         filters=ScenarioFilters(agents=agents[: args.agents], limit=args.scenarios))
-    http = httpx2.AsyncClient(transport=HintTransport())
+    http = http_client(args.transport)
     built = build_clients(config, bundle)
     key = f"candidate:{candidate_slug(spec, settings)}"
     await built.pop(key).aclose()  # replaced by one whose transport sets the fake's hints
@@ -143,6 +174,8 @@ def main() -> None:
     ap.add_argument("--token", type=float, default=0.03, help="seconds between streamed deltas")
     ap.add_argument("--tool", type=float, default=0.05, help="seconds more before each tool call")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--transport", choices=("aiohttp", "httpx2"), default="aiohttp",
+                    help="the candidate's HTTP transport (CALLBENCH_HTTP_TRANSPORT; default aiohttp)")
     args = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-latency-bench")
     code = SERVER.format(tests=str(TESTS), ttft=args.ttft, sigma=args.sigma, token=args.token,
@@ -174,7 +207,7 @@ def main() -> None:
         return f"{1000 * x:.2f} ms"
 
     print(f"profile: ttft median {ms(args.ttft)} (lognormal sigma {args.sigma}), {ms(args.token)} per delta, "
-          f"+{ms(args.tool)} per tool call; concurrency {args.concurrency}")
+          f"+{ms(args.tool)} per tool call; concurrency {args.concurrency}; transport {args.transport}")
     print(f"calls: {len(traces)}, candidate requests: {len(cand)} ({streamed} streamed), turns that spoke: "
           f"{len(words)}, caller requests: {len(caller)}; wall {wall:.1f} s; load: {os.getloadavg()[0]:.1f}")
     print(f"time to first word: p50 {ms(word)}, p90 {ms(quantile(words, 0.9))}")
