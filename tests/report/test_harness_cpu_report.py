@@ -116,3 +116,37 @@ def test_traces_without_the_field_read_and_report_nothing_for_it(run: Path) -> N
     assert all(r.harness_cpu_s is None for r in old.requests)
     assert CallTimings.of(old).harness_cpu_s == []
     assert CallTimings.of(old).first_word_s == [u["time_to_first_word_s"] for u in latency["turns"]]
+
+
+def test_judge_request_latency_is_shown_as_the_judges_not_the_candidates(
+        make_run: Any, tmp_path: Path) -> None:
+    from callbench.grade.models import JudgeRequestTiming
+    from callbench.report.html.page import render_html
+    from callbench.report.model.judge_latency import judge_latency_line
+
+    run = make_run(agents=1, scenarios=2, repeats=1)
+    rng = np.random.default_rng(5)
+    task: list[float] = []
+    for path in sorted((run / "grades").glob("*/episodes/*.json")):
+        grade = json.loads(path.read_text())
+        timings = {role: [JudgeRequestTiming(ask=a, waited_s=w, first_token_s=w / 2, replayed=w > 1.0)
+                          for a, w in enumerate(np.round(rng.uniform(0.1, 1.5, 2), 3).tolist())]
+                   for role in ("task_judge", "conversation_judge")}
+        task += [t.waited_s for t in timings["task_judge"]]
+        grade["judge_timings"] = {k: [t.model_dump() for t in v] for k, v in timings.items()}
+        path.write_text(json.dumps(grade))
+    runs = load_runs([run])
+    report = build_report(runs, n_samples=50)
+    judged = report.runs[0].judge_latency
+    assert set(judged) == {"task_judge", "conversation_judge"}
+    assert judged["task_judge"].requests == len(task) == 8  # two candidates, two calls, two requests
+    assert judged["task_judge"].median_waited_s == inverted_cdf(task, 0.5)
+    assert judged["task_judge"].p90_waited_s == inverted_cdf(task, 0.9)
+    assert judged["task_judge"].replayed == sum(w > 1.0 for w in task)
+    line = judge_latency_line(report.runs[0].run_id, judged)
+    assert line is not None and "the judges', not the candidate's" in line
+    assert f"task_judge median {1000 * inverted_cdf(task, 0.5):.0f} ms" in line
+    assert str(markupsafe.escape(line)) in render_html(report, runs, include_traces=False)
+    data = json.loads(report.model_dump_json())
+    assert data["runs"][0]["judge_latency"]["task_judge"]["median_waited_s"] == inverted_cdf(task, 0.5)
+    assert judge_latency_line("r", {}) is None
