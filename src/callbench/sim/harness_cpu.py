@@ -43,9 +43,15 @@ class CpuMeter:
     give)."""
 
     def __init__(self) -> None:
-        self.cpu_s = 0.0  # the steps that are over
+        self.steps_s = 0.0  # the steps that are over (written on the loop's thread only)
+        self.threads_s = 0.0  # work run through in_thread (written by one worker at a time)
         self.driven = False
         self._step: float | None = None  # thread_time at the start of the step in progress
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds of the steps that are over and of the work run through :meth:`in_thread`."""
+        return self.steps_s + self.threads_s
 
     def reading(self) -> float:
         """CPU seconds so far, the step in progress included up to now (a conversation that
@@ -57,15 +63,16 @@ class CpuMeter:
     def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
         """Call ``fn(*args)`` (in the worker thread it is run on) and add that thread's CPU time for
         the call to :attr:`cpu_s`. Meant for ``asyncio.to_thread(meter.in_thread, fn, ...)`` from a
-        driven coroutine: it is suspended meanwhile, so nothing else adds to this meter."""
+        driven coroutine: it awaits the call, so one worker at a time adds here (a total of its
+        own: the step that handed the work over may still be ending on the loop's thread)."""
         t0 = time.thread_time()
         try:
             return fn(*args)
         finally:
-            self.cpu_s += time.thread_time() - t0
+            self.threads_s += time.thread_time() - t0
 
     async def drive(self, coro: Awaitable[T]) -> T:
-        """Await ``coro``, adding the CPU time of each of its steps to :attr:`cpu_s`. Exceptions,
+        """Await ``coro``, adding the CPU time of each of its steps to :attr:`steps_s`. Exceptions,
         cancellation and the result pass through unchanged."""
         self.driven = True
         return await _Driven(coro, self)
@@ -103,7 +110,7 @@ class _Driven:
                 return stop.value
             finally:
                 _last.end = end = time.thread_time()
-                meter.cpu_s += max(0.0, end - meter._step)
+                meter.steps_s += max(0.0, end - meter._step)
                 meter._step = None
             try:
                 value, error = (yield yielded), None
