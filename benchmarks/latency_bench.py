@@ -151,7 +151,7 @@ async def run(args: argparse.Namespace, url: str, out: Path) -> tuple[float, flo
             save_cpu[0] += time.thread_time() - t0
             save_cpu[1] += 1
 
-    RunStore.save_episode = timed_save  # type: ignore[method-assign]
+    RunStore.save_episode = timed_save  # type: ignore[method-assign,assignment]
     try:
         w0, c0 = time.perf_counter(), time.process_time()
         await run_and_grade(config, clients=clients, bundle=bundle)

@@ -173,10 +173,6 @@ def test_report_time_to_first_word_matches_the_known_distribution_and_the_trace_
         assert lat.by_tools_before_speech["0"][name].estimate == inverted_cdf(direct, q)
     # turns whose first word is one request's first token: the fake's known distribution
     check_against_profile("no tools first", direct, lat.by_tools_before_speech["0"])
-    # a tool round trip before speech adds a whole request: slower than the direct turns
-    by_tools = lat.by_tools_before_speech
-    if "1" in by_tools:
-        assert by_tools["1"]["p50"].estimate > by_tools["0"]["p50"].estimate
 
 
 @pytest.mark.slow  # a run at concurrency 1: ~40 s of seeded delays
@@ -188,7 +184,9 @@ def test_concurrency_does_not_distort_measured_latency(concurrent_run: Path, tmp
         direct = first_words(trace_turns(run), tools=0)
         (lat,) = build_report(load_runs([run]), n_samples=100).latency.values()
         check_against_profile(name, direct, lat.by_tools_before_speech["0"])
-        medians[name] = (len(direct), lat.by_tools_before_speech["0"]["p50"].estimate)
+        median = lat.by_tools_before_speech["0"]["p50"].estimate
+        assert median is not None
+        medians[name] = (len(direct), median)
     # both medians are of draws from the same distribution (the fake numbers its requests in
     # arrival order, so the runs draw different values): they differ by sampling error and
     # scheduling delay only, never by one request queued behind another (a whole median more)
