@@ -31,7 +31,6 @@ from callbench.report.html.latency_strip import latency_view
 from callbench.report.html.textdiff import apply_line_ops, line_ops, word_diff
 from callbench.report.model.audio import AudioFiles
 from callbench.report.model.load import RunData
-from callbench.stats.latency import DEFAULT_LATENCY_BUDGET_S
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import CallerTurn, Trace
 
@@ -311,12 +310,13 @@ def call_count(runs: list[RunData]) -> int:
 
 def episode_view(
     call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts, *, json_text: JsonText = pretty,
-    budget_s: float = DEFAULT_LATENCY_BUDGET_S,
+    budget_s: float | None = None,
 ) -> dict[str, Any]:
     """The view of the ``n``-th call (anchor ``e<n>``), adding its operating instructions and
     caller brief to ``instructions`` and ``briefs``. Tool arguments and results and JSON tool
     messages are held as ``json_text(value)`` (default :func:`pretty`: indented text);
-    ``budget_s``: the latency budget (seconds) marked on the latency strip."""
+    ``budget_s``: the latency budget (seconds) marked on the latency strip (None: not marked; the
+    folder report's calls are written before the report's budget is settled)."""
     rec, trace, grade, audio = call
     prefix = f"e{n}"
     return {
@@ -418,7 +418,7 @@ def embed_audio(views: list[dict[str, Any]], limit: int | None = None) -> int:
 
 
 def episode_views(
-    runs: list[RunData], budget_s: float = DEFAULT_LATENCY_BUDGET_S,
+    runs: list[RunData], budget_s: float | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Views of every episode that has a trace or a grade, in run then plan order, and the
     distinct operating instructions and caller briefs they link to (:meth:`SharedTexts.views`);
