@@ -303,7 +303,11 @@ class RequestLatency(BaseModel):
     the same turn and this one (the tool round trip in the harness); 0 for a turn's first.
     ``source``: ``measured`` (timed by the client), ``replayed`` (served from the response cache:
     the stored timings of the original request, not measured now), ``harness`` (a client that
-    times nothing, e.g. scripted: the loop timed the call, no first token known)."""
+    times nothing, e.g. scripted: the loop timed the call, no first token known).
+    ``harness_cpu_s``: callbench's own CPU seconds for this request (``sim/harness_cpu.py``): from
+    building it to having handled its answer (tool calls answered; a caller's turn checked and
+    rendered by the channel), measured in this run even when the answer was replayed; None in
+    traces written before it was recorded and for requests the loop did not drive."""
 
     role: str
     turn: int
@@ -321,6 +325,7 @@ class RequestLatency(BaseModel):
     output_tokens: int = 0
     speech: bool = False
     tool_calls: int = 0
+    harness_cpu_s: float | None = None
 
     @property
     def retries(self) -> int:
@@ -339,7 +344,8 @@ class TurnLatency(BaseModel):
     or ``measured``, the duration of its synthesis (``run --agent-speech``);
     ``tool_round_trips_before_speech``: answers with tool calls
     before the first with speech. ``streamed`` is False when any of its requests was not streamed
-    (its first word is then the whole answer: latency = completion time)."""
+    (its first word is then the whole answer: latency = completion time). ``harness_cpu_s``: the
+    sum of its requests' harness CPU (None when none was recorded)."""
 
     turn: int
     start_s: float
@@ -354,6 +360,7 @@ class TurnLatency(BaseModel):
     retries: int = 0
     streamed: bool = False
     source: Literal["measured", "replayed", "harness", "mixed"] = "measured"
+    harness_cpu_s: float | None = None
 
 
 class EpisodeLatency(BaseModel):

@@ -115,3 +115,40 @@ def test_template_and_call_data_show_the_numbers(tmp_path: Path) -> None:
     assert [[t[k] for k in ("turn", "first_word", "dead_air", "completion", "tools", "requests", "streamed")]
             for t in record["latency"]["turns"]] == EXPECTED_ROWS  # fmt: skip
     assert [(b["kind"], b["left"], b["width"]) for b in record["latency"]["turns"][1]["bars"]] == TURN1_BARS
+
+
+def test_the_budget_is_marked_where_it_falls_on_each_turns_scale(tmp_path: Path) -> None:
+    view = latency_view(known_latency(), budget_s=0.8)
+    assert view is not None
+    # turn 0 on 1.0 s, turn 1 on 2.3 s, turn 2 on 1.7 s
+    assert [t["budget"] for t in view["turns"]] == ["80.0", f"{80 / 2.3:.1f}", f"{80 / 1.7:.1f}"]
+    assert {t["budget_label"] for t in view["turns"]} == {"budget 800 ms"}
+    late = latency_view(known_latency(), budget_s=1.2)
+    assert late is not None
+    # a turn over before the budget (turn 0, 1.0 s) shows none rather than a stretched bar
+    assert [t["budget"] for t in late["turns"]] == [None, f"{120 / 2.3:.1f}", f"{120 / 1.7:.1f}"]
+    run = write_run(tmp_path, candidates=("cand-a",), agents=1, scenarios=1, repeats=1,
+                    latency=lambda c, a, s, r: known_latency())  # fmt: skip
+    (rec, trace, grade), = load_runs([run], None)[0].iter_episodes()  # fmt: skip
+    call = CallData(rec, trace, grade)
+    html = str(render_episode(episode_view(call, 0, SharedTexts("i"), SharedTexts("b"), budget_s=1.2)))
+    rows = re.findall(r'<tr class="lat-row">(.*?)</tr>', html)
+    assert "lat-budget" not in rows[0]
+    assert (f'<span class="lat-budget" style="left:{120 / 2.3:.1f}%" title="budget 1200 ms" '
+            'data-label="budget 1200 ms"></span>') in rows[1]
+    record = call_record(episode_view(call, 0, SharedTexts("i"), SharedTexts("b"), json_text=json_source,
+                                      budget_s=1.2))
+    assert [t["budget"] for t in record["latency"]["turns"]] == [None, f"{120 / 2.3:.1f}", f"{120 / 1.7:.1f}"]
+
+
+def test_the_single_file_report_marks_its_own_budget(tmp_path: Path) -> None:
+    from callbench.report.html.page import render_html
+    from callbench.report.model.build import build_report
+
+    run = write_run(tmp_path, candidates=("cand-a",), agents=1, scenarios=1, repeats=1,
+                    latency=lambda c, a, s, r: known_latency())  # fmt: skip
+    runs = load_runs([run], None)
+    page = render_html(build_report(runs, n_samples=20, latency_budget_s=1.2), runs)
+    # turns 1 and 2 (2.3 s and 1.7 s) reach the budget, turn 0 (1.0 s) does not
+    assert page.count('data-label="budget 1200 ms"') == 2
+    assert f'class="lat-budget" style="left:{120 / 2.3:.1f}%"' in page

@@ -149,6 +149,7 @@ class Conversation:
         executed = 0
         refusal_rounds = 0
         while True:
+            self.latency.segment()
             req = ModelRequest(
                 messages=self._candidate_messages(),
                 tools=self.tools,
@@ -231,6 +232,7 @@ class Conversation:
         rejections: list[str] = []
         output: CallerOutput | None = None
         for attempt in range(self.caller_attempts):
+            self.latency.segment()
             msgs = caller_messages(self.caller_prompt, self.messages, self.tool_events, self.caller_turns,
                                    heard=self._heard())
             if rejections:
@@ -281,7 +283,8 @@ class Conversation:
         steps = [output.expressed_step] if output.expressed_step else []
         self.expressed.extend(steps)
         if self.channel.voice is not None:  # synthesis and recognition take CPU seconds: off the loop
-            rendered = await asyncio.to_thread(self.channel.render, output.speech, turn, steps)
+            rendered = await asyncio.to_thread(self.latency.cpu.in_thread, self.channel.render, output.speech,
+                                               turn, steps)
         else:
             rendered = self.channel.render(output.speech, turn, steps)
         indices = [
@@ -328,10 +331,14 @@ class Conversation:
     # ------------------------------------------------------------------ loop
 
     async def run(self) -> EndReason:
-        """The loop: candidate greets, then caller turn / candidate turn until an end condition.
+        """The loop: candidate greets, then caller turn / candidate turn until an end condition,
+        its CPU counted by the latency recorder's meter (harness CPU per request).
 
         Raises :class:`CallerFailed` or :class:`~callbench.models.base.InfrastructureError`.
         """
+        return await self.latency.cpu.drive(self._converse())
+
+    async def _converse(self) -> EndReason:
         if self.first_user_message is not None:  # recorded: a user message no caller spoke
             self._add("user", content=self.first_user_message)
         ended = await self.candidate_turn(0)

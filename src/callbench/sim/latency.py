@@ -6,6 +6,11 @@ per-attempt timings (``models/timing.py``) when it measured them. :func:`turn_la
 candidate turn's requests end to end as the caller lives them (see
 :class:`~callbench.trace.TurnLatency`): the timeline is rebuilt from each request's own durations
 and the gaps between them, so a replayed turn is laid out with its replayed durations.
+
+Harness CPU: the loop calls :meth:`LatencyRecorder.segment` before it builds each request; the CPU
+its :class:`~callbench.sim.harness_cpu.CpuMeter` counted from there to the next segment (or the
+end of the conversation) is the harness CPU of the request recorded in between: building it, the
+client's own work, handling the answer (tool calls, the caller's checks and channel).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Sequence
 
 from callbench.models.base import ModelResponse
 from callbench.models.timing import AttemptTiming, ResponseTiming
+from callbench.sim.harness_cpu import CpuMeter
 from callbench.sim.speech_rate import rate_label, spoken_seconds, word_count
 from callbench.trace import EpisodeLatency, RequestLatency, TurnLatency
 
@@ -39,6 +45,18 @@ class LatencyRecorder:
         self.speech: list[str | None] = []  # the speech of each request's answer, for spoken time
         self._turn_end: dict[int, float] = {}  # candidate turn -> when its last request returned
         self.measured: dict[str, float] = {}  # speech (stripped) -> seconds of its synthesis
+        self.cpu = CpuMeter()  # harness CPU of the conversation (driven by Conversation.run)
+        self._segment_cpu: float | None = None  # the meter at the start of the open segment
+        self._segment_first = 0  # the first request recorded in the open segment
+
+    def segment(self) -> None:
+        """The loop starts on a new request (before building it): close the open segment, giving
+        its CPU to the request recorded in it (the last, should there be several). Nothing is
+        given when the meter was never driven (``CpuMeter.driven``)."""
+        now = self.cpu.reading()
+        if self.cpu.driven and self._segment_cpu is not None and len(self.requests) > self._segment_first:
+            self.requests[-1].harness_cpu_s = max(0.0, now - self._segment_cpu)
+        self._segment_cpu, self._segment_first = now, len(self.requests)
 
     def _now(self) -> float:
         return float(self.clock())  # type: ignore[operator]
@@ -87,7 +105,8 @@ class LatencyRecorder:
 
     def episode(self) -> EpisodeLatency:
         """The :class:`EpisodeLatency` of everything recorded, with one :class:`TurnLatency` per
-        candidate turn."""
+        candidate turn. Closes the open harness CPU segment."""
+        self.segment()
         turns: dict[int, list[tuple[RequestLatency, str | None]]] = {}
         for req, speech in zip(self.requests, self.speech, strict=True):
             if req.role == "candidate":
@@ -139,10 +158,11 @@ def turn_latency(turn: int, items: Sequence[tuple[RequestLatency, str | None]],
             before += 1
         at = start + req.waited_s
     sources = {r.source for r, _ in items}
+    cpu = [r.harness_cpu_s for r, _ in items if r.harness_cpu_s is not None]
     return TurnLatency(
         turn=turn, start_s=items[0][0].start_s, time_to_first_word_s=first_word, dead_air_s=dead_air,
         completion_s=at, spoken_s=spoken,
         spoken_source="measured" if measured_any and not estimated else "estimated", words=words,
         tool_round_trips_before_speech=before,
         requests=len(items), retries=retries, streamed=all(r.streamed for r, _ in items),
-        source=sources.pop() if len(sources) == 1 else "mixed")
+        source=sources.pop() if len(sources) == 1 else "mixed", harness_cpu_s=sum(cpu) if cpu else None)

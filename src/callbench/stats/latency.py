@@ -128,7 +128,9 @@ class CallTimings(BaseModel):
     timings came from (``measured``, ``replayed``, ``harness``, ``mixed``), whether every turn was
     streamed, whether every turn that spoke had its speaking time measured from a synthesis
     (``talk_measured``, ``run --agent-speech``; otherwise estimated from its words), and the wall
-    clock at the call's start (UTC, ISO 8601)."""
+    clock at the call's start (UTC, ISO 8601). ``harness_cpu_s``: the harness CPU (seconds) of
+    each candidate request that has one recorded, in request order
+    (:attr:`~callbench.trace.RequestLatency.harness_cpu_s`; empty for older traces)."""
 
     started_at: str = ""
     source: str = "measured"
@@ -138,6 +140,7 @@ class CallTimings(BaseModel):
     spoken_s: list[float] = Field(default_factory=list)
     tools_before_speech: list[int] = Field(default_factory=list)
     talk_measured: bool = False
+    harness_cpu_s: list[float] = Field(default_factory=list)
 
     @classmethod
     def of(cls, latency: EpisodeLatency) -> CallTimings:
@@ -150,7 +153,9 @@ class CallTimings(BaseModel):
             spoken_s=[t.spoken_s for t in turns],
             tools_before_speech=[t.tool_round_trips_before_speech for t in turns],
             talk_measured=any(t.words for t in turns)
-            and all(t.spoken_source == "measured" for t in turns if t.words))
+            and all(t.spoken_source == "measured" for t in turns if t.words),
+            harness_cpu_s=[r.harness_cpu_s for r in latency.requests
+                           if r.role == "candidate" and r.harness_cpu_s is not None])
 
     @property
     def talk_s(self) -> float:

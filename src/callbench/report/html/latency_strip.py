@@ -21,7 +21,8 @@ from callbench.trace import EpisodeLatency, RequestLatency, TurnLatency
 LEGEND = (
     "Seconds from the end of the caller's turn, in ms. Bars: grey, waiting for the model's answer "
     "(tool-call answers included); green, the answer arriving after its first word; orange, tools "
-    "running between requests; the black tick is the first word. Each bar spans its own turn."
+    "running between requests; the black tick is the first word; the red dashed line is the latency "
+    "budget (a turn that was over before it shows none). Each bar spans its own turn."
 )
 
 
@@ -68,7 +69,7 @@ def _segments(requests: list[RequestLatency]) -> list[tuple[str, float, float, s
     return out
 
 
-def _turn_row(turn: TurnLatency, requests: list[RequestLatency]) -> dict[str, Any]:
+def _turn_row(turn: TurnLatency, requests: list[RequestLatency], budget_s: float | None) -> dict[str, Any]:
     # each turn on its own scale: the greeting reads the whole system prompt and can take a
     # hundred times longer than later turns, which a shared scale would flatten to nothing
     scale = max(turn.completion_s, turn.time_to_first_word_s or 0.0)
@@ -88,17 +89,22 @@ def _turn_row(turn: TurnLatency, requests: list[RequestLatency]) -> dict[str, An
             "" if turn.source == "measured" else f", {turn.source}"),
         "bars": bars,
         "mark": _pct(first, scale) if first is not None else None,
+        # the budget is drawn where it falls on the turn's own scale; past the turn's end it
+        # would stretch every short turn's bar, so it is left out there
+        "budget": _pct(budget_s, scale) if budget_s is not None and 0 < budget_s <= scale else None,
+        "budget_label": "" if budget_s is None else f"budget {_ms(budget_s)} ms",
     }
 
 
-def latency_view(latency: EpisodeLatency | None) -> dict[str, Any] | None:
+def latency_view(latency: EpisodeLatency | None, budget_s: float | None = None) -> dict[str, Any] | None:
     """The strip of one call from its trace's timings, or None when it has none (older traces,
     or no candidate turn). ``{"note": str, "turns": [row]}``; each row holds ``turn``,
     ``first_word``, ``dead_air``, ``completion`` (ms), ``tools`` (round trips before speech),
     ``requests``, ``streamed`` (text), ``bars`` (``kind`` of ``wait``/``speak``/``tool``,
     ``left`` and ``width`` in percent of the turn's own time, ``title``) and ``mark`` (the
-    first word's position in percent, or None). Values are strings (or None): nothing is
-    formatted later."""
+    first word's position in percent, or None), ``budget`` (where ``budget_s``, the latency
+    budget in seconds, falls in percent; None when the turn was over before it or no budget was
+    given) and ``budget_label``. Values are strings (or None): nothing is formatted later."""
     if latency is None or not latency.turns:
         return None
     by_turn: dict[int, list[RequestLatency]] = {}
@@ -110,5 +116,5 @@ def latency_view(latency: EpisodeLatency | None) -> dict[str, Any] | None:
     rate = f" Speech rate {latency.speech_rate}." if latency.speech_rate else ""
     return {
         "note": LEGEND + source + rate,
-        "turns": [_turn_row(t, by_turn.get(t.turn, [])) for t in latency.turns],
+        "turns": [_turn_row(t, by_turn.get(t.turn, []), budget_s) for t in latency.turns],
     }

@@ -33,6 +33,7 @@ from callbench.report.html.viewer import episode_row, episode_views
 from callbench.report.model.build import Report, pass_rule_text
 from callbench.report.model.faults import FAULT_COLUMNS, fault_rows, fault_summary
 from callbench.report.model.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_MEASURED, accuracy_rows
+from callbench.report.model.judge_latency import judge_latency_line
 from callbench.report.model.latency_text import (
     LATENCY_COLUMNS,
     latency_notes,
@@ -189,6 +190,8 @@ def render_page(
                        + report.latency_warnings) if report.latency else [],
         latency_slices=slice_rows(report.latency),
         latency_paired=paired_rows(report.paired_latency),
+        judge_latency_lines=[line for r in report.runs
+                             if (line := judge_latency_line(r.run_id, r.judge_latency))],
         judge_accuracy=[row for r in report.runs for row in accuracy_rows(r.run_id, r.judge_accuracy)],
         judge_accuracy_columns=JUDGE_ACCURACY_COLUMNS[1:],
         judge_accuracy_missing=NOT_MEASURED,
@@ -210,7 +213,8 @@ def render_html(report: Report, runs: list[RunData], *, include_traces: bool = T
     ``include_traces=False`` leaves out the per-episode trace viewer (for very large runs, where
     it dominates the file size). Trace data is read through
     :func:`~callbench.report.html.viewer.call_data`."""
-    views, instructions, briefs = episode_views(runs) if include_traces else ([], [], [])
+    views, instructions, briefs = (episode_views(runs, report.settings.latency_budget_s) if include_traces
+                                   else ([], [], []))
     page = render_page(
         report,
         [episode_row(v) for v in views],

@@ -325,11 +325,14 @@ def call_count(runs: list[RunData]) -> int:
 
 
 def episode_view(
-    call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts, *, json_text: JsonText = pretty
+    call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts, *, json_text: JsonText = pretty,
+    budget_s: float | None = None,
 ) -> dict[str, Any]:
     """The view of the ``n``-th call (anchor ``e<n>``), adding its operating instructions and
     caller brief to ``instructions`` and ``briefs``. Tool arguments and results and JSON tool
-    messages are held as ``json_text(value)`` (default :func:`pretty`: indented text)."""
+    messages are held as ``json_text(value)`` (default :func:`pretty`: indented text);
+    ``budget_s``: the latency budget (seconds) marked on the latency strip (None: not marked; the
+    folder report's calls are written before the report's budget is settled)."""
     rec, trace, grade, audio = call
     prefix = f"e{n}"
     return {
@@ -367,7 +370,7 @@ def episode_view(
         ),
         "judged": _items(grade, prefix, trace),
         "usage": {k: v.model_dump(mode="json") for k, v in trace.usage.items()} if trace else {},
-        "latency": latency_view(trace.latency) if trace else None,
+        "latency": latency_view(trace.latency, budget_s) if trace else None,
     }
 
 
@@ -431,13 +434,15 @@ def embed_audio(views: list[dict[str, Any]], limit: int | None = None) -> int:
 
 
 def episode_views(
-    runs: list[RunData],
+    runs: list[RunData], budget_s: float | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Views of every episode that has a trace or a grade, in run then plan order, and the
     distinct operating instructions and caller briefs they link to (:meth:`SharedTexts.views`);
-    the caller turns' audio is embedded when small enough (:func:`embed_audio`)."""
+    the caller turns' audio is embedded when small enough (:func:`embed_audio`); ``budget_s``:
+    the latency budget marked on each call's latency strip."""
     instructions = SharedTexts("instr")
     briefs = SharedTexts("brief")
-    views = [episode_view(c, n, instructions, briefs) for n, c in enumerate(call_data(runs))]
+    views = [episode_view(c, n, instructions, briefs, budget_s=budget_s)
+             for n, c in enumerate(call_data(runs))]
     embed_audio(views)
     return views, instructions.views(), briefs.views()

@@ -34,6 +34,7 @@ from callbench.report.model.fairness import (
 )
 from callbench.report.model.faults import RunFaults
 from callbench.report.model.judge_accuracy import run_judge_accuracy
+from callbench.report.model.judge_latency import JudgeLatency, judge_latency
 from callbench.report.model.latency import LatencySummary, latency_summaries, paired_latency
 from callbench.report.model.ledger import RunLedger
 from callbench.report.model.load import RunData
@@ -89,6 +90,8 @@ class RunInfo(BaseModel):
     faults: RunFaults | None = None  # provider fault ledger (report/model/faults.py)
     # report/model/judge_accuracy.py
     judge_accuracy: dict[JudgeRole, JudgeAccuracy] = Field(default_factory=dict)
+    # the judges' request timings, not the candidate's latency (report/model/judge_latency.py)
+    judge_latency: dict[str, JudgeLatency] = Field(default_factory=dict)
 
 
 class SkippedEpisode(BaseModel):
@@ -233,6 +236,7 @@ def run_info(run: RunData, judge_audits: list[JudgeAudit] | None = None) -> RunI
         simulator=run.ledger,  # counted while the run was loaded (load.py)
         faults=run.faults,
         judge_accuracy=run_judge_accuracy(run, judge_audits or []),
+        judge_latency=judge_latency(run.records),
     )
 
 

@@ -60,7 +60,11 @@ class LatencySummary(BaseModel):
     from (measured, replayed from the response cache, timed by the harness around a client that
     times nothing, mixed); ``streamed_calls``: calls whose every turn was streamed (otherwise a
     turn's first word is its whole answer). ``by_language`` and ``by_tools_before_speech``: slice
-    -> quantile label (:data:`SLICE_QUANTILES`) -> time to first word."""
+    -> quantile label (:data:`SLICE_QUANTILES`) -> time to first word. ``harness_cpu``: quantile
+    label (:data:`SLICE_QUANTILES`) -> callbench's own CPU seconds per candidate request
+    (``sim/harness_cpu.py``), over the ``harness_cpu_requests`` requests that recorded it;
+    ``harness_cpu_share``: its median as a percentage of the median time to first word (None
+    without both)."""
 
     candidate: str
     budget_s: float = DEFAULT_LATENCY_BUDGET_S
@@ -78,6 +82,9 @@ class LatencySummary(BaseModel):
     dead_air_share: BootstrapResult | None = None
     by_language: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
     by_tools_before_speech: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+    harness_cpu: dict[str, BootstrapResult] = Field(default_factory=dict)
+    harness_cpu_requests: int = 0
+    harness_cpu_share: float | None = None
 
     @property
     def median_first_word(self) -> BootstrapResult | None:
@@ -149,6 +156,12 @@ def summarize_latency(candidate: str, records: Sequence[EpisodeRecord], *, budge
     out.talk_s = per_call("talk", lambda t: t.talk_s)
     out.wait_s = per_call("wait", lambda t: t.wait_s)
     out.dead_air_share = per_call("dead_air_share", lambda t: t.dead_air_share)
+    out.harness_cpu_requests = sum(len(t.harness_cpu_s) for t in timings)
+    if out.harness_cpu_requests:
+        out.harness_cpu = _quantiles(calls, lambda t: t.harness_cpu_s, SLICE_QUANTILES, *args, candidate,
+                                     "harness_cpu")
+        cpu, word = out.harness_cpu["p50"].estimate, out.first_word["p50"].estimate
+        out.harness_cpu_share = 100.0 * cpu / word if cpu is not None and word else None
     by_lang: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for r in calls:
         by_lang[r.language].append(r)

@@ -73,6 +73,27 @@ def paired_rows(paired: list[PairedComparison]) -> list[list[str]]:
     return rows
 
 
+def cpu_ms(r: BootstrapResult | None) -> str:
+    """A CPU time in seconds as ``estimate [low, high]`` milliseconds with one decimal, or an em
+    dash."""
+    if r is None or r.estimate is None:
+        return "—"
+    lo = "—" if r.low is None else f"{1000 * r.low:.1f}"
+    hi = "—" if r.high is None else f"{1000 * r.high:.1f}"
+    return f"{1000 * r.estimate:.1f} [{lo}, {hi}]"
+
+
+def harness_cpu_line(candidate: str, s: LatencySummary) -> str | None:
+    """The line on callbench's own CPU per candidate request beside the provider's latency, or
+    None when no request recorded it (traces from before it was measured, deployed agents)."""
+    if not s.harness_cpu_requests:
+        return None
+    share = "—" if s.harness_cpu_share is None else f"{s.harness_cpu_share:.2f}%"
+    return (f"{candidate}: harness CPU per request (callbench's own, not the provider's) p50 "
+            f"{cpu_ms(s.harness_cpu.get('p50'))} ms, p90 {cpu_ms(s.harness_cpu.get('p90'))} ms over "
+            f"{s.harness_cpu_requests} requests; p50 = {share} of the median time to first word")
+
+
 def latency_notes(latency: dict[str, LatencySummary], budget_s: float) -> list[str]:
     """The lines under the latency table: what the figures are, the budget, and per candidate why
     its figures may not be measured latency."""
@@ -83,4 +104,5 @@ def latency_notes(latency: dict[str, LatencySummary], budget_s: float) -> list[s
              f"800ms): within budget % = turns that spoke within it. Talk and wait: estimated speaking "
              f"time and silent waiting per call; dead air % of the agent's side of the call."]
     lines += [f"{c}: {s.source_note}" for c, s in latency.items() if s.source_note]
+    lines += [line for c, s in latency.items() if (line := harness_cpu_line(c, s))]
     return lines

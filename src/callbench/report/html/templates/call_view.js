@@ -226,6 +226,9 @@
     if (t.mark !== null) {
       h(strip, "span", {"class": "lat-mark", style: "left:" + t.mark + "%", title: "first word " + t.first_word + " ms"});
     }
+    if (t.budget !== null) {
+      h(strip, "span", {"class": "lat-budget", style: "left:" + t.budget + "%", title: t.budget_label, "data-label": t.budget_label});
+    }
     add(body, "\n");
   }
 
