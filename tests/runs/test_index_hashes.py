@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -52,7 +52,7 @@ def _rows(out: Path) -> dict[str, tuple[str, str | None]]:
             "SELECT episode_id, trace_sha256, content_sha256 FROM episodes")}
 
 
-def _rewrite(out: Path, eid: str, change) -> None:  # type: ignore[no-untyped-def]
+def _rewrite(out: Path, eid: str, change: Callable[[Trace], None]) -> None:
     """Save ``change(trace)`` over the episode's trace file, as someone editing it would."""
     store = RunStore(out)
     trace = store.load_trace(eid)

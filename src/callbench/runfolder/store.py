@@ -335,9 +335,10 @@ class RunStore:
         size or time changed is re-hashed and kept when the hash still matches; any other file
         (no row, or other content) is parsed and indexed again (its content hash computed anew);
         a row whose file is gone is dropped (that episode runs again). Rows of an index made
-        before content hashes were kept stay without one (the report then hashes the trace). Grade rows are brought up to date the same way from
-        the grade files. Raises ``ValueError`` naming the file when a trace file is not a readable
-        trace (delete it to run that episode again)."""
+        before content hashes were kept stay without one (the report then hashes the trace).
+        Grade rows are brought up to date the same way from the grade files. Raises ``ValueError``
+        naming the file when a trace file is not a readable trace (delete it to run that episode
+        again)."""
         found: dict[str, tuple[int, int]] = {}
         episode_files.remove_temp_files(self.traces)
         for eid, e in episode_files.scan(self.traces).items():
