@@ -57,6 +57,7 @@ from callbench.bundle.models import Bundle
 from callbench.bundle.validate.audits import load_bundle
 from callbench.models.base import ModelSettings
 from callbench.models.remote.transport import transport_choice
+from callbench.runfolder import episode_files
 from callbench.runfolder.store import RunStore
 from callbench.runs import executor as executor_module
 from callbench.runs.executor import RoleSpec, RunConfig, execute_run
@@ -174,7 +175,7 @@ def bench_save(tmp: Path, bundle: Bundle, big: int) -> dict[int, Path]:
 
 
 def bench_resume(out: Path, bundle: Bundle, n: int) -> None:
-    traces = sorted((out / "traces").glob("*.json"))
+    traces = [p for _, p in sorted(episode_files.paths(out / "traces").items())]  # .json.gz or .json
     for p in traces[:10]:
         p.unlink()
     config = config_for(out, bundle, n)

@@ -255,7 +255,7 @@ def make_synthetic_run(run_dir: Path, episodes: int, *, seed: int = 0, candidate
                          ('"@@usage@@"', _canonical(usage)), ('"@@end_reason@@"', _canonical(end)),
                          ('"@@skip_reason@@"', _canonical(SKIP_REASON if skip else None))]
                 text = _fill(t.trace_text, fills)
-                sha = text_sha256(text)  # the index keeps the file's text hash
+                sha = text_sha256(text)  # the index keeps the file's text hash and its content hash
                 same = t.content_text == t.trace_text
                 content_sha = sha if same else text_sha256(_fill(t.content_text, fills))
                 episode_files.write_text(traces_dir, eid, text + "\n", sync=False)
@@ -276,7 +276,8 @@ def make_synthetic_run(run_dir: Path, episodes: int, *, seed: int = 0, candidate
                 outp = sum(u["output_tokens"] for u in usage.values())
                 cost = sum(u["cost_usd"] for u in usage.values())
                 rows.append((eid, roles[c].spec, t.agent_id, t.scenario_id, t.grade.language,
-                             t.grade.difficulty, r, end, SKIP_REASON if skip else None, sha, inp, outp, cost))
+                             t.grade.difficulty, r, end, SKIP_REASON if skip else None, sha, inp, outp, cost,
+                             content_sha))
     gs = GradeSetManifest.model_validate({
         "grade_set_id": gid, "created": STARTED, "task_judge": task_judge, "conversation_judge": conv_judge,
         "cutoff": first.cutoff, "code_version": base["callbench_version"], "episodes": n, "skipped": skipped,
@@ -320,18 +321,20 @@ def _prompt_version() -> str:
 
 
 def _write_index(store: RunStore, rows: list[tuple[Any, ...]]) -> None:
-    """The episodes table as a run would leave it (size and time of each trace file)."""
+    """The episodes table as a run would leave it (hashes of each trace file's text and content,
+    its size and time)."""
     full = []
     for row in rows:
         st = store.trace_path(row[0]).stat()
-        full.append((*row, st.st_size, st.st_mtime_ns))
+        full.append((*row[:-1], st.st_size, st.st_mtime_ns, row[-1]))
     with store._lock:  # the generator writes the index in one transaction
         db: sqlite3.Connection = store._db()
         with db:
             db.executemany(
                 "INSERT OR REPLACE INTO episodes (episode_id, candidate, agent_id, scenario_id, language,"
                 " difficulty, repeat, end_reason, skip_reason, trace_sha256, input_tokens, output_tokens,"
-                " cost_usd, trace_size, trace_mtime_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", full)
+                " cost_usd, trace_size, trace_mtime_ns, content_sha256)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", full)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -451,6 +451,32 @@ class Trace(BaseModel):
         non-streamed run (or a replay) of the same conversation hash alike."""
         return hashlib.sha256(self.canonical_json(content_only=True).encode()).hexdigest()
 
+    def canonical_texts(self) -> tuple[str, str]:
+        """``(canonical_json(), canonical_json(content_only=True))`` from one dump and one
+        encoding: the file text a run saves and the text :meth:`sha256` hashes (the same string
+        when there are no timings). The top-level keys are sorted, so the file text is the keys
+        before ``"latency"``, then ``"latency"``, then the keys after it: the two halves are
+        encoded once and joined with and without the timings."""
+        exclude = {"latency"}
+        if self.deployed is None:
+            exclude.add("deployed")
+        if self.persona is None:
+            exclude.add("persona")
+        data = self.model_dump(mode="json", exclude=exclude)
+        if self.latency is None:
+            text = _canonical(data)
+            return text, text
+        before = _canonical({k: v for k, v in data.items() if k < "latency"})[1:-1]
+        after = _canonical({k: v for k, v in data.items() if k > "latency"})[1:-1]
+        timings = '"latency":' + _canonical(self.latency.model_dump(mode="json"))
+        return ("{" + ",".join(p for p in (before, timings, after) if p) + "}",
+                "{" + ",".join(p for p in (before, after) if p) + "}")
+
+
+def _canonical(value: Any) -> str:
+    """The JSON text :meth:`Trace.canonical_json` writes for ``value`` (sorted keys, compact)."""
+    return safe_json_text(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+
 
 def _umask() -> int:
     mask = os.umask(0)

@@ -12,7 +12,7 @@ import pytest
 from callbench.grade.grader import grade_run
 from callbench.report.model.load import load_run
 from callbench.runfolder import episode_files
-from callbench.runfolder.store import RunStore
+from callbench.runfolder.store import RunStore, recorded_trace_hashes, text_sha256
 from fakes.synthetic import synthetic_runs
 
 
@@ -35,11 +35,14 @@ def test_report_loads_every_episode_with_no_warning(synthetic: ModuleType, tmp_p
     # 7 scenarios (14 episodes / 2 candidates), every candidate's episode of each
     assert len({r.scenario_id for r in data.records}) == 7
     seen = 0
+    indexed = recorded_trace_hashes(run)
     for rec, t, g in data.iter_episodes():
         assert t is not None and g is not None
         text = episode_files.read_text(RunStore(run).trace_path(rec.episode_id))
         assert text == t.canonical_json() + "\n"  # canonical: the hash definition holds
         assert g.trace_sha256 == t.sha256()
+        # the index records the file's text hash and, as a run's store does, the content hash
+        assert indexed[rec.episode_id] == (text_sha256(text), t.sha256())
         assert len(t.messages) > 5 and t.tool_events  # real conversation shapes
         assert t.usage["candidate"].input_tokens > 0
         seen += 1

@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS episodes (
   output_tokens INTEGER NOT NULL,
   cost_usd REAL,
   trace_size INTEGER,
-  trace_mtime_ns INTEGER
+  trace_mtime_ns INTEGER,
+  content_sha256 TEXT
 );
 CREATE TABLE IF NOT EXISTS grades (
   grade_set_id TEXT NOT NULL,
@@ -67,16 +68,24 @@ CREATE TABLE IF NOT EXISTS grades (
 );
 """
 # columns added after the first index format; an older index gains them (NULL = not yet checked)
-_ADDED = {"episodes": ("trace_size", "trace_mtime_ns"),
+_ADDED = {"episodes": ("trace_size", "trace_mtime_ns", "content_sha256"),
           "grades": ("file_size", "file_mtime_ns", "file_sha256")}
-_ADDED_TYPES = {"file_sha256": "TEXT"}  # the others are INTEGER
+_ADDED_TYPES = {"file_sha256": "TEXT", "content_sha256": "TEXT"}  # the others are INTEGER
 
 
 def text_sha256(text: str) -> str:
-    """The hash the index keeps for a trace file's text: SHA-256 of the UTF-8 text without its
-    final newline (``save_trace`` writes ``canonical_json() + "\\n"``, so it equals
-    ``Trace.sha256()``, the content hash, for the files callbench writes without timings)."""
+    """The hash the index keeps for a trace file's text (``trace_sha256``, what tells an edited
+    file): SHA-256 of the UTF-8 text without its final newline. ``save_trace`` writes
+    ``canonical_json() + "\\n"``, so it equals ``Trace.sha256()``, the content hash a grade
+    records, only for traces without timings; the index keeps the content hash beside it
+    (``content_sha256``)."""
     return hashlib.sha256(text.removesuffix("\n").encode("utf-8")).hexdigest()
+
+
+def content_sha256(text: str, content: str) -> str:
+    """``Trace.sha256()`` from :meth:`Trace.canonical_texts` (``text``, ``content``) without a
+    second hash when they are the same string (a trace without timings)."""
+    return text_sha256(text) if content is text else hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -211,18 +220,20 @@ class RunStore:
 
     def save_trace(self, trace: Trace) -> str:
         """Save atomically (compressed, :mod:`callbench.runfolder.episode_files`), then index it;
-        returns the trace's hash (:func:`text_sha256` of the JSON text).
+        returns the hash of the file's text (:func:`text_sha256`).
 
-        The trace is serialised once (``Trace.canonical_json``, the C JSON encoder); the same text
-        is written, hashed and its size recorded in the index."""
-        text = trace.canonical_json()
+        The trace is serialised once (``Trace.canonical_texts``, the C JSON encoder): the file text
+        is written, hashed and its size recorded in the index, beside the content hash
+        (``Trace.sha256()``, what a grade records), so a report can match a grade to an unchanged
+        trace file from the index without re-serialising the trace."""
+        text, content = trace.canonical_texts()
         path = write_trace_text(self.traces, trace.episode_id, text)
-        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        sha = text_sha256(text)
         st = path.stat()
         with self._lock:
             db = self._db()
             with db:
-                _index_trace(db, trace, sha, st.st_size, st.st_mtime_ns)
+                _index_trace(db, trace, sha, content_sha256(text, content), st.st_size, st.st_mtime_ns)
         return sha
 
     def save_episode(self, trace: Trace, ledger: FaultLedger) -> str:
@@ -322,10 +333,12 @@ class RunStore:
 
         A trace file whose size and modification time equal its index row's is trusted; one whose
         size or time changed is re-hashed and kept when the hash still matches; any other file
-        (no row, or other content) is parsed and indexed again; a row whose file is gone is
-        dropped (that episode runs again). Grade rows are brought up to date the same way from
-        the grade files. Raises ``ValueError`` naming the file when a trace file is not a readable
-        trace (delete it to run that episode again)."""
+        (no row, or other content) is parsed and indexed again (its content hash computed anew);
+        a row whose file is gone is dropped (that episode runs again). Rows of an index made
+        before content hashes were kept stay without one (the report then hashes the trace).
+        Grade rows are brought up to date the same way from the grade files. Raises ``ValueError``
+        naming the file when a trace file is not a readable trace (delete it to run that episode
+        again)."""
         found: dict[str, tuple[int, int]] = {}
         episode_files.remove_temp_files(self.traces)
         for eid, e in episode_files.scan(self.traces).items():
@@ -372,7 +385,7 @@ class RunStore:
             ) from None
         st = path.stat()
         with db:
-            _index_trace(db, trace, text_sha256(text), st.st_size, st.st_mtime_ns)
+            _index_trace(db, trace, text_sha256(text), trace.sha256(), st.st_size, st.st_mtime_ns)
 
     def _reconcile_grades(self, db: sqlite3.Connection) -> None:
         """Index grade files that have no row or whose size or time changed; drop rows without a
@@ -449,7 +462,8 @@ def _read(path: Path) -> str:
         raise ValueError(f"{path}: not a readable trace: {e}; delete it to run the episode again") from None
 
 
-def _index_trace(db: sqlite3.Connection, t: Trace, sha: str, size: int, mtime_ns: int) -> None:
+def _index_trace(db: sqlite3.Connection, t: Trace, sha: str, content_sha: str, size: int,
+                 mtime_ns: int) -> None:
     inp = sum(u.input_tokens for u in t.usage.values())
     out = sum(u.output_tokens for u in t.usage.values())
     costs = [u.cost_usd for u in t.usage.values()]
@@ -457,10 +471,10 @@ def _index_trace(db: sqlite3.Connection, t: Trace, sha: str, size: int, mtime_ns
     db.execute(
         "INSERT OR REPLACE INTO episodes (episode_id, candidate, agent_id, scenario_id, language,"
         " difficulty, repeat, end_reason, skip_reason, trace_sha256, input_tokens, output_tokens,"
-        " cost_usd, trace_size, trace_mtime_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " cost_usd, trace_size, trace_mtime_ns, content_sha256) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             t.episode_id, t.candidate.spec, t.agent_id, t.scenario_id, t.language, t.difficulty,
-            t.repeat, t.end_reason.value, t.skip_reason, sha, inp, out, cost, size, mtime_ns,
+            t.repeat, t.end_reason.value, t.skip_reason, sha, inp, out, cost, size, mtime_ns, content_sha,
         ),
     )
 
@@ -480,16 +494,32 @@ def recorded_grade_hashes(run_dir: Path, grade_set_id: str) -> dict[str, str]:
     """Episode id -> the grade file hash the run index recorded for ``grade_set_id``
     (:func:`text_sha256`), read without writing; empty when there is no index or it records no
     hashes (an index from before they were kept, or one that cannot be read)."""
+    rows = _read_only(run_dir, "SELECT episode_id, file_sha256 FROM grades WHERE grade_set_id = ?",
+                      (grade_set_id,))
+    return {str(e): str(h) for e, h in rows if h}
+
+
+def recorded_trace_hashes(run_dir: Path) -> dict[str, tuple[str, str]]:
+    """Episode id -> (hash of the trace file's text, content hash ``Trace.sha256()``) as the run
+    index recorded them, read without writing. A trace file whose text still has the first hash
+    has the second as its content hash, so a grade is matched to it without parsing and
+    re-serialising the trace. Only rows with both hashes; empty when there is no index, it cannot
+    be read, or it was made before content hashes were kept (the reader then hashes the trace)."""
+    rows = _read_only(run_dir, "SELECT episode_id, trace_sha256, content_sha256 FROM episodes", ())
+    return {str(e): (str(t), str(c)) for e, t, c in rows if t and c}
+
+
+def _read_only(run_dir: Path, query: str, args: tuple[object, ...]) -> list[tuple[Any, ...]]:
+    """The rows of ``query`` on the run index opened read-only; empty when there is no index or
+    the query fails on it (an older index without the column, a damaged file)."""
     path = run_dir / INDEX
     if not path.is_file():
-        return {}
+        return []
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            rows = db.execute("SELECT episode_id, file_sha256 FROM grades WHERE grade_set_id = ?",
-                              (grade_set_id,)).fetchall()
+            return db.execute(query, args).fetchall()
         finally:
             db.close()
     except sqlite3.Error:
-        return {}
-    return {str(e): str(h) for e, h in rows if h}
+        return []

@@ -99,8 +99,27 @@ def read_model(path: Path, model: type[M], what: str) -> M:
 def text_sha256(text: str) -> str:
     """Hash of a trace file's text. ``save_trace`` writes exactly ``canonical_json() + "\\n"``, so
     for files it wrote without timings this equals ``Trace.sha256()`` (the content hash) without
-    re-serialising the trace; with timings the parsed trace's hash is compared."""
+    re-serialising the trace; with timings the run index's record of the file gives the content
+    hash (:func:`trace_matches`)."""
     return hashlib.sha256(text.removesuffix("\n").encode()).hexdigest()
+
+
+def trace_matches(graded_sha256: str, text: str, trace: Trace, indexed: tuple[str, str] | None) -> bool:
+    """Whether a grade that records ``graded_sha256`` (``Trace.sha256()`` of the trace it graded)
+    was made from ``trace``, read from a file whose text is ``text``. ``indexed``: the run index's
+    (file text hash, content hash) of that file (None: not recorded).
+
+    Cheapest first: the text's own hash (a trace without timings, whose file text is its content);
+    then, when the text still has the hash the index recorded for it, the index's content hash;
+    only otherwise (a file edited or copied in after indexing, no index, an index from before
+    content hashes were kept, a valid but not canonical file) the parsed trace is serialised and
+    hashed again."""
+    sha = text_sha256(text)
+    if graded_sha256 == sha:
+        return True
+    if indexed is not None and indexed[0] == sha:
+        return graded_sha256 == indexed[1]
+    return graded_sha256 == trace.sha256()
 
 
 def _reason_code(text: str) -> str:
@@ -250,6 +269,7 @@ class EpisodeJob:
     ledger_path: str
     call: CallSpec | None = None  # also write the episode's folder-report call file
     grade_sha256: str | None = None  # the grade file's hash the run index recorded (None: unknown)
+    trace_hashes: tuple[str, str] | None = None  # the index's (file text, content) hashes of the trace
 
     @classmethod
     def of(
@@ -327,11 +347,7 @@ def read_episode(job: EpisodeJob, sent: set[str] | None = None, *, chunk_start: 
                 f"{gpath}: changed after grading (its content no longer matches the hash the run index "
                 "recorded); its scores are shown as the file now says; regrade the run"
             )
-        if (
-            trace is not None
-            and head.trace_sha256 != text_sha256(text)
-            and head.trace_sha256 != trace.sha256()  # the file may be valid but not canonical
-        ):
+        if trace is not None and not trace_matches(head.trace_sha256, text, trace, job.trace_hashes):
             warnings.append(
                 f"{gpath}: graded from a different version of its trace (trace_sha256 mismatch); regrade "
                 "the run"

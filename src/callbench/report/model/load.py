@@ -45,7 +45,7 @@ from callbench.report.model.ledger import LedgerCounter, RunLedger
 from callbench.report.model.workers import map_ordered
 from callbench.runfolder import episode_files
 from callbench.runfolder.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
-from callbench.runfolder.store import recorded_grade_hashes
+from callbench.runfolder.store import recorded_grade_hashes, recorded_trace_hashes
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import RoleInfo, Trace
 
@@ -166,8 +166,10 @@ def load_run(
     ids = [*planned, *sorted((set(trace_files) | set(grade_files)) - set(planned))]
     jobs = [EpisodeJob.of(run_dir, i, trace_files.get(i), grade_files.get(i)) for i in ids]
     recorded = recorded_grade_hashes(run_dir, grade_set_id)  # an edited grade file is warned about
+    indexed = recorded_trace_hashes(run_dir)  # a grade is matched to an unchanged trace from these
     for job in jobs:
         job.grade_sha256 = recorded.get(job.episode_id)
+        job.trace_hashes = indexed.get(job.episode_id)
     shown = [j for j in jobs if j.trace_path is not None or j.grade_path is not None]
     wanted = calls(len(shown)) if calls is not None else None
     sink = None
