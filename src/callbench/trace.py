@@ -434,17 +434,24 @@ class Trace(BaseModel):
         lone surrogate left in a string is written as the text of its escape
         (:func:`~callbench.models.output_limits.safe_json_text`), so the text always encodes as
         UTF-8 and the hash is over what is stored."""
-        exclude = {"latency"} if content_only or self.latency is None else set()
+        exclude = self._left_out()
+        if not content_only and self.latency is not None:
+            exclude.discard("latency")
+        return _canonical(self.model_dump(mode="json", exclude=exclude))
+
+    def _left_out(self) -> set[str]:
+        """The top-level fields the content text leaves out: ``latency`` always (timings are not
+        content), and the optional records that are empty, so traces saved before each existed keep
+        their bytes (``deployed`` for model candidates, ``persona`` outside persona sweeps,
+        ``agent_speech`` when the agent's side was not spoken)."""
+        exclude = {"latency"}
         if self.deployed is None:
             exclude.add("deployed")
         if self.persona is None:
-            exclude.add("persona")  # traces outside persona sweeps keep their bytes
+            exclude.add("persona")
         if not self.agent_speech:
-            exclude.add("agent_speech")  # as persona: runs that do not speak the agent keep their bytes
-        return safe_json_text(json.dumps(
-            self.model_dump(mode="json", exclude=exclude), sort_keys=True, ensure_ascii=False,
-            separators=(",", ":"),
-        ))
+            exclude.add("agent_speech")
+        return exclude
 
     def sha256(self) -> str:
         """SHA-256 of the content: :meth:`canonical_json` without the timings, so a streamed and a
@@ -457,12 +464,7 @@ class Trace(BaseModel):
         when there are no timings). The top-level keys are sorted, so the file text is the keys
         before ``"latency"``, then ``"latency"``, then the keys after it: the two halves are
         encoded once and joined with and without the timings."""
-        exclude = {"latency"}
-        if self.deployed is None:
-            exclude.add("deployed")
-        if self.persona is None:
-            exclude.add("persona")
-        data = self.model_dump(mode="json", exclude=exclude)
+        data = self.model_dump(mode="json", exclude=self._left_out())
         if self.latency is None:
             text = _canonical(data)
             return text, text

@@ -17,7 +17,7 @@ from callbench.report.model.load import load_run
 from callbench.runfolder import episode_files
 from callbench.runfolder.store import RunStore, recorded_trace_hashes, text_sha256
 from callbench.runs.session import run_and_grade
-from callbench.trace import Trace
+from callbench.trace import AgentSpeech, SpokenPart, Trace
 
 from .conftest import scripted_clients, scripted_config
 
@@ -83,10 +83,15 @@ def test_canonical_texts_are_the_file_text_and_the_content_text(graded: Path) ->
     trace = store.load_trace(min(_rows(graded)))
     store.close()
     for variant in (trace, trace.model_copy(update={"latency": None}),
-                    trace.model_copy(update={"persona": "impatient_senior"})):
+                    trace.model_copy(update={"persona": "impatient_senior"}),
+                    trace.model_copy(update={"agent_speech": [AgentSpeech(
+                        turn=0, mode="tts", tts={"engine": "fake"}, seconds=1.5,
+                        parts=[SpokenPart(text="Hello", spoken="Hello", audio_sha256="0" * 64,
+                                          audio_seconds=1.5)])]})):
         text, content = variant.canonical_texts()
         assert (text, content) == (variant.canonical_json(), variant.canonical_json(content_only=True))
         assert (text == content) is (variant.latency is None)
+        assert ("agent_speech" in content) is bool(variant.agent_speech)
         assert text_sha256(content) == variant.sha256()
 
 
