@@ -48,6 +48,7 @@ def test_piper_through_g711_into_whisper_keeps_the_account_number(whisper, tmp_p
     assert "48215" in "".join(w for w in words(rec.observed) if w.isdigit())
     assert rec.entities[0].kind == "digits" and rec.entities[0].survived
     assert rec.tts["name"] == "piper" and rec.asr["settings"]["beam_size"] == 1 and not rec.truncated
+    assert rec.asr["settings"]["no_speech_threshold"] == 0.6 and rec.tts["settings"]["noise_scale"] == 0.0
     assert 1.5 < rec.audio_seconds < 6
 
 
@@ -67,6 +68,37 @@ def test_one_piper_process_speaks_every_turn(tmp_path: Path) -> None:
     finally:
         tts.close()
     assert tts._proc is None
+
+
+@needs_audio
+def test_piper_speaks_a_text_the_same_way_every_time(tmp_path: Path) -> None:
+    """The voice's noise draws are unseeded inside the ONNX graph, so synthesis runs with both noise
+    scales at 0: the same text gives the same samples within a process and in a new one."""
+    import hashlib
+
+    from callbench.sim.voice.line import write_wav
+    from callbench.sim.voice.piper import PiperTTS
+
+    model = weights.piper_joe_model(root=tmp_path)
+    digests = []
+    for _ in range(2):  # two processes
+        tts = PiperTTS(model)
+        try:
+            assert tts.info.settings["noise_scale"] == tts.info.settings["noise_w_scale"] == 0.0
+            first, again = (write_wav(tts.synthesize("Confirm it is you.", "en")) for _ in range(2))
+            other = write_wav(tts.synthesize("Confirm it is me.", "en"))
+        finally:
+            tts.close()
+        assert first == again and first != other
+        digests.append(hashlib.sha256(first).hexdigest())
+    assert digests[0] == digests[1]
+    noisy = PiperTTS(model, noise_scale=0.667, noise_w_scale=0.8)  # the voice's own scales: unseeded
+    try:
+        assert noisy.info.settings["noise_scale"] == 0.667
+        renditions = {write_wav(noisy.synthesize("Confirm it is you.", "en")) for _ in range(2)}
+    finally:
+        noisy.close()
+    assert len(renditions) == 2
 
 
 @needs_audio

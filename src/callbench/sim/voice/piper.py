@@ -7,9 +7,14 @@ one WAV per line, named by a monotonic clock. A turn is written as its line foll
 *fence* line; piper handles lines in order and closes each WAV before it opens the next, so once
 the fence's file exists the turn's file is complete. Both files are removed after reading.
 
-Piper's generator noise is not seeded, so two syntheses of one text differ slightly: the voice
-cache (content-keyed, :mod:`callbench.sim.voice.pipeline`) is what keeps a caller's audio
-identical across candidates and replays.
+Synthesis is deterministic: the voice's two noise draws (``noise_scale``, the generator noise,
+and ``noise_w``, the phoneme-duration noise) are random-normal nodes inside the ONNX graph that
+onnxruntime draws without a seed, and piper offers no seed, so both scales are set to 0 and every
+synthesis of a text is the mean rendition: the same bytes run after run on one machine and
+onnxruntime build. With the voice's own scales (0.667 and 0.8) each synthesis differed, and some
+renditions of a short turn were unintelligible to the recogniser (one in 24 of "Confirm it is
+you." decoded as "and for our mid-suit."), a draw no run seed could reproduce. Variation a run
+should have comes from the line, whose draws are seeded.
 """
 
 from __future__ import annotations
@@ -33,8 +38,12 @@ _POLL_S = 0.01
 
 class PiperTTS:
     """piper voice ``model`` (a ``.onnx`` with its ``.onnx.json`` beside it) speaking ``language``
-    (a primary subtag: ``en`` for ``en_US-joe-medium``). Raises :class:`VoiceEngineError` when
-    piper-tts or the voice files are missing, or the process dies or stalls on a turn."""
+    (a primary subtag: ``en`` for ``en_US-joe-medium``). ``noise_scale`` and ``noise_w_scale``
+    (default 0: deterministic, see the module's docstring) are passed to piper and recorded in
+    ``info.settings``, which keys the audio cache; a nonzero value makes synthesis unseeded
+    random. ``length_scale`` (None: the voice's own) stretches phoneme durations. Raises
+    :class:`VoiceEngineError` when piper-tts or the voice files are missing, or the process dies
+    or stalls on a turn."""
 
     def __init__(
         self,
@@ -43,6 +52,8 @@ class PiperTTS:
         language: str = "en",
         python: str | None = None,
         length_scale: float | None = None,
+        noise_scale: float = 0.0,
+        noise_w_scale: float = 0.0,
     ) -> None:
         self.model = Path(model)
         if not self.model.is_file() or not self.model.with_name(self.model.name + ".json").is_file():
@@ -57,7 +68,13 @@ class PiperTTS:
             raise VoiceEngineError("piper-tts is not installed: pip install 'callbench[audio]'") from None
         self.python = python or sys.executable
         self.length_scale = length_scale
-        settings: dict[str, Any] = {"voice": self.model.stem, "language": language}
+        self.noise_scale, self.noise_w_scale = float(noise_scale), float(noise_w_scale)
+        settings: dict[str, Any] = {
+            "voice": self.model.stem,
+            "language": language,
+            "noise_scale": self.noise_scale,
+            "noise_w_scale": self.noise_w_scale,
+        }
         if length_scale is not None:
             settings["length_scale"] = length_scale
         self.info = EngineInfo("piper", ver, settings)
@@ -74,6 +91,7 @@ class PiperTTS:
         self._dir = Path(tempfile.mkdtemp(prefix="callbench-piper-"))
         self._err = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process; closed in close()
         cmd = [self.python, "-m", "piper", "-m", str(self.model), "--output-dir", str(self._dir)]
+        cmd += ["--noise-scale", repr(self.noise_scale), "--noise-w-scale", repr(self.noise_w_scale)]
         if self.length_scale is not None:
             cmd += ["--length-scale", str(self.length_scale)]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self._err)
