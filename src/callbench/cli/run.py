@@ -265,6 +265,10 @@ def run(
         None, "--voice-base-url", help="OpenAI-compatible API for --voice openai."),
     voice_tts_model: Path | None = typer.Option(
         None, "--voice-tts-model", help="Your own piper voice (.onnx with its .onnx.json beside it)."),
+    voice_asr: str = typer.Option(
+        "base", "--voice-asr",
+        help="Packaged offline recogniser: base (default) or tiny.en (about half the recognition CPU, "
+        "more errors; docs/voice.md)."),
     voice_asr_model: Path | None = typer.Option(
         None, "--voice-asr-model", help="Your own CTranslate2 whisper model folder (faster-whisper)."),
     latency_budget: str | None = typer.Option(
@@ -319,6 +323,9 @@ def run(
         raise typer.Exit(2)
     if voice not in ("offline", "espeak", "openai"):
         typer.echo(f"error: --voice {voice!r}: expected offline, espeak or openai", err=True)
+        raise typer.Exit(2)
+    if voice_asr not in ("base", "tiny.en"):
+        typer.echo(f"error: --voice-asr {voice_asr!r}: expected base or tiny.en", err=True)
         raise typer.Exit(2)
     if ray_address is not None and executor != "ray":
         typer.echo("error: --ray-address needs --executor ray", err=True)
@@ -375,7 +382,7 @@ def run(
         personas_file=str(personas or ""),
         channel=channel,
         voice=VoiceSettings(engines=voice, base_url=voice_base_url, tts_model=voice_tts_model,
-                            asr_model=voice_asr_model,
+                            asr=voice_asr, asr_model=voice_asr_model,
                             cache_dir=cache.with_name(cache.name + ".voice") if cache else None),
     )
     if dry_run:

