@@ -64,7 +64,7 @@ def test_one_piper_process_speaks_every_turn(tmp_path: Path) -> None:
         long = tts.synthesize("My phone number is 9 8 7 6 5 4 3 2 1 0, thank you.", "en")
         assert tts._proc.pid == pid and short.rate == long.rate == 22050
         assert 0.2 < short.seconds < 1.5 < 3.0 < long.seconds < 9.0
-        assert tts._dir is not None and not list(tts._dir.glob("*.wav"))  # turn and fence files removed
+        assert tts._dir is not None and not list(tts._dir.glob("*.wav"))  # each turn's file removed once read
     finally:
         tts.close()
     assert tts._proc is None
@@ -99,6 +99,23 @@ def test_piper_speaks_a_text_the_same_way_every_time(tmp_path: Path) -> None:
     finally:
         noisy.close()
     assert len(renditions) == 2
+
+
+@needs_audio
+def test_a_piper_that_cannot_load_its_voice_is_a_clear_error(tmp_path: Path) -> None:
+    from callbench.sim.voice.engines import VoiceEngineError
+    from callbench.sim.voice.piper import PiperTTS
+
+    model = tmp_path / "broken.onnx"
+    model.write_bytes(b"not an onnx graph")
+    model.with_name("broken.onnx.json").write_text("{}", encoding="utf-8")
+    tts = PiperTTS(model)
+    try:
+        with pytest.raises(VoiceEngineError, match=r"^piper exited [1-9]") as err:
+            tts.synthesize("Hello.", "en")
+    finally:
+        tts.close()
+    assert "no message" not in str(err.value)  # the last line piper wrote on stderr
 
 
 @needs_audio
