@@ -16,9 +16,9 @@ synthesis) is reported apart as ``engine load``. The cold column is split into s
 run with one thread (``CALLBENCH_VOICE_THREADS``, default 1) as in a run. WER and entity survival
 are over these nine turns only: a smoke figure, not a recogniser evaluation.
 
-``--asr tiny.en`` measures the smaller packaged recogniser, ``--asr-model DIR`` a CTranslate2
-whisper folder of yours; ``--piper-noise`` synthesises with the voice's own unseeded noise scales
-(0.667, 0.8) instead of the deterministic 0, to compare.
+``--asr base`` measures the larger packaged recogniser (tiny.en is the default), ``--asr-model
+DIR`` a CTranslate2 whisper folder of yours; ``--piper-noise`` synthesises with the voice's own
+unseeded noise scales (0.667, 0.8) instead of the deterministic 0, to compare.
 
 Run: ``python benchmarks/voice_bench.py [--engines offline espeak] [--conditions clean pcmu ...]``.
 Needs the ``[audio]`` extra (and espeak-ng for ``espeak``); no network.
@@ -107,7 +107,7 @@ def main() -> int:
     ap.add_argument("--engines", nargs="+", default=["offline"], choices=["offline", "espeak"])
     ap.add_argument("--conditions", nargs="+", default=["clean", "pcmu", "white10", "babble10", "loss5"])
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--asr", default="base", choices=["base", "tiny.en"], help="packaged recogniser")
+    ap.add_argument("--asr", default="tiny.en", choices=["base", "tiny.en"], help="packaged recogniser")
     ap.add_argument("--asr-model", type=Path, help="a CTranslate2 whisper folder instead")
     ap.add_argument("--piper-noise", action="store_true", help="the voice's own unseeded noise scales")
     args = ap.parse_args()

@@ -1,5 +1,5 @@
 """One English starter episode through the offline voice channel for real: the scripted caller
-and the reference candidate, piper speaking and faster-whisper base recognising
+and the reference candidate, piper speaking and faster-whisper (tiny.en, the default) recognising
 (``callbench run --channel audio``). The recogniser's output must reach the candidate and every
 caller turn must carry its voice record.
 

