@@ -20,6 +20,9 @@ are over these nine turns only: a smoke figure, not a recogniser evaluation.
 DIR`` a CTranslate2 whisper folder of yours; ``--piper-noise`` synthesises with the voice's own
 unseeded noise scales (0.667, 0.8) instead of the deterministic 0, to compare.
 
+``--starter N`` speaks the first N caller plan lines of the starter's English scenarios instead
+of the nine turns (CPU-s then are per N turns).
+
 Run: ``python benchmarks/voice_bench.py [--engines offline espeak] [--conditions clean pcmu ...]``.
 Needs the ``[audio]`` extra (and espeak-ng for ``espeak``); no network.
 """
@@ -34,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from callbench.bundle.audio import AudioChannel, LineNoise, PacketLoss
 from callbench.sim.voice.pipeline import VoicePipeline
@@ -93,11 +98,25 @@ class Timed:
             self.spent += cpu() - c0
 
 
-def one_pass(pipe: VoicePipeline, cfg: AudioChannel, seed: int) -> tuple[float, float, list]:
+def starter_lines(n: int) -> list[str]:
+    """The first ``n`` caller plan lines (``brief.plan[].meaning``) of the starter's English
+    scenarios, in file order: a larger, fixed set for comparing recognisers' error rates."""
+    root = Path(__file__).parents[1] / "examples" / "starter" / "agents"
+    lines: list[str] = []
+    for path in sorted(root.glob("*/scenarios/*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if str(data.get("language", "")).lower().startswith("en"):
+            lines += [" ".join(str(step["meaning"]).split()) for step in data["brief"]["plan"]]
+    return lines[:n]
+
+
+def one_pass(
+    pipe: VoicePipeline, cfg: AudioChannel, seed: int, turns: list[str]
+) -> tuple[float, float, list]:
     start_cpu, start_wall = cpu(), time.perf_counter()
     events = [
         pipe.observe(t, "en-US", cfg, channel_seed=seed, occurrence=0, turn=i + 1)
-        for i, t in enumerate(TURNS)
+        for i, t in enumerate(turns)
     ]
     return cpu() - start_cpu, time.perf_counter() - start_wall, events
 
@@ -109,9 +128,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--asr", default="tiny.en", choices=["base", "tiny.en"], help="packaged recogniser")
     ap.add_argument("--asr-model", type=Path, help="a CTranslate2 whisper folder instead")
+    ap.add_argument("--starter", type=int, default=0, help="N starter plan lines instead of the nine turns")
     ap.add_argument("--piper-noise", action="store_true", help="the voice's own unseeded noise scales")
     args = ap.parse_args()
     os.environ.setdefault("CALLBENCH_VOICE_THREADS", "1")
+    turns = starter_lines(args.starter) if args.starter else TURNS
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; cores: {os.cpu_count()}")
     for engines in args.engines:
         c0 = cpu()
@@ -128,10 +149,11 @@ def main() -> int:
             f"engine load {cpu() - c0:.2f} CPU-s"
         )
         c0 = cpu()
-        for t in TURNS:
+        for t in turns:
             tts.synthesize(t, "en-US")
         print(
-            f"synthesis alone: {cpu() - c0:.2f} CPU-s for the nine turns (the rest of 'cold': line and ASR)"
+            f"synthesis alone: {cpu() - c0:.2f} CPU-s for the {len(turns)} turns "
+            "(the rest of 'cold': line and ASR)"
         )
         print(
             f"{'condition':<10} {'audio s':>8} {'cold CPU-s':>10} {'/audio s':>9} {'warm CPU-s':>10} "
@@ -142,8 +164,8 @@ def main() -> int:
             with tempfile.TemporaryDirectory(prefix="voice-bench-") as tmp:
                 ttt, tasr = Timed(tts, "synthesize"), Timed(asr, "transcribe")
                 pipe = VoicePipeline(tts=ttt, asr=tasr, cache_dir=Path(tmp))  # type: ignore[arg-type]
-                cold, _, events = one_pass(pipe, cfg, args.seed)
-                warm, _, again = one_pass(pipe, cfg, args.seed)
+                cold, _, events = one_pass(pipe, cfg, args.seed, turns)
+                warm, _, again = one_pass(pipe, cfg, args.seed, turns)
             assert [e.observed for e in again] == [e.observed for e in events]
             secs = sum(e.audio_seconds for e in events)
             ref = sum(1 for e in events for o in e.alignment if o.op != "ins")
