@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import queue
 import shutil
 import subprocess
@@ -160,9 +161,10 @@ class PiperTTS:
     def close(self) -> None:
         """Stop the piper process and remove its folder (also run at interpreter exit)."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
+        if proc is not None:
             if proc.stdin is not None:
-                proc.stdin.close()
+                with contextlib.suppress(OSError):  # a broken pipe: it had already exited
+                    proc.stdin.close()  # end of input: piper finishes and exits
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
