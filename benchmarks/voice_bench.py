@@ -11,9 +11,17 @@ amount, an address, short replies) go through TTS -> line -> ASR three times per
 CPU seconds are this process's user+system time, plus its finished children's (espeak-ng runs
 once per turn) and the live piper process's (read from ``/proc``), per second of caller audio
 and per nine-turn call; starting the engines (the recogniser, the piper process and its first
-synthesis) is reported apart as ``engine load``. The engines
+synthesis) is reported apart as ``engine load``. The cold column is split into synthesis
+(``tts``), recognition (``asr``) and the rest (the line, alignment and the cache). The engines
 run with one thread (``CALLBENCH_VOICE_THREADS``, default 1) as in a run. WER and entity survival
 are over these nine turns only: a smoke figure, not a recogniser evaluation.
+
+``--asr base`` measures the larger packaged recogniser (tiny.en is the default), ``--asr-model
+DIR`` a CTranslate2 whisper folder of yours; ``--piper-noise`` synthesises with the voice's own
+unseeded noise scales (0.667, 0.8) instead of the deterministic 0, to compare.
+
+``--starter N`` speaks the first N caller plan lines of the starter's English scenarios instead
+of the nine turns (CPU-s then are per N turns).
 
 Run: ``python benchmarks/voice_bench.py [--engines offline espeak] [--conditions clean pcmu ...]``.
 Needs the ``[audio]`` extra (and espeak-ng for ``espeak``); no network.
@@ -28,9 +36,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from callbench.bundle.audio import AudioChannel, LineNoise, PacketLoss
 from callbench.sim.voice.pipeline import VoicePipeline
+from callbench.sim.voice.piper import PiperTTS
 from callbench.sim.voice.setup import VoiceSettings, build_engines
 
 TURNS = [
@@ -70,11 +82,41 @@ def cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime + sum(map(_proc_cpu, LIVE))
 
 
-def one_pass(pipe: VoicePipeline, cfg: AudioChannel, seed: int) -> tuple[float, float, list]:
+class Timed:
+    """An engine wrapper that adds the CPU seconds of each call to ``spent``."""
+
+    def __init__(self, engine: Any, method: str) -> None:
+        self.engine, self.method, self.spent = engine, method, 0.0
+        self.info, self.languages = engine.info, engine.languages
+        setattr(self, method, self._call)
+
+    def _call(self, *args: Any) -> Any:
+        c0 = cpu()
+        try:
+            return getattr(self.engine, self.method)(*args)
+        finally:
+            self.spent += cpu() - c0
+
+
+def starter_lines(n: int) -> list[str]:
+    """The first ``n`` caller plan lines (``brief.plan[].meaning``) of the starter's English
+    scenarios, in file order: a larger, fixed set for comparing recognisers' error rates."""
+    root = Path(__file__).parents[1] / "examples" / "starter" / "agents"
+    lines: list[str] = []
+    for path in sorted(root.glob("*/scenarios/*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if str(data.get("language", "")).lower().startswith("en"):
+            lines += [" ".join(str(step["meaning"]).split()) for step in data["brief"]["plan"]]
+    return lines[:n]
+
+
+def one_pass(
+    pipe: VoicePipeline, cfg: AudioChannel, seed: int, turns: list[str]
+) -> tuple[float, float, list]:
     start_cpu, start_wall = cpu(), time.perf_counter()
     events = [
         pipe.observe(t, "en-US", cfg, channel_seed=seed, occurrence=0, turn=i + 1)
-        for i, t in enumerate(TURNS)
+        for i, t in enumerate(turns)
     ]
     return cpu() - start_cpu, time.perf_counter() - start_wall, events
 
@@ -84,12 +126,20 @@ def main() -> int:
     ap.add_argument("--engines", nargs="+", default=["offline"], choices=["offline", "espeak"])
     ap.add_argument("--conditions", nargs="+", default=["clean", "pcmu", "white10", "babble10", "loss5"])
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--asr", default="tiny.en", choices=["base", "tiny.en"], help="packaged recogniser")
+    ap.add_argument("--asr-model", type=Path, help="a CTranslate2 whisper folder instead")
+    ap.add_argument("--starter", type=int, default=0, help="N starter plan lines instead of the nine turns")
+    ap.add_argument("--piper-noise", action="store_true", help="the voice's own unseeded noise scales")
     args = ap.parse_args()
     os.environ.setdefault("CALLBENCH_VOICE_THREADS", "1")
+    turns = starter_lines(args.starter) if args.starter else TURNS
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; cores: {os.cpu_count()}")
     for engines in args.engines:
         c0 = cpu()
-        tts, asr = build_engines(VoiceSettings(engines=engines))  # type: ignore[arg-type]
+        settings = VoiceSettings(engines=engines, asr=args.asr, asr_model=args.asr_model)
+        tts, asr = build_engines(settings)
+        if args.piper_noise and isinstance(tts, PiperTTS):
+            tts = PiperTTS(tts.model, noise_scale=0.667, noise_w_scale=0.8)
         tts.synthesize("Hello.", "en")  # start a long-lived engine process before timing turns
         proc = getattr(tts, "_proc", None)
         if proc is not None:
@@ -99,21 +149,23 @@ def main() -> int:
             f"engine load {cpu() - c0:.2f} CPU-s"
         )
         c0 = cpu()
-        for t in TURNS:
+        for t in turns:
             tts.synthesize(t, "en-US")
         print(
-            f"synthesis alone: {cpu() - c0:.2f} CPU-s for the nine turns (the rest of 'cold': line and ASR)"
+            f"synthesis alone: {cpu() - c0:.2f} CPU-s for the {len(turns)} turns "
+            "(the rest of 'cold': line and ASR)"
         )
         print(
             f"{'condition':<10} {'audio s':>8} {'cold CPU-s':>10} {'/audio s':>9} {'warm CPU-s':>10} "
-            f"{'WER':>6} {'entities':>9} {'trunc':>5}"
+            f"{'WER':>6} {'entities':>9} {'trunc':>5} {'tts':>5} {'asr':>5} {'rest':>5}"
         )
         for name in args.conditions:
             cfg = CONDITIONS[name]
             with tempfile.TemporaryDirectory(prefix="voice-bench-") as tmp:
-                pipe = VoicePipeline(tts=tts, asr=asr, cache_dir=Path(tmp))
-                cold, _, events = one_pass(pipe, cfg, args.seed)
-                warm, _, again = one_pass(pipe, cfg, args.seed)
+                ttt, tasr = Timed(tts, "synthesize"), Timed(asr, "transcribe")
+                pipe = VoicePipeline(tts=ttt, asr=tasr, cache_dir=Path(tmp))  # type: ignore[arg-type]
+                cold, _, events = one_pass(pipe, cfg, args.seed, turns)
+                warm, _, again = one_pass(pipe, cfg, args.seed, turns)
             assert [e.observed for e in again] == [e.observed for e in events]
             secs = sum(e.audio_seconds for e in events)
             ref = sum(1 for e in events for o in e.alignment if o.op != "ins")
@@ -122,7 +174,8 @@ def main() -> int:
             trunc = sum(e.truncated for e in events)
             print(
                 f"{name:<10} {secs:>8.1f} {cold:>10.2f} {cold / secs:>9.3f} {warm:>10.3f} "
-                f"{errs / ref:>6.1%} {sum(ents):>4}/{len(ents):<4} {trunc:>5}"
+                f"{errs / ref:>6.1%} {sum(ents):>4}/{len(ents):<4} {trunc:>5} "
+                f"{ttt.spent:>5.2f} {tasr.spent:>5.2f} {cold - ttt.spent - tasr.spent:>5.2f}"
             )
             if name == args.conditions[-1]:
                 for e in events:

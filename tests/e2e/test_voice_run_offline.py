@@ -1,5 +1,5 @@
 """One English starter episode through the offline voice channel for real: the scripted caller
-and the reference candidate, piper speaking and faster-whisper base recognising
+and the reference candidate, piper speaking and faster-whisper (tiny.en, the default) recognising
 (``callbench run --channel audio``). The recogniser's output must reach the candidate and every
 caller turn must carry its voice record.
 
@@ -57,10 +57,12 @@ def test_a_starter_episode_through_the_offline_voice_channel(
         got = [trace["messages"][i]["content"] for i in t["message_indices"]]
         assert " ".join(got).split() == v["observed"].split()  # the candidate saw the recogniser's text
         assert v["wer"] is not None
-    # the recogniser heard the caller: most turns close, the call as a whole well under half wrong.
-    # One turn may be lost (piper's voice is not seeded: one CI run decoded a turn at WER 1.0)
+    # the recogniser heard every caller turn. Synthesis is deterministic (piper's noise scales at 0),
+    # so this is the same audio on every run; with the voice's unseeded noise one CI run lost a
+    # short turn ("Confirm it is you.": some renditions decode as other words)
     wers = [t["voice"]["wer"] for t in turns]
-    assert sum(w < 0.6 for w in wers) >= len(wers) - 1, wers
-    assert sum(wers) / len(wers) < 0.5, wers
+    assert all(w < 0.6 for w in wers), wers
+    assert sum(wers) / len(wers) < 0.3, wers
+    assert all(t["voice"]["tts"]["settings"]["noise_scale"] == 0.0 for t in turns)
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["voice"]["asr"]["settings"]["temperature"] == 0.0

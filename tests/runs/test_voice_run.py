@@ -44,7 +44,7 @@ def test_an_offline_voice_for_gujarati_is_refused_in_one_line(tmp_path: Path) ->
     ]
 
 
-def test_a_bad_channel_name_is_refused(tmp_path: Path) -> None:
+def test_a_bad_channel_or_recogniser_name_is_refused(tmp_path: Path) -> None:
     args = [
         "run",
         str(DAIRY),
@@ -58,6 +58,9 @@ def test_a_bad_channel_name_is_refused(tmp_path: Path) -> None:
     ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "--channel 'phone': expected text or audio" in result.output
+    args[-3:-2] = ["audio", "--voice-asr", "large"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "--voice-asr 'large': expected base or tiny.en" in result.output
 
 
 def _traces(run: Path) -> list[dict]:

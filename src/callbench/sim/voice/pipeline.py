@@ -16,8 +16,7 @@ caller text in the same scenario, repeat and run seed meets the same noise and p
 every candidate, whichever turn it falls on, so candidates are compared on identical input, and a
 second candidate pays only for turns whose text differs. A cached transcript is never
 recomputed, so a replay of a run folder reads the recogniser's earlier output. Engine calls are
-serialised by one lock (which also stops two episodes synthesising the same text at once:
-piper's generator noise is unseeded, so only the first synthesis may be kept).
+serialised by one lock (which also stops two episodes synthesising the same text at once).
 """
 
 from __future__ import annotations

