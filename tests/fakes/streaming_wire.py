@@ -262,8 +262,15 @@ class WireServer:
         profile: LatencyProfile | None = None,
         fault: str | None = None,
         fault_times: int = 1,
+        hold_until: int = 0,
+        hold_s: float = 60.0,
     ) -> None:
         self.answers = {"openai": openai_answer, "anthropic": anthropic_answer}
+        # hold every answer until ``hold_until`` requests have arrived (at most ``hold_s``): a client
+        # that queued its requests behind each other never gets there, whatever the machine's load
+        self.hold_until, self.hold_s = hold_until, hold_s
+        self.arrived = threading.Condition()
+        self.held_all: list[bool] = []  # per request: whether all hold_until requests had arrived
         self.profile = profile or LatencyProfile()
         self.fault, self.fault_times = fault, fault_times
         self.drawn: dict[int, float] = {}
@@ -285,6 +292,11 @@ class WireServer:
                     n = server._n
                     server._n += 1
                     server.streamed.append(bool(body.get("stream")))
+                if server.hold_until:
+                    with server.arrived:
+                        server.arrived.notify_all()
+                        held = server.arrived.wait_for(lambda: server._n >= server.hold_until, server.hold_s)
+                    server.held_all.append(held)
                 fault = server.fault if n < server.fault_times else None
                 usage = (
                     bool((body.get("stream_options") or {}).get("include_usage")) or dialect == "anthropic"
