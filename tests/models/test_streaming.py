@@ -211,7 +211,7 @@ async def test_time_to_first_token_is_measured(transport: str) -> None:
     # order: the slack is loose so that a loaded machine's scheduling cannot fail it; the accuracy
     # on an idle machine is a benchmark's to measure (benchmarks/latency_bench.py), not a unit test's
     assert all(m - d > -0.005 for m, d in zip(measured, drawn, strict=True)), (measured, drawn)
-    assert statistics.median(measured) < statistics.median(drawn) + 0.5 * scale(), (measured, drawn)
+    assert statistics.median(measured) < statistics.median(drawn) + 1.5 * scale(), (measured, drawn)
     assert all(a.timing.first_token_s < a.timing.waited_s for a in answers)
 
 
