@@ -26,6 +26,7 @@ raises a retryable :class:`~callbench.models.base.InfrastructureError`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -46,14 +47,17 @@ def is_event_stream(content_type: str) -> bool:
     return content_type.split(";")[0].strip().lower() == "text/event-stream"
 
 
-async def sse_events(response: Any, who: str) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
-    """The events of an ``httpx2.Response`` whose body is unread, as ``(event name, data)``:
-    data is the decoded JSON object, or None for ``[DONE]``. Marks the first byte of the body.
-    Raises InfrastructureError ``not_utf8`` / ``malformed_body`` for an event's data that is not
-    a UTF-8 JSON object (``anomalies.checked_body``)."""
+async def sse_events(
+    chunks: AsyncIterator[bytes], who: str
+) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
+    """The events of a body read as ``chunks`` (an ``httpx2.Response``'s ``aiter_bytes()``), as
+    ``(event name, data)``: data is the decoded JSON object, or None for ``[DONE]``. Marks the
+    first byte of the body. Raises InfrastructureError ``not_utf8`` / ``malformed_body`` for an
+    event's data that is not a UTF-8 JSON object (``anomalies.checked_body``). Leaving it after
+    an event leaves the rest of ``chunks`` unread (:func:`post_streamed` drains it)."""
     buffer = b""
     event, data_lines = "", cast("list[bytes]", [])
-    async for chunk in response.aiter_bytes():
+    async for chunk in chunks:
         if not chunk:
             continue
         mark_first_byte()
@@ -109,16 +113,16 @@ def _concat(target: dict[str, Any], delta: dict[str, Any]) -> None:
             target[key] = value
 
 
-async def openai_stream_body(response: Any, who: str) -> dict[str, Any]:
-    """The ``chat.completion`` body a non-streamed request would have got, from the chunks of
-    ``response``. Marks the first content token (a ``content``, ``refusal`` or tool-call delta)
-    and the first token of speech (non-blank ``content``). Raises InfrastructureError (see the
-    module docstring)."""
+async def openai_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str, Any]:
+    """The ``chat.completion`` body a non-streamed request would have got, from the body's
+    ``chunks`` (read up to ``data: [DONE]``). Marks the first content token (a ``content``,
+    ``refusal`` or tool-call delta) and the first token of speech (non-blank ``content``). Raises
+    InfrastructureError (see the module docstring)."""
     mark_streamed()
     body: dict[str, Any] = {"object": "chat.completion"}
     choices: dict[int, dict[str, Any]] = {}
     done = False
-    async for _, data in sse_events(response, who):
+    async for _, data in sse_events(chunks, who):
         if data is None:
             done = True
             break
@@ -166,17 +170,17 @@ async def openai_stream_body(response: Any, who: str) -> dict[str, Any]:
     return body
 
 
-async def anthropic_stream_body(response: Any, who: str) -> dict[str, Any]:
-    """The ``message`` body a non-streamed request would have got, from the events of
-    ``response``. Marks the first content token (a text or tool-input delta, or a tool_use block's
-    start) and the first token of speech (non-blank text). Raises InfrastructureError (see the
-    module docstring)."""
+async def anthropic_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str, Any]:
+    """The ``message`` body a non-streamed request would have got, from the events of the body's
+    ``chunks`` (read up to ``message_stop``). Marks the first content token (a text or tool-input
+    delta, or a tool_use block's start) and the first token of speech (non-blank text). Raises
+    InfrastructureError (see the module docstring)."""
     mark_streamed()
     message: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, str] = {}
     stopped = False
-    async for name, data in sse_events(response, who):
+    async for name, data in sse_events(chunks, who):
         if data is None:
             continue
         kind = data.get("type") or name
@@ -227,12 +231,40 @@ async def anthropic_stream_body(response: Any, who: str) -> dict[str, Any]:
     return message
 
 
+DRAIN_BYTES = 64 * 1024
+"""The most bytes read (and ignored) after a stream's end event: a provider sends only the
+body's last chunk there (a few bytes)."""
+DRAIN_S = 0.5
+"""The longest wait, in seconds, for the body's end after the stream's end event."""
+
+
+async def drain(chunks: AsyncIterator[bytes], limit: int = DRAIN_BYTES, wait_s: float = DRAIN_S) -> bool:
+    """Read the rest of a body whose answer is complete, ignoring it, so that the transport puts
+    the connection back in its pool: httpx2 (h11) and aiohttp both close a connection whose
+    response is closed before its body's end (httpx2: every streamed request opened a new
+    connection; aiohttp: when the body's last chunk had not arrived with the end event). Gives up
+    after ``limit`` bytes or ``wait_s`` seconds, or on any transport fault (the connection is then
+    closed, not reused: the answer stands). Returns True when the body was read to its end."""
+    read = 0
+    try:
+        async with asyncio.timeout(wait_s):
+            async for chunk in chunks:
+                read += len(chunk)
+                if read > limit:
+                    return False
+    except Exception:  # a timeout or a transport fault after a complete answer
+        return False
+    return True
+
+
 async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers: dict[str, str] | None,
                         timeout: float, who: str, read: Any) -> tuple[dict[str, Any] | None, Any, bytes]:
     """POST ``body`` (which asks for a stream) through the SDK ``client`` and read the answer
-    within ``timeout`` seconds for the whole exchange. Returns ``(assembled body, response,
-    b"")`` for an event stream (``read`` is :func:`openai_stream_body` or
-    :func:`anthropic_stream_body`), or ``(None, response, raw body)`` when the server answered
+    within ``timeout`` seconds for the whole exchange; after the stream's end event the rest of
+    the body is read and ignored (:func:`drain`), so that the connection can be reused. Returns
+    ``(assembled body, response, b"")`` for an event stream (``read`` is
+    :func:`openai_stream_body` or :func:`anthropic_stream_body`, given the body's chunks), or
+    ``(None, response, raw body)`` when the server answered
     without streaming (it ignored ``stream``: the caller reads the body as a plain answer). Errors
     are the SDK's own (``APIStatusError``...) as for a plain request."""
     import httpx2
@@ -249,15 +281,21 @@ async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers
 
     async def exchange() -> tuple[dict[str, Any] | None, Any, bytes]:
         response = await client.post(path, cast_to=httpx2.Response, body=payload, options=options)
+        chunks = None
         try:
             if is_event_stream(response.headers.get("content-type", "")):
-                return await read(response, who), response, b""
+                chunks = response.aiter_bytes()
+                assembled = await read(chunks, who)
+                await drain(chunks)
+                return assembled, response, b""
             return None, response, await response.aread()
         except httpx2.TimeoutException as err:  # raised as the SDK raises it for a body it reads
             raise sdk.APITimeoutError(request=response.request) from err
         except (httpx2.HTTPError, *aiohttp_errors()) as err:  # type: ignore[misc]
             raise sdk.APIConnectionError(request=response.request) from err
         finally:
+            if chunks is not None:
+                await chunks.aclose()
             await response.aclose()
 
     result: tuple[dict[str, Any] | None, Any, bytes] = await within_deadline(timeout, exchange())
