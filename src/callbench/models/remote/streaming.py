@@ -55,14 +55,27 @@ async def sse_events(
     first byte of the body. Raises InfrastructureError ``not_utf8`` / ``malformed_body`` for an
     event's data that is not a UTF-8 JSON object (``anomalies.checked_body``). Leaving it after
     an event leaves the rest of ``chunks`` unread (:func:`post_streamed` drains it)."""
-    buffer = b""
+    pending: list[bytes] = []  # the start of a line whose end has not arrived
     event, data_lines = "", cast("list[bytes]", [])
+    first = True
     async for chunk in chunks:
         if not chunk:
             continue
-        mark_first_byte()
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
+        if first:
+            mark_first_byte()
+            first = False
+        if b"\n" not in chunk:
+            # kept and joined once its line ends: appending to one buffer and splitting it again
+            # for every chunk is quadratic in the length of a long event
+            pending.append(chunk)
+            continue
+        if pending:
+            pending.append(chunk)
+            chunk = b"".join(pending)
+            pending = []
+        *lines, rest = chunk.split(b"\n")
+        if rest:
+            pending.append(rest)
         for raw in lines:
             line = raw.rstrip(b"\r")
             if not line:  # the end of an event (SSE: a blank line dispatches it)
@@ -78,7 +91,7 @@ async def sse_events(
                 data_lines.append(value)
             elif name == b"event":
                 event = value.decode("utf-8", errors="replace")
-    tail = buffer.rstrip(b"\r")
+    tail = b"".join(pending).rstrip(b"\r")
     if tail.startswith(b"data:"):
         data_lines.append(tail[5:].lstrip(b" "))
     if data_lines:  # a last event without its blank line
@@ -86,6 +99,12 @@ async def sse_events(
 
 
 def _event(name: str, data: bytes, who: str) -> tuple[str, dict[str, Any] | None]:
+    try:  # the usual event: a UTF-8 JSON object, decoded as checked_body would decode it
+        value = json.loads(data.decode("utf-8"))
+    except ValueError:  # not UTF-8 or not JSON (both ValueErrors): checked_body names the fault
+        value = None
+    if isinstance(value, dict):
+        return name, value
     if data.strip() == b"[DONE]":
         return name, None
     return name, checked_body(data, "application/json", f"{who} (stream event)")
@@ -96,6 +115,15 @@ def _cut(who: str, what: str) -> InfrastructureError:
                                "incomplete and nothing of it was used", retryable=True, kind="reset")
 
 
+def _copy(value: Any) -> Any:
+    """A copy of a decoded JSON value that shares no object or list with it."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
 def _concat(target: dict[str, Any], delta: dict[str, Any]) -> None:
     """Merge ``delta`` into ``target`` as the openai SDK's accumulator does: strings
     concatenated (``index`` and ``type`` replaced), objects merged, other values replaced."""
@@ -104,13 +132,17 @@ def _concat(target: dict[str, Any], delta: dict[str, Any]) -> None:
             continue
         old = target.get(key)
         if key in ("index", "type") or old is None:
-            target[key] = json.loads(json.dumps(value)) if isinstance(value, dict | list) else value
+            target[key] = _copy(value)
         elif isinstance(old, str) and isinstance(value, str):
             target[key] = old + value
         elif isinstance(old, dict) and isinstance(value, dict):
             _concat(old, value)
         else:
             target[key] = value
+
+
+_OPENAI_FIELDS = ("id", "model", "created", "system_fingerprint", "usage", "timings")
+"""Top-level fields of a chunk kept in the body (the last non-null value of each)."""
 
 
 async def openai_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str, Any]:
@@ -121,21 +153,28 @@ async def openai_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str
     mark_streamed()
     body: dict[str, Any] = {"object": "chat.completion"}
     choices: dict[int, dict[str, Any]] = {}
-    done = False
+    done = token = speech = False  # token, speech: already marked (only the first of each counts)
+    where = f"{who} (stream event)"
     async for _, data in sse_events(chunks, who):
         if data is None:
             done = True
             break
-        _error_body(data, f"{who} (stream event)")
-        for key in ("id", "model", "created", "system_fingerprint", "usage", "timings"):
-            if data.get(key) is not None:
-                body[key] = data[key]
+        if "error" in data or data.get("type") == "error":
+            _error_body(data, where)
+        for key in _OPENAI_FIELDS:
+            value = data.get(key)
+            if value is not None:
+                body[key] = value
         for item in data.get("choices") or []:
             if not isinstance(item, dict):
                 continue
-            index = item.get("index", 0) if isinstance(item.get("index", 0), int) else 0
-            choice = choices.setdefault(index, {"index": index, "message": {"role": "assistant"},
-                                                "finish_reason": None})
+            index = item.get("index", 0)
+            if not isinstance(index, int):
+                index = 0
+            choice = choices.get(index)
+            if choice is None:
+                choice = choices[index] = {"index": index, "message": {"role": "assistant"},
+                                           "finish_reason": None}
             if item.get("finish_reason") is not None:
                 choice["finish_reason"] = item["finish_reason"]
             delta = item.get("delta")
@@ -145,11 +184,18 @@ async def openai_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str
             for name in ("content", "refusal"):
                 text = delta.get(name)
                 if isinstance(text, str) and text:
-                    mark_first_token(speech=name == "content" and bool(text.strip()))
+                    if not speech and name == "content" and text.strip():
+                        mark_first_token(speech=True)
+                        token = speech = True
+                    elif not token:
+                        mark_first_token(speech=False)
+                        token = True
                     message[name] = message.get(name, "") + text
             calls = delta.get("tool_calls")
             if isinstance(calls, list):
-                mark_first_token(speech=False)
+                if not token:
+                    mark_first_token(speech=False)
+                    token = True
                 slots: dict[int, dict[str, Any]] = message.setdefault("_calls", {})
                 for pos, call in enumerate(calls):
                     if isinstance(call, dict):
@@ -179,7 +225,7 @@ async def anthropic_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[
     message: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, str] = {}
-    stopped = False
+    stopped = token = speech = False  # token, speech: marked here (a stale False only marks again)
     async for name, data in sse_events(chunks, who):
         if data is None:
             continue
@@ -201,10 +247,18 @@ async def anthropic_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[
             delta = data["delta"]
             block = blocks.setdefault(index, {"type": "text", "text": ""})
             if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                mark_first_token(speech=bool(delta["text"].strip()))
-                block["text"] = str(block.get("text") or "") + delta["text"]
+                text = delta["text"]
+                if not speech and text.strip():
+                    mark_first_token(speech=True)
+                    token = speech = True
+                elif not token:
+                    mark_first_token(speech=False)
+                    token = True
+                block["text"] = str(block.get("text") or "") + text
             elif delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-                mark_first_token(speech=False)
+                if not token:
+                    mark_first_token(speech=False)
+                    token = True
                 partial[index] = partial.get(index, "") + delta["partial_json"]
         elif kind == "message_delta":
             if message is None:
@@ -275,7 +329,11 @@ async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers
     extra = payload.pop("extra_body", None)
     if extra:
         payload.update(extra)
-    options: dict[str, Any] = {"timeout": timeout, "headers": {**(headers or {}), **RAW_STREAM_HEADER}}
+    # no timeout per read: the deadline over the whole exchange (the same ``timeout``) is reached
+    # no later than any read's, and both transports re-arm a read timer for every chunk, i.e.
+    # for every streamed delta (aiohttp a loop timer, httpx2 a cancel scope with one)
+    options: dict[str, Any] = {"timeout": httpx2.Timeout(timeout, read=None),
+                               "headers": {**(headers or {}), **RAW_STREAM_HEADER}}
 
     sdk = sys.modules[type(client).__module__.split(".")[0]]  # openai or anthropic
 
