@@ -11,7 +11,8 @@ sleeping the drawn delays) or whole after the same total delay.
 
 :class:`WireServer` answers every request with one fixed answer per dialect, streamed when the
 request asks for it, with an optional mid-stream fault on the first ``fault_times`` requests
-(``cut``: the stream stops before its end; ``error_event``; ``not_json``; ``not_utf8``). Each
+(``cut``: the stream stops before its end; ``error_event``; ``not_json``; ``not_utf8``;
+``stall``: nothing more for a minute). Each
 request's drawn delays are kept in :attr:`WireServer.drawn` (request number -> first token s);
 :attr:`WireServer.connections` counts the TCP connections it accepted (keep-alive: one for many
 requests when the client reuses its connection). ``trailing`` (bytes) is sent after the stream's
@@ -257,6 +258,8 @@ def _fault(h: BaseHTTPRequestHandler, dialect: str, fault: str) -> None:
         _chunk(h, b'data: {"choices": [\n\n')
     elif fault == "not_utf8":
         _chunk(h, b'data: {"x": "\xff\xfe"}\n\n')
+    elif fault == "stall":  # nothing more for a minute: the client's deadline must end it
+        time.sleep(60.0)
     # the chunked body ends cleanly; with "cut" nothing else came: no terminator event
     _chunk(h, b"")
 
