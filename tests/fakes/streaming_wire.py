@@ -11,8 +11,12 @@ sleeping the drawn delays) or whole after the same total delay.
 
 :class:`WireServer` answers every request with one fixed answer per dialect, streamed when the
 request asks for it, with an optional mid-stream fault on the first ``fault_times`` requests
-(``cut``: the stream stops before its end; ``error_event``; ``not_json``; ``not_utf8``). Each
-request's drawn delays are kept in :attr:`WireServer.drawn` (request number -> first token s).
+(``cut``: the stream stops before its end; ``error_event``; ``not_json``; ``not_utf8``;
+``stall``: nothing more for a minute). Each
+request's drawn delays are kept in :attr:`WireServer.drawn` (request number -> first token s);
+:attr:`WireServer.connections` counts the TCP connections it accepted (keep-alive: one for many
+requests when the client reuses its connection). ``trailing`` (bytes) is sent after the stream's
+end event, before the body's last chunk: what a server that keeps sending after it looks like.
 """
 
 from __future__ import annotations
@@ -188,9 +192,13 @@ def write_answer(
     profile: LatencyProfile,
     n: int,
     fault: str | None = None,
+    trailing: bytes = b"",
+    trailing_s: float = 0.0,
 ) -> float:
     """Write ``answer`` (a complete body of ``dialect``) to ``h``, streamed or whole; returns the
-    drawn time to first token. ``fault`` breaks the stream after its first content event."""
+    drawn time to first token. ``fault`` breaks the stream after its first content event;
+    ``trailing`` is written after the end event, ``trailing_s`` seconds later, before the body's
+    last chunk."""
     ttft = profile.first_token(n)
     events = list(openai_chunks(answer, usage=usage) if dialect == "openai" else anthropic_events(answer))
     if not stream:
@@ -229,6 +237,10 @@ def write_answer(
                 f"event: {name}\ndata: ".encode() + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
             )
         _chunk(h, line)
+    if trailing or trailing_s:
+        time.sleep(trailing_s)
+        if trailing:
+            _chunk(h, trailing)
     _chunk(h, b"")
     return ttft
 
@@ -246,6 +258,8 @@ def _fault(h: BaseHTTPRequestHandler, dialect: str, fault: str) -> None:
         _chunk(h, b'data: {"choices": [\n\n')
     elif fault == "not_utf8":
         _chunk(h, b'data: {"x": "\xff\xfe"}\n\n')
+    elif fault == "stall":  # nothing more for a minute: the client's deadline must end it
+        time.sleep(60.0)
     # the chunked body ends cleanly; with "cut" nothing else came: no terminator event
     _chunk(h, b"")
 
@@ -264,7 +278,11 @@ class WireServer:
         fault_times: int = 1,
         hold_until: int = 0,
         hold_s: float = 60.0,
+        trailing: bytes = b"",
+        trailing_s: float = 0.0,
     ) -> None:
+        self.trailing, self.trailing_s = trailing, trailing_s
+        self.connections = 0
         self.answers = {"openai": openai_answer, "anthropic": anthropic_answer}
         # hold every answer until ``hold_until`` requests have arrived (at most ``hold_s``): a client
         # that queued its requests behind each other never gets there, whatever the machine's load
@@ -284,6 +302,11 @@ class WireServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:  # once per accepted connection
+                with server._lock:
+                    server.connections += 1
+                super().setup()
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
@@ -310,6 +333,8 @@ class WireServer:
                     profile=server.profile,
                     n=n,
                     fault=fault,
+                    trailing=server.trailing,
+                    trailing_s=server.trailing_s,
                 )
 
             def log_message(self, *args: object) -> None:

@@ -26,6 +26,7 @@ raises a retryable :class:`~callbench.models.base.InfrastructureError`.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -46,19 +47,35 @@ def is_event_stream(content_type: str) -> bool:
     return content_type.split(";")[0].strip().lower() == "text/event-stream"
 
 
-async def sse_events(response: Any, who: str) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
-    """The events of an ``httpx2.Response`` whose body is unread, as ``(event name, data)``:
-    data is the decoded JSON object, or None for ``[DONE]``. Marks the first byte of the body.
-    Raises InfrastructureError ``not_utf8`` / ``malformed_body`` for an event's data that is not
-    a UTF-8 JSON object (``anomalies.checked_body``)."""
-    buffer = b""
+async def sse_events(
+    chunks: AsyncIterator[bytes], who: str
+) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
+    """The events of a body read as ``chunks`` (an ``httpx2.Response``'s ``aiter_bytes()``), as
+    ``(event name, data)``: data is the decoded JSON object, or None for ``[DONE]``. Marks the
+    first byte of the body. Raises InfrastructureError ``not_utf8`` / ``malformed_body`` for an
+    event's data that is not a UTF-8 JSON object (``anomalies.checked_body``). Leaving it after
+    an event leaves the rest of ``chunks`` unread (:func:`post_streamed` drains it)."""
+    pending: list[bytes] = []  # the start of a line whose end has not arrived
     event, data_lines = "", cast("list[bytes]", [])
-    async for chunk in response.aiter_bytes():
+    first = True
+    async for chunk in chunks:
         if not chunk:
             continue
-        mark_first_byte()
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
+        if first:
+            mark_first_byte()
+            first = False
+        if b"\n" not in chunk:
+            # kept and joined once its line ends: appending to one buffer and splitting it again
+            # for every chunk is quadratic in the length of a long event
+            pending.append(chunk)
+            continue
+        if pending:
+            pending.append(chunk)
+            chunk = b"".join(pending)
+            pending = []
+        *lines, rest = chunk.split(b"\n")
+        if rest:
+            pending.append(rest)
         for raw in lines:
             line = raw.rstrip(b"\r")
             if not line:  # the end of an event (SSE: a blank line dispatches it)
@@ -74,7 +91,7 @@ async def sse_events(response: Any, who: str) -> AsyncIterator[tuple[str, dict[s
                 data_lines.append(value)
             elif name == b"event":
                 event = value.decode("utf-8", errors="replace")
-    tail = buffer.rstrip(b"\r")
+    tail = b"".join(pending).rstrip(b"\r")
     if tail.startswith(b"data:"):
         data_lines.append(tail[5:].lstrip(b" "))
     if data_lines:  # a last event without its blank line
@@ -82,6 +99,12 @@ async def sse_events(response: Any, who: str) -> AsyncIterator[tuple[str, dict[s
 
 
 def _event(name: str, data: bytes, who: str) -> tuple[str, dict[str, Any] | None]:
+    try:  # the usual event: a UTF-8 JSON object, decoded as checked_body would decode it
+        value = json.loads(data.decode("utf-8"))
+    except ValueError:  # not UTF-8 or not JSON (both ValueErrors): checked_body names the fault
+        value = None
+    if isinstance(value, dict):
+        return name, value
     if data.strip() == b"[DONE]":
         return name, None
     return name, checked_body(data, "application/json", f"{who} (stream event)")
@@ -92,6 +115,15 @@ def _cut(who: str, what: str) -> InfrastructureError:
                                "incomplete and nothing of it was used", retryable=True, kind="reset")
 
 
+def _copy(value: Any) -> Any:
+    """A copy of a decoded JSON value that shares no object or list with it."""
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
 def _concat(target: dict[str, Any], delta: dict[str, Any]) -> None:
     """Merge ``delta`` into ``target`` as the openai SDK's accumulator does: strings
     concatenated (``index`` and ``type`` replaced), objects merged, other values replaced."""
@@ -100,7 +132,7 @@ def _concat(target: dict[str, Any], delta: dict[str, Any]) -> None:
             continue
         old = target.get(key)
         if key in ("index", "type") or old is None:
-            target[key] = json.loads(json.dumps(value)) if isinstance(value, dict | list) else value
+            target[key] = _copy(value)
         elif isinstance(old, str) and isinstance(value, str):
             target[key] = old + value
         elif isinstance(old, dict) and isinstance(value, dict):
@@ -109,29 +141,40 @@ def _concat(target: dict[str, Any], delta: dict[str, Any]) -> None:
             target[key] = value
 
 
-async def openai_stream_body(response: Any, who: str) -> dict[str, Any]:
-    """The ``chat.completion`` body a non-streamed request would have got, from the chunks of
-    ``response``. Marks the first content token (a ``content``, ``refusal`` or tool-call delta)
-    and the first token of speech (non-blank ``content``). Raises InfrastructureError (see the
-    module docstring)."""
+_OPENAI_FIELDS = ("id", "model", "created", "system_fingerprint", "usage", "timings")
+"""Top-level fields of a chunk kept in the body (the last non-null value of each)."""
+
+
+async def openai_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str, Any]:
+    """The ``chat.completion`` body a non-streamed request would have got, from the body's
+    ``chunks`` (read up to ``data: [DONE]``). Marks the first content token (a ``content``,
+    ``refusal`` or tool-call delta) and the first token of speech (non-blank ``content``). Raises
+    InfrastructureError (see the module docstring)."""
     mark_streamed()
     body: dict[str, Any] = {"object": "chat.completion"}
     choices: dict[int, dict[str, Any]] = {}
-    done = False
-    async for _, data in sse_events(response, who):
+    done = token = speech = False  # token, speech: already marked (only the first of each counts)
+    where = f"{who} (stream event)"
+    async for _, data in sse_events(chunks, who):
         if data is None:
             done = True
             break
-        _error_body(data, f"{who} (stream event)")
-        for key in ("id", "model", "created", "system_fingerprint", "usage", "timings"):
-            if data.get(key) is not None:
-                body[key] = data[key]
+        if "error" in data or data.get("type") == "error":
+            _error_body(data, where)
+        for key in _OPENAI_FIELDS:
+            value = data.get(key)
+            if value is not None:
+                body[key] = value
         for item in data.get("choices") or []:
             if not isinstance(item, dict):
                 continue
-            index = item.get("index", 0) if isinstance(item.get("index", 0), int) else 0
-            choice = choices.setdefault(index, {"index": index, "message": {"role": "assistant"},
-                                                "finish_reason": None})
+            index = item.get("index", 0)
+            if not isinstance(index, int):
+                index = 0
+            choice = choices.get(index)
+            if choice is None:
+                choice = choices[index] = {"index": index, "message": {"role": "assistant"},
+                                           "finish_reason": None}
             if item.get("finish_reason") is not None:
                 choice["finish_reason"] = item["finish_reason"]
             delta = item.get("delta")
@@ -141,11 +184,18 @@ async def openai_stream_body(response: Any, who: str) -> dict[str, Any]:
             for name in ("content", "refusal"):
                 text = delta.get(name)
                 if isinstance(text, str) and text:
-                    mark_first_token(speech=name == "content" and bool(text.strip()))
+                    if not speech and name == "content" and text.strip():
+                        mark_first_token(speech=True)
+                        token = speech = True
+                    elif not token:
+                        mark_first_token(speech=False)
+                        token = True
                     message[name] = message.get(name, "") + text
             calls = delta.get("tool_calls")
             if isinstance(calls, list):
-                mark_first_token(speech=False)
+                if not token:
+                    mark_first_token(speech=False)
+                    token = True
                 slots: dict[int, dict[str, Any]] = message.setdefault("_calls", {})
                 for pos, call in enumerate(calls):
                     if isinstance(call, dict):
@@ -166,17 +216,17 @@ async def openai_stream_body(response: Any, who: str) -> dict[str, Any]:
     return body
 
 
-async def anthropic_stream_body(response: Any, who: str) -> dict[str, Any]:
-    """The ``message`` body a non-streamed request would have got, from the events of
-    ``response``. Marks the first content token (a text or tool-input delta, or a tool_use block's
-    start) and the first token of speech (non-blank text). Raises InfrastructureError (see the
-    module docstring)."""
+async def anthropic_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str, Any]:
+    """The ``message`` body a non-streamed request would have got, from the events of the body's
+    ``chunks`` (read up to ``message_stop``). Marks the first content token (a text or tool-input
+    delta, or a tool_use block's start) and the first token of speech (non-blank text). Raises
+    InfrastructureError (see the module docstring)."""
     mark_streamed()
     message: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, str] = {}
-    stopped = False
-    async for name, data in sse_events(response, who):
+    stopped = token = speech = False  # token, speech: marked here (a stale False only marks again)
+    async for name, data in sse_events(chunks, who):
         if data is None:
             continue
         kind = data.get("type") or name
@@ -197,10 +247,18 @@ async def anthropic_stream_body(response: Any, who: str) -> dict[str, Any]:
             delta = data["delta"]
             block = blocks.setdefault(index, {"type": "text", "text": ""})
             if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                mark_first_token(speech=bool(delta["text"].strip()))
-                block["text"] = str(block.get("text") or "") + delta["text"]
+                text = delta["text"]
+                if not speech and text.strip():
+                    mark_first_token(speech=True)
+                    token = speech = True
+                elif not token:
+                    mark_first_token(speech=False)
+                    token = True
+                block["text"] = str(block.get("text") or "") + text
             elif delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-                mark_first_token(speech=False)
+                if not token:
+                    mark_first_token(speech=False)
+                    token = True
                 partial[index] = partial.get(index, "") + delta["partial_json"]
         elif kind == "message_delta":
             if message is None:
@@ -227,12 +285,40 @@ async def anthropic_stream_body(response: Any, who: str) -> dict[str, Any]:
     return message
 
 
+DRAIN_BYTES = 64 * 1024
+"""The most bytes read (and ignored) after a stream's end event: a provider sends only the
+body's last chunk there (a few bytes)."""
+DRAIN_S = 0.5
+"""The longest wait, in seconds, for the body's end after the stream's end event."""
+
+
+async def drain(chunks: AsyncIterator[bytes], limit: int = DRAIN_BYTES, wait_s: float = DRAIN_S) -> bool:
+    """Read the rest of a body whose answer is complete, ignoring it, so that the transport puts
+    the connection back in its pool: httpx2 (h11) and aiohttp both close a connection whose
+    response is closed before its body's end (httpx2: every streamed request opened a new
+    connection; aiohttp: when the body's last chunk had not arrived with the end event). Gives up
+    after ``limit`` bytes or ``wait_s`` seconds, or on any transport fault (the connection is then
+    closed, not reused: the answer stands). Returns True when the body was read to its end."""
+    read = 0
+    try:
+        async with asyncio.timeout(wait_s):
+            async for chunk in chunks:
+                read += len(chunk)
+                if read > limit:
+                    return False
+    except Exception:  # a timeout or a transport fault after a complete answer
+        return False
+    return True
+
+
 async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers: dict[str, str] | None,
                         timeout: float, who: str, read: Any) -> tuple[dict[str, Any] | None, Any, bytes]:
     """POST ``body`` (which asks for a stream) through the SDK ``client`` and read the answer
-    within ``timeout`` seconds for the whole exchange. Returns ``(assembled body, response,
-    b"")`` for an event stream (``read`` is :func:`openai_stream_body` or
-    :func:`anthropic_stream_body`), or ``(None, response, raw body)`` when the server answered
+    within ``timeout`` seconds for the whole exchange; after the stream's end event the rest of
+    the body is read and ignored (:func:`drain`), so that the connection can be reused. Returns
+    ``(assembled body, response, b"")`` for an event stream (``read`` is
+    :func:`openai_stream_body` or :func:`anthropic_stream_body`, given the body's chunks), or
+    ``(None, response, raw body)`` when the server answered
     without streaming (it ignored ``stream``: the caller reads the body as a plain answer). Errors
     are the SDK's own (``APIStatusError``...) as for a plain request."""
     import httpx2
@@ -243,21 +329,31 @@ async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers
     extra = payload.pop("extra_body", None)
     if extra:
         payload.update(extra)
-    options: dict[str, Any] = {"timeout": timeout, "headers": {**(headers or {}), **RAW_STREAM_HEADER}}
+    # no timeout per read: the deadline over the whole exchange (the same ``timeout``) is reached
+    # no later than any read's, and both transports re-arm a read timer for every chunk, i.e.
+    # for every streamed delta (aiohttp a loop timer, httpx2 a cancel scope with one)
+    options: dict[str, Any] = {"timeout": httpx2.Timeout(timeout, read=None),
+                               "headers": {**(headers or {}), **RAW_STREAM_HEADER}}
 
     sdk = sys.modules[type(client).__module__.split(".")[0]]  # openai or anthropic
 
     async def exchange() -> tuple[dict[str, Any] | None, Any, bytes]:
         response = await client.post(path, cast_to=httpx2.Response, body=payload, options=options)
+        chunks = None
         try:
             if is_event_stream(response.headers.get("content-type", "")):
-                return await read(response, who), response, b""
+                chunks = response.aiter_bytes()
+                assembled = await read(chunks, who)
+                await drain(chunks)
+                return assembled, response, b""
             return None, response, await response.aread()
         except httpx2.TimeoutException as err:  # raised as the SDK raises it for a body it reads
             raise sdk.APITimeoutError(request=response.request) from err
         except (httpx2.HTTPError, *aiohttp_errors()) as err:  # type: ignore[misc]
             raise sdk.APIConnectionError(request=response.request) from err
         finally:
+            if chunks is not None:
+                await chunks.aclose()
             await response.aclose()
 
     result: tuple[dict[str, Any] | None, Any, bytes] = await within_deadline(timeout, exchange())
