@@ -96,8 +96,13 @@ def said(tr: list[dict[str, Any]]) -> set[tuple[str, str, int]]:
 
 
 def run_stage(
-    args: argparse.Namespace, scenarios: list[str], out: Path, cache: Path, candidate: str,
-    channel: str, agent_speech: str = "off",
+    args: argparse.Namespace,
+    scenarios: list[str],
+    out: Path,
+    cache: Path,
+    candidate: str,
+    channel: str,
+    agent_speech: str = "off",
 ) -> dict[str, Any]:
     cmd = [
         sys.executable, "-m", "callbench", "run", str(STARTER), "--candidate", candidate,
@@ -170,8 +175,11 @@ def main() -> int:
         candidate, channel, speech, cache = plan[stage]
         cache.parent.mkdir(parents=True, exist_ok=True)
         if stage in ("tts", "line") and "cold" in results:  # the caller's side warm, the agent's cold
-            shutil.copytree(cold_cache.with_name(cold_cache.name + ".voice"),
-                            cache.with_name(cache.name + ".voice"), dirs_exist_ok=True)
+            shutil.copytree(
+                cold_cache.with_name(cold_cache.name + ".voice"),
+                cache.with_name(cache.name + ".voice"),
+                dirs_exist_ok=True,
+            )
         c0 = os.times()
         r = run_stage(args, scenarios, base / f"run-{stage}", cache, candidate, channel, speech)
         c1 = os.times()
@@ -181,8 +189,9 @@ def main() -> int:
         per_audio = f"{r['cpu'] / r['audio_s']:.3f}" if r["audio_s"] else "-"
         wer = f"{r['wer']:.1%}" if r["wer"] is not None else "-"
         print(
-            f"{stage:<7} {r['episodes']:>5} {r['caller_turns']:>5} {r['audio_s']:>7.1f} {r['agent_turns']:>5} "
-            f"{r['agent_s']:>7.1f} {r['tts']:>4} {r['asr']:>4} {r['wall']:>7.1f} {r['cpu']:>7.1f} "
+            f"{stage:<7} {r['episodes']:>5} {r['caller_turns']:>5} {r['audio_s']:>7.1f} "
+            f"{r['agent_turns']:>5} {r['agent_s']:>7.1f} {r['tts']:>4} {r['asr']:>4} "
+            f"{r['wall']:>7.1f} {r['cpu']:>7.1f} "
             f"{r['cpu'] / calls:>8.2f} {per_audio:>11} {wer:>6} {os.getloadavg()[0]:>5.1f}",
             flush=True,
         )
