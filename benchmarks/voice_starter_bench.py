@@ -125,6 +125,7 @@ def run_stage(
     tr = traces(out)
     turns = [v for t in tr for c in t["caller_turns"] if (v := c.get("voice")) is not None]
     agent = [s for t in tr for s in t.get("agent_speech", [])]
+    heard = [s["heard"]["wer"] for s in agent if s.get("heard") and s["heard"]["wer"] is not None]
     return {
         "episodes": len(tr),
         "skipped": sum(t["end_reason"] == "skipped" for t in tr),
@@ -134,6 +135,7 @@ def run_stage(
         "wer": (sum(v["wer"] or 0 for v in turns) / len(turns)) if turns else None,
         "agent_turns": len(agent),
         "agent_s": sum(s["seconds"] for s in agent),
+        "agent_wer": sum(heard) / len(heard) if heard else None,
         "tts": tts1 - tts0,
         "asr": asr1 - asr0,
         "wall": wall,
@@ -215,6 +217,11 @@ def main() -> int:
                 f"agent speech {stage}: +{(r['cpu'] - c['cpu']) / max(r['episodes'], 1):.2f} CPU-s and "
                 f"+{(r['wall'] - c['wall']) / max(r['episodes'], 1):.2f} wall s per call over 'rerun'; "
                 f"{r['agent_turns']} agent turns, {r['agent_s']:.1f} s spoken"
+                + (
+                    f"; the caller heard them at a mean WER of {r['agent_wer']:.1%}"
+                    if r["agent_wer"] is not None
+                    else ""
+                )
             )
     if args.keep is None:
         shutil.rmtree(base, ignore_errors=True)
