@@ -27,6 +27,10 @@ Per stage: episodes, caller turns, seconds of caller audio, agent turns spoken a
 syntheses and recognitions done (new files in the cache's ``tts/`` and ``asr/``), wall s and
 CPU-s (per call and per second of caller audio). The engines run on one thread, as in a run.
 
+``--voice espeak`` speaks with the espeak-ng stress voice, ``--asr base`` recognises with whisper
+base. The starter's scenarios set no ``channel.audio``, so the line is the default one: 300-3400
+Hz band-pass and G.711 mu-law, no noise, no loss.
+
 Run: ``python benchmarks/voice_starter_bench.py [--all-english] [--stages cold second ...]``.
 Needs the ``[audio]`` extra; no network.
 """
@@ -113,6 +117,8 @@ def run_stage(
     ]  # fmt: skip
     if agent_speech != "off":
         cmd += ["--agent-speech", agent_speech]
+    if channel == "audio":
+        cmd += ["--voice", args.voice, "--voice-asr", args.asr]
     voice = cache.with_name(cache.name + ".voice")
     tts0, asr0 = cache_files(voice)
     w0 = time.perf_counter()
@@ -150,6 +156,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-turns", type=int, default=30)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--voice", default="offline", choices=["offline", "espeak"], help="voice engines")
+    ap.add_argument("--asr", default="tiny.en", choices=["tiny.en", "base"], help="packaged recogniser")
     ap.add_argument("--keep", type=Path, help="keep the run folders and caches here")
     args = ap.parse_args()
     os.environ.setdefault("CALLBENCH_VOICE_THREADS", "1")
