@@ -25,7 +25,8 @@ so its CPU is counted. Stages, in order:
 
 Per stage: episodes, caller turns, seconds of caller audio, agent turns spoken and their seconds,
 syntheses and recognitions done (new files in the cache's ``tts/`` and ``asr/``), wall s and
-CPU-s (per call and per second of caller audio). The engines run on one thread, as in a run.
+CPU-s (per call and per second of caller audio). The recogniser runs on one thread, as in a
+run (``CALLBENCH_VOICE_THREADS``); piper's onnxruntime takes the cores it finds.
 
 ``--voice espeak`` speaks with the espeak-ng stress voice, ``--asr base`` recognises with whisper
 base. The starter's scenarios set no ``channel.audio``, so the line is the default one: 300-3400
