@@ -85,3 +85,25 @@ def test_weighted_quantile_counts_multiplicity() -> None:
     values = np.array([1.0, 2.0, 3.0])
     weights = np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 2.0], [3.0, 1.0, 0.0]])
     assert weighted_quantile(values, weights, 0.5).tolist() == [2.0, 3.0, 1.0]
+
+
+@pytest.mark.parametrize(("turns", "seed"), [(7, 0), (64, 1), (1000, 2), (1000, 3)])
+def test_bracketed_quantile_equals_the_dense_one_exactly(turns: int, seed: int) -> None:
+    """The resampled quantile found bracket by bracket is the dense computation's (a cumulative sum
+    over every turn of every resample), bit for bit: ties, episodes never drawn, fewer turns than
+    brackets, q of 0 and 1."""
+    from callbench.stats.latency import _Resampled
+
+    rng = np.random.default_rng(seed)
+    n = max(2, turns // 5)
+    values = np.sort(np.round(rng.gamma(2.0, 0.3, size=turns), 1))  # rounded: many ties
+    owner = rng.integers(0, n, size=turns)
+    owner[:n] = np.arange(n) if turns >= n else owner[:n]
+    counts = rng.poisson(1.0, size=(40, n)).astype(np.float64)
+    counts[:, owner[0]] += 1.0  # every resample has some weight
+    resampled = _Resampled(values, owner, n)
+    for q in (0.0, 0.1, 0.5, 0.9, 0.99, 1.0):
+        dense = weighted_quantile(values, counts[:, owner], q)
+        assert resampled.quantile(counts, q).tolist() == dense.tolist()
+    within = 100.0 * (counts[:, owner] * (values <= 0.5)).sum(axis=1) / counts[:, owner].sum(axis=1)
+    assert resampled.share_within(counts, 0.5).tolist() == within.tolist()

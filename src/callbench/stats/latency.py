@@ -29,6 +29,7 @@ from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SAMPLES,
     BootstrapResult,
+    ClusterStructure,
     build_structure,
     draw,
     expand,
@@ -37,7 +38,12 @@ from callbench.stats.bootstrap import (
 from callbench.trace import EpisodeLatency
 
 _CHUNK = 250
-"""Bootstrap samples computed at once (bounds the (samples x turns) weight matrix)."""
+"""Bootstrap samples drawn at once (the draws of one chunk come from the generator in one call,
+so the chunk size is part of what a seed gives: changing it changes the intervals)."""
+_CUTS = 64
+"""Brackets of sorted turns for the resampled quantiles (:class:`_Resampled`): the weight before
+each bracket is a matrix product over episodes, the bracket holding the quantile is summed turn by
+turn (a bracket holds about T / 64 turns)."""
 
 
 def _defined(values: Sequence[float | None]) -> list[float]:
@@ -53,6 +59,64 @@ def weighted_quantile(sorted_values: NDArray[np.float64], weights: NDArray[np.fl
     target = q * cum[:, -1:]
     index = np.argmax(cum >= target - 1e-12 * cum[:, -1:], axis=1)
     return sorted_values[index]
+
+
+class _Resampled:
+    """One bootstrap's turns, arranged so that a resample's statistic costs about one pass over its
+    episodes rather than over its turns.
+
+    ``values``: the defined turn values, ascending (shape (T,)); ``owner[j]``: the structure slot
+    (episode) of sorted turn j; ``n``: episodes. A resample is given as ``counts`` (shape (B, n),
+    float64): how often each episode was drawn. Every sum below adds whole numbers far below 2**53,
+    so it is exact in float64 whatever the order of the additions (BLAS included), and each result
+    equals the dense computation's (:func:`weighted_quantile` over ``counts[:, owner]``) bit for
+    bit."""
+
+    def __init__(self, values: NDArray[np.float64], owner: NDArray[np.int64], n: int) -> None:
+        self.values, self.owner, self.n = values, owner, n
+        t = values.size
+        k = min(_CUTS, t)
+        # cuts[i]: the first sorted position of bracket i; below[e, i - 1]: episode e's turns before cuts[i]
+        self.cuts = (np.arange(k + 1, dtype=np.int64) * t) // k
+        per_bracket = np.zeros((n, k), dtype=np.float64)
+        np.add.at(per_bracket, (owner, np.repeat(np.arange(k), np.diff(self.cuts))), 1.0)
+        self.below = np.cumsum(per_bracket, axis=1)[:, :-1]
+        self.width = int(np.diff(self.cuts).max())
+        self.turns = np.bincount(owner, minlength=n).astype(np.float64)
+
+    def quantile(self, counts: NDArray[np.float64], q: float) -> NDArray[np.float64]:
+        """The inverted-CDF ``q`` quantile of each resample (shape (B,)): the first sorted turn
+        whose cumulative weight reaches ``q`` of the resample's total, with the tolerance of
+        :func:`weighted_quantile`. The weight before each bracket's start comes from one matrix
+        product; only the bracket holding the quantile is summed turn by turn."""
+        rows = np.arange(counts.shape[0])
+        total = counts @ self.turns
+        threshold = (q * total - 1e-12 * total)[:, None]
+        before = counts @ self.below  # (B, k - 1): weight of the turns before cuts[1..k-1]
+        # the quantile lies at or after cuts[i] exactly when the weight before cuts[i] is short of it
+        bracket = (before < threshold).sum(axis=1)
+        base = np.concatenate([np.zeros((rows.size, 1)), before], axis=1)[rows, bracket]
+        start = self.cuts[bracket]
+        # columns past the bracket's end (a shorter bracket, or the last turn repeated) come after
+        # the answer, which the bracket always holds, so they never change the first reach
+        cols = np.minimum(start[:, None] + np.arange(self.width), self.values.size - 1)
+        cum = np.cumsum(counts[rows[:, None], self.owner[cols]], axis=1) + base[:, None]
+        return self.values[start + np.argmax(cum >= threshold, axis=1)]
+
+    def share_within(self, counts: NDArray[np.float64], budget: float) -> NDArray[np.float64]:
+        """The percentage of each resample's turns at most ``budget`` (shape (B,))."""
+        within = np.bincount(self.owner[self.values <= budget], minlength=self.n).astype(np.float64)
+        return 100.0 * (counts @ within) / (counts @ self.turns)
+
+
+def _counts(structure: ClusterStructure, rng: np.random.Generator, b: int) -> NDArray[np.float64]:
+    """How often each episode (structure slot) is drawn in each of b hierarchical resamples
+    (shape (b, n_episodes), whole numbers as float64)."""
+    n = structure.n_episodes
+    episodes, _ = expand(structure, draw(structure, rng, b))
+    flat = episodes.reshape(b, -1) + (n + 1) * np.arange(b)[:, None]  # row r's episodes at r*(n+1)..
+    counts = np.bincount(flat.ravel(), minlength=b * (n + 1)).reshape(b, n + 1)
+    return counts[:, :n].astype(np.float64)  # the last column counted the ignored slots
 
 
 def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
@@ -77,23 +141,16 @@ def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
     sort = np.argsort(values, kind="stable")
     values, owner = values[sort], owner[sort]
     n = structure.n_episodes
+    resampled = _Resampled(values, owner, n)
 
-    def stat(weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    def stat(counts: NDArray[np.float64]) -> NDArray[np.float64]:
         if statistic == "quantile":
-            return weighted_quantile(values, weights, q)
-        total = weights.sum(axis=1)
-        return 100.0 * (weights * (values <= q)).sum(axis=1) / total
+            return resampled.quantile(counts, q)
+        return resampled.share_within(counts, q)
 
-    result.estimate = float(stat(np.ones((1, values.size)))[0])
-    samples: list[NDArray[np.float64]] = []
-    for start in range(0, n_samples, _CHUNK):
-        b = min(_CHUNK, n_samples - start)
-        episodes, _ = expand(structure, draw(structure, rng, b))
-        counts = np.zeros((b, n + 1), dtype=np.float64)
-        flat = episodes.reshape(b, -1)
-        np.add.at(counts, (np.repeat(np.arange(b), flat.shape[1]), flat.ravel()), 1.0)
-        counts = counts[:, :n]  # the last column counted the ignored slots
-        samples.append(stat(counts[:, owner]))
+    result.estimate = float(stat(np.ones((1, n)))[0])
+    samples = [stat(_counts(structure, rng, min(_CHUNK, n_samples - start)))
+               for start in range(0, n_samples, _CHUNK)]
     result.low, result.high = percentile_interval(np.concatenate(samples), confidence)
     return result
 
