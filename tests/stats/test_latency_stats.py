@@ -107,3 +107,26 @@ def test_bracketed_quantile_equals_the_dense_one_exactly(turns: int, seed: int) 
         assert resampled.quantile(counts, q).tolist() == dense.tolist()
     within = 100.0 * (counts[:, owner] * (values <= 0.5)).sum(axis=1) / counts[:, owner].sum(axis=1)
     assert resampled.share_within(counts, 0.5).tolist() == within.tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_episode_counts_are_those_of_the_expanded_draws(seed: int) -> None:
+    """The resamples' episode counts equal a count of :func:`expand`'s episodes from the same
+    generator state, with agents of different scenario counts and scenarios of different repeats."""
+    from callbench.stats.bootstrap import build_structure, draw, expand
+    from callbench.stats.latency import _counts
+
+    rng = np.random.default_rng(seed)
+    agents, scens = [], []
+    for a in range(4):
+        for s in range(2 + (a + seed) % 3):
+            for _ in range(1 + int(rng.integers(0, 4))):
+                agents.append(f"a{a}")
+                scens.append(f"s{s}")
+    structure = build_structure(agents, scens, [1.0] * len(agents))
+    got = _counts(structure, derive_rng(seed, "c"), 30)
+    episodes, mask = expand(structure, draw(structure, derive_rng(seed, "c"), 30))
+    for k in range(30):
+        expected = np.bincount(episodes[k][mask[k]], minlength=structure.n_episodes)
+        assert got[k].tolist() == expected.astype(float).tolist()
+    assert got.sum(axis=1).min() >= 1.0

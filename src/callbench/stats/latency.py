@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from functools import cache
 
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
+from threadpoolctl import ThreadpoolController
 
 from callbench.grade.models import DEFAULT_LATENCY_BUDGET_S as DEFAULT_LATENCY_BUDGET_S
 from callbench.stats.bootstrap import (
@@ -32,7 +34,6 @@ from callbench.stats.bootstrap import (
     ClusterStructure,
     build_structure,
     draw,
-    expand,
     percentile_interval,
 )
 from callbench.trace import EpisodeLatency
@@ -100,7 +101,8 @@ class _Resampled:
         # columns past the bracket's end (a shorter bracket, or the last turn repeated) come after
         # the answer, which the bracket always holds, so they never change the first reach
         cols = np.minimum(start[:, None] + np.arange(self.width), self.values.size - 1)
-        cum = np.cumsum(counts[rows[:, None], self.owner[cols]], axis=1) + base[:, None]
+        flat = self.owner[cols] + (rows * self.n)[:, None]
+        cum = np.cumsum(counts.ravel().take(flat), axis=1) + base[:, None]
         return self.values[start + np.argmax(cum >= threshold, axis=1)]
 
     def share_within(self, counts: NDArray[np.float64], budget: float) -> NDArray[np.float64]:
@@ -111,12 +113,28 @@ class _Resampled:
 
 def _counts(structure: ClusterStructure, rng: np.random.Generator, b: int) -> NDArray[np.float64]:
     """How often each episode (structure slot) is drawn in each of b hierarchical resamples
-    (shape (b, n_episodes), whole numbers as float64)."""
-    n = structure.n_episodes
-    episodes, _ = expand(structure, draw(structure, rng, b))
-    flat = episodes.reshape(b, -1) + (n + 1) * np.arange(b)[:, None]  # row r's episodes at r*(n+1)..
-    counts = np.bincount(flat.ravel(), minlength=b * (n + 1)).reshape(b, n + 1)
-    return counts[:, :n].astype(np.float64)  # the last column counted the ignored slots
+    (shape (b, n_episodes), whole numbers as float64): the episodes of
+    :func:`~callbench.stats.bootstrap.expand` counted, from the same draws. Repeat slots that every
+    drawn scenario fills (below the fewest repeats drawn) need no mask; only the rest are masked."""
+    s, n = structure, structure.n_episodes
+    d = draw(s, rng, b)
+    s_max, r_max = int(s.n_scen.max()), int(s.n_rep.max())
+    scen_ok = np.arange(s_max) < s.n_scen[d.agents][..., None]  # (b, A, Smax)
+    glob = s.scen_start[d.agents][..., None] + np.where(scen_ok, d.scenarios[..., :s_max], 0)
+    n_r = np.where(scen_ok, s.n_rep[glob], 0)  # repeats drawn in each scenario slot
+    base = (s.ep_start[glob] + n * np.arange(b)[:, None, None])[..., None]  # row r's episodes at r*n..
+    full = int(n_r.min())
+    repeats = d.repeats[..., :r_max]
+    counts = np.bincount((base + repeats[..., :full]).ravel(), minlength=b * n)
+    if full < r_max:
+        tail = base + repeats[..., full:]
+        counts += np.bincount(tail[np.arange(full, r_max) < n_r[..., None]], minlength=b * n)
+    return counts.reshape(b, n).astype(np.float64)
+
+
+@cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
 
 
 def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
@@ -149,8 +167,12 @@ def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
         return resampled.share_within(counts, q)
 
     result.estimate = float(stat(np.ones((1, n)))[0])
-    samples = [stat(_counts(structure, rng, min(_CHUNK, n_samples - start)))
-               for start in range(0, n_samples, _CHUNK)]
+    # one BLAS thread: the products are small (B x episodes x 64), and BLAS's own threads cost
+    # 3-5x the CPU of one thread on a 2-core machine (measured), whose cores the report's worker
+    # processes and threads already share; a product of whole numbers is exact with any threads
+    with _blas().limit(limits=1, user_api="blas"):
+        samples = [stat(_counts(structure, rng, min(_CHUNK, n_samples - start)))
+                   for start in range(0, n_samples, _CHUNK)]
     result.low, result.high = percentile_interval(np.concatenate(samples), confidence)
     return result
 
