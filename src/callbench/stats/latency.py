@@ -138,21 +138,26 @@ def _blas() -> ThreadpoolController:
 
 
 def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
-               turns: Sequence[Sequence[float | None]], statistic: str, q: float, rng: np.random.Generator,
-               n_samples: int, confidence: float) -> BootstrapResult:
+               turns: Sequence[Sequence[float | None]],
+               stats: Sequence[tuple[str, float, np.random.Generator]], n_samples: int, confidence: float
+               ) -> list[BootstrapResult]:
+    """One result per ``(statistic, q, rng)`` of ``stats`` (``quantile`` or ``share``) over the same
+    turns: the structure, sorted turns and brackets are made once; each statistic draws its own
+    resamples from its own generator, so each result is what it would be alone."""
     if not len(agents) == len(scenarios) == len(turns):
         raise ValueError(f"agents, scenarios and turns differ in length: {len(agents)}, {len(scenarios)}, "
                          f"{len(turns)}")
-    if statistic == "quantile" and not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile must be in [0, 1], got {q}")
+    for statistic, q, _ in stats:
+        if statistic == "quantile" and not 0.0 <= q <= 1.0:
+            raise ValueError(f"quantile must be in [0, 1], got {q}")
     defined = [_defined(t) for t in turns]
     marks = [float(i) if d else None for i, d in enumerate(defined)]
     structure = build_structure(agents, scenarios, marks)
-    result = BootstrapResult(method="hierarchical", confidence=confidence, n_samples=n_samples,
-                             n_episodes=structure.n_episodes, n_excluded=structure.n_excluded,
-                             n_agents=structure.n_agents, n_scenarios=structure.n_scenarios)
+    results = [BootstrapResult(method="hierarchical", confidence=confidence, n_samples=n_samples,
+                               n_episodes=structure.n_episodes, n_excluded=structure.n_excluded,
+                               n_agents=structure.n_agents, n_scenarios=structure.n_scenarios) for _ in stats]
     if structure.n_episodes == 0:
-        return result
+        return results
     order = structure.values.astype(np.int64)  # structure slot -> original episode
     values = np.concatenate([np.asarray(defined[e], dtype=np.float64) for e in order])
     owner = np.concatenate([np.full(len(defined[e]), slot, dtype=np.int64) for slot, e in enumerate(order)])
@@ -160,21 +165,22 @@ def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
     values, owner = values[sort], owner[sort]
     n = structure.n_episodes
     resampled = _Resampled(values, owner, n)
+    for result, (statistic, q, rng) in zip(results, stats, strict=True):
+        def stat(counts: NDArray[np.float64], statistic: str = statistic, q: float = q
+                 ) -> NDArray[np.float64]:
+            if statistic == "quantile":
+                return resampled.quantile(counts, q)
+            return resampled.share_within(counts, q)
 
-    def stat(counts: NDArray[np.float64]) -> NDArray[np.float64]:
-        if statistic == "quantile":
-            return resampled.quantile(counts, q)
-        return resampled.share_within(counts, q)
-
-    result.estimate = float(stat(np.ones((1, n)))[0])
-    # one BLAS thread: the products are small (B x episodes x 64), and BLAS's own threads cost
-    # 3-5x the CPU of one thread on a 2-core machine (measured), whose cores the report's worker
-    # processes and threads already share; a product of whole numbers is exact with any threads
-    with _blas().limit(limits=1, user_api="blas"):
-        samples = [stat(_counts(structure, rng, min(_CHUNK, n_samples - start)))
-                   for start in range(0, n_samples, _CHUNK)]
-    result.low, result.high = percentile_interval(np.concatenate(samples), confidence)
-    return result
+        result.estimate = float(stat(np.ones((1, n)))[0])
+        # one BLAS thread: the products are small (B x episodes x 64), and BLAS's own threads cost
+        # 3-5x the CPU of one thread on a 2-core machine (measured), whose cores the report's worker
+        # processes and threads already share; a product of whole numbers is exact with any threads
+        with _blas().limit(limits=1, user_api="blas"):
+            samples = [stat(_counts(structure, rng, min(_CHUNK, n_samples - start)))
+                       for start in range(0, n_samples, _CHUNK)]
+        result.low, result.high = percentile_interval(np.concatenate(samples), confidence)
+    return results
 
 
 def latency_quantile(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
@@ -185,7 +191,19 @@ def latency_quantile(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
     (seconds), with its hierarchical bootstrap interval. Episode i belongs to ``agents[i]`` and
     ``scenarios[i]`` and has turn values ``turns[i]``. ``estimate`` is None when no turn value
     is defined. Raises ValueError for sequences of different lengths or q outside [0, 1]."""
-    return _bootstrap(agents, scenarios, turns, "quantile", q, rng, n_samples, confidence)
+    return _bootstrap(agents, scenarios, turns, [("quantile", q, rng)], n_samples, confidence)[0]
+
+
+def latency_quantiles(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
+                      turns: Sequence[Sequence[float | None]],
+                      quantiles: Sequence[tuple[float, np.random.Generator]],
+                      n_samples: int = DEFAULT_SAMPLES, confidence: float = DEFAULT_CONFIDENCE
+                      ) -> list[BootstrapResult]:
+    """:func:`latency_quantile` for each ``(q, rng)`` of ``quantiles`` over the same turns, in that
+    order; each result equals the single call's with that ``rng`` (the turns are prepared once).
+    Raises ValueError as :func:`latency_quantile`."""
+    return _bootstrap(agents, scenarios, turns, [("quantile", q, rng) for q, rng in quantiles], n_samples,
+                      confidence)
 
 
 def share_within_budget(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
@@ -197,7 +215,7 @@ def share_within_budget(agents: Sequence[Hashable], scenarios: Sequence[Hashable
     for a negative or non-finite budget."""
     if not math.isfinite(budget_s) or budget_s < 0:
         raise ValueError(f"latency budget must be a non-negative number of seconds, got {budget_s}")
-    return _bootstrap(agents, scenarios, turns, "share", budget_s, rng, n_samples, confidence)
+    return _bootstrap(agents, scenarios, turns, [("share", budget_s, rng)], n_samples, confidence)[0]
 
 
 class CallTimings(BaseModel):
