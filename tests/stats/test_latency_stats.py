@@ -130,3 +130,17 @@ def test_episode_counts_are_those_of_the_expanded_draws(seed: int) -> None:
         expected = np.bincount(episodes[k][mask[k]], minlength=structure.n_episodes)
         assert got[k].tolist() == expected.astype(float).tolist()
     assert got.sum(axis=1).min() >= 1.0
+
+
+def test_several_quantiles_at_once_equal_each_alone() -> None:
+    """latency_quantiles prepares the turns once; each result is the single call's with its own
+    generator, bit for bit."""
+    from callbench.stats.latency import latency_quantiles
+
+    turns = _turns(11)
+    together = latency_quantiles(AGENTS, SCENS, turns, [(q, derive_rng(2, str(q))) for q in (0.5, 0.9, 0.99)],
+                                 n_samples=260)
+    alone = [latency_quantile(AGENTS, SCENS, turns, q, derive_rng(2, str(q)), n_samples=260)
+             for q in (0.5, 0.9, 0.99)]
+    assert [r.model_dump() for r in together] == [r.model_dump() for r in alone]
+    assert together[0].high is not None and together[0].high < together[2].high  # type: ignore[operator]
