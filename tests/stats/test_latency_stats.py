@@ -85,3 +85,62 @@ def test_weighted_quantile_counts_multiplicity() -> None:
     values = np.array([1.0, 2.0, 3.0])
     weights = np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 2.0], [3.0, 1.0, 0.0]])
     assert weighted_quantile(values, weights, 0.5).tolist() == [2.0, 3.0, 1.0]
+
+
+@pytest.mark.parametrize(("turns", "seed"), [(7, 0), (64, 1), (1000, 2), (1000, 3)])
+def test_bracketed_quantile_equals_the_dense_one_exactly(turns: int, seed: int) -> None:
+    """The resampled quantile found bracket by bracket is the dense computation's (a cumulative sum
+    over every turn of every resample), bit for bit: ties, episodes never drawn, fewer turns than
+    brackets, q of 0 and 1."""
+    from callbench.stats.latency import _Resampled
+
+    rng = np.random.default_rng(seed)
+    n = max(2, turns // 5)
+    values = np.sort(np.round(rng.gamma(2.0, 0.3, size=turns), 1))  # rounded: many ties
+    owner = rng.integers(0, n, size=turns)
+    owner[:n] = np.arange(n) if turns >= n else owner[:n]
+    counts = rng.poisson(1.0, size=(40, n)).astype(np.float64)
+    counts[:, owner[0]] += 1.0  # every resample has some weight
+    resampled = _Resampled(values, owner, n)
+    for q in (0.0, 0.1, 0.5, 0.9, 0.99, 1.0):
+        dense = weighted_quantile(values, counts[:, owner], q)
+        assert resampled.quantile(counts, q).tolist() == dense.tolist()
+    within = 100.0 * (counts[:, owner] * (values <= 0.5)).sum(axis=1) / counts[:, owner].sum(axis=1)
+    assert resampled.share_within(counts, 0.5).tolist() == within.tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_episode_counts_are_those_of_the_expanded_draws(seed: int) -> None:
+    """The resamples' episode counts equal a count of :func:`expand`'s episodes from the same
+    generator state, with agents of different scenario counts and scenarios of different repeats."""
+    from callbench.stats.bootstrap import build_structure, draw, expand
+    from callbench.stats.latency import _counts
+
+    rng = np.random.default_rng(seed)
+    agents, scens = [], []
+    for a in range(4):
+        for s in range(2 + (a + seed) % 3):
+            for _ in range(1 + int(rng.integers(0, 4))):
+                agents.append(f"a{a}")
+                scens.append(f"s{s}")
+    structure = build_structure(agents, scens, [1.0] * len(agents))
+    got = _counts(structure, derive_rng(seed, "c"), 30)
+    episodes, mask = expand(structure, draw(structure, derive_rng(seed, "c"), 30))
+    for k in range(30):
+        expected = np.bincount(episodes[k][mask[k]], minlength=structure.n_episodes)
+        assert got[k].tolist() == expected.astype(float).tolist()
+    assert got.sum(axis=1).min() >= 1.0
+
+
+def test_several_quantiles_at_once_equal_each_alone() -> None:
+    """latency_quantiles prepares the turns once; each result is the single call's with its own
+    generator, bit for bit."""
+    from callbench.stats.latency import latency_quantiles
+
+    turns = _turns(11)
+    together = latency_quantiles(AGENTS, SCENS, turns, [(q, derive_rng(2, str(q))) for q in (0.5, 0.9, 0.99)],
+                                 n_samples=260)
+    alone = [latency_quantile(AGENTS, SCENS, turns, q, derive_rng(2, str(q)), n_samples=260)
+             for q in (0.5, 0.9, 0.99)]
+    assert [r.model_dump() for r in together] == [r.model_dump() for r in alone]
+    assert together[0].high is not None and together[0].high < together[2].high  # type: ignore[operator]

@@ -19,25 +19,32 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from functools import cache
 
 import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, Field
+from threadpoolctl import ThreadpoolController
 
 from callbench.grade.models import DEFAULT_LATENCY_BUDGET_S as DEFAULT_LATENCY_BUDGET_S
 from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SAMPLES,
     BootstrapResult,
+    ClusterStructure,
     build_structure,
     draw,
-    expand,
     percentile_interval,
 )
 from callbench.trace import EpisodeLatency
 
 _CHUNK = 250
-"""Bootstrap samples computed at once (bounds the (samples x turns) weight matrix)."""
+"""Bootstrap samples drawn at once (the draws of one chunk come from the generator in one call,
+so the chunk size is part of what a seed gives: changing it changes the intervals)."""
+_CUTS = 64
+"""Brackets of sorted turns for the resampled quantiles (:class:`_Resampled`): the weight before
+each bracket is a matrix product over episodes, the bracket holding the quantile is summed turn by
+turn (a bracket holds about T / 64 turns)."""
 
 
 def _defined(values: Sequence[float | None]) -> list[float]:
@@ -55,47 +62,125 @@ def weighted_quantile(sorted_values: NDArray[np.float64], weights: NDArray[np.fl
     return sorted_values[index]
 
 
+class _Resampled:
+    """One bootstrap's turns, arranged so that a resample's statistic costs about one pass over its
+    episodes rather than over its turns.
+
+    ``values``: the defined turn values, ascending (shape (T,)); ``owner[j]``: the structure slot
+    (episode) of sorted turn j; ``n``: episodes. A resample is given as ``counts`` (shape (B, n),
+    float64): how often each episode was drawn. Every sum below adds whole numbers far below 2**53,
+    so it is exact in float64 whatever the order of the additions (BLAS included), and each result
+    equals the dense computation's (:func:`weighted_quantile` over ``counts[:, owner]``) bit for
+    bit."""
+
+    def __init__(self, values: NDArray[np.float64], owner: NDArray[np.int64], n: int) -> None:
+        self.values, self.owner, self.n = values, owner, n
+        t = values.size
+        k = min(_CUTS, t)
+        # cuts[i]: the first sorted position of bracket i; below[e, i - 1]: episode e's turns before cuts[i]
+        self.cuts = (np.arange(k + 1, dtype=np.int64) * t) // k
+        per_bracket = np.zeros((n, k), dtype=np.float64)
+        np.add.at(per_bracket, (owner, np.repeat(np.arange(k), np.diff(self.cuts))), 1.0)
+        self.below = np.cumsum(per_bracket, axis=1)[:, :-1]
+        self.width = int(np.diff(self.cuts).max())
+        self.turns = np.bincount(owner, minlength=n).astype(np.float64)
+
+    def quantile(self, counts: NDArray[np.float64], q: float) -> NDArray[np.float64]:
+        """The inverted-CDF ``q`` quantile of each resample (shape (B,)): the first sorted turn
+        whose cumulative weight reaches ``q`` of the resample's total, with the tolerance of
+        :func:`weighted_quantile`. The weight before each bracket's start comes from one matrix
+        product; only the bracket holding the quantile is summed turn by turn."""
+        rows = np.arange(counts.shape[0])
+        total = counts @ self.turns
+        threshold = (q * total - 1e-12 * total)[:, None]
+        before = counts @ self.below  # (B, k - 1): weight of the turns before cuts[1..k-1]
+        # the quantile lies at or after cuts[i] exactly when the weight before cuts[i] is short of it
+        bracket = (before < threshold).sum(axis=1)
+        base = np.concatenate([np.zeros((rows.size, 1)), before], axis=1)[rows, bracket]
+        start = self.cuts[bracket]
+        # columns past the bracket's end (a shorter bracket, or the last turn repeated) come after
+        # the answer, which the bracket always holds, so they never change the first reach
+        cols = np.minimum(start[:, None] + np.arange(self.width), self.values.size - 1)
+        flat = self.owner[cols] + (rows * self.n)[:, None]
+        cum = np.cumsum(counts.ravel().take(flat), axis=1) + base[:, None]
+        return self.values[start + np.argmax(cum >= threshold, axis=1)]
+
+    def share_within(self, counts: NDArray[np.float64], budget: float) -> NDArray[np.float64]:
+        """The percentage of each resample's turns at most ``budget`` (shape (B,))."""
+        within = np.bincount(self.owner[self.values <= budget], minlength=self.n).astype(np.float64)
+        return 100.0 * (counts @ within) / (counts @ self.turns)
+
+
+def _counts(structure: ClusterStructure, rng: np.random.Generator, b: int) -> NDArray[np.float64]:
+    """How often each episode (structure slot) is drawn in each of b hierarchical resamples
+    (shape (b, n_episodes), whole numbers as float64): the episodes of
+    :func:`~callbench.stats.bootstrap.expand` counted, from the same draws. Repeat slots that every
+    drawn scenario fills (below the fewest repeats drawn) need no mask; only the rest are masked."""
+    s, n = structure, structure.n_episodes
+    d = draw(s, rng, b)
+    s_max, r_max = int(s.n_scen.max()), int(s.n_rep.max())
+    scen_ok = np.arange(s_max) < s.n_scen[d.agents][..., None]  # (b, A, Smax)
+    glob = s.scen_start[d.agents][..., None] + np.where(scen_ok, d.scenarios[..., :s_max], 0)
+    n_r = np.where(scen_ok, s.n_rep[glob], 0)  # repeats drawn in each scenario slot
+    base = (s.ep_start[glob] + n * np.arange(b)[:, None, None])[..., None]  # row r's episodes at r*n..
+    full = int(n_r.min())
+    repeats = d.repeats[..., :r_max]
+    counts = np.bincount((base + repeats[..., :full]).ravel(), minlength=b * n)
+    if full < r_max:
+        tail = base + repeats[..., full:]
+        counts += np.bincount(tail[np.arange(full, r_max) < n_r[..., None]], minlength=b * n)
+    return counts.reshape(b, n).astype(np.float64)
+
+
+@cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
 def _bootstrap(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
-               turns: Sequence[Sequence[float | None]], statistic: str, q: float, rng: np.random.Generator,
-               n_samples: int, confidence: float) -> BootstrapResult:
+               turns: Sequence[Sequence[float | None]],
+               stats: Sequence[tuple[str, float, np.random.Generator]], n_samples: int, confidence: float
+               ) -> list[BootstrapResult]:
+    """One result per ``(statistic, q, rng)`` of ``stats`` (``quantile`` or ``share``) over the same
+    turns: the structure, sorted turns and brackets are made once; each statistic draws its own
+    resamples from its own generator, so each result is what it would be alone."""
     if not len(agents) == len(scenarios) == len(turns):
         raise ValueError(f"agents, scenarios and turns differ in length: {len(agents)}, {len(scenarios)}, "
                          f"{len(turns)}")
-    if statistic == "quantile" and not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile must be in [0, 1], got {q}")
+    for statistic, q, _ in stats:
+        if statistic == "quantile" and not 0.0 <= q <= 1.0:
+            raise ValueError(f"quantile must be in [0, 1], got {q}")
     defined = [_defined(t) for t in turns]
     marks = [float(i) if d else None for i, d in enumerate(defined)]
     structure = build_structure(agents, scenarios, marks)
-    result = BootstrapResult(method="hierarchical", confidence=confidence, n_samples=n_samples,
-                             n_episodes=structure.n_episodes, n_excluded=structure.n_excluded,
-                             n_agents=structure.n_agents, n_scenarios=structure.n_scenarios)
+    results = [BootstrapResult(method="hierarchical", confidence=confidence, n_samples=n_samples,
+                               n_episodes=structure.n_episodes, n_excluded=structure.n_excluded,
+                               n_agents=structure.n_agents, n_scenarios=structure.n_scenarios) for _ in stats]
     if structure.n_episodes == 0:
-        return result
+        return results
     order = structure.values.astype(np.int64)  # structure slot -> original episode
     values = np.concatenate([np.asarray(defined[e], dtype=np.float64) for e in order])
     owner = np.concatenate([np.full(len(defined[e]), slot, dtype=np.int64) for slot, e in enumerate(order)])
     sort = np.argsort(values, kind="stable")
     values, owner = values[sort], owner[sort]
     n = structure.n_episodes
+    resampled = _Resampled(values, owner, n)
+    for result, (statistic, q, rng) in zip(results, stats, strict=True):
+        def stat(counts: NDArray[np.float64], statistic: str = statistic, q: float = q
+                 ) -> NDArray[np.float64]:
+            if statistic == "quantile":
+                return resampled.quantile(counts, q)
+            return resampled.share_within(counts, q)
 
-    def stat(weights: NDArray[np.float64]) -> NDArray[np.float64]:
-        if statistic == "quantile":
-            return weighted_quantile(values, weights, q)
-        total = weights.sum(axis=1)
-        return 100.0 * (weights * (values <= q)).sum(axis=1) / total
-
-    result.estimate = float(stat(np.ones((1, values.size)))[0])
-    samples: list[NDArray[np.float64]] = []
-    for start in range(0, n_samples, _CHUNK):
-        b = min(_CHUNK, n_samples - start)
-        episodes, _ = expand(structure, draw(structure, rng, b))
-        counts = np.zeros((b, n + 1), dtype=np.float64)
-        flat = episodes.reshape(b, -1)
-        np.add.at(counts, (np.repeat(np.arange(b), flat.shape[1]), flat.ravel()), 1.0)
-        counts = counts[:, :n]  # the last column counted the ignored slots
-        samples.append(stat(counts[:, owner]))
-    result.low, result.high = percentile_interval(np.concatenate(samples), confidence)
-    return result
+        result.estimate = float(stat(np.ones((1, n)))[0])
+        # one BLAS thread: the products are small (B x episodes x 64), and BLAS's own threads cost
+        # 3-5x the CPU of one thread on a 2-core machine (measured), whose cores the report's worker
+        # processes and threads already share; a product of whole numbers is exact with any threads
+        with _blas().limit(limits=1, user_api="blas"):
+            samples = [stat(_counts(structure, rng, min(_CHUNK, n_samples - start)))
+                       for start in range(0, n_samples, _CHUNK)]
+        result.low, result.high = percentile_interval(np.concatenate(samples), confidence)
+    return results
 
 
 def latency_quantile(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
@@ -106,7 +191,19 @@ def latency_quantile(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
     (seconds), with its hierarchical bootstrap interval. Episode i belongs to ``agents[i]`` and
     ``scenarios[i]`` and has turn values ``turns[i]``. ``estimate`` is None when no turn value
     is defined. Raises ValueError for sequences of different lengths or q outside [0, 1]."""
-    return _bootstrap(agents, scenarios, turns, "quantile", q, rng, n_samples, confidence)
+    return _bootstrap(agents, scenarios, turns, [("quantile", q, rng)], n_samples, confidence)[0]
+
+
+def latency_quantiles(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
+                      turns: Sequence[Sequence[float | None]],
+                      quantiles: Sequence[tuple[float, np.random.Generator]],
+                      n_samples: int = DEFAULT_SAMPLES, confidence: float = DEFAULT_CONFIDENCE
+                      ) -> list[BootstrapResult]:
+    """:func:`latency_quantile` for each ``(q, rng)`` of ``quantiles`` over the same turns, in that
+    order; each result equals the single call's with that ``rng`` (the turns are prepared once).
+    Raises ValueError as :func:`latency_quantile`."""
+    return _bootstrap(agents, scenarios, turns, [("quantile", q, rng) for q, rng in quantiles], n_samples,
+                      confidence)
 
 
 def share_within_budget(agents: Sequence[Hashable], scenarios: Sequence[Hashable],
@@ -118,7 +215,7 @@ def share_within_budget(agents: Sequence[Hashable], scenarios: Sequence[Hashable
     for a negative or non-finite budget."""
     if not math.isfinite(budget_s) or budget_s < 0:
         raise ValueError(f"latency budget must be a non-negative number of seconds, got {budget_s}")
-    return _bootstrap(agents, scenarios, turns, "share", budget_s, rng, n_samples, confidence)
+    return _bootstrap(agents, scenarios, turns, [("share", budget_s, rng)], n_samples, confidence)[0]
 
 
 class CallTimings(BaseModel):

@@ -29,7 +29,7 @@ from callbench.stats.bootstrap import (
 from callbench.stats.latency import (
     DEFAULT_LATENCY_BUDGET_S,
     CallTimings,
-    latency_quantile,
+    latency_quantiles,
     share_within_budget,
 )
 from callbench.stats.paired import PairedComparison, paired_comparison
@@ -121,9 +121,9 @@ def _quantiles(calls: Sequence[EpisodeRecord], values: Callable[[CallTimings], S
                ) -> dict[str, BootstrapResult]:
     agents, scenarios = [r.agent_id for r in calls], [r.scenario_id for r in calls]
     turns = [values(r.timings) for r in calls if r.timings is not None]
-    return {label: latency_quantile(agents, scenarios, turns, QUANTILES[label],
-                                    derive_rng(seed, "latency", *split, label), n_samples, confidence)
-            for label in labels}
+    rngs = [(QUANTILES[label], derive_rng(seed, "latency", *split, label)) for label in labels]
+    results = latency_quantiles(agents, scenarios, turns, rngs, n_samples, confidence)
+    return dict(zip(labels, results, strict=True))
 
 
 def summarize_latency(candidate: str, records: Sequence[EpisodeRecord], *, budget_s: float, seed: int,
