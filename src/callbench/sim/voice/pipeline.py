@@ -17,6 +17,9 @@ every candidate, whichever turn it falls on, so candidates are compared on ident
 second candidate pays only for turns whose text differs. A cached transcript is never
 recomputed, so a replay of a run folder reads the recogniser's earlier output. Engine calls are
 serialised by one lock (which also stops two episodes synthesising the same text at once).
+
+Text with nothing to pronounce (:func:`~callbench.sim.voice.score.pronounceable`: no letter,
+number or symbol) is an empty WAV without an engine call, and the recogniser hears nothing of it.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ import numpy as np
 from callbench.bundle.audio import AudioChannel
 from callbench.sim.voice.engines import ASREngine, Recognition, TTSEngine
 from callbench.sim.voice.keys import LINE_FOLDER, TTS_FOLDER, cache_key, tts_key
-from callbench.sim.voice.line import Audio, load_noise_file, read_wav, run_line, write_wav
-from callbench.sim.voice.score import align, entities, speakable, wer, words
+from callbench.sim.voice.line import LINE_RATE, Audio, load_noise_file, read_wav, run_line, write_wav
+from callbench.sim.voice.score import align, entities, pronounceable, speakable, wer, words
 from callbench.trace import SpokenPart, VoiceEvent, atomic_write_bytes
 
 
@@ -115,7 +118,9 @@ class VoicePipeline:
             data = path.read_bytes()
         else:
             self.stats.tts_misses += 1
-            data = write_wav(self.tts.synthesize(spoken, language))
+            # nothing to pronounce ("...", "?!"): silence, no engine call (piper exits on such a line)
+            silent = Audio(np.zeros(0, np.float32), LINE_RATE)
+            data = write_wav(self.tts.synthesize(spoken, language) if pronounceable(spoken) else silent)
             atomic_write_bytes(path, data, sync=False)
         _keep(keep, TTS_FOLDER, f"{key}.wav", data)
         return read_wav(data, where=str(path)), hashlib.sha256(data).hexdigest()
@@ -175,7 +180,9 @@ class VoicePipeline:
                 except ValueError:
                     cached = None
             line_sha: str | None
-            if cached is not None:
+            if not pronounceable(spoken):  # silence: the recogniser hears nothing, the line carries nothing
+                rec, lost, frames, line_sha = Recognition("", False, 0), 0, 0, None
+            elif cached is not None:
                 self.stats.asr_hits += 1
                 rec = Recognition(cached["text"], bool(cached["truncated"]), int(cached["tokens"]))
                 lost, frames = int(cached["lost_frames"]), int(cached["frames"])

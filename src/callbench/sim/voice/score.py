@@ -135,11 +135,25 @@ def entities(intended: str, observed: str, facts: dict[str, object] | None = Non
 
 
 def speakable(text: str) -> str:
-    """The caller's text as it is spoken: digit runs of four or more (account, phone and card
-    numbers) read digit by digit ("48215" -> "4 8 2 1 5"); amounts, years in words and short
-    numbers are left to the voice."""
+    """The text as it is spoken: digit runs of four or more (account, phone and card numbers)
+    read digit by digit ("48215" -> "4 8 2 1 5"); amounts, years in words and short numbers are
+    left to the voice. Control characters other than tab and newline (NUL, BEL, ESC: a model can
+    emit them) are not spoken: each becomes a space (piper exits on a line holding NUL)."""
 
     def spaced(m: re.Match[str]) -> str:
         return " ".join(m.group())
 
+    text = _CONTROL.sub(" ", text)
     return re.sub(r"(?<![\d$£€₹.,])\d{4,}(?![\d.,]\d)", spaced, text)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def pronounceable(spoken: str) -> bool:
+    """Whether ``spoken`` has anything a voice says: a letter, number or symbol (Unicode
+    categories L, N, S) or one of the punctuation marks read out as a word (``%*#@``). Other
+    punctuation, spaces and format characters alone ("...", "?!", an em dash, an apostrophe, a
+    zero-width space) are silence: piper (en_US-joe-medium) writes no audio for them and exits,
+    while "$", "%", "#", an emoji or Chinese text are spoken (measured)."""
+    return any(ch in "%*#@" or unicodedata.category(ch)[0] in "LNS" for ch in spoken)
