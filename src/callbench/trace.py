@@ -307,7 +307,8 @@ class RequestLatency(BaseModel):
     ``harness_cpu_s``: callbench's own CPU seconds for this request (``sim/harness_cpu.py``): from
     building it to having handled its answer (tool calls answered; a caller's turn checked and
     rendered by the channel), measured in this run even when the answer was replayed; None in
-    traces written before it was recorded and for requests the loop did not drive."""
+    traces written before it was recorded and for requests the loop did not drive. A CPU time is
+    finite and not negative: any other value (a hand-edited trace) is refused when the trace is read."""
 
     role: str
     turn: int
@@ -325,7 +326,7 @@ class RequestLatency(BaseModel):
     output_tokens: int = 0
     speech: bool = False
     tool_calls: int = 0
-    harness_cpu_s: float | None = None
+    harness_cpu_s: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
 
     @property
     def retries(self) -> int:
@@ -360,7 +361,7 @@ class TurnLatency(BaseModel):
     retries: int = 0
     streamed: bool = False
     source: Literal["measured", "replayed", "harness", "mixed"] = "measured"
-    harness_cpu_s: float | None = None
+    harness_cpu_s: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
 
 
 class EpisodeLatency(BaseModel):

@@ -1,0 +1,61 @@
+"""A trace's harness CPU per request edited by hand to a value no measurement gives (negative, NaN,
+infinite): the report used to read it and publish nonsense (a p90 of "inf ms", a NaN in the
+quantiles). The trace model now refuses it, so the report stops with one line naming the file
+and the field, and the file itself is left as it is."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from callbench.bundle.models import Bundle
+from callbench.report.model.episode_read import ReportInputError
+from callbench.report.model.load import load_run
+from callbench.runfolder import episode_files
+from callbench.runfolder.store import RunStore
+from callbench.runs.session import run_and_grade
+from callbench.trace import RequestLatency, TurnLatency
+
+from .conftest import scripted_clients, scripted_config
+
+
+@pytest.fixture
+def graded(tmp_path: Path, dairy: Bundle) -> Path:
+    out = tmp_path / "run"
+    config = scripted_config(out, repeats=1)
+    asyncio.run(run_and_grade(config, clients=scripted_clients(config, dairy), bundle=dairy))
+    return out
+
+
+@pytest.mark.parametrize("bad", ["NaN", "-3.0", "Infinity", "-Infinity"])
+def test_a_hand_edited_harness_cpu_stops_the_report_with_a_located_line(graded: Path, bad: str) -> None:
+    store = RunStore(graded)
+    eid = next(iter(episode_files.paths(store.traces)))
+    path = store.trace_path(eid)
+    store.close()
+    data = json.loads(episode_files.read_text(path))
+    req = next(r for r in data["latency"]["requests"] if r["role"] == "candidate")
+    assert isinstance(req["harness_cpu_s"], float) and req["harness_cpu_s"] >= 0
+    text = json.dumps(data).replace(f'"harness_cpu_s": {json.dumps(req["harness_cpu_s"])}',
+                                    f'"harness_cpu_s": {bad}', 1)
+    assert text.count(f'"harness_cpu_s": {bad}') == 1
+    episode_files.write_text(store.traces, eid, text)
+    with pytest.raises(ReportInputError) as err:
+        load_run(graded, workers=1)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: not a valid trace") and "harness_cpu_s" in msg
+    assert episode_files.read_text(path) == text  # nothing saved is touched
+
+
+def test_the_models_refuse_a_harness_cpu_no_meter_gives() -> None:
+    base = {"role": "candidate", "turn": 1, "start_s": 0.0, "first_token_s": 0.1, "waited_s": 0.2}
+    assert RequestLatency.model_validate({**base, "harness_cpu_s": 0.0}).harness_cpu_s == 0.0
+    assert RequestLatency.model_validate({**base, "harness_cpu_s": None}).harness_cpu_s is None
+    for bad in (-0.001, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="harness_cpu_s"):
+            RequestLatency.model_validate({**base, "harness_cpu_s": bad})
+        with pytest.raises(ValueError, match="harness_cpu_s"):
+            TurnLatency.model_validate({"turn": 1, "start_s": 0.0, "completion_s": 1.0, "harness_cpu_s": bad})
