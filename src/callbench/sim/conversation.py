@@ -323,7 +323,9 @@ class Conversation:
         parts = speech_parts(self.messages, self.tool_events).get(turn)
         if not parts:
             return
-        spoken = await asyncio.to_thread(self.channel.speak_agent, parts, turn)  # CPU seconds: off the loop
+        # CPU seconds: off the loop, and counted as harness CPU (of the turn's last request) as the
+        # caller's rendering is
+        spoken = await asyncio.to_thread(self.latency.cpu.in_thread, self.channel.speak_agent, parts, turn)
         self.agent_speech.append(spoken)
         for part in spoken.parts:
             self.latency.measured[part.text] = part.audio_seconds

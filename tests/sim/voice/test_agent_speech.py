@@ -19,6 +19,7 @@ from callbench.sim.episode import run_episode
 from callbench.sim.latency import turn_latency
 from callbench.sim.speech_rate import spoken_seconds
 from callbench.sim.views import SILENCE, caller_messages
+from callbench.sim.voice.line import Audio
 from callbench.sim.voice.pipeline import AgentSpeechMode, VoiceLine, VoicePipeline
 from callbench.trace import RequestLatency, Trace
 
@@ -162,3 +163,33 @@ async def test_a_deployed_agents_side_is_spoken_too(tmp_path: Path) -> None:
             await cand.aclose()
     assert not trace.skipped and trace.deployed is not None and trace.agent_speech
     assert all(a.heard is not None and a.heard.truncated for a in trace.agent_speech)
+
+
+class _BusyTTS(ToneTTS):
+    """Spends ``cpu_s`` of its own thread's CPU on each synthesis (counted by ``time.thread_time``,
+    so a loaded machine makes it slower, never cheaper)."""
+
+    def __init__(self, cpu_s: float) -> None:
+        super().__init__()
+        self.cpu_s = cpu_s
+
+    def synthesize(self, text: str, language: str) -> Audio:
+        import time
+
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < self.cpu_s:
+            pass
+        return super().synthesize(text, language)
+
+
+async def test_the_agents_synthesis_counts_as_harness_cpu(bundle: Bundle, dairy, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the caller's voice work is counted (the voice channel runs on a worker thread through the
+    # meter); the agent's side is the same kind of harness work and must be counted too
+    tts = _BusyTTS(0.05)
+    pipe = VoicePipeline(tts=tts, asr=ToneASR(tts), cache_dir=tmp_path)
+    trace = await _episode(bundle, dairy, pipe, "tts")
+    assert trace.latency is not None and trace.agent_speech
+    turns = {t.turn: t for t in trace.latency.turns}
+    for a in trace.agent_speech:
+        cpu = turns[a.turn].harness_cpu_s
+        assert cpu is not None and cpu >= 0.05 * len(a.parts), (a.turn, cpu)
