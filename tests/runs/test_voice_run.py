@@ -190,4 +190,19 @@ def test_agent_speech_is_checked_recorded_and_replayed(
             str(tmp_path / "r1"),
         ],
     )
-    assert other.exit_code == 2 and "voice channel" in other.output
+    assert other.exit_code == 2 and "voice channel: agent_speech 'line' vs 'tts'" in other.output
+    assert "'engines'" not in other.output  # only what differs, not both records whole
+
+
+def test_a_changed_voice_record_names_only_what_differs() -> None:
+    from callbench.runs.voice import voice_differences
+
+    def record(model: str) -> dict[str, object]:
+        return {"channel": "audio", "engines": "offline", "tts": {"name": "piper"},
+                "asr": {"name": "whisper", "settings": {"model": model, "beam_size": 1}}}
+
+    old, new = {**record("tiny.en"), "agent_speech": "line"}, record("base")
+    assert voice_differences(old, new) == (
+        "voice channel: agent_speech 'line' vs absent; asr.settings.model 'tiny.en' vs 'base'")
+    assert voice_differences(None, {"channel": "audio"}) == "voice channel: channel absent vs 'audio'"
+    assert voice_differences(old, old) is None

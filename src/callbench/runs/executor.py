@@ -37,7 +37,7 @@ from callbench.runs.budget import Budget, BudgetReached
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
 from callbench.runs.guard import limit_providers as guard_limit
 from callbench.runs.plan import ScenarioFilters, candidate_slug, plan_episodes, sweep_personas
-from callbench.runs.voice import prepare_voice, voice_for
+from callbench.runs.voice import prepare_voice, voice_differences, voice_for
 from callbench.sim.episode import LoopLimits, run_episode
 from callbench.sim.voice.setup import ChannelMode, VoiceSettings
 from callbench.stats.latency import DEFAULT_LATENCY_BUDGET_S
@@ -160,8 +160,8 @@ def _compare(old: RunManifest, new: RunManifest) -> list[str]:
     if old.deployed_configs != new.deployed_configs:
         diffs.append("the deployed configuration changed (deployed_configs): "
                      "a new deployment is a new candidate")
-    if old.voice != new.voice:
-        diffs.append(f"voice channel {old.voice} vs {new.voice}")
+    if (voice := voice_differences(old.voice, new.voice)) is not None:
+        diffs.append(voice)
     if old.loop_settings != new.loop_settings:
         diffs.append(f"loop settings {old.loop_settings} vs {new.loop_settings}")
     old_p, new_p = (m.personas and m.personas.get("sha256") for m in (old, new))

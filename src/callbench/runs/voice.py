@@ -113,3 +113,31 @@ def voice_for(scenario: Scenario, config: RunConfig, bundle: Bundle) -> VoiceLin
         return None
     return voice_line(scenario, config.channel, config.voice, cache_dir(config), Path(bundle.root),
                       agent=config.agent_speech, keep_dir=keep_dir(config))
+
+
+def voice_differences(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str | None:
+    """One line naming what differs between two manifests' voice records (None: they are equal),
+    for the refusal of a resume: each differing value by its dotted path, old then new
+    (``voice channel: agent_speech 'line' vs 'tts'; asr.settings.model 'tiny.en' vs 'base'``);
+    a record that is None (text only) reads as empty, a missing key as ``absent``."""
+    if old == new:
+        return None
+    found: list[str] = []
+    _differ(old or {}, new or {}, "", found)
+    return "voice channel: " + ("; ".join(found) or f"{old} vs {new}")
+
+
+def _differ(a: dict[str, Any], b: dict[str, Any], prefix: str, found: list[str]) -> None:
+    for key in sorted(set(a) | set(b)):
+        x, y, path = a.get(key, _ABSENT), b.get(key, _ABSENT), f"{prefix}{key}"
+        if isinstance(x, dict) and isinstance(y, dict):
+            _differ(x, y, f"{path}.", found)
+        elif x != y:
+            found.append(f"{path} {_shown(x)} vs {_shown(y)}")
+
+
+_ABSENT = object()
+
+
+def _shown(value: object) -> str:
+    return "absent" if value is _ABSENT else repr(value)
