@@ -79,3 +79,16 @@ def test_damaged_packages_are_still_refused_in_one_line(fake_base: Path, tmp_pat
         weights.whisper_base_dir(root=tmp_path / "cache")
     assert "SHA-256" in str(err.value) and "\n" not in str(err.value)
     assert not list((tmp_path / "cache").rglob("model.bin*"))  # no half-joined file is left behind
+
+
+def test_a_model_folder_of_garbage_is_a_one_line_engine_error(tmp_path: Path) -> None:
+    pytest.importorskip("faster_whisper", reason="no faster-whisper: pip install 'callbench[audio]'")
+    from callbench.sim.voice.engines import VoiceEngineError, WhisperASR
+
+    for name in ("model.bin", "config.json", "tokenizer.json"):
+        (tmp_path / name).write_text("garbage\n")
+    # ctranslate2 raises a RuntimeError: it was a traceback at the run's start
+    with pytest.raises(VoiceEngineError) as err:
+        WhisperASR(tmp_path, label="user:garbage")
+    msg = str(err.value)
+    assert msg.startswith(f"whisper model folder {tmp_path}: cannot load it: ") and "\n" not in msg

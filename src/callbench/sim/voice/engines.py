@@ -157,7 +157,8 @@ class WhisperASR:
     is above 0.6 and its mean log-probability below -1.0), so they are recorded in ``info`` and a
     change of the library's defaults cannot change a transcript unrecorded. The model is loaded once; every
     utterance is a separate ``transcribe`` call, so no decoder state carries between utterances.
-    Raises :class:`VoiceEngineError` when faster-whisper is missing or the folder is incomplete."""
+    Raises :class:`VoiceEngineError` when faster-whisper is missing or the folder is incomplete or
+    cannot be loaded (not a CTranslate2 whisper model)."""
 
     def __init__(
         self,
@@ -182,9 +183,13 @@ class WhisperASR:
             raise VoiceEngineError(
                 "faster-whisper is not installed: pip install 'callbench[audio]'"
             ) from None
-        self._model = WhisperModel(
-            str(self.model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads, num_workers=1
-        )
+        try:
+            self._model = WhisperModel(str(self.model_dir), device="cpu", compute_type=compute_type,
+                                       cpu_threads=threads, num_workers=1)
+        except Exception as e:  # ctranslate2 and the tokenizer raise RuntimeError, ValueError and others
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise VoiceEngineError(
+                f"whisper model folder {self.model_dir}: cannot load it: {first}") from None
         self.languages = languages
         self.info = EngineInfo(
             "faster-whisper",
