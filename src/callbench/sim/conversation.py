@@ -29,6 +29,7 @@ from callbench.sim.channel import Channel
 from callbench.sim.latency import LatencyRecorder
 from callbench.sim.text import nfc, tidy
 from callbench.sim.views import REPLY_SEP, caller_messages, candidate_messages, speech_parts, with_retry_note
+from callbench.sim.voice.score import speakable
 from callbench.trace import AgentSpeech, CallerTurn, EndReason, ToolEvent, TraceMessage
 
 _RAW_SHOWN = 300
@@ -328,7 +329,8 @@ class Conversation:
         spoken = await asyncio.to_thread(self.latency.cpu.in_thread, self.channel.speak_agent, parts, turn)
         self.agent_speech.append(spoken)
         for part in spoken.parts:
-            self.latency.measured[part.text] = part.audio_seconds
+            if part.spoken == speakable(part.text):  # a part cut short keeps its estimate (agent.py)
+                self.latency.measured[part.text] = part.audio_seconds
 
     # ------------------------------------------------------------------ loop
 

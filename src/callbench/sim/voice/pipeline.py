@@ -125,11 +125,13 @@ class VoicePipeline:
         _keep(keep, TTS_FOLDER, f"{key}.wav", data)
         return read_wav(data, where=str(path)), hashlib.sha256(data).hexdigest()
 
-    def measure(self, text: str, language: str, *, keep: Path | None = None) -> SpokenPart:
-        """Synthesise ``text`` (as :func:`speakable` reads it) and measure its duration, from the
-        cache when it was synthesised before. Raises
+    def measure(
+        self, text: str, language: str, *, keep: Path | None = None, said: str | None = None
+    ) -> SpokenPart:
+        """Synthesise ``text`` (as :func:`speakable` reads it; ``said``: only this prefix of it) and
+        measure its duration, from the cache when it was synthesised before. Raises
         :class:`~callbench.sim.voice.engines.VoiceEngineError` when the engine fails."""
-        spoken = speakable(text)
+        spoken = speakable(text if said is None else said)
         with self._lock:
             audio, sha = self._synthesize(spoken, language, keep)
             self.stats.audio_seconds += audio.seconds
