@@ -113,17 +113,23 @@ class VoicePipeline:
     def _synthesize(self, spoken: str, language: str, keep: Path | None = None) -> tuple[Audio, str]:
         key = tts_key(spoken, language, self.tts.info.as_dict())
         path = self.cache_dir / TTS_FOLDER / f"{key}.wav"
+        audio: Audio | None = None
         if path.is_file():
-            self.stats.tts_hits += 1
             data = path.read_bytes()
-        else:
+            try:
+                audio = read_wav(data, where=str(path))
+                self.stats.tts_hits += 1
+            except ValueError:  # a damaged cache file (cut short, overwritten): synthesised again
+                audio = None
+        if audio is None:
             self.stats.tts_misses += 1
             # nothing to pronounce ("...", "?!"): silence, no engine call (piper exits on such a line)
             silent = Audio(np.zeros(0, np.float32), LINE_RATE)
             data = write_wav(self.tts.synthesize(spoken, language) if pronounceable(spoken) else silent)
             atomic_write_bytes(path, data, sync=False)
+            audio = read_wav(data, where=str(path))
         _keep(keep, TTS_FOLDER, f"{key}.wav", data)
-        return read_wav(data, where=str(path)), hashlib.sha256(data).hexdigest()
+        return audio, hashlib.sha256(data).hexdigest()
 
     def measure(
         self, text: str, language: str, *, keep: Path | None = None, said: str | None = None
@@ -175,12 +181,7 @@ class VoicePipeline:
                 }
             )
             apath = self.cache_dir / "asr" / f"{akey}.json"
-            cached: dict[str, Any] | None = None
-            if apath.is_file():
-                try:
-                    cached = json.loads(apath.read_text(encoding="utf-8"))
-                except ValueError:
-                    cached = None
+            cached = _transcript(apath)
             line_sha: str | None
             if not pronounceable(spoken):  # silence: the recogniser hears nothing, the line carries nothing
                 rec, lost, frames, line_sha = Recognition("", False, 0), 0, 0, None
@@ -233,6 +234,22 @@ class VoicePipeline:
             entities=entities(intended, rec.text, facts),
             line_audio_sha256=line_sha,
         )
+
+
+def _transcript(path: Path) -> dict[str, Any] | None:
+    """The cached transcript record at ``path``, or None when there is none or it is not one (not
+    JSON, or without the fields of a record as :meth:`VoicePipeline.observe` writes it): the cache
+    is derived data, so a damaged entry is recognised again rather than failing the episode."""
+    if not path.is_file():
+        return None
+    try:
+        blob = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError):
+        return None
+    fields = {"text": str, "truncated": bool, "tokens": int, "lost_frames": int, "frames": int}
+    if not isinstance(blob, dict) or not all(isinstance(blob.get(k), t) for k, t in fields.items()):
+        return None
+    return blob
 
 
 def _keep(folder: Path | None, sub: str, name: str, data: bytes) -> None:
