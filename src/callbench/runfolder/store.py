@@ -3,8 +3,10 @@
 Trace files are the source of truth; ``index.sqlite`` is a queryable index over them (status, end
 reason, scores, and each trace file's size, modification time and hash) that
 :meth:`RunStore.rebuild_index` recreates from the files at any time and
-:meth:`RunStore.reconcile_index` brings up to date cheaply on resume. Every write is atomic: traces
-and manifests via temp file + fsync + rename, index rows inside SQLite transactions (WAL journal).
+:meth:`RunStore.reconcile_index` brings up to date cheaply on resume (an index that is no longer
+a database is renamed ``index.sqlite.damaged-<time>`` and filled again from the files). Every
+write is atomic: traces and manifests via temp file + fsync + rename, index rows inside SQLite
+transactions (WAL journal).
 A run killed at any moment (Ctrl-C or kill -9) keeps every finished trace and never leaves a
 half-written one (a leftover ``.*.tmp`` file is ignored and removed on resume).
 
@@ -158,23 +160,35 @@ class RunStore:
         transaction across a process kill). Use inside ``with self._lock``."""
         if self._conn is None:
             self.root.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.root / INDEX, timeout=30, check_same_thread=False)
             try:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.execute("PRAGMA synchronous=NORMAL")
-                db.executescript(_SCHEMA)
-                for table, columns in _ADDED.items():
-                    have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
-                    for col in columns:
-                        if col not in have:
-                            kind = _ADDED_TYPES.get(col, "INTEGER")
-                            db.execute(f"ALTER TABLE {table} ADD COLUMN {col} {kind}")
-                db.commit()
-            except BaseException:
-                db.close()  # a folder that refused the index (full, read-only) keeps no file open
-                raise
-            self._conn = db
+                self._conn = self._connect()
+            except sqlite3.DatabaseError as e:
+                if isinstance(e, sqlite3.OperationalError):  # locked, unwritable, I/O: not damage
+                    raise
+                # not a database any more: the trace and grade files are the source of truth, so
+                # the file is kept aside and a fresh index is filled from them (reconcile_index)
+                _set_aside(self.root / INDEX)
+                self._conn = self._connect()
         return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        """Open the index and bring its schema up to date; raises ``sqlite3.DatabaseError``."""
+        db = sqlite3.connect(self.root / INDEX, timeout=30, check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            for table, columns in _ADDED.items():
+                have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
+                for col in columns:
+                    if col not in have:
+                        kind = _ADDED_TYPES.get(col, "INTEGER")
+                        db.execute(f"ALTER TABLE {table} ADD COLUMN {col} {kind}")
+            db.commit()
+        except BaseException:
+            db.close()  # a folder that refused the index (full, read-only) keeps no file open
+            raise
+        return db
 
     # -------------------------------------------------------------- manifest
     def manifest_path(self) -> Path:
@@ -497,6 +511,18 @@ def recorded_grade_hashes(run_dir: Path, grade_set_id: str) -> dict[str, str]:
     rows = _read_only(run_dir, "SELECT episode_id, file_sha256 FROM grades WHERE grade_set_id = ?",
                       (grade_set_id,))
     return {str(e): str(h) for e, h in rows if h}
+
+
+def _set_aside(index: Path) -> None:
+    """Rename a damaged index (and its WAL and shared-memory files, which must not meet a new
+    database of the same name) to ``<name>.damaged-<UTC time>``: kept, never deleted."""
+    import datetime as dt
+
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    for suffix in ("", "-wal", "-shm"):
+        path = index.with_name(index.name + suffix)
+        if path.exists():
+            path.rename(index.with_name(f"{index.name}.damaged-{stamp}{suffix}"))
 
 
 def recorded_trace_hashes(run_dir: Path) -> dict[str, tuple[str, str]]:
