@@ -55,7 +55,9 @@ class PiperTTS:
     (a primary subtag: ``en`` for ``en_US-joe-medium``). ``noise_scale`` and ``noise_w_scale``
     (default 0: deterministic, see the module's docstring) are passed to piper and recorded in
     ``info.settings``, which keys the audio cache; a nonzero value makes synthesis unseeded
-    random. ``length_scale`` (None: the voice's own) stretches phoneme durations. Raises
+    random. ``length_scale`` (None: the voice's own) stretches phoneme durations. ``fingerprint``:
+    record the voice file's SHA-256 (``voice_sha256``; a user's own voice, whose name alone does
+    not say which weights it is; the packaged voice is pinned by its verified hash). Raises
     :class:`VoiceEngineError` when piper-tts or the voice files are missing, or the process dies
     or stalls on a turn."""
 
@@ -68,6 +70,7 @@ class PiperTTS:
         length_scale: float | None = None,
         noise_scale: float = 0.0,
         noise_w_scale: float = 0.0,
+        fingerprint: bool = False,
     ) -> None:
         self.model = Path(model)
         if not self.model.is_file() or not self.model.with_name(self.model.name + ".json").is_file():
@@ -91,6 +94,14 @@ class PiperTTS:
         }
         if length_scale is not None:
             settings["length_scale"] = length_scale
+        if fingerprint:  # a user's voice by its content: another voice under the same name is another engine
+            from callbench.sim.voice.weights import content_sha256
+
+            try:
+                settings["voice_sha256"] = content_sha256(self.model)
+            except OSError as e:
+                raise VoiceEngineError(
+                    f"piper voice {self.model}: cannot read it: {e.strerror or e}") from None
         self.info = EngineInfo("piper", ver, settings)
         self.languages: frozenset[str] | None = frozenset({primary(language)})
         self._proc: subprocess.Popen[bytes] | None = None

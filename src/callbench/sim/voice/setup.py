@@ -81,9 +81,11 @@ def build_engines(settings: VoiceSettings) -> tuple[TTSEngine, ASREngine]:
     from callbench.sim.voice import weights
 
     if settings.asr_model is not None:
-        asr: ASREngine = WhisperASR(
-            settings.asr_model, label=f"user:{settings.asr_model.name}", threads=cpu_threads()
-        )
+        label = f"user:{settings.asr_model.name}"
+        weights_file = settings.asr_model / "model.bin"
+        if weights_file.is_file():  # by content: other weights under the same name are another engine
+            label += f" sha256:{weights.content_sha256(weights_file)}"
+        asr: ASREngine = WhisperASR(settings.asr_model, label=label, threads=cpu_threads())
     elif settings.asr == "tiny.en":
         asr = WhisperASR(
             weights.whisper_tiny_en_dir(),
@@ -99,7 +101,7 @@ def build_engines(settings: VoiceSettings) -> tuple[TTSEngine, ASREngine]:
     if settings.engines == "espeak":
         return EspeakTTS(), asr
     model = settings.tts_model or weights.piper_joe_model()
-    return PiperTTS(model, language="en"), asr
+    return PiperTTS(model, language="en", fingerprint=settings.tts_model is not None), asr
 
 
 _built: dict[tuple[str, str, str], VoicePipeline] = {}

@@ -172,6 +172,35 @@ def verify(path: Path, sha256: str, *, root: Path | None = None) -> None:
     os.replace(tmp, marker)
 
 
+def content_sha256(path: Path, *, root: Path | None = None) -> str:
+    """SHA-256 of a user's own weight file (``--voice-asr-model``, ``--voice-tts-model``), recorded
+    in the engine's settings so that other weights under the same name are another engine (cache
+    keys, manifest). Remembered per (path, size, mtime) like :func:`verify`'s successes, so an
+    unchanged file is hashed once; the note is best effort (an unwritable cache only costs time).
+    Raises ``OSError`` when the file cannot be read."""
+    root = root or cache_root()
+    st = path.stat()
+    key = {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    marker = _marker(path, root).with_name(_marker(path, root).stem + ".content.json")
+    try:
+        seen = json.loads(marker.read_text(encoding="utf-8"))
+        same = isinstance(seen, dict) and {k: seen.get(k) for k in key} == key
+        if same and isinstance(seen.get("sha256"), str):
+            return str(seen["sha256"])
+    except (OSError, ValueError):
+        pass
+    got = file_sha256(path)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=marker.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({**key, "sha256": got}, f)
+        os.replace(tmp, marker)
+    except OSError:
+        pass
+    return got
+
+
 def _require(pin: PinnedFile) -> Path:
     path = locate(pin)
     if path is None:
