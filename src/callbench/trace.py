@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from callbench.bundle.state.models import StateChange, StateRecord
 from callbench.models.base import ModelSettings, ToolCall, ToolSchema, Usage
@@ -310,6 +310,8 @@ class RequestLatency(BaseModel):
     traces written before it was recorded and for requests the loop did not drive. A CPU time is
     finite and not negative: any other value (a hand-edited trace) is refused when the trace is read."""
 
+    model_config = ConfigDict(allow_inf_nan=False)  # a timing is a finite number (hand edits refused)
+
     role: str
     turn: int
     attempt: int = 0
@@ -348,6 +350,8 @@ class TurnLatency(BaseModel):
     (its first word is then the whole answer: latency = completion time). ``harness_cpu_s``: the
     sum of its requests' harness CPU (None when none was recorded)."""
 
+    model_config = ConfigDict(allow_inf_nan=False)  # a timing is a finite number (hand edits refused)
+
     turn: int
     start_s: float
     time_to_first_word_s: float | None = None
@@ -369,6 +373,8 @@ class EpisodeLatency(BaseModel):
     trace's content hash :meth:`Trace.sha256`). ``started_at``: the wall clock (UTC, ISO 8601) at
     the episode's start, the anchor of every ``start_s``; ``speech_rate``: the rate used for spoken
     time (``sim/speech_rate.py``), e.g. ``hi: 2.9 words/s``."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # a timing is a finite number (hand edits refused)
 
     started_at: str
     clock: str = "perf_counter"

@@ -59,3 +59,20 @@ def test_the_models_refuse_a_harness_cpu_no_meter_gives() -> None:
             RequestLatency.model_validate({**base, "harness_cpu_s": bad})
         with pytest.raises(ValueError, match="harness_cpu_s"):
             TurnLatency.model_validate({"turn": 1, "start_s": 0.0, "completion_s": 1.0, "harness_cpu_s": bad})
+
+
+@pytest.mark.parametrize(("field", "bad"), [("time_to_first_word_s", "NaN"), ("spoken_s", "Infinity"),
+                                            ("dead_air_s", "-Infinity")])
+def test_any_non_finite_turn_timing_stops_the_report(graded: Path, field: str, bad: str) -> None:
+    # "talk s/call: inf [nan, nan]" was published from such a trace
+    store = RunStore(graded)
+    eid = next(iter(episode_files.paths(store.traces)))
+    path = store.trace_path(eid)
+    store.close()
+    data = json.loads(episode_files.read_text(path))
+    data["latency"]["turns"][0][field] = 0.125
+    text = json.dumps(data).replace(f'"{field}": 0.125', f'"{field}": {bad}', 1)
+    episode_files.write_text(store.traces, eid, text)
+    with pytest.raises(ReportInputError) as err:
+        load_run(graded, workers=1)
+    assert str(err.value).startswith(f"{path}: not a valid trace") and field in str(err.value)
