@@ -55,7 +55,7 @@ from callbench.runfolder.store import RunStore  # noqa: E402
 from callbench.runs.executor import RoleSpec, RunConfig  # noqa: E402
 from callbench.runs.plan import ScenarioFilters, candidate_slug  # noqa: E402
 from callbench.runs.session import build_clients, run_and_grade  # noqa: E402
-from fakes.conformance_server import HINT, HintedClient, HintTransport  # noqa: E402
+from fakes.conformance_server import HintedClient, HintTransport  # noqa: E402
 
 STARTER = Path(str(files("callbench") / "examples" / "starter"))
 SERVER = """
@@ -76,25 +76,6 @@ sys.stdin.read()
 """
 
 
-class AiohttpHints(httpx2.AsyncBaseTransport):
-    """The transport of the openai SDK's aiohttp client (callbench's default), adding the fake's
-    hint headers as :class:`HintTransport` does over httpx2's own."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        hint = HINT.get()
-        if hint is not None:
-            request.headers["x-callbench-scenario"] = hint[0]
-            request.headers["x-callbench-turn"] = str(hint[1])
-            request.headers["x-callbench-after-tools"] = "1" if hint[2] else "0"
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 def http_client(transport: str) -> httpx2.AsyncClient:
     """The candidate's HTTP client over ``transport`` (``aiohttp``, callbench's default, or
     ``httpx2``), with the fake's hints."""
@@ -103,7 +84,7 @@ def http_client(transport: str) -> httpx2.AsyncClient:
     import openai
 
     client = openai.DefaultAioHttpClient(timeout=60.0)
-    client._transport = AiohttpHints(client._transport)
+    client._transport = HintTransport(client._transport)
     return client
 
 

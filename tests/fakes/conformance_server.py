@@ -85,10 +85,11 @@ class HintedClient:
 
 
 class HintTransport(httpx2.AsyncBaseTransport):
-    """The default transport, adding the ``x-callbench-*`` headers from :data:`HINT`."""
+    """A transport (httpx2's own by default, or ``inner``: e.g. the openai SDK's aiohttp one)
+    adding the ``x-callbench-*`` headers from :data:`HINT`."""
 
-    def __init__(self) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
+    def __init__(self, inner: httpx2.AsyncBaseTransport | None = None) -> None:
+        self._inner = inner or httpx2.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         hint = HINT.get()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from callbench.models.scripted.judge import create_scripted_judge
 from callbench.models.scripted.models import create_scripted
 from callbench.runs.executor import RoleSpec, RunConfig
 from callbench.runs.plan import candidate_slug
+from callbench.runs.session import run_and_grade
 
 # Ray in these tests stays on loopback (callbench.runs.ray_executor._keep_on_loopback): set before
 # any test module imports Ray, inherited by `ray start` and `callbench run` subprocesses
@@ -50,3 +52,12 @@ def scripted_clients(config: RunConfig, bundle: Bundle) -> dict[str, ModelClient
     clients["task_judge"] = create_scripted_judge("scripted:met", ModelSettings())
     clients["conversation_judge"] = create_scripted_judge("scripted:met", ModelSettings())
     return clients
+
+
+@pytest.fixture
+def graded(tmp_path: Path, dairy: Bundle) -> Path:
+    """A scripted run of the dairy bundle, graded (every trace has timings)."""
+    out = tmp_path / "run"
+    config = scripted_config(out, repeats=1)
+    asyncio.run(run_and_grade(config, clients=scripted_clients(config, dairy), bundle=dairy))
+    return out

@@ -5,29 +5,16 @@ and the field, and the file itself is left as it is."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
-from callbench.bundle.models import Bundle
 from callbench.report.model.episode_read import ReportInputError
 from callbench.report.model.load import load_run
 from callbench.runfolder import episode_files
 from callbench.runfolder.store import RunStore
-from callbench.runs.session import run_and_grade
 from callbench.trace import RequestLatency, TurnLatency
-
-from .conftest import scripted_clients, scripted_config
-
-
-@pytest.fixture
-def graded(tmp_path: Path, dairy: Bundle) -> Path:
-    out = tmp_path / "run"
-    config = scripted_config(out, repeats=1)
-    asyncio.run(run_and_grade(config, clients=scripted_clients(config, dairy), bundle=dairy))
-    return out
 
 
 @pytest.mark.parametrize("bad", ["NaN", "-3.0", "Infinity", "-Infinity"])

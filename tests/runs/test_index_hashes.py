@@ -5,30 +5,16 @@ trace again, and still warns about every grade that does not match its trace."""
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from callbench.bundle.models import Bundle
 from callbench.report.model.load import load_run
 from callbench.runfolder import episode_files
 from callbench.runfolder.store import RunStore, recorded_trace_hashes, text_sha256
-from callbench.runs.session import run_and_grade
 from callbench.trace import AgentSpeech, SpokenPart, Trace
-
-from .conftest import scripted_clients, scripted_config
-
-
-@pytest.fixture
-def graded(tmp_path: Path, dairy: Bundle) -> Path:
-    """A scripted run of the dairy bundle, graded (every trace has timings)."""
-    out = tmp_path / "run"
-    config = scripted_config(out, repeats=1)
-    asyncio.run(run_and_grade(config, clients=scripted_clients(config, dairy), bundle=dairy))
-    return out
 
 
 @pytest.fixture
