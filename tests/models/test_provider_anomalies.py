@@ -25,6 +25,7 @@ from callbench.models.faults import collect_faults
 from callbench.models.remote.anthropic_client import AnthropicClient
 from callbench.models.remote.client import RemoteClient
 from fakes.fault_server import ANTHROPIC_KINDS, COMMON_KINDS, LEDGER_KIND, OPENAI_KINDS, FaultServer
+from waiting import scale
 
 TOOL = ToolSchema(
     name="lookup",
@@ -39,6 +40,10 @@ KINDS = {
 }
 CASES = [(d, r, k) for d in ("openai", "anthropic") for r in ROLES for k in KINDS[d]]
 EMPTY = ("null_content", "empty_content")
+LONG_S = 120.0 * scale()
+"""The timeout of an attempt that is not meant to time out: far above a loaded machine's need."""
+HANG_TIMEOUT_S = 2.0 * scale()
+"""The timeout that a hanging server must exceed (it hangs for LONG_S, until it is closed)."""
 # JSON schemas shaped like the real ones, so the fake answers them as it answers callbench
 _ITEM = {
     "type": "object",
@@ -99,8 +104,10 @@ def _request(role: Role) -> ModelRequest:
     return ModelRequest(messages=messages, response_schema=schema, response_schema_name=name, context=context)
 
 
-def _client(server: FaultServer, dialect: str, attempts: int = 4, **kwargs: Any) -> RemoteClient:
-    common = dict(timeout_s=1.0, max_attempts=attempts, retry_base_delay_s=0.0)
+def _client(
+    server: FaultServer, dialect: str, attempts: int = 4, timeout_s: float = LONG_S, **kwargs: Any
+) -> RemoteClient:
+    common = dict(timeout_s=timeout_s, max_attempts=attempts, retry_base_delay_s=0.0)
     if dialect == "anthropic":
         return AnthropicClient("anthropic:fake", ModelSettings(base_url=server.root, **common), **kwargs)
     from callbench.models.remote.openai_client import OpenAIClient
@@ -119,8 +126,10 @@ def _usable(role: Role, response: Any) -> None:
 async def test_each_anomaly_is_retried_then_the_valid_reply_is_used(
     dialect: str, role: Role, fault: str
 ) -> None:
-    with FaultServer(rate=1.0, kinds=(fault,), repeats=1, hang_s=2.0) as server:
-        client = _client(server, dialect)
+    # only a hang needs the timeout to fire: every other attempt may take as long as a loaded
+    # machine needs (a 1 s limit cut a valid attempt short at load 10 and the count was off)
+    with FaultServer(rate=1.0, kinds=(fault,), repeats=1, hang_s=LONG_S) as server:
+        client = _client(server, dialect, timeout_s=HANG_TIMEOUT_S if fault == "hang" else LONG_S)
         with collect_faults() as ledger:
             response = await client.complete(_request(role))
         await client.aclose()
@@ -205,8 +214,8 @@ async def test_a_429_waits_at_least_its_retry_after(dialect: str) -> None:
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])
 async def test_a_hang_past_the_timeout_is_a_timeout_fault_then_a_skip_reason(dialect: str) -> None:
-    with FaultServer(rate=1.0, kinds=("hang",), hang_s=3.0) as server:
-        client = _client(server, dialect, attempts=2)
+    with FaultServer(rate=1.0, kinds=("hang",), hang_s=LONG_S) as server:
+        client = _client(server, dialect, attempts=2, timeout_s=HANG_TIMEOUT_S)
         with pytest.raises(InfrastructureError) as info:
             await client.complete(_request("conversation_judge"))
         await client.aclose()

@@ -74,22 +74,18 @@ async def test_a_body_left_open_after_the_end_event_does_not_hold_the_answer(
     dialect: str, transport: str
 ) -> None:
     # the server sends its last chunk 30 s after the end event: the answer is complete without it,
-    # so the request returns well within its 5 s timeout, on its first attempt, and the connection
-    # is given up (a fresh one for the next request) rather than waited for
+    # so the request returns on its first attempt (a wait for the chunk would time out at 5 s),
+    # and the connection is given up (a fresh one for the next request) rather than waited for
     with WireServer(*SHAPES["speech"], trailing_s=30.0) as fake:
         client = _client(dialect, fake, "on")
         try:
-            loop = asyncio.get_running_loop()
-            began = loop.time()
             first = await client.complete(_request())
             second = await client.complete(_request())
-            took = loop.time() - began
         finally:
             await client.aclose()
         connections = fake.connections
     assert first.content == second.content == SPEECH
     assert [len(first.timing.attempts), len(second.timing.attempts)] == [1, 1]
-    assert took < 5.0, took
     assert connections == 2
 
 

@@ -16,6 +16,7 @@ from callbench.models.deployed.base import WebhookConfig
 from callbench.models.scripted.models import create_scripted
 from callbench.sim.episode import run_episode
 from callbench.trace import EndReason, Trace
+from waiting import scale
 
 SCENARIOS = ["clinic_ortho_reschedule", "bank_stolen_wallet_emergency_block"]
 
@@ -114,8 +115,11 @@ async def test_an_agent_that_does_not_answer_in_time_is_a_timeout_fault_not_the_
     async def open_session(request: web.Request) -> web.Response:
         return web.json_response({"session_id": "s1", "messages": ["Hello, clinic."], "ended": False})
 
+    release = asyncio.Event()
+    limit_s = round(2.0 * scale(), 3)  # the greeting must arrive within it even on a loaded machine
+
     async def slow_turn(request: web.Request) -> web.Response:
-        await asyncio.sleep(2)
+        await release.wait()  # held until the test has seen the timeout
         return web.json_response({"messages": [], "ended": False})
 
     async def close(request: web.Request) -> web.Response:
@@ -131,15 +135,16 @@ async def test_an_agent_that_does_not_answer_in_time_is_a_timeout_fault_not_the_
     )
     async with serve(app) as url:
         cand = create_deployed(
-            f"deployed:http:{url}", f"http:{url}", ModelSettings(timeout_s=0.3), WebhookConfig()
+            f"deployed:http:{url}", f"http:{url}", ModelSettings(timeout_s=limit_s), WebhookConfig()
         )
         try:
             with collect_faults() as ledger:
                 trace = await _episode(cand, SCENARIOS[0], "t-r0")
         finally:
+            release.set()
             await cand.aclose()
     assert trace.end_reason == EndReason.SKIPPED
-    assert trace.skip_reason is not None and "no reply within 0.3 s" in trace.skip_reason
+    assert trace.skip_reason is not None and f"no reply within {limit_s:g} s" in trace.skip_reason
     assert ledger.roles["candidate"].faults == {"timeout": 1}
     assert (ledger.skip_role, ledger.skip_kind) == ("candidate", "timeout")
     assert trace.messages[1].content == "Hello, clinic."

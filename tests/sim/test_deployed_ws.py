@@ -18,6 +18,7 @@ from callbench.models.deployed.base import SessionInfo, WebhookConfig
 from callbench.models.faults import collect_faults
 from callbench.models.scripted.models import create_scripted
 from callbench.trace import EndReason
+from waiting import scale
 
 
 def _ws(url: str, **settings: object) -> object:
@@ -80,8 +81,15 @@ async def _error_frame(ws: web.WebSocketResponse) -> None:
     await ws.send_json({"type": "error", "error": "brain unavailable"})
 
 
+RELEASE: dict[int, asyncio.Event] = {}
+"""The slow agent's answer is held until the test releases it (keyed by the running loop)."""
+SLOW_LIMIT_S = round(2.0 * scale(), 3)
+"""The candidate's timeout in the slow-agent case; every other case keeps the default (60 s), so a
+loaded machine never turns a greeting late into a timeout."""
+
+
 async def _slow(ws: web.WebSocketResponse) -> None:
-    await asyncio.sleep(2)
+    await RELEASE[id(asyncio.get_running_loop())].wait()
 
 
 async def _not_a_reply(ws: web.WebSocketResponse) -> None:
@@ -93,18 +101,21 @@ async def _not_a_reply(ws: web.WebSocketResponse) -> None:
     [
         (_hang_up, "reset", "the socket closed before the reply"),
         (_error_frame, "malformed_body", "the agent answered an error: brain unavailable"),
-        (_slow, "timeout", "no reply within 0.3 s"),
+        (_slow, "timeout", f"no reply within {SLOW_LIMIT_S:g} s"),
         (_not_a_reply, "malformed_body", "a reply frame is not JSON"),
     ],
 )
 async def test_a_failing_socket_is_a_candidate_fault(on_turn: Handler, kind: str, message: str) -> None:
+    release = RELEASE.setdefault(id(asyncio.get_running_loop()), asyncio.Event())
     async with serve(_agent(on_turn)) as url:
-        cand = _ws(url, timeout_s=0.3)
+        cand = _ws(url, **({"timeout_s": SLOW_LIMIT_S} if on_turn is _slow else {}))
         try:
             with collect_faults() as ledger:
                 trace = await _episode(cand, SCENARIOS[0], "f-r0")
         finally:
+            release.set()
             await cand.aclose()  # type: ignore[attr-defined]
+    RELEASE.pop(id(asyncio.get_running_loop()), None)
     assert trace.end_reason == EndReason.SKIPPED
     assert trace.skip_reason is not None and message in trace.skip_reason
     assert (ledger.skip_role, ledger.skip_kind) == ("candidate", kind)
