@@ -26,15 +26,15 @@ raises a retryable :class:`~callbench.models.base.InfrastructureError`.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, cast
 
 from callbench.models.base import InfrastructureError
 from callbench.models.remote.anomalies import _error_body, checked_body
-from callbench.models.remote.transport import aiohttp_errors
+from callbench.models.remote.sse import AiohttpSource, ChunkSource, IterSource, SseParser, aiohttp_source
+from callbench.models.remote.transport import MAX_RESPONSE_BYTES, ResponseTooLarge, aiohttp_errors
 from callbench.models.timing import mark_first_byte, mark_first_token, mark_streamed
 
 RAW_STREAM_HEADER = {"X-Stainless-Raw-Response": "stream"}
@@ -55,47 +55,36 @@ async def sse_events(
     first byte of the body. Raises InfrastructureError ``not_utf8`` / ``malformed_body`` for an
     event's data that is not a UTF-8 JSON object (``anomalies.checked_body``). Leaving it after
     an event leaves the rest of ``chunks`` unread (:func:`post_streamed` drains it)."""
-    pending: list[bytes] = []  # the start of a line whose end has not arrived
-    event, data_lines = "", cast("list[bytes]", [])
+    async for event in stream_events(IterSource(chunks), who, lambda: False):
+        yield event
+
+
+async def stream_events(
+    source: ChunkSource, who: str, lazy: Callable[[], bool]
+) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
+    """:func:`sse_events` over a :class:`~callbench.models.remote.sse.ChunkSource`; each read is
+    lazy when ``lazy()`` says so (the caller has marked every timing it takes from the stream).
+    An event is decoded only when it is taken from the iterator: nothing after the end event the
+    caller stops at is decoded."""
+    parser = SseParser()
     first = True
-    async for chunk in chunks:
+    while True:
+        chunk = await source.next(lazy())
         if not chunk:
-            continue
+            break
         if first:
             mark_first_byte()
             first = False
-        if b"\n" not in chunk:
-            # kept and joined once its line ends: appending to one buffer and splitting it again
-            # for every chunk is quadratic in the length of a long event
-            pending.append(chunk)
-            continue
-        if pending:
-            pending.append(chunk)
-            chunk = b"".join(pending)
-            pending = []
-        *lines, rest = chunk.split(b"\n")
-        if rest:
-            pending.append(rest)
-        for raw in lines:
-            line = raw.rstrip(b"\r")
-            if not line:  # the end of an event (SSE: a blank line dispatches it)
-                if data_lines:
-                    yield _event(event, b"\n".join(data_lines), who)
-                event, data_lines = "", []
-                continue
-            if line.startswith(b":"):
-                continue  # a comment (keep-alive)
-            name, _, value = line.partition(b":")
-            value = value[1:] if value.startswith(b" ") else value
-            if name == b"data":
-                data_lines.append(value)
-            elif name == b"event":
-                event = value.decode("utf-8", errors="replace")
-    tail = b"".join(pending).rstrip(b"\r")
-    if tail.startswith(b"data:"):
-        data_lines.append(tail[5:].lstrip(b" "))
-    if data_lines:  # a last event without its blank line
-        yield _event(event, b"\n".join(data_lines), who)
+        for name, data in parser.feed(chunk):
+            yield _event(name, data, who)
+    for name, data in parser.close():
+        yield _event(name, data, who)
+
+
+def _source(source: ChunkSource | AsyncIterator[bytes]) -> ChunkSource:
+    if isinstance(source, (IterSource, AiohttpSource)):
+        return source
+    return IterSource(cast("AsyncIterator[bytes]", source))
 
 
 def _event(name: str, data: bytes, who: str) -> tuple[str, dict[str, Any] | None]:
@@ -141,21 +130,31 @@ def _concat(target: dict[str, Any], delta: dict[str, Any]) -> None:
             target[key] = value
 
 
+class _Marked:
+    """Which timings a streamed answer has marked (only the first of each counts): ``token``, a
+    content token; ``speech``, a token of speech (after which the rest is read lazily)."""
+
+    token = False
+    speech = False
+
+
 _OPENAI_FIELDS = ("id", "model", "created", "system_fingerprint", "usage", "timings")
 """Top-level fields of a chunk kept in the body (the last non-null value of each)."""
 
 
-async def openai_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str, Any]:
-    """The ``chat.completion`` body a non-streamed request would have got, from the body's
-    ``chunks`` (read up to ``data: [DONE]``). Marks the first content token (a ``content``,
-    ``refusal`` or tool-call delta) and the first token of speech (non-blank ``content``). Raises
+async def openai_stream_body(source: ChunkSource | AsyncIterator[bytes], who: str) -> dict[str, Any]:
+    """The ``chat.completion`` body a non-streamed request would have got, from the body's bytes
+    (``source``: a :class:`~callbench.models.remote.sse.ChunkSource` or an async iterator of chunks;
+    read up to ``data: [DONE]``, lazily once speech has begun). Marks the first content token (a
+    ``content``, ``refusal`` or tool-call delta) and the first token of speech (non-blank ``content``). Raises
     InfrastructureError (see the module docstring)."""
     mark_streamed()
     body: dict[str, Any] = {"object": "chat.completion"}
     choices: dict[int, dict[str, Any]] = {}
-    done = token = speech = False  # token, speech: already marked (only the first of each counts)
+    done = False
+    m = _Marked()
     where = f"{who} (stream event)"
-    async for _, data in sse_events(chunks, who):
+    async for _, data in stream_events(_source(source), who, lambda: m.speech):
         if data is None:
             done = True
             break
@@ -184,18 +183,18 @@ async def openai_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str
             for name in ("content", "refusal"):
                 text = delta.get(name)
                 if isinstance(text, str) and text:
-                    if not speech and name == "content" and text.strip():
+                    if not m.speech and name == "content" and text.strip():
                         mark_first_token(speech=True)
-                        token = speech = True
-                    elif not token:
+                        m.token = m.speech = True
+                    elif not m.token:
                         mark_first_token(speech=False)
-                        token = True
+                        m.token = True
                     message[name] = message.get(name, "") + text
             calls = delta.get("tool_calls")
             if isinstance(calls, list):
-                if not token:
+                if not m.token:
                     mark_first_token(speech=False)
-                    token = True
+                    m.token = True
                 slots: dict[int, dict[str, Any]] = message.setdefault("_calls", {})
                 for pos, call in enumerate(calls):
                     if isinstance(call, dict):
@@ -216,17 +215,19 @@ async def openai_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str
     return body
 
 
-async def anthropic_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[str, Any]:
+async def anthropic_stream_body(source: ChunkSource | AsyncIterator[bytes], who: str) -> dict[str, Any]:
     """The ``message`` body a non-streamed request would have got, from the events of the body's
-    ``chunks`` (read up to ``message_stop``). Marks the first content token (a text or tool-input
+    bytes (``source`` as for :func:`openai_stream_body`; read up to ``message_stop``, lazily once
+    speech has begun). Marks the first content token (a text or tool-input
     delta, or a tool_use block's start) and the first token of speech (non-blank text). Raises
     InfrastructureError (see the module docstring)."""
     mark_streamed()
     message: dict[str, Any] | None = None
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, str] = {}
-    stopped = token = speech = False  # token, speech: marked here (a stale False only marks again)
-    async for name, data in sse_events(chunks, who):
+    stopped = False
+    m = _Marked()
+    async for name, data in stream_events(_source(source), who, lambda: m.speech):
         if data is None:
             continue
         kind = data.get("type") or name
@@ -240,25 +241,28 @@ async def anthropic_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[
             blocks[int(data.get("index", len(blocks)))] = block
             if block.get("type") == "tool_use":
                 mark_first_token(speech=False)
+                m.token = True
             elif block.get("type") == "text" and block.get("text"):
-                mark_first_token(speech=bool(str(block["text"]).strip()))
+                said = bool(str(block["text"]).strip())
+                mark_first_token(speech=said)
+                m.token, m.speech = True, m.speech or said
         elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
             index = int(data.get("index", 0))
             delta = data["delta"]
             block = blocks.setdefault(index, {"type": "text", "text": ""})
             if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
                 text = delta["text"]
-                if not speech and text.strip():
+                if not m.speech and text.strip():
                     mark_first_token(speech=True)
-                    token = speech = True
-                elif not token:
+                    m.token = m.speech = True
+                elif not m.token:
                     mark_first_token(speech=False)
-                    token = True
+                    m.token = True
                 block["text"] = str(block.get("text") or "") + text
             elif delta.get("type") == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-                if not token:
+                if not m.token:
                     mark_first_token(speech=False)
-                    token = True
+                    m.token = True
                 partial[index] = partial.get(index, "") + delta["partial_json"]
         elif kind == "message_delta":
             if message is None:
@@ -283,32 +287,6 @@ async def anthropic_stream_body(chunks: AsyncIterator[bytes], who: str) -> dict[
                                       f"JSON ({e.msg})", retryable=True, kind="malformed_body") from None
     message["content"] = [blocks[k] for k in sorted(blocks)]
     return message
-
-
-DRAIN_BYTES = 64 * 1024
-"""The most bytes read (and ignored) after a stream's end event: a provider sends only the
-body's last chunk there (a few bytes)."""
-DRAIN_S = 0.5
-"""The longest wait, in seconds, for the body's end after the stream's end event."""
-
-
-async def drain(chunks: AsyncIterator[bytes], limit: int = DRAIN_BYTES, wait_s: float = DRAIN_S) -> bool:
-    """Read the rest of a body whose answer is complete, ignoring it, so that the transport puts
-    the connection back in its pool: httpx2 (h11) and aiohttp both close a connection whose
-    response is closed before its body's end (httpx2: every streamed request opened a new
-    connection; aiohttp: when the body's last chunk had not arrived with the end event). Gives up
-    after ``limit`` bytes or ``wait_s`` seconds, or on any transport fault (the connection is then
-    closed, not reused: the answer stands). Returns True when the body was read to its end."""
-    read = 0
-    try:
-        async with asyncio.timeout(wait_s):
-            async for chunk in chunks:
-                read += len(chunk)
-                if read > limit:
-                    return False
-    except Exception:  # a timeout or a transport fault after a complete answer
-        return False
-    return True
 
 
 async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers: dict[str, str] | None,
@@ -339,12 +317,16 @@ async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers
 
     async def exchange() -> tuple[dict[str, Any] | None, Any, bytes]:
         response = await client.post(path, cast_to=httpx2.Response, body=payload, options=options)
-        chunks = None
+        source: Any = None
         try:
             if is_event_stream(response.headers.get("content-type", "")):
-                chunks = response.aiter_bytes()
-                assembled = await read(chunks, who)
-                await drain(chunks)
+                # the aiohttp reader itself where the default transport is in use: read lazily once
+                # speech has begun (sse.py says why); otherwise httpx2's chunks, one at a time
+                limit = getattr(response.stream, "limit", MAX_RESPONSE_BYTES)
+                source = aiohttp_source(response, limit, ResponseTooLarge) or IterSource(
+                    response.aiter_bytes())
+                assembled = await read(source, who)
+                await source.drain()
                 return assembled, response, b""
             return None, response, await response.aread()
         except httpx2.TimeoutException as err:  # raised as the SDK raises it for a body it reads
@@ -352,8 +334,8 @@ async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers
         except (httpx2.HTTPError, *aiohttp_errors()) as err:  # type: ignore[misc]
             raise sdk.APIConnectionError(request=response.request) from err
         finally:
-            if chunks is not None:
-                await chunks.aclose()
+            if isinstance(source, IterSource):
+                await source.aclose()
             await response.aclose()
 
     result: tuple[dict[str, Any] | None, Any, bytes] = await within_deadline(timeout, exchange())

@@ -1,0 +1,162 @@
+"""Once speech has begun, a streamed answer is read lazily on the default (aiohttp) transport: the
+reading task is woken by the body's end (or a poll), not by every delta, and the answer, its
+timings before speech, its faults and its bounds are those of reading every delta."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from tests.models.test_streaming import _anthropic, _client, _openai, _request
+
+import fakes.streaming_wire as wire
+from callbench.models.remote import sse
+from callbench.models.remote.sse import AiohttpSource, IterSource, aiohttp_source
+from callbench.models.remote.transport import TRANSPORT_ENV, ResponseTooLarge
+from fakes.streaming_wire import LatencyProfile, WireServer
+
+LONG = " ".join(f"word{i}" for i in range(60))  # 60 words, about 110 deltas of 4 characters
+
+
+@pytest.fixture(autouse=True)
+def _keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-real")
+
+
+class _Counted:
+    """Counts the reads of every source made while it is installed: (lazy, bytes) per read."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.reads: list[tuple[bool, int]] = []
+        counted = self
+
+        for cls in (AiohttpSource, IterSource):
+            real = cls.next
+
+            async def next(self: Any, lazy: bool = False, _real: Any = real) -> bytes:
+                data: bytes = await _real(self, lazy)
+                counted.reads.append((lazy, len(data)))
+                return data
+
+            monkeypatch.setattr(cls, "next", next)
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+async def test_after_speech_the_rest_is_one_read_at_the_body_end(
+    dialect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no poll within the test: the only thing that can wake the lazy read is the body's end
+    monkeypatch.setattr(sse, "POLL_S", 600.0)
+    monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
+    counted = _Counted(monkeypatch)
+    profile = LatencyProfile(token_s=0.005)
+    with WireServer(_openai(LONG, []), _anthropic(LONG, []), profile=profile) as fake:
+        client = _client(dialect, fake, "on")
+        try:
+            answer = await client.complete(_request())
+        finally:
+            await client.aclose()
+    assert answer.content == LONG
+    lazy = [n for is_lazy, n in counted.reads if is_lazy]
+    eager = [n for is_lazy, n in counted.reads if not is_lazy]
+    # the rest of the answer (over 100 deltas, its end event included) in one read; before it, the
+    # reads up to the first token of speech (the start event and the first text delta)
+    assert len(lazy) == 1 and lazy[0] > 100 * 40, counted.reads
+    assert 1 <= len(eager) <= 3, counted.reads
+    # speech marked live at the first delta; the answer finished when its last delta arrived, over
+    # 100 deltas of at least 5 ms later (the server sleeps between them)
+    (attempt,) = answer.timing.attempts
+    assert attempt.first_speech_s is not None and attempt.first_token_s == attempt.first_speech_s
+    assert attempt.finished_s - attempt.first_speech_s >= 0.5
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+async def test_the_other_transport_reads_every_delta(dialect: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the comparison that gives the lazy read its point: httpx2 wakes the reader once per delta
+    monkeypatch.setenv(TRANSPORT_ENV, "httpx2")
+    counted = _Counted(monkeypatch)
+    with WireServer(_openai(LONG, []), _anthropic(LONG, []), profile=LatencyProfile(token_s=0.005)) as fake:
+        client = _client(dialect, fake, "on")
+        try:
+            answer = await client.complete(_request())
+        finally:
+            await client.aclose()
+    assert answer.content == LONG
+    assert len(counted.reads) > 100, len(counted.reads)
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+async def test_a_body_above_the_readers_buffer_is_read_whole(
+    dialect: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # aiohttp stops reading the socket while more than 128 KiB wait in its buffer: the lazy read's
+    # poll takes them, so a long answer is read whole (and before the 5 s timeout)
+    monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
+    monkeypatch.setattr(wire, "PIECE", 8192)
+    text = "".join(f"{i:07d} " for i in range(60_000))  # 480,000 characters, 59 deltas
+    with WireServer(_openai(text, []), _anthropic(text, [])) as fake:
+        client = _client(dialect, fake, "on")
+        try:
+            answer = await client.complete(_request())
+        finally:
+            await client.aclose()
+    assert answer.content == text
+    assert [a.fault for a in answer.timing.attempts] == [None]
+
+
+class _Reader:
+    """The parts of an aiohttp ``StreamReader`` a source uses, fed by the test."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks, self.eof = list(chunks), False
+
+    async def readany(self) -> bytes:
+        return self.chunks.pop(0) if self.chunks else b""
+
+    def read_nowait(self, n: int = -1) -> bytes:
+        data, self.chunks = b"".join(self.chunks), []
+        self.eof = True
+        return data
+
+    async def wait_eof(self) -> None:
+        await asyncio.sleep(0)
+
+    def is_eof(self) -> bool:
+        return self.eof
+
+
+async def test_the_byte_limit_holds_on_both_kinds_of_read() -> None:
+    eager = AiohttpSource(_Reader([b"x" * 6, b"y" * 6]), 10, ResponseTooLarge)
+    assert await eager.next() == b"x" * 6
+    with pytest.raises(ResponseTooLarge, match="over callbench's limit of 10 bytes"):
+        await eager.next()
+    lazy = AiohttpSource(_Reader([b"x" * 6, b"y" * 6]), 10, ResponseTooLarge)
+    with pytest.raises(ResponseTooLarge, match="limit of 10 bytes"):
+        await lazy.next(lazy=True)
+    within = AiohttpSource(_Reader([b"x" * 4, b"y" * 6]), 10, ResponseTooLarge)
+    assert await within.next(lazy=True) == b"x" * 4 + b"y" * 6
+    assert await within.next(lazy=True) == b""
+
+
+class _Response:
+    def __init__(self, headers: dict[str, str], stream: Any) -> None:
+        self.headers, self.stream = headers, stream
+
+
+class _Adapter:
+    def __init__(self, content: Any) -> None:
+        self._aiohttp_response = type("R", (), {"content": content})()
+
+
+def test_a_coded_body_or_another_transport_is_read_through_httpx2() -> None:
+    reader = _Reader([])
+    bounded = type("B", (), {"inner": type("S", (), {"_stream": _Adapter(reader)})()})()
+    found = aiohttp_source(_Response({}, bounded), 99, ResponseTooLarge)
+    assert isinstance(found, AiohttpSource) and found.content is reader and found.limit == 99
+    assert aiohttp_source(_Response({"content-encoding": "identity"}, bounded), 9, ResponseTooLarge)
+    # the aiohttp transport leaves decoding to httpx2: a gzip body's raw bytes are not the events
+    assert aiohttp_source(_Response({"content-encoding": "gzip"}, bounded), 9, ResponseTooLarge) is None
+    assert aiohttp_source(_Response({}, object()), 9, ResponseTooLarge) is None  # httpx2's own stream
+    broken = type("B", (), {"inner": _Adapter(object())})()  # a reader without the methods used
+    assert aiohttp_source(_Response({}, broken), 9, ResponseTooLarge) is None
