@@ -189,7 +189,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[
     report = build_report(runs, n_samples=20)
     calls = the_calls(runs, root / "voice")
     instructions, briefs = SharedTexts("instr"), SharedTexts("brief")
-    views = [episode_view(c, n, instructions, briefs) for n, c in enumerate(calls)]
+    # the report's budget on every strip, as the single file marks it (page.py) and the folder does
+    views = [episode_view(c, n, instructions, briefs, budget_s=report.settings.latency_budget_s)
+             for n, c in enumerate(calls)]
     assert embed_audio(views) > 0
     page = render_page(report, [episode_row(v) for v in views], instructions.views(), briefs.views(),
                        episode_html=[render_episode(v) for v in views])  # fmt: skip
@@ -249,7 +251,9 @@ def test_folder_calls_equal_the_single_files(browser: Any, written: tuple[Path, 
                    "double-encoded", "“<span", "Authored channel events", "no pass/fail",
                    "0.12", "audio not in the run's voice cache",
                    '<span class="lat-tool" style="left:34.8%;width:13.0%" title="tools 300 ms">',
-                   '<td class="num">1600</td>', "not streamed"):  # fmt: skip
+                   '<td class="num">1600</td>', "not streamed",
+                   '<span class="lat-budget" style="left:34.8%" title="budget 800 ms" '
+                   'data-label="budget 800 ms"></span>'):  # fmt: skip
         assert needle in every, needle
     assert "\x00" not in every and "\r" not in every
     # hostile text stayed text: no element, handler or script came from it, nothing ran

@@ -106,3 +106,27 @@ def _latency_budget(value: str | None) -> float | None:
                    err=True)
         raise typer.Exit(2)
     return seconds
+
+
+def _report_budget(given: float | None, run_dirs: list[Path]) -> float:
+    """The latency budget (seconds) every output of ``callbench report`` uses (terminal, JSON, the
+    HTML tables and each call's latency strip, in one file or a folder): ``given``
+    (``--latency-budget``), else the first of ``run_dirs`` whose manifest records one
+    (``latency_budget_s``, what ``callbench run`` was given), else the documented default
+    :data:`~callbench.stats.latency.DEFAULT_LATENCY_BUDGET_S` (docs/latency.md). Only the manifests
+    are read, so it is settled before any of a folder report's call files is written (they are
+    written while the runs are read). A manifest that cannot be read is passed over here: reading
+    the runs names it and stops the report."""
+    from callbench.runfolder.manifest import MANIFEST, RunManifest
+    from callbench.stats.latency import DEFAULT_LATENCY_BUDGET_S
+
+    if given is not None:
+        return given
+    for run_dir in run_dirs:
+        try:
+            recorded = RunManifest.model_validate_json((run_dir / MANIFEST).read_bytes()).latency_budget_s
+        except (OSError, ValueError):  # pydantic's ValidationError is a ValueError
+            continue
+        if recorded is not None:
+            return recorded
+    return DEFAULT_LATENCY_BUDGET_S

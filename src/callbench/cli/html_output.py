@@ -51,18 +51,20 @@ class HtmlTarget:
             return OutputProblem(f"{option} {e}")
         return creatable_problem(option, self.path)
 
-    def start(self, runs: list | None) -> FolderBuild | None:
+    def start(self, runs: list | None, budget_s: float) -> FolderBuild | None:
         """For a folder: start writing its calls in the background (the report's worker processes,
         :func:`callbench.report.html.folder.start_html_folder`) while the statistics are computed;
         None for a file, or when the folder's place cannot be written now (the calls are then
         written by :meth:`write`, which also tries the fallback place). With ``runs`` None the
-        calls are handed to the build while the run is read (``FolderBuild.take``)."""
+        calls are handed to the build while the run is read (``FolderBuild.take``). ``budget_s``:
+        the report's latency budget (seconds), marked on each call's latency strip; the report
+        later given to :meth:`write` must have the same."""
         from callbench.report.html.folder import ReportFolderError, start_html_folder
 
         if not self.folder:
             return None
         try:
-            return start_html_folder(self.path, runs=runs, background=runs is not None)
+            return start_html_folder(self.path, runs=runs, background=runs is not None, budget_s=budget_s)
         except (OSError, ReportFolderError):
             return None
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from callbench.cli.app import app
-from callbench.cli.common import _latency_budget, _output_problem, _pass_rule, _role_settings
+from callbench.cli.common import _latency_budget, _output_problem, _pass_rule, _report_budget, _role_settings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -196,7 +196,7 @@ def report(
     from callbench.report.model.load import ReportInputError, load_runs
     from callbench.report.model.workers import default_workers, use_cpus
 
-    budget = _latency_budget(latency_budget)
+    given_budget = _latency_budget(latency_budget)
     use_cpus()  # large runs are read and their HTML folder written by worker processes
     try:
         default_workers()
@@ -224,6 +224,10 @@ def report(
     status = Console(stderr=True, emoji=False)
     from callbench.report.model.workers import WorkerCrash
 
+    # settled before any call file of a folder report is written (those written while reading
+    # included), so every output marks the same budget
+    budget = _report_budget(given_budget, run_dirs)
+
     early: dict[str, Any] = {}
 
     def calls_while_reading(n_calls: int) -> CallFiles | None:
@@ -236,7 +240,7 @@ def report(
         early["target"] = target
         if not target.folder or _target_problem(run_dirs, target, json_path, csv_path, html_folder):
             return None
-        build = target.start(None)
+        build = target.start(None, budget)
         if build is None:
             return None
         early["build"] = build
@@ -259,9 +263,7 @@ def report(
         # a folder's call files not written while reading are written by the worker processes while
         # the statistics run
         if "build" not in early:
-            early["build"] = target.start(runs) if target is not None else None
-        if budget is None:  # the budget the (first) run was made with, else the documented default
-            budget = next((r.manifest.latency_budget_s for r in runs if r.manifest.latency_budget_s), None)
+            early["build"] = target.start(runs, budget) if target is not None else None
         _report_outputs(runs, target, early["build"], status, run_dirs, samples, seed, confidence, audits,
                         json_path, csv_path, written, budget)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: say what was written (report files are atomic)
@@ -293,10 +295,11 @@ def _target_problem(
 def _report_outputs(
     runs: list, target: HtmlTarget | None, build: object | None, status: Console, run_dirs: list[Path],
     samples: int, seed: int | None, confidence: float, audits: list, json_path: Path | None,
-    csv_path: Path | None, written: list[str], latency_budget_s: float | None = None,
+    csv_path: Path | None, written: list[str], latency_budget_s: float,
 ) -> None:
-    """The statistics, then the terminal report, JSON, CSV and HTML (``report``'s second half); each
-    file written is appended to ``written`` (e.g. ``"JSON report r.json"``) as it is finished."""
+    """The statistics, then the terminal report, JSON, CSV and HTML (``report``'s second half), all
+    with the latency budget ``latency_budget_s`` (seconds; :func:`~callbench.cli.common._report_budget`);
+    each file written is appended to ``written`` (e.g. ``"JSON report r.json"``) as it is finished."""
     from rich.console import Console
 
     from callbench.cli.html_output import write_default_html
@@ -314,8 +317,7 @@ def _report_outputs(
         # line on a terminal; nothing in a pipe)
         with status.status(f"statistics: drawing {samples:,} bootstrap samples per interval"):
             result = build_report(runs, seed=seed, n_samples=samples, confidence=confidence,
-                                  judge_audits=audits, **({} if latency_budget_s is None else
-                                                          {"latency_budget_s": latency_budget_s}))
+                                  judge_audits=audits, latency_budget_s=latency_budget_s)
     except (ReportInputError, UnfairComparisonError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

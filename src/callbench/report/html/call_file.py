@@ -70,7 +70,9 @@ def copy_audio(calls_dir: Path | str, files: tuple[tuple[str, str], ...]) -> Non
         os.replace(tmp, dest)
 
 
-def call_file(call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts) -> CallFile:
+def call_file(
+    call: CallData, n: int, instructions: SharedTexts, briefs: SharedTexts, *, budget_s: float | None = None
+) -> CallFile:
     """Everything the folder report does for the ``n``-th call but writing it: its view
     (:func:`~callbench.report.html.viewer.episode_view`, JSON held as compact text,
     :func:`~callbench.report.html.call_script.json_source`), its data as ``callbenchCall("e<n>",
@@ -79,9 +81,10 @@ def call_file(call: CallData, n: int, instructions: SharedTexts, briefs: SharedT
     anchors (``instr-<sha256 prefix>``), the same whatever :class:`SharedTexts` is passed, so a
     worker process may use its own and the page's blocks be gathered in call order after. A turn
     whose audio was found plays ``calls/audio/<sha256>.wav`` (:data:`AUDIO_SRC`; the caller copies
-    :attr:`CallFile.audio` there with :func:`copy_audio`). Writes no file (it only checks the
-    audio files' hashes); raises nothing for any :class:`CallData` the loader gives."""
-    view = episode_view(call, n, instructions, briefs, json_text=json_source)
+    :attr:`CallFile.audio` there with :func:`copy_audio`). ``budget_s``: the report's latency
+    budget (seconds) marked on the call's latency strip (None: not marked). Writes no file (it
+    only checks the audio files' hashes); raises nothing for any :class:`CallData` the loader gives."""
+    view = episode_view(call, n, instructions, briefs, json_text=json_source, budget_s=budget_s)
     audio: dict[str, str] = {}
     for turn in view["caller_turns"]:
         for a in turn["audio"] or []:

@@ -60,7 +60,8 @@ class _Recorder(SharedTexts):
 
 @dataclass
 class CallJob:
-    """One call to write: its number ``n`` (anchor ``e<n>``), record, files and the folder."""
+    """One call to write: its number ``n`` (anchor ``e<n>``), record, files, the folder and the
+    report's latency budget."""
 
     n: int
     record: EpisodeRecord  # without its grade (read from ``grade_path``)
@@ -68,6 +69,7 @@ class CallJob:
     grade_path: str | None
     calls_dir: str
     audio: AudioFiles | None = None  # where its caller turns' audio is found
+    budget_s: float | None = None  # the latency budget marked on its strip (seconds; None: not marked)
 
 
 @dataclass
@@ -83,13 +85,16 @@ class CallOut:
 
 
 def make_call(
-    call: CallData, n: int, calls_dir: str, sent: set[str], *, chunk_start: bool
+    call: CallData, n: int, calls_dir: str, sent: set[str], *, chunk_start: bool,
+    budget_s: float | None = None,
 ) -> CallOut:
     """Build and write the ``n``-th call's file into ``calls_dir``; its shared texts are sent only
-    if not in ``sent`` (the texts this chunk already sent; updated). Raises ``OSError`` when the
+    if not in ``sent`` (the texts this chunk already sent; updated); ``budget_s``: the report's
+    latency budget (seconds) marked on its strip (None: not marked). Raises ``OSError`` when the
     file or its audio cannot be written."""
     uses: list[SharedUse] = []
-    made = call_file(call, n, _Recorder("instr", uses, sent), _Recorder("brief", uses, sent))
+    made = call_file(call, n, _Recorder("instr", uses, sent), _Recorder("brief", uses, sent),
+                     budget_s=budget_s)
     copy_audio(calls_dir, made.audio)
     Path(calls_dir, f"{made.anchor}.js").write_text(made.script, encoding="utf-8")
     entry = SearchEntry.of(made.anchor, made.search)
@@ -98,15 +103,18 @@ def make_call(
 
 def write_episode_call(
     record: EpisodeRecord, trace: Trace | None, grade: EpisodeGrade | None, n: int, calls_dir: str,
-    sent: set[str], *, chunk_start: bool, run_dir: str | None = None,
+    sent: set[str], *, chunk_start: bool, run_dir: str | None = None, budget_s: float | None = None,
 ) -> CallOut:
     """:func:`make_call` for an episode the run's loader has just read (the
     :class:`~callbench.report.model.episode_read.CallWriter` a folder report hands to
     :func:`callbench.report.model.load.load_run`, so each trace is read once for both; a module-level
-    function, so a spawned worker unpickles it by name). ``record`` comes without its grade; the
-    turns' audio is looked for in ``run_dir``'s voice cache."""
+    function, so a spawned worker unpickles it by name; the folder fixes ``budget_s`` with
+    ``functools.partial``). ``record`` comes without its grade; the turns' audio is looked for in
+    ``run_dir``'s voice cache; ``budget_s``: the report's latency budget (seconds) marked on the
+    call's strip (None: not marked)."""
     audio = None if run_dir is None else AudioFiles.of_run(run_dir)
-    return make_call(CallData(record, trace, grade, audio), n, calls_dir, sent, chunk_start=chunk_start)
+    return make_call(CallData(record, trace, grade, audio), n, calls_dir, sent, chunk_start=chunk_start,
+                     budget_s=budget_s)
 
 
 def write_calls(jobs: list[CallJob]) -> list[CallOut]:
@@ -120,7 +128,7 @@ def write_calls(jobs: list[CallJob]) -> list[CallOut]:
         trace = parse(tpath, read_text(tpath, "trace"), Trace, "trace") if tpath else None
         grade = read_model(Path(job.grade_path), EpisodeGrade, "episode grade") if job.grade_path else None
         out.append(make_call(CallData(job.record, trace, grade, job.audio), job.n, job.calls_dir, sent,
-                             chunk_start=not out))
+                             chunk_start=not out, budget_s=job.budget_s))
     return out
 
 
@@ -144,13 +152,14 @@ class SharedReplay:
 
 def folder_calls(
     runs: list[RunData], calls_dir: Path, instructions: SharedTexts, briefs: SharedTexts,
-    *, workers: int | None = None, ahead: int | None = None,
+    *, workers: int | None = None, ahead: int | None = None, budget_s: float | None = None,
 ) -> Iterator[CallOut]:
     """Write every call of ``runs`` (those with a trace or a grade, in run then plan order, as
     :func:`callbench.report.html.viewer.call_data`) into ``calls_dir`` and yield each call's
     :class:`CallOut` in that order, after adding its operating instructions and caller brief to
     ``instructions`` and ``briefs`` (``workers`` and ``ahead`` as in
-    :func:`~callbench.report.model.workers.map_ordered`)."""
+    :func:`~callbench.report.model.workers.map_ordered`; ``budget_s``: the report's latency budget
+    in seconds, marked on each call's strip; None: not marked)."""
     jobs: list[CallJob] = []
     for run in runs:
         audio = AudioFiles.of_run(run.run_dir)
@@ -161,7 +170,8 @@ def folder_calls(
                 # to pickle there than to read)
                 jobs.append(CallJob(len(jobs), rec.model_copy(update={"grade": None}),
                                     None if tpath is None else str(tpath),
-                                    None if gpath is None else str(gpath), str(calls_dir), audio))
+                                    None if gpath is None else str(gpath), str(calls_dir), audio,
+                                    budget_s))
     replay = SharedReplay(instructions, briefs)
     for done in map_ordered(write_calls, jobs, workers=workers, ahead=ahead):
         replay.take(done)

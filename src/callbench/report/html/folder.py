@@ -40,7 +40,7 @@ import os
 import shutil
 import threading
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
+from functools import lru_cache, partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -158,11 +158,12 @@ class _Shards:
 
 
 def _serial_calls(
-    calls: Iterable[CallData], calls_dir: Path, instructions: SharedTexts, briefs: SharedTexts
+    calls: Iterable[CallData], calls_dir: Path, instructions: SharedTexts, briefs: SharedTexts,
+    budget_s: float | None,
 ) -> Iterator[tuple[dict[str, Any], SearchEntry, list[str]]]:
     """Write each call's file in this process; yield its row, search entry and non-ASCII runs."""
     for n, call in enumerate(calls):
-        done = call_file(call, n, instructions, briefs)
+        done = call_file(call, n, instructions, briefs, budget_s=budget_s)
         copy_audio(calls_dir, done.audio)
         (calls_dir / f"{done.anchor}.js").write_text(done.script, "utf-8")
         yield done.row, SearchEntry.of(done.anchor, done.search), non_ascii_runs(done.search)
@@ -173,13 +174,16 @@ class FolderBuild:
     temporary sibling of the folder), in this thread or, with ``background``, in a thread that
     feeds the report's worker processes while the caller computes the statistics; :meth:`finish`
     then writes the page and moves the folder into place. :meth:`abort` (any stop before that)
-    stops the workers and removes everything written. Made by :func:`start_html_folder`."""
+    stops the workers and removes everything written. ``budget_s``: the report's latency budget
+    (seconds) marked on every call's latency strip (None: not marked); :meth:`finish` refuses a
+    report with another. Made by :func:`start_html_folder`."""
 
     def __init__(self, folder: Path, calls: Iterable[CallData] | None, runs: list[RunData] | None,
-                 background: bool) -> None:
+                 background: bool, budget_s: float | None = None) -> None:
         if calls is not None and runs is not None:
             raise ValueError("give calls or runs, not both")
         self.folder, self.parallel = folder.absolute(), False  # fonts: 4 subsets, not worth a pool
+        self.budget_s = budget_s
         _check_target(self.folder)
         self.tmp = self.folder.with_name(f".{self.folder.name}.tmp-{os.getpid()}")
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -199,10 +203,11 @@ class FolderBuild:
         if calls is None and runs is None:  # calls come through take() (written while the run is read)
             return
         self._written = (
-            _serial_calls(calls, self.tmp / CALLS, self.instructions, self.briefs) if calls is not None
+            _serial_calls(calls, self.tmp / CALLS, self.instructions, self.briefs, budget_s)
+            if calls is not None
             else ((c.row, c.search, c.non_ascii)
                   for c in folder_calls(runs or [], self.tmp / CALLS, self.instructions, self.briefs,
-                                        ahead=1_000_000 if background else None))
+                                        ahead=1_000_000 if background else None, budget_s=budget_s))
         )
         if background:
             self._thread = threading.Thread(target=self._consume, name="callbench-report-calls", daemon=True)
@@ -225,8 +230,8 @@ class FolderBuild:
     def while_reading(self) -> CallFiles:
         """What :func:`callbench.report.model.load.load_run` needs to write this folder's call files
         while it reads the run (:data:`~callbench.report.model.load.CallsRequest`): the folder, the
-        writer its workers call for each episode, and :meth:`take`."""
-        return CallFiles(self.calls_dir, write_episode_call, self.take)
+        writer its workers call for each episode (marking this build's budget), and :meth:`take`."""
+        return CallFiles(self.calls_dir, partial(write_episode_call, budget_s=self.budget_s), self.take)
 
     def _consume(self) -> None:
         try:
@@ -242,8 +247,14 @@ class FolderBuild:
         """Wait for the calls, write the page (``reason`` says on it why it is a folder) and move
         the folder into place at ``folder`` (the one started with, or another: the files move
         there). Returns the number of calls. Raises what writing the calls raised,
-        :class:`ReportFolderError` or ``OSError``; either way nothing is left behind."""
+        :class:`ReportFolderError` or ``OSError``, and ``ValueError`` when the calls were written
+        with a latency budget other than ``report``'s (the strips and the tables would disagree);
+        either way nothing is left behind."""
         try:
+            budget = report.settings.latency_budget_s
+            if self.budget_s is not None and self.budget_s != budget:
+                raise ValueError(f"the folder's calls mark a latency budget of {self.budget_s} s but the "
+                                 f"report's is {budget} s")
             if self._thread is not None:
                 self._thread.join()
             if self._error is not None:
@@ -296,7 +307,7 @@ class FolderBuild:
 
 def start_html_folder(
     folder: Path, calls: Iterable[CallData] | None = None, *, runs: list[RunData] | None = None,
-    background: bool = False,
+    background: bool = False, budget_s: float | None = None,
 ) -> FolderBuild:
     """Start a folder report at ``folder`` from ``calls`` (read once, one at a time: an iterator of
     :class:`~callbench.report.html.viewer.CallData` in run then plan order, e.g.
@@ -305,10 +316,12 @@ def start_html_folder(
     :func:`callbench.report.html.calls.folder_calls`; the same files), or from neither: the calls
     are then written while the run is read (:data:`callbench.report.model.load.CallsRequest`,
     :meth:`FolderBuild.while_reading`) and handed to :meth:`FolderBuild.take`. Only the
-    episodes-table row of each call stays in memory.
+    episodes-table row of each call stays in memory. ``budget_s``: the report's latency budget
+    (seconds) marked on each call's latency strip, settled before any call is written (None: not
+    marked); the report :meth:`FolderBuild.finish` is given must have the same.
     Raises :class:`ReportFolderError` when ``folder`` is a file
     or a folder that is not a callbench report folder, ``OSError`` when it cannot be written."""
-    return FolderBuild(folder, calls, runs, background)
+    return FolderBuild(folder, calls, runs, background, budget_s)
 
 
 def write_html_folder(
@@ -317,8 +330,10 @@ def write_html_folder(
 ) -> int:
     """Write the report as a folder (module docstring) from ``calls`` or ``runs``
     (:func:`start_html_folder`) and return the number of calls in it. ``reason`` says on the
-    page why it is a folder. Raises :class:`ReportFolderError` when ``folder`` is a file or a
-    folder that is not a callbench report folder, and ``OSError`` when it cannot be written
-    (nothing is left behind: the temporary folder is removed)."""
-    build = start_html_folder(folder, calls, runs=runs)
+    page why it is a folder; each call's latency strip marks the report's budget
+    (``report.settings.latency_budget_s``), as the single file's does. Raises
+    :class:`ReportFolderError` when ``folder`` is a file or a folder that is not a callbench report
+    folder, and ``OSError`` when it cannot be written (nothing is left behind: the temporary folder
+    is removed)."""
+    build = start_html_folder(folder, calls, runs=runs, budget_s=report.settings.latency_budget_s)
     return build.finish(report, folder, reason=reason)

@@ -331,8 +331,10 @@ def episode_view(
     """The view of the ``n``-th call (anchor ``e<n>``), adding its operating instructions and
     caller brief to ``instructions`` and ``briefs``. Tool arguments and results and JSON tool
     messages are held as ``json_text(value)`` (default :func:`pretty`: indented text);
-    ``budget_s``: the latency budget (seconds) marked on the latency strip (None: not marked; the
-    folder report's calls are written before the report's budget is settled)."""
+    ``budget_s``: the latency budget (seconds) marked on the latency strip (None: not marked). Both
+    HTML reports pass the report's budget (``report.settings.latency_budget_s``): the folder
+    report's calls, written while the runs are read, get it from ``callbench report``, which
+    settles it from the run manifests before reading anything else."""
     rec, trace, grade, audio = call
     prefix = f"e{n}"
     return {

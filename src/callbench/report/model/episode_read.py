@@ -234,8 +234,8 @@ class CallWriter(Protocol):
     hands on, in call order, to the one that asked for the call files
     (:class:`callbench.report.model.load.CallFiles`).
     The HTML report supplies it; this layer only carries it to the worker and back, so it reads
-    episodes without knowing any view. It must be a module-level function: a spawned worker
-    unpickles it by name."""
+    episodes without knowing any view. It must be a module-level function, or a
+    ``functools.partial`` of one fixing its other options: a spawned worker unpickles it by name."""
 
     def __call__(
         self, record: EpisodeRecord, trace: Trace | None, grade: EpisodeGrade | None, n: int,
