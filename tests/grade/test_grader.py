@@ -263,3 +263,16 @@ def test_regrade_keeps_the_runs_cutoff_unless_given(run_dir):
     assert load_grade_set(run_dir, _manifest(run_dir).grade_sets[-1]).cutoff == 50.0
     # with no grade set at all the default pass mark applies
     assert run_cutoff(run_dir, []) == 70.0
+
+
+@pytest.mark.parametrize(("recorded", "expected"), [(0.0, 0.0), (1.25, 1.25), (None, 0.8)])
+async def test_the_grade_set_takes_the_runs_recorded_budget_zero_included(
+    run_dir: Path, recorded: float | None, expected: float
+) -> None:
+    # a run made with --latency-budget 0ms has a budget of 0 s (no turn is within it), as the report
+    # reads it; only a run that recorded none gets the default
+    m = _manifest(run_dir)
+    m.latency_budget_s = recorded
+    (run_dir / "manifest.json").write_text(m.model_dump_json(indent=1))
+    gid = await grade_run(run_dir, pass_rule="outcome_overall_latency")
+    assert load_grade_set(run_dir, gid).latency_budget_s == expected

@@ -294,7 +294,8 @@ async def grade_run(
                 run_id=manifest.run_id,
                 bundle_hash=manifest.bundle_hash,
                 pass_rule=pass_rule,
-                latency_budget_s=manifest.latency_budget_s or DEFAULT_LATENCY_BUDGET_S,
+                latency_budget_s=(DEFAULT_LATENCY_BUDGET_S if manifest.latency_budget_s is None
+                                  else manifest.latency_budget_s),  # a recorded 0 s is a budget
             ).grade_set_id
         pending = iter(todo)
 
