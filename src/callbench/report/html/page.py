@@ -39,6 +39,7 @@ from callbench.report.model.latency_text import (
     latency_notes,
     latency_rows,
     paired_rows,
+    ranked_slices,
     slice_rows,
 )
 from callbench.report.model.ledger import LEDGER_COLUMNS, ledger_rows
@@ -189,6 +190,7 @@ def render_page(
         latency_lines=(latency_notes(report.latency, report.settings.latency_budget_s)
                        + report.latency_warnings) if report.latency else [],
         latency_slices=slice_rows(report.latency),
+        latency_ranked=[(kind, ranked_slices(report.latency, kind)) for kind in ("agent", "scenario")],
         latency_paired=paired_rows(report.paired_latency),
         judge_latency_lines=[line for r in report.runs
                              if (line := judge_latency_line(r.run_id, r.judge_latency))],

@@ -1,14 +1,25 @@
 """Latency per candidate, as every report shows it (docs/latency.md): quantiles of time to first
 word and of dead air per candidate turn, the share of turns within the latency budget, talk time,
-caller wait time and the dead-air share per call, slices by language and by tool round trips
-before speech, and paired comparisons of the median time to first word.
+caller wait time and the dead-air share per call, slices of time to first word (by language,
+tool round trips before speech, turn index, agent and scenario), and paired comparisons of the
+median time to first word.
 
 Calls counted: those with a trace holding timings that were not skipped (scored or not yet
 graded: latency does not depend on the grade). Intervals are hierarchical bootstraps (agents,
 scenarios, repeats: :mod:`callbench.stats.latency` for turn quantiles and shares,
 :func:`callbench.stats.bootstrap.hierarchical_bootstrap` for per-call means); every generator
 derives from the report seed and stable labels. Slices carry the thin-slice warnings of the
-scores' (:func:`callbench.stats.summary.slice_warned`).
+scores' (:func:`callbench.stats.summary.slice_warned`), except where the slice itself fixes a
+level of the hierarchy (:func:`fixed_slice_warned`).
+
+What a slice's bootstrap resamples: the same three levels, over the slice's own calls (and, for
+tool and turn-index slices, only the turns of each call that fall in the slice). A level that the
+slice holds to one cluster is not resampled: its one cluster is drawn every time. So a language
+or turn-index slice redraws agents, scenarios and repeats; an agent slice redraws that agent's
+scenarios and their repeats (its interval says how well this agent's scenarios pin its latency,
+not how other agents would do); a scenario slice redraws only its repeats, each call bringing all
+its turns (turns of one call are never resampled one by one: they are not independent), so a
+scenario with one call has an interval of zero width, and a warning.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from pydantic import BaseModel, Field
 from callbench.stats.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_SAMPLES,
+    MIN_SCORED_FOR_INTERVAL,
     BootstrapResult,
     derive_rng,
     hierarchical_bootstrap,
@@ -33,7 +45,7 @@ from callbench.stats.latency import (
     share_within_budget,
 )
 from callbench.stats.paired import PairedComparison, paired_comparison
-from callbench.stats.summary import EpisodeRecord, group_by_candidate, slice_warned
+from callbench.stats.summary import SLICE_MIN_SCENARIOS, EpisodeRecord, group_by_candidate, slice_warned
 
 QUANTILES: dict[str, float] = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 """The quantiles reported, by label (p50 is the median)."""
@@ -46,9 +58,53 @@ PAIRED_METRIC = "first_word_median_ms"
 means a kept the caller waiting longer)."""
 
 
+TURN_INDEX_LAST = 5
+"""Turn-index slices: candidate turns 1 to 4 each, then every later turn together (``5+``): few
+calls run long, so later positions would each rest on a handful of turns."""
+
+
 def tools_bucket(n: int) -> str:
     """The slice of a turn by tool round trips before its first word: ``0``, ``1`` or ``2+``."""
     return "2+" if n >= 2 else str(n)
+
+
+def turn_bucket(position: int) -> str:
+    """The slice of a candidate turn by its position in the call, counted from 1 (the candidate's
+    first turn, the greeting, timed from the call connecting): ``1`` to ``4``, then ``5+``
+    (:data:`TURN_INDEX_LAST`). Raises ValueError for a position below 1."""
+    if position < 1:
+        raise ValueError(f"turn position counts from 1, got {position}")
+    return f"{TURN_INDEX_LAST}+" if position >= TURN_INDEX_LAST else str(position)
+
+
+def scenario_label(agent_id: str, scenario_id: str) -> str:
+    """A scenario slice's key, ``agent/scenario`` (a scenario id is unique only within its agent)."""
+    return f"{agent_id}/{scenario_id}"
+
+
+def fixed_slice_warned(result: BootstrapResult, fixed: str) -> BootstrapResult:
+    """``result`` with its ``warning`` set for a slice that holds ``fixed`` (``agent`` or
+    ``scenario``) to one cluster, checked on the levels its bootstrap still redraws (module
+    docstring): an agent slice is warned below :data:`~callbench.stats.summary.SLICE_MIN_SCENARIOS`
+    scenarios, a scenario slice below :data:`~callbench.stats.bootstrap.MIN_SCORED_FOR_INTERVAL`
+    calls (the same minimums as the scores' slices and intervals; project rules,
+    docs/validity.md). The scores' check (:func:`~callbench.stats.summary.slice_warned`) would
+    warn every such slice for its one agent or scenario, which says nothing. Raises ValueError for
+    another ``fixed``."""
+    if fixed not in ("agent", "scenario"):
+        raise ValueError(f"a fixed slice holds an agent or a scenario, got {fixed!r}")
+    result.warning = None
+    if result.n_episodes == 0:
+        return result
+    if fixed == "agent" and result.n_scenarios < SLICE_MIN_SCENARIOS:
+        n = result.n_scenarios
+        result.warning = (f"only {n} scenario{'s' if n != 1 else ''} of this agent (fewer than "
+                          f"{SLICE_MIN_SCENARIOS}): interval unreliable")
+    elif fixed == "scenario" and result.n_episodes < MIN_SCORED_FOR_INTERVAL:
+        n = result.n_episodes
+        result.warning = (f"only {n} call{'s' if n != 1 else ''} of this scenario (fewer than "
+                          f"{MIN_SCORED_FOR_INTERVAL}; only its repeats are redrawn): interval unreliable")
+    return result
 
 
 class LatencySummary(BaseModel):
@@ -59,8 +115,11 @@ class LatencySummary(BaseModel):
     (:class:`~callbench.stats.latency.CallTimings`). ``sources``: calls by where their timings came
     from (measured, replayed from the response cache, timed by the harness around a client that
     times nothing, mixed); ``streamed_calls``: calls whose every turn was streamed (otherwise a
-    turn's first word is its whole answer). ``by_language`` and ``by_tools_before_speech``: slice
-    -> quantile label (:data:`SLICE_QUANTILES`) -> time to first word. ``harness_cpu``: quantile
+    turn's first word is its whole answer). ``by_language``, ``by_tools_before_speech``,
+    ``by_turn_index`` (:func:`turn_bucket`), ``by_agent`` and ``by_scenario``
+    (:func:`scenario_label`): slice -> quantile label (:data:`SLICE_QUANTILES`) -> time to first
+    word, each slice's bootstrap as the module docstring says; keys in sorted order (turn
+    index: 1 to 5+). ``harness_cpu``: quantile
     label (:data:`SLICE_QUANTILES`) -> callbench's own CPU seconds per candidate request
     (``sim/harness_cpu.py``), over the ``harness_cpu_requests`` requests that recorded it;
     ``harness_cpu_share``: its median as a percentage of the median time to first word (None
@@ -82,6 +141,9 @@ class LatencySummary(BaseModel):
     dead_air_share: BootstrapResult | None = None
     by_language: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
     by_tools_before_speech: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+    by_turn_index: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+    by_agent: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
+    by_scenario: dict[str, dict[str, BootstrapResult]] = Field(default_factory=dict)
     harness_cpu: dict[str, BootstrapResult] = Field(default_factory=dict)
     harness_cpu_requests: int = 0
     harness_cpu_share: float | None = None
@@ -176,6 +238,27 @@ def summarize_latency(candidate: str, records: Sequence[EpisodeRecord], *, budge
                     if tools_bucket(n) == b]
         out.by_tools_before_speech[bucket] = {k: slice_warned(v) for k, v in _quantiles(
             calls, in_bucket, SLICE_QUANTILES, *args, candidate, "tools", bucket).items()}
+    # a call's turns in order, one per candidate turn: its position is the index in the list, from 1
+    longest = max((len(t.first_word_s) for t in timings), default=0)
+    for bucket in [turn_bucket(i) for i in range(1, min(longest, TURN_INDEX_LAST) + 1)]:
+        def at_position(t: CallTimings, b: str = bucket) -> list[float | None]:
+            return [w for i, w in enumerate(t.first_word_s, start=1) if turn_bucket(i) == b]
+        out.by_turn_index[bucket] = {k: slice_warned(v) for k, v in _quantiles(
+            calls, at_position, SLICE_QUANTILES, *args, candidate, "turn", bucket).items()}
+    by_agent: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    by_scenario: dict[tuple[str, str], list[EpisodeRecord]] = defaultdict(list)
+    for r in calls:
+        by_agent[r.agent_id].append(r)
+        by_scenario[(r.agent_id, r.scenario_id)].append(r)
+    out.by_agent = {
+        agent: {k: fixed_slice_warned(v, "agent") for k, v in _quantiles(
+            subset, lambda t: t.first_word_s, SLICE_QUANTILES, *args, candidate, "agent", agent).items()}
+        for agent, subset in sorted(by_agent.items())}
+    out.by_scenario = {
+        scenario_label(agent, scen): {k: fixed_slice_warned(v, "scenario") for k, v in _quantiles(
+            subset, lambda t: t.first_word_s, SLICE_QUANTILES, *args, candidate, "scenario", agent, scen
+        ).items()}
+        for (agent, scen), subset in sorted(by_scenario.items())}
     return out
 
 

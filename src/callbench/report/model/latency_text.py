@@ -4,6 +4,8 @@ milliseconds (turn quantiles) or seconds (per-call talk and wait time)."""
 
 from __future__ import annotations
 
+from typing import Literal, NamedTuple
+
 from callbench.report.model.latency import SLICE_QUANTILES, LatencySummary
 from callbench.stats.bootstrap import BootstrapResult
 from callbench.stats.paired import PairedComparison
@@ -49,17 +51,65 @@ def latency_rows(latency: dict[str, LatencySummary]) -> list[list[str]]:
 
 
 def slice_rows(latency: dict[str, LatencySummary]) -> list[list[str]]:
-    """Rows ``candidate, slice, p50 ms, p90 ms, warning`` for the language and the tool round
-    trips before speech slices (time to first word)."""
+    """Rows ``candidate, slice, p50 ms, p90 ms, warning`` for the short slices of time to first
+    word: language, tool round trips before speech and turn index (the long ones, agent and
+    scenario, are :func:`ranked_slices`)."""
     rows = []
     for c, s in latency.items():
-        groups = (("language", s.by_language), ("tools before speech", s.by_tools_before_speech))
+        groups = (("language", s.by_language), ("tools before speech", s.by_tools_before_speech),
+                  ("turn", s.by_turn_index))
         for kind, by in groups:
             for key, qs in by.items():
                 warn = next((r.warning for r in qs.values() if r.warning), None)
                 rows.append([c, f"{kind} {key or '?'}", *(ms(qs.get(q)) for q in SLICE_QUANTILES),
                              warn or ""])
     return rows
+
+
+class RankedSlice(NamedTuple):
+    """One agent or scenario slice of a candidate, as shown: ``p50``/``p90`` as :func:`ms` text,
+    ``p50_ms``/``p90_ms`` the estimates in milliseconds (None: no turn spoke) for sorting,
+    ``calls`` the calls with a turn that spoke, ``warning`` the slice's caution ('' for none)."""
+
+    candidate: str
+    key: str
+    p50: str
+    p90: str
+    calls: int
+    warning: str
+    p50_ms: float | None
+    p90_ms: float | None
+
+
+def ranked_slices(latency: dict[str, LatencySummary], kind: Literal["agent", "scenario"],
+                  limit: int | None = None) -> list[RankedSlice]:
+    """The ``kind`` slices of each candidate (in the report's order), slowest median time to first
+    word first (ties by key; slices where no turn spoke last); at most ``limit`` per candidate
+    (None: all)."""
+    out = []
+    for c, s in latency.items():
+        rows = []
+        for key, qs in (s.by_agent if kind == "agent" else s.by_scenario).items():
+            p50, p90 = qs.get("p50"), qs.get("p90")
+            est = [None if r is None or r.estimate is None else 1000.0 * r.estimate for r in (p50, p90)]
+            warn = next((r.warning for r in qs.values() if r.warning), None)
+            rows.append(RankedSlice(c, key, ms(p50), ms(p90), p50.n_episodes if p50 else 0, warn or "",
+                                    est[0], est[1]))
+        rows.sort(key=lambda r: (r.p50_ms is None, -(r.p50_ms or 0.0), r.key))
+        out += rows[:limit]
+    return out
+
+
+def slowest_scenarios_line(candidate: str, s: LatencySummary, n: int = 3) -> str | None:
+    """The line naming the candidate's ``n`` slowest scenarios by median time to first word, and
+    where the rest are; None without a scenario whose turns spoke."""
+    top = [r for r in ranked_slices({candidate: s}, "scenario", n) if r.p50_ms is not None]
+    if not top:
+        return None
+    named = ", ".join(f"{r.key} {r.p50_ms:.0f} ms" + (" (†)" if r.warning else "") for r in top)
+    return (f"{candidate}: slowest scenarios by median time to first word: {named} (of "
+            f"{len(s.by_scenario)}; † thin). Every scenario and agent: the HTML report's latency section, "
+            f"and latency.<candidate>.by_scenario / by_agent in the JSON report.")
 
 
 def paired_rows(paired: list[PairedComparison]) -> list[list[str]]:

@@ -1,5 +1,7 @@
-"""The latency section of the terminal report: a table per candidate, the slices, the paired
-comparisons and the lines about where latency was measured (text from
+"""The latency section of the terminal report: a table per candidate, the short slices (language,
+tools before speech, turn index) and each candidate's slowest scenarios (the agent and scenario
+slices in full are in the HTML and JSON reports), the paired comparisons and the lines about
+where latency was measured (text from
 :mod:`callbench.report.model.latency_text`, laid out here as rich tables, markup-escaped)."""
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from callbench.report.model.latency_text import (
     latency_rows,
     paired_rows,
     slice_rows,
+    slowest_scenarios_line,
 )
 from callbench.report.terminal.fit import print_table, print_wrapped
 
@@ -41,6 +44,9 @@ def render_latency_terminal(report: Report, console: Console) -> None:
     for row in slice_rows(report.latency):
         s.add_row(*(escape(x) for x in row))
     print_table(console, s)
+    for c, summary in report.latency.items():
+        if line := slowest_scenarios_line(c, summary):
+            print_wrapped(console, "  " + line, hang="    ")
     rows = paired_rows(report.paired_latency)
     if rows:
         p = Table(title="Paired latency (each call's median time to first word, ms; a − b, positive: a "
