@@ -101,15 +101,19 @@ def ranked_slices(latency: dict[str, LatencySummary], kind: Literal["agent", "sc
 
 
 def slowest_scenarios_line(candidate: str, s: LatencySummary, n: int = 3) -> str | None:
-    """The line naming the candidate's ``n`` slowest scenarios by median time to first word, and
-    where the rest are; None without a scenario whose turns spoke."""
+    """The line naming the candidate's ``n`` slowest scenarios by median time to first word (the
+    rest: :data:`SLICES_ELSEWHERE`); None without a scenario whose turns spoke."""
     top = [r for r in ranked_slices({candidate: s}, "scenario", n) if r.p50_ms is not None]
     if not top:
         return None
     named = ", ".join(f"{r.key} {r.p50_ms:.0f} ms" + (" (†)" if r.warning else "") for r in top)
     return (f"{candidate}: slowest scenarios by median time to first word: {named} (of "
-            f"{len(s.by_scenario)}; † thin). Every scenario and agent: the HTML report's latency section, "
-            f"and latency.<candidate>.by_scenario / by_agent in the JSON report.")
+            f"{len(s.by_scenario)}; † thin).")
+
+
+SLICES_ELSEWHERE = ("Time to first word of every agent and every scenario, with intervals: the HTML report's "
+                    "latency section, and latency.<candidate>.by_agent / by_scenario in the JSON report.")
+"""Where the terminal's reader finds the slices it leaves out."""
 
 
 def paired_rows(paired: list[PairedComparison]) -> list[list[str]]:
