@@ -184,8 +184,8 @@ def test_html_shows_turn_slices_and_sortable_agent_and_scenario_tables(report: A
         start = page.index(f'<details class="latency-ranked" id="latency-by-{kind}">')
         block = page[start:page.index("</details>", start)]
         assert f"Time to first word by {kind}: {n} rows" in block and 'class="sortable"' in block
-        rows = re.findall(r'<tr><td>cand-a</td><td>([^<]*(?:<wbr>[^<]*)*)</td><td class="num" data-v="([^"]*)"',
-                          block)
+        row = r'<tr><td>cand-a</td><td>([^<]*(?:<wbr>[^<]*)*)</td><td class="num" data-v="([^"]*)"'
+        rows = re.findall(row, block)
         keys = [k.replace("<wbr>", "") for k, _ in rows]
         medians = [float(v) for _, v in rows]
         by = lat.by_agent if kind == "agent" else lat.by_scenario

@@ -45,9 +45,9 @@ def render_latency_terminal(report: Report, console: Console) -> None:
     for row in slice_rows(report.latency):
         s.add_row(*(escape(x) for x in row))
     print_table(console, s)
-    slowest = [line for c, summary in report.latency.items() if (line := slowest_scenarios_line(c, summary))]
-    for line in [*slowest, SLICES_ELSEWHERE] if slowest else []:
-        print_wrapped(console, "  " + line, hang="    ")
+    slowest = [worst for c, lat in report.latency.items() if (worst := slowest_scenarios_line(c, lat))]
+    for text in [*slowest, SLICES_ELSEWHERE] if slowest else []:
+        print_wrapped(console, "  " + text, hang="    ")
     rows = paired_rows(report.paired_latency)
     if rows:
         p = Table(title="Paired latency (each call's median time to first word, ms; a − b, positive: a "
