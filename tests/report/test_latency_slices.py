@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,32 @@ def test_terminal_shows_turn_slices_and_the_slowest_scenarios(report: Any) -> No
     flat = " ".join(text.split())
     assert f"cand-b: slowest scenarios by median time to first word: {named} (of 20; † thin)" in flat
     assert flat.count("latency.<candidate>.by_agent / by_scenario in the JSON report") == 1
+
+
+def test_scenario_table_starts_collapsed_and_sorts_in_a_browser(report: Any, runs: Any, tmp_path: Path
+                                                                 ) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("no chromium installed (apt-get install chromium)")
+    from callbench.report.html.page import render_html
+
+    html = tmp_path / "report.html"
+    html.write_text(render_html(report, runs, include_traces=False), encoding="utf-8")
+    medians = ("Array.from(document.querySelectorAll('#latency-by-scenario tbody tr'))"
+               ".map(r => r.cells[2].textContent)")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium,
+                                    args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 900, "height": 900})
+        page.goto(html.as_uri())
+        page.wait_for_load_state("load")
+        assert not page.is_visible("#latency-by-scenario table")  # collapsed until opened
+        page.click("#latency-by-scenario > summary")
+        assert page.is_visible("#latency-by-scenario table")
+        page.click("#latency-by-scenario thead th:nth-child(3) button")
+        shown = [float(t.split(" [")[0]) for t in page.evaluate(medians)]
+        browser.close()
+    every = sorted(1000 * qs["p50"].estimate for lat in report.latency.values()
+                   for qs in lat.by_scenario.values())
+    assert len(shown) == 40 and shown == sorted(shown) and shown == [round(v) for v in every]
