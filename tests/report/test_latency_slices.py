@@ -181,6 +181,7 @@ def test_html_shows_turn_slices_and_sortable_agent_and_scenario_tables(report: A
     lat = report.latency["cand-a"]
     turn1 = lat.by_turn_index["1"]["p50"]
     assert f"<td>turn 1</td><td>{1000 * turn1.estimate:.0f} [" in page
+    assert "turn 1, the greeting, counts from the call connecting" in page
     for kind, n in (("agent", 4), ("scenario", 40)):
         start = page.index(f'<details class="latency-ranked" id="latency-by-{kind}">')
         block = page[start:page.index("</details>", start)]
@@ -213,6 +214,7 @@ def test_terminal_shows_turn_slices_and_the_slowest_scenarios(report: Any) -> No
     flat = " ".join(text.split())
     assert f"cand-b: slowest scenarios by median time to first word: {named} (of 20; † thin)" in flat
     assert flat.count("latency.<candidate>.by_agent / by_scenario in the JSON report") == 1
+    assert "5+ pools the fifth turn and every later one" in flat
 
 
 def test_scenario_table_starts_collapsed_and_sorts_in_a_browser(report: Any, runs: Any, tmp_path: Path

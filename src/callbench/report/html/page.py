@@ -36,6 +36,7 @@ from callbench.report.model.judge_accuracy import JUDGE_ACCURACY_COLUMNS, NOT_ME
 from callbench.report.model.judge_latency import judge_latency_line
 from callbench.report.model.latency_text import (
     LATENCY_COLUMNS,
+    TURN_SLICE_NOTE,
     latency_notes,
     latency_rows,
     paired_rows,
@@ -190,6 +191,7 @@ def render_page(
         latency_lines=(latency_notes(report.latency, report.settings.latency_budget_s)
                        + report.latency_warnings) if report.latency else [],
         latency_slices=slice_rows(report.latency),
+        latency_turn_note=TURN_SLICE_NOTE,
         latency_ranked=[(kind, ranked_slices(report.latency, kind)) for kind in ("agent", "scenario")],
         latency_paired=paired_rows(report.paired_latency),
         judge_latency_lines=[line for r in report.runs

@@ -111,6 +111,10 @@ def slowest_scenarios_line(candidate: str, s: LatencySummary, n: int = 3) -> str
             f"{len(s.by_scenario)}; † thin).")
 
 
+TURN_SLICE_NOTE = ("Turn n: the candidate's n-th turn in the call (turn 1, the greeting, counts from the "
+                   "call connecting; 5+ pools the fifth turn and every later one).")
+"""What the turn-index slices are, said under the slice table."""
+
 SLICES_ELSEWHERE = ("Time to first word of every agent and every scenario, with intervals: the HTML report's "
                     "latency section, and latency.<candidate>.by_agent / by_scenario in the JSON report.")
 """Where the terminal's reader finds the slices it leaves out."""

@@ -14,6 +14,7 @@ from callbench.report.model.build import Report
 from callbench.report.model.latency_text import (
     LATENCY_COLUMNS,
     SLICES_ELSEWHERE,
+    TURN_SLICE_NOTE,
     latency_notes,
     latency_rows,
     paired_rows,
@@ -46,7 +47,8 @@ def render_latency_terminal(report: Report, console: Console) -> None:
         s.add_row(*(escape(x) for x in row))
     print_table(console, s)
     slowest = [worst for c, lat in report.latency.items() if (worst := slowest_scenarios_line(c, lat))]
-    for text in [*slowest, SLICES_ELSEWHERE] if slowest else []:
+    turns = [TURN_SLICE_NOTE] if any(lat.by_turn_index for lat in report.latency.values()) else []
+    for text in turns + ([*slowest, SLICES_ELSEWHERE] if slowest else []):
         print_wrapped(console, "  " + text, hang="    ")
     rows = paired_rows(report.paired_latency)
     if rows:
