@@ -14,6 +14,8 @@ from callbench.bundle.models import Bundle
 from callbench.models.base import ModelClient, ModelRequest, ModelResponse, ModelSettings
 from callbench.models.faults import RateLimitWaits, collect_faults
 from callbench.models.remote.openai_client import OpenAIClient
+from callbench.report.model.build import build_report
+from callbench.report.model.load import load_runs
 from callbench.runfolder.manifest import MeasuredAt, RunManifest
 from callbench.runs import guard
 from callbench.runs.executor import RoleSpec
@@ -71,6 +73,12 @@ async def test_a_run_against_a_429_server_records_the_exact_count_and_seconds(
     # the episodes' own ledgers hold the same candidate seconds
     ledgers = [json.loads(p.read_text(encoding="utf-8")) for p in (out / "faults").glob("*.json")]
     assert sum(d["roles"]["candidate"]["rate_limit_wait_s"] for d in ledgers) == 4.5 * answered["candidate"]
+    # and the report says so, beside the latency notes, naming the throttled candidate
+    notes = build_report(load_runs([out]), n_samples=50).latency_warnings
+    n, seconds = answered["candidate"], 4.5 * answered["candidate"]
+    assert any(f"candidate {n} answered 429, {seconds:.1f} s waited before retrying" in line for line in notes)
+    assert any(line.startswith("Candidates whose requests waited on rate limits: ")
+               and f"({n} answered 429, {seconds:.1f} s waited" in line for line in notes)
 
 
 def test_an_old_manifest_entry_without_waits_still_loads() -> None:

@@ -226,7 +226,9 @@ def cost_caption(points: list[Point]) -> str:
     unknown = [p.label for p in points if p.cost is None]
     text = ("Dot area: the candidate's mean cost per call of its own model calls (caller and judges "
             "excluded), growing linearly from the smallest dot at $0")
-    if known:
+    if len(known) == 1:
+        text += f"; {known[0].label} {usd(known[0].cost or 0.0)} per call."
+    elif known:
         text += (f"; cheapest {known[0].label} {usd(known[0].cost or 0.0)}, dearest {known[-1].label} "
                  f"{usd(known[-1].cost or 0.0)} per call.")
     else:
