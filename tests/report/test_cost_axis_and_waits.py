@@ -47,7 +47,8 @@ def test_cost_per_call_is_the_candidate_roles_mean_over_counted_calls(run: Path,
 
     report = build_report(load_runs([run]), n_samples=50)
     # the fixture's candidate usage costs $0.001 a call; the caller's $0.0005 is not the candidate's
-    assert report.cost_per_call == {c: CostPerCall(usd=0.001, calls=3, unpriced=0) for c in ("cand-a", "cand-b")}
+    expected = CostPerCall(usd=0.001, calls=3, unpriced=0)
+    assert report.cost_per_call == {"cand-a": expected, "cand-b": expected}
     path = tmp_path / "r.json"
     write_json(report, path)
     data = json.loads(path.read_text())
@@ -59,7 +60,8 @@ def test_cost_per_call_is_the_candidate_roles_mean_over_counted_calls(run: Path,
 
 def test_marker_area_follows_cost_and_the_key_and_caption_name_real_costs(run: Path) -> None:
     report = build_report(load_runs([run]), n_samples=50)
-    report.cost_per_call = {"cand-a": CostPerCall(usd=0.002, calls=3), "cand-b": CostPerCall(usd=0.008, calls=3)}
+    report.cost_per_call = {"cand-a": CostPerCall(usd=0.002, calls=3),
+                            "cand-b": CostPerCall(usd=0.008, calls=3)}
     fig = _chart(report)
     radii = _radii(fig.svg)
     assert radii["cand-a"] < radii["cand-b"] == 14.0  # the dearest is the largest marker
@@ -74,7 +76,8 @@ def test_marker_area_follows_cost_and_the_key_and_caption_name_real_costs(run: P
 
 def test_unknown_cost_is_hollow_in_the_key_and_named_in_the_caption(run: Path) -> None:
     report = build_report(load_runs([run]), n_samples=50)
-    report.cost_per_call = {"cand-a": CostPerCall(usd=0.003, calls=3), "cand-b": CostPerCall(calls=3, unpriced=1)}
+    report.cost_per_call = {"cand-a": CostPerCall(usd=0.003, calls=3),
+                            "cand-b": CostPerCall(calls=3, unpriced=1)}
     fig = _chart(report)
     assert re.findall(r'class="size-key" data-usd="([^"]*)"', fig.svg) == ["0.0", "0.0015", "0.003", ""]
     assert 'stroke-dasharray="3 2"/></g>' in fig.svg and ">unknown<" in fig.svg

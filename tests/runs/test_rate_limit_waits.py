@@ -76,7 +76,8 @@ async def test_a_run_against_a_429_server_records_the_exact_count_and_seconds(
     # and the report says so, beside the latency notes, naming the throttled candidate
     notes = build_report(load_runs([out]), n_samples=50).latency_warnings
     n, seconds = answered["candidate"], 4.5 * answered["candidate"]
-    assert any(f"candidate {n} answered 429, {seconds:.1f} s waited before retrying" in line for line in notes)
+    said = f"candidate {n} answered 429, {seconds:.1f} s waited before retrying"
+    assert any(said in line for line in notes)
     assert any(line.startswith("Candidates whose requests waited on rate limits: ")
                and f"({n} answered 429, {seconds:.1f} s waited" in line for line in notes)
 
