@@ -380,7 +380,10 @@ class Saver:
         """Save the manifest with the current counts (on the writer thread; a snapshot, so the
         counts written are those of this moment while the run goes on)."""
         self.counts.apply(self.manifest)
-        await self.store.submit(self.store.save_manifest, self.manifest.model_copy())
+        # the waits of this invocation's entry change as episodes finish: the writer gets its own copy
+        snapshot = self.manifest.model_copy(
+            update={"measured_at": [m.model_copy(deep=True) for m in self.manifest.measured_at]})
+        await self.store.submit(self.store.save_manifest, snapshot)
 
 
 async def run_all(jobs: Iterable[Awaitable[None]]) -> None:
