@@ -46,11 +46,19 @@ class RoleFaults(BaseModel):
     notes: dict[str, int] = Field(default_factory=dict)
     """Replies used as they were but with something read in place of what they lacked, by kind:
     ``usage_missing`` (no token counts: read as 0, so the call's tokens and cost are undercounted)."""
+    rate_limit_wait_s: float = 0.0
+    """Seconds callbench slept before retrying requests answered 429 (``rate_limit``): the backoff,
+    never less than the server's Retry-After (``models/remote/retry.py``)."""
+    limiter_wait_s: float = 0.0
+    """Seconds requests waited for a permit of callbench's own per-provider concurrency limit
+    (``runs/guard.py``, ``--concurrency`` and the provider limits) before they were sent."""
 
     def add(self, other: RoleFaults) -> None:
         """Add ``other``'s counts to these (in place)."""
         self.requests += other.requests
         self.retries += other.retries
+        self.rate_limit_wait_s += other.rate_limit_wait_s
+        self.limiter_wait_s += other.limiter_wait_s
         for k, n in other.faults.items():
             self.faults[k] = self.faults.get(k, 0) + n
         for k, n in other.notes.items():
@@ -74,18 +82,49 @@ class FaultLedger(BaseModel):
                 if f.requests or f.faults or f.notes}
 
 
+class RateLimitWaits(BaseModel):
+    """One role's rate-limit pressure over a run invocation (``MeasuredAt.rate_limits``):
+    ``answered_429`` requests the provider answered 429, ``retry_wait_s`` seconds callbench slept
+    before retrying them (Retry-After included), ``limiter_wait_s`` seconds requests waited for
+    callbench's own per-provider concurrency permit. None of these is in a turn's time to first
+    word (each attempt is timed from its own send), but a provider answering 429 was under
+    pressure while it was measured."""
+
+    answered_429: int = 0
+    retry_wait_s: float = 0.0
+    limiter_wait_s: float = 0.0
+
+    @classmethod
+    def of(cls, counts: RoleFaults) -> RateLimitWaits:
+        """The waits in one role's ledger counts."""
+        return cls(answered_429=counts.faults.get("rate_limit", 0), retry_wait_s=counts.rate_limit_wait_s,
+                   limiter_wait_s=counts.limiter_wait_s)
+
+    def add(self, other: RateLimitWaits) -> None:
+        """Add ``other``'s waits to these (in place)."""
+        self.answered_429 += other.answered_429
+        self.retry_wait_s += other.retry_wait_s
+        self.limiter_wait_s += other.limiter_wait_s
+
+
 _current: ContextVar[FaultLedger | None] = ContextVar("callbench_fault_ledger", default=None)
 
 
 @contextmanager
 def collect_faults() -> Iterator[FaultLedger]:
-    """Set a fresh ledger for the current task (and tasks it starts) and yield it."""
+    """Set a fresh ledger for the current task (and tasks it starts) and yield it. When it ends,
+    its counts are added to the ledger that was current before (if any), so an enclosing ledger
+    (a run invocation's grading, ``runs/executor.py``) sees every nested episode's or grade's."""
+    outer = _current.get()
     ledger = FaultLedger()
     token = _current.set(ledger)
     try:
         yield ledger
     finally:
         _current.reset(token)
+        if outer is not None:
+            for role, counts in ledger.roles.items():
+                outer.role(role).add(counts)
 
 
 def note_request(role: str) -> None:
@@ -95,11 +134,23 @@ def note_request(role: str) -> None:
         ledger.role(role).requests += 1
 
 
-def note_retry(role: str) -> None:
-    """Count one retry for ``role``."""
+def note_retry(role: str, kind: str | None = None, wait_s: float = 0.0) -> None:
+    """Count one retry for ``role`` of a fault of ``kind``, retried after sleeping ``wait_s``
+    seconds; the sleep after a ``rate_limit`` (429) adds to :attr:`RoleFaults.rate_limit_wait_s`."""
     ledger = _current.get()
     if ledger is not None:
-        ledger.role(role).retries += 1
+        counts = ledger.role(role)
+        counts.retries += 1
+        if kind == "rate_limit":
+            counts.rate_limit_wait_s += max(0.0, wait_s)
+
+
+def note_limiter_wait(role: str, wait_s: float) -> None:
+    """Add ``wait_s`` seconds that a request of ``role`` waited for its provider's permit
+    (:attr:`RoleFaults.limiter_wait_s`)."""
+    ledger = _current.get()
+    if ledger is not None and wait_s > 0:
+        ledger.role(role).limiter_wait_s += wait_s
 
 
 def note_fault(role: str, kind: str) -> None:

@@ -19,12 +19,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from callbench.models.faults import RateLimitWaits, RoleFaults
 from callbench.trace import RoleInfo
 
 MANIFEST = "manifest.json"
 TRACES = "traces"
 FAULTS = "faults"
 GRADES = "grades"
+WAIT_ROLES = ("candidate", "caller", "task_judge", "conversation_judge")
+"""The roles whose rate-limit waits every invocation records (``MeasuredAt.rate_limits``)."""
 
 
 class EpisodeKey(BaseModel):
@@ -41,7 +44,8 @@ class EpisodeKey(BaseModel):
 class MeasuredAt(BaseModel):
     """Where and how one invocation of a run measured latency: when it started (UTC, ISO 8601),
     the machine (``platform.platform()``, CPU count), episodes at once (``--concurrency``), the
-    executor, and the free-text note of ``--latency-note`` (region, network: what we cannot see)."""
+    executor, the free-text note of ``--latency-note`` (region, network: what we cannot see), and
+    the rate-limit waits of its requests by role and by candidate."""
 
     started: str
     platform: str = ""
@@ -49,6 +53,23 @@ class MeasuredAt(BaseModel):
     concurrency: int = 1
     executor: str = "local"
     note: str | None = None
+    rate_limits: dict[str, RateLimitWaits] | None = None
+    """Role (``candidate``, ``caller``, ``task_judge``, ``conversation_judge``) -> this invocation's
+    requests answered 429 and seconds waited (:class:`~callbench.models.faults.RateLimitWaits`),
+    summed over the episodes it ran and graded (None: made before callbench recorded them)."""
+    candidate_rate_limits: dict[str, RateLimitWaits] = Field(default_factory=dict)
+    """The ``candidate`` role's waits split by candidate (the plan's candidate slug)."""
+
+    def add_waits(self, roles: dict[str, RoleFaults], candidate: str | None = None) -> None:
+        """Add the rate-limit waits of one ledger's ``roles`` (an episode's, or its grading's) to
+        this invocation's; the ``candidate`` role's also to ``candidate``'s own (when given)."""
+        if self.rate_limits is None:
+            self.rate_limits = {r: RateLimitWaits() for r in WAIT_ROLES}
+        for role, counts in roles.items():
+            waits = RateLimitWaits.of(counts)
+            self.rate_limits.setdefault(role, RateLimitWaits()).add(waits)
+            if role == "candidate" and candidate is not None:
+                self.candidate_rate_limits.setdefault(candidate, RateLimitWaits()).add(waits)
 
 
 class RunManifest(BaseModel):

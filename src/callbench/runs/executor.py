@@ -334,8 +334,9 @@ async def simulate(key: EpisodeKey, bundle: Bundle, clients: dict[str, ModelClie
 class Saver:
     """Saves finished episodes for an executor: trace and fault ledger on the store's writer
     thread, counts and totals kept incrementally, the manifest checkpointed every
-    :data:`CHECKPOINT_SECONDS`, then the grade hook and the progress hook. Nothing here runs
-    inside an episode's concurrency slot."""
+    :data:`CHECKPOINT_SECONDS`, then the grade hook and the progress hook. The rate-limit waits of
+    the episode's ledger and of its grading add to this invocation's ``measured_at`` entry.
+    Nothing here runs inside an episode's concurrency slot."""
 
     def __init__(self, store: RunStore, manifest: RunManifest, counts: RunCounts,
                  grade_hook: GradeHook | None, on_episode: ProgressHook | None,
@@ -348,12 +349,17 @@ class Saver:
         self.totals: dict[str, Any] = {"tokens": 0, "cost": 0.0}
         self.last_checkpoint = time.monotonic()
         self.saved: set[str] = set()
+        self.keys = {k.episode_id: k for k in manifest.planned}
 
     async def save(self, trace: Trace, ledger: FaultLedger) -> None:
         """Save one finished episode, then grade it (unless the run is stopping) and report
         progress. A write that fails raises (the executor then stops the run)."""
         await self.store.submit_episode(trace, ledger)
         self.saved.add(trace.episode_id)
+        here = self.manifest.measured_at[-1] if self.manifest.measured_at else None
+        key = self.keys.get(trace.episode_id)
+        if here is not None:
+            here.add_waits(ledger.roles, None if key is None else key.candidate)
         self.counts.record(trace.episode_id, trace.end_reason.value, trace.skip_reason)
         for u in trace.usage.values():
             self.totals["tokens"] += u.input_tokens + u.output_tokens
@@ -363,7 +369,10 @@ class Saver:
             self.last_checkpoint = time.monotonic()
             await self.checkpoint()
         if self.grade_hook is not None and not self.stopped():
-            await self.grade_hook(trace)
+            with collect_faults() as judged:  # the judges' own ledger adds into this one
+                await self.grade_hook(trace)
+            if here is not None:
+                here.add_waits(judged.roles)
         if self.on_episode:
             self.on_episode(trace, self.totals)
 
@@ -371,7 +380,10 @@ class Saver:
         """Save the manifest with the current counts (on the writer thread; a snapshot, so the
         counts written are those of this moment while the run goes on)."""
         self.counts.apply(self.manifest)
-        await self.store.submit(self.store.save_manifest, self.manifest.model_copy())
+        # the waits of this invocation's entry change as episodes finish: the writer gets its own copy
+        snapshot = self.manifest.model_copy(
+            update={"measured_at": [m.model_copy(deep=True) for m in self.manifest.measured_at]})
+        await self.store.submit(self.store.save_manifest, snapshot)
 
 
 async def run_all(jobs: Iterable[Awaitable[None]]) -> None:

@@ -11,11 +11,13 @@ count: they are retried, and an episode they still break is skipped and rerun on
 from __future__ import annotations
 
 import asyncio
+import time
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from callbench.models.base import InfrastructureError, ModelClient, ModelRequest, ModelResponse
 from callbench.models.deployed.base import as_deployed
+from callbench.models.faults import note_limiter_wait
 
 FATAL_STATUS = frozenset({401, 403, 404})
 DEFAULT_MAX_CONSECUTIVE = 3
@@ -54,7 +56,8 @@ class RunHealth:
 
 class Limited:
     """Wraps a ModelClient: every call holds its provider's semaphore (or any async context
-    manager that holds a permit, e.g. a cluster-wide one) and reports to the health."""
+    manager that holds a permit, e.g. a cluster-wide one) and reports to the health. The seconds a
+    call waits for its permit go to the fault ledger (``RoleFaults.limiter_wait_s``)."""
 
     def __init__(self, inner: ModelClient, sem: AbstractAsyncContextManager[Any], name: str,
                  health: RunHealth) -> None:
@@ -69,7 +72,10 @@ class Limited:
         if self.health.message is not None:
             raise InfrastructureError(f"run stopped: {self.health.message}", retryable=False,
                                       kind="run_stopped", role=request.context.role)
+        queued = time.perf_counter()
         async with self._sem:
+            # the time spent queued for a permit is recorded, never timed as latency
+            note_limiter_wait(request.context.role, time.perf_counter() - queued)
             try:
                 response = await self.inner.complete(request)
             except InfrastructureError as err:

@@ -30,7 +30,7 @@ from callbench.models import activity
 from callbench.models.base import ModelClient, Usage
 from callbench.models.cache import CacheMode, ResponseCache
 from callbench.models.deployed.base import as_deployed
-from callbench.models.faults import collect_faults
+from callbench.models.faults import FaultLedger, collect_faults
 from callbench.runfolder.lock import LOCK_FILE, hold_run_folder
 from callbench.runfolder.manifest import MANIFEST, EpisodeKey, RunManifest
 from callbench.runfolder.store import RunStore
@@ -198,11 +198,13 @@ async def run_and_grade(
             )
             planned = {k.episode_id for k in manifest.planned}
             left = sorted(store.finished_ids() & planned - graded)
-            for i, eid in enumerate(left):
-                activity.report(f"grading saved episodes not graded yet ({i + 1} of {len(left)})")
-                await hook(store.load_trace(eid))
+            with collect_faults() as judged:
+                for i, eid in enumerate(left):
+                    activity.report(f"grading saved episodes not graded yet ({i + 1} of {len(left)})")
+                    await hook(store.load_trace(eid))
             if left:
                 activity.clear()
+                record_waits(store, judged)
             if grade_set is not None:
                 finalize_grade_set(Path(config.out), grade_set)
                 manifest = store.load_manifest() or manifest
@@ -224,6 +226,16 @@ async def run_and_grade(
         if own:
             for c in clients.values():
                 await c.aclose()
+
+
+def record_waits(store: RunStore, judged: FaultLedger) -> None:
+    """Add the rate-limit waits of grading done after the executor ended (``judged``) to the
+    saved manifest's entry for this invocation (``MeasuredAt.add_waits``)."""
+    manifest = store.load_manifest()
+    if manifest is None or not manifest.measured_at or not judged.roles:
+        return
+    manifest.measured_at[-1].add_waits(judged.roles)
+    store.save_manifest(manifest)
 
 
 def open_cache(path: Path | None, mode: str) -> ResponseCache | None:

@@ -65,12 +65,10 @@ async def request_json(
     last: InfrastructureError | None = None
     for attempt in range(max(1, attempts)):
         if attempt:
-            note_retry("candidate")
-            await asyncio.sleep(
-                min(2.0, 0.1 * 2**attempt)
-                if last is None or last.retry_after_s is None
-                else min(last.retry_after_s, 10.0)
-            )
+            wait_s = (min(2.0, 0.1 * 2**attempt) if last is None or last.retry_after_s is None
+                      else min(last.retry_after_s, 10.0))
+            note_retry("candidate", None if last is None else last.kind, wait_s)
+            await asyncio.sleep(wait_s)
         note_request("candidate")
         try:
             last = None

@@ -168,7 +168,7 @@ class RemoteClient:
             response = await call_with_retries(
                 lambda: self._timed_attempt(request, empties, attempts, origin, streamed),
                 policy=self.retry_policy, rng=self._rng, sleep=self._sleep, what=f"{self.spec} ({role})",
-                on_retry=lambda _err: note_retry(role))
+                on_retry=lambda err, wait_s: note_retry(role, err.kind, wait_s))
         except ModelOutputError as err:
             err.timing = ResponseTiming(attempts=attempts, streamed=streamed[0])
             raise

@@ -207,7 +207,7 @@ async def call_with_retries(
     rng: random.Random,
     sleep: Sleep = asyncio.sleep,
     what: str = "request",
-    on_retry: Callable[[InfrastructureError], None] | None = None,
+    on_retry: Callable[[InfrastructureError, float], None] | None = None,
 ) -> T:
     """Await ``fn()``, retrying retryable :class:`InfrastructureError` s with backoff.
 
@@ -215,7 +215,8 @@ async def call_with_retries(
     InfrastructureError saying how many attempts were made once ``policy.max_attempts`` run out
     (or the server asks to wait longer than ``policy.max_retry_after_s``).
     Other exceptions (including ModelOutputError) propagate at once. ``on_retry`` is called with
-    each error that is retried. The error raised keeps the last error's ``kind`` and ``status``.
+    each error that is retried and the seconds it will sleep before the retry. The error raised
+    keeps the last error's ``kind`` and ``status``.
     """
     attempts = max(1, policy.max_attempts)
     for index in range(attempts):
@@ -236,7 +237,8 @@ async def call_with_retries(
                 raise InfrastructureError(f"{what} failed after {attempts} attempts: {err}",
                                           retryable=False, status=err.status, kind=err.kind,
                                           role=err.role) from None
+            delay = backoff_delay(index, policy, rng, err.retry_after_s)
             if on_retry is not None:
-                on_retry(err)
-            await sleep(backoff_delay(index, policy, rng, err.retry_after_s))
+                on_retry(err, delay)
+            await sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover

@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from callbench.bundle.models import DIAGNOSTIC_LABELS, Diagnostic
 from callbench.report.html.charts import PALETTE, ForestRow, Tile, forest, histograms, tile_grid
-from callbench.report.html.latency_chart import latency_points, scatter
+from callbench.report.html.latency_chart import Point, latency_points, scatter, usd
 from callbench.report.model.build import Report
 from callbench.report.model.latency_text import budget_text
 from callbench.stats.bootstrap import BootstrapResult
@@ -215,8 +215,28 @@ def latency_figure(report: Report) -> Figure | None:
                 label="quality against latency per candidate"),
         "Dot: the candidate; bars: hierarchical bootstrap intervals on both axes; ringed and joined: the "
         "Pareto frontier (no other candidate both faster and at least as good); dashed: the latency "
-        f"budget ({budget_text(budget)}). Latency depends on where and when it was measured.",
+        f"budget ({budget_text(budget)}). {cost_caption(points)} Latency depends on where and when it "
+        "was measured.",
     )
+
+
+def cost_caption(points: list[Point]) -> str:
+    """What the markers' sizes say, with the real costs (report/model/cost.py)."""
+    known = sorted((p for p in points if p.cost is not None), key=lambda p: (p.cost or 0.0, p.label))
+    unknown = [p.label for p in points if p.cost is None]
+    text = ("Dot area: the candidate's mean cost per call of its own model calls (caller and judges "
+            "excluded), growing linearly from the smallest dot at $0")
+    if len(known) == 1:
+        text += f"; {known[0].label} {usd(known[0].cost or 0.0)} per call."
+    elif known:
+        text += (f"; cheapest {known[0].label} {usd(known[0].cost or 0.0)}, dearest {known[-1].label} "
+                 f"{usd(known[-1].cost or 0.0)} per call.")
+    else:
+        text += "."
+    if unknown:
+        text += (" Hollow dashed: cost unknown (a model's price is not known, or a call recorded no usage): "
+                 + ", ".join(unknown) + ".")
+    return text
 
 
 def figures(report: Report, anchors: dict[str, str]) -> list[Figure]:

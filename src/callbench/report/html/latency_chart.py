@@ -2,7 +2,10 @@
 one point per candidate at its median time to first word (x, ms) and its quality (y: outcome
 success where the candidates have outcomes, else the overall score), with both intervals drawn as
 bars, the latency budget as a dashed vertical line and the Pareto frontier (no other candidate
-both faster and at least as good) joined by a line and its points ringed."""
+both faster and at least as good) joined by a line and its points ringed. Cost is the third axis:
+a point's area grows linearly with its mean cost per call (:func:`radius`), a size key under the
+axis names real costs, and a point of unknown cost is a hollow dashed circle. The SVG carries a
+title and a description listing every point's values (screen readers read them)."""
 
 from __future__ import annotations
 
@@ -29,6 +32,45 @@ class Point:
     y_low: float | None = None
     y_high: float | None = None
     colour: str = PALETTE[0]
+    cost: float | None = None
+    """Mean cost per call in USD (report/model/cost.py); None: unknown."""
+
+
+R_MIN, R_MAX, R_UNKNOWN = 4.0, 14.0, 7.0
+"""Marker radii (px): a call that costs nothing, the dearest candidate, a cost not known."""
+
+
+def usd(value: float) -> str:
+    """``$0.0123``, ``$1.23``, ``$1,234``: three significant figures below $100."""
+    return f"${value:,.0f}" if value >= 100 else f"${value:.3g}"
+
+
+def radius(cost: float | None, top: float) -> float:
+    """The marker radius of ``cost`` when the dearest point costs ``top``: the area above the
+    smallest marker's is proportional to the cost (``R_MIN`` at $0, ``R_MAX`` at ``top``), so a
+    free candidate stays visible; ``R_UNKNOWN`` for an unknown cost."""
+    if cost is None:
+        return R_UNKNOWN
+    if top <= 0:
+        return R_MIN
+    return math.sqrt(R_MIN**2 + (R_MAX**2 - R_MIN**2) * min(cost, top) / top)
+
+
+def size_key(points: Sequence[Point]) -> list[tuple[str, float | None]]:
+    """The costs the size key shows: $0, half the largest and the largest known cost (distinct
+    values only), then None when any point's cost is unknown."""
+    known = [p.cost for p in points if p.cost is not None]
+    top = max(known, default=0.0)
+    values: list[float | None] = [*sorted({0.0, top / 2, top})] if known else []
+    if any(p.cost is None for p in points):
+        values.append(None)
+    return [("unknown" if v is None else usd(v), v) for v in values]
+
+
+def describe(p: Point, x_axis: str, y_axis: str) -> str:
+    """One point's values as text (its SVG title and the chart's description)."""
+    cost = "cost unknown" if p.cost is None else f"{usd(p.cost)} per call"
+    return f"{p.label}: {x_axis} {p.x:.0f}, {y_axis} {p.y:.1f}, {cost}"
 
 
 def pareto(points: Sequence[Point]) -> list[Point]:
@@ -41,7 +83,8 @@ def pareto(points: Sequence[Point]) -> list[Point]:
 
 def scatter(points: Sequence[Point], *, budget: float | None, x_axis: str, y_axis: str, label: str) -> Markup:
     """The chart of ``points`` (module docstring); ``budget`` on the x axis, or None."""
-    left, right, top, bottom, height = 70.0, 190.0, 12.0, 46.0, 380.0
+    left, right, top, bottom, height = 70.0, 190.0, 12.0, 80.0, 414.0
+    dearest = max((p.cost for p in points if p.cost is not None), default=0.0)
     xs = [v for p in points for v in (p.x, p.x_low, p.x_high) if v is not None] + ([budget] if budget else [])
     x_hi = max(1.0, max(xs) * 1.1)
     ys = [v for p in points for v in (p.y, p.y_low, p.y_high) if v is not None]
@@ -54,7 +97,8 @@ def scatter(points: Sequence[Point], *, budget: float | None, x_axis: str, y_axi
     def py(v: float) -> float:
         return top + plot_h * (1.0 - (min(max(v, y_lo), 100.0) - y_lo) / (100.0 - y_lo))
 
-    body = []
+    body = [f"<title>{escape(label)}</title>",
+            f"<desc>{escape('; '.join(describe(p, x_axis, y_axis) for p in points))}</desc>"]
     for t in nice_ticks(0.0, x_hi):
         body.append(f'<line class="grid" x1="{_f(px(t))}" x2="{_f(px(t))}" y1="{top}" '
                     f'y2="{_f(top + plot_h)}"/>')
@@ -63,7 +107,18 @@ def scatter(points: Sequence[Point], *, budget: float | None, x_axis: str, y_axi
         body.append(f'<line class="grid" x1="{left}" x2="{_f(left + plot_w)}" y1="{_f(py(t))}" '
                     f'y2="{_f(py(t))}"/>')
         body.append(_label(left - 6, py(t), f"{t:g}", "end", "tick"))
-    body.append(_label(left + plot_w / 2, height - 8, x_axis, "middle", "tick"))
+    body.append(_label(left + plot_w / 2, top + plot_h + 32, x_axis, "middle", "tick"))
+    key_y, key_x = height - 18, left
+    body.append(_label(key_x, key_y, "cost per call (area):", "start", "tick"))
+    key_x += 130
+    for text, value in size_key(points):
+        r = radius(value, dearest)
+        dash = ' stroke-dasharray="3 2" fill="none"' if value is None else ' fill="#999"'
+        worth = "" if value is None else value
+        body.append(f'<circle class="size-key" data-usd="{worth}" cx="{_f(key_x + r)}" cy="{_f(key_y)}" '
+                    f'r="{_f(r)}" stroke="#555"{dash}/>')
+        body.append(_label(key_x + 2 * r + 4, key_y, text, "start", "tick"))
+        key_x += 2 * r + 14 + 7 * len(text)
     body.append(f'<text x="14" y="{_f(top + plot_h / 2)}" text-anchor="middle" class="tick" '
                 f'transform="rotate(-90 14 {_f(top + plot_h / 2)})">{escape(y_axis)}</text>')
     if budget is not None:
@@ -83,11 +138,15 @@ def scatter(points: Sequence[Point], *, budget: float | None, x_axis: str, y_axi
         if p.y_low is not None and p.y_high is not None:
             body.append(f'<line x1="{_f(cx)}" x2="{_f(cx)}" y1="{_f(py(p.y_low))}" y2="{_f(py(p.y_high))}" '
                         f'stroke="{p.colour}" stroke-width="2"/>')
+        r = radius(p.cost, dearest)
         if p in front:
-            body.append(f'<circle class="frontier" cx="{_f(cx)}" cy="{_f(cy)}" r="9" fill="none" '
+            body.append(f'<circle class="frontier" cx="{_f(cx)}" cy="{_f(cy)}" r="{_f(r + 4)}" fill="none" '
                         'stroke="#222"/>')
-        body.append(f'<circle cx="{_f(cx)}" cy="{_f(cy)}" r="5" fill="{p.colour}"/>')
-        body.append(_label(cx + 11, cy - 9, p.label, "start", "tick"))
+        marker = (f'fill="#fff" stroke="{p.colour}" stroke-width="2" stroke-dasharray="3 2"' if p.cost is None
+                  else f'fill="{p.colour}" fill-opacity="0.8"')
+        body.append(f'<g class="point"><title>{escape(describe(p, x_axis, y_axis))}</title>'
+                    f'<circle cx="{_f(cx)}" cy="{_f(cy)}" r="{_f(r)}" {marker}/></g>')
+        body.append(_label(cx + r + 6, cy - r - 4, p.label, "start", "tick"))
     return _svg(height, body, label)
 
 
@@ -99,8 +158,8 @@ def _xy(lat: BootstrapResult, quality: BootstrapResult) -> tuple[float, float] |
 
 def latency_points(report: Report) -> tuple[list[Point], str]:
     """Each candidate with a median time to first word and a quality estimate as a :class:`Point`
-    (ms; percent or score points), and the quality's name: ``outcome success %`` when every such
-    candidate has outcomes, else ``overall score``."""
+    (ms; percent or score points; its mean cost per call, None when unknown), and the quality's
+    name: ``outcome success %`` when every such candidate has outcomes, else ``overall score``."""
     colours = {c.candidate: PALETTE[i % len(PALETTE)] for i, c in enumerate(report.candidates)}
     with_latency = [c for c in report.candidates
                     if c.candidate in report.latency and report.latency[c.candidate].median_first_word]
@@ -114,6 +173,7 @@ def latency_points(report: Report) -> tuple[list[Point], str]:
         if xy is None:
             continue
         ms = [None if v is None else 1000.0 * v for v in (lat.low, lat.high)]
+        cost = report.cost_per_call.get(c.candidate)
         points.append(Point(c.candidate, xy[0], xy[1], ms[0], ms[1], quality.low, quality.high,
-                            colours[c.candidate]))
+                            colours[c.candidate], None if cost is None else cost.usd))
     return points, "outcome success %" if use_outcome else "overall score"

@@ -23,6 +23,7 @@ from callbench.report.model.breakdowns import (
     persona_comparisons,
     scenario_cells,
 )
+from callbench.report.model.cost import CostPerCall, cost_per_call
 from callbench.report.model.fairness import (
     FairnessFlag,
     check_fairness,
@@ -42,6 +43,7 @@ from callbench.report.model.measured import latency_warnings
 from callbench.report.model.official import missing_traces, run_is_official
 from callbench.report.model.validation import GradeSetInfo, grade_set_info, judged_status
 from callbench.report.model.voice import VoiceSection, voice_section
+from callbench.runfolder.manifest import MeasuredAt
 from callbench.stats.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SAMPLES, BootstrapResult, derive_rng
 from callbench.stats.latency import DEFAULT_LATENCY_BUDGET_S
 from callbench.stats.paired import TIE_TOLERANCE, PairedComparison, paired_comparison
@@ -92,6 +94,8 @@ class RunInfo(BaseModel):
     judge_accuracy: dict[JudgeRole, JudgeAccuracy] = Field(default_factory=dict)
     # the judges' request timings, not the candidate's latency (report/model/judge_latency.py)
     judge_latency: dict[str, JudgeLatency] = Field(default_factory=dict)
+    measured_at: list[MeasuredAt] = Field(default_factory=list)
+    """Every invocation's machine, concurrency, note and rate-limit waits (the manifest's)."""
 
 
 class SkippedEpisode(BaseModel):
@@ -186,6 +190,9 @@ class Report(BaseModel):
     more often."""
     latency: dict[str, LatencySummary] = Field(default_factory=dict)
     """Candidate -> latency (report/model/latency.py); candidates without timed calls are absent."""
+    cost_per_call: dict[str, CostPerCall] = Field(default_factory=dict)
+    """Candidate -> its own model's mean cost per call in USD, None when a price is unknown
+    (report/model/cost.py): the quality-latency chart's third axis."""
     paired_latency: list[PairedComparison] = Field(default_factory=list)
     """Pairs compared on each call's median time to first word (ms; a minus b, positive: a slower)."""
     latency_warnings: list[str] = Field(default_factory=list)
@@ -237,6 +244,7 @@ def run_info(run: RunData, judge_audits: list[JudgeAudit] | None = None) -> RunI
         faults=run.faults,
         judge_accuracy=run_judge_accuracy(run, judge_audits or []),
         judge_latency=judge_latency(run.records),
+        measured_at=m.measured_at,
     )
 
 
@@ -336,6 +344,7 @@ def build_report(
                                   confidence=confidence),
         paired_latency=paired_latency(records, order, seed=seed, n_samples=n_samples, confidence=confidence),
         latency_warnings=latency_warnings(runs, order),
+        cost_per_call=cost_per_call(records, order),
         skipped=skipped,
         calls=call_rows(records),
         by_agent=by_agent(records, seed=seed, n_samples=n_samples, confidence=confidence),

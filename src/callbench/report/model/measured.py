@@ -2,14 +2,16 @@
 concurrency and notes the runs recorded (``RunManifest.measured_at``), and flags for candidates
 whose latencies are not comparable: measured under different concurrency (episodes at once change
 provider queueing and our own scheduling) or more than :data:`MAX_APART` apart (provider load
-changes by the hour and the day).
+changes by the hour and the day); then the rate-limit waits the runs recorded, and a warning for
+candidates whose requests a provider answered 429 while they were measured.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+from callbench.models.faults import RateLimitWaits
 from callbench.report.model.load import RunData
 from callbench.stats.latency import CallTimings
 
@@ -66,4 +68,51 @@ def latency_warnings(runs: Sequence[RunData], candidates: Sequence[str]) -> list
                 for c, (lo, hi) in sorted(windows.items()))
                 + "; provider load changes with the time of day, so their latencies are not directly "
                 "comparable")
+    return lines + rate_limit_lines(runs, timed)
+
+
+def _waits_text(w: RateLimitWaits) -> str:
+    return f"{w.answered_429} answered 429, {w.retry_wait_s:.1f} s waited before retrying"
+
+
+def rate_limit_lines(runs: Sequence[RunData], timed: Iterable[str]) -> list[str]:
+    """The rate-limit waits the runs' invocations recorded (``MeasuredAt.rate_limits``), summed by
+    role over the runs, and a warning naming each ``timed`` candidate whose own requests were
+    answered 429: its latency was measured against a throttled provider (the waits are not in its
+    time to first word, every attempt being timed from its own send, but the provider was under
+    pressure). Empty when no run recorded waits (runs made before callbench recorded them)."""
+    by_role: dict[str, RateLimitWaits] = {}
+    by_run_slug: dict[tuple[str, str], RateLimitWaits] = {}
+    recorded = False
+    for run in runs:
+        for m in run.manifest.measured_at:
+            if m.rate_limits is None:
+                continue
+            recorded = True
+            for role, w in m.rate_limits.items():
+                by_role.setdefault(role, RateLimitWaits()).add(w)
+            for slug, w in m.candidate_rate_limits.items():
+                by_run_slug.setdefault((run.manifest.run_id, slug), RateLimitWaits()).add(w)
+    if not recorded:
+        return []
+    queued = sum(w.limiter_wait_s for w in by_role.values())
+    limited = [(role, w) for role, w in sorted(by_role.items()) if w.answered_429]
+    line = ("Rate limits while measuring: " + "; ".join(f"{role} {_waits_text(w)}" for role, w in limited)
+            if limited else "Rate limits while measuring: no request was answered 429")
+    lines = [line + f"; requests queued {queued:.1f} s in all for callbench's own provider limits"]
+    wanted = set(timed)
+    throttled: dict[str, RateLimitWaits] = {}
+    for run in runs:
+        planned = {k.episode_id: k.candidate for k in run.manifest.planned}
+        slugs = {(r.candidate, planned.get(r.episode_id, r.candidate)) for r in run.records
+                 if r.candidate in wanted}
+        for label, slug in sorted(slugs):
+            waited = by_run_slug.get((run.manifest.run_id, slug))
+            if waited is not None and waited.answered_429:
+                throttled.setdefault(label, RateLimitWaits()).add(waited)
+    if throttled:
+        lines.append("Candidates whose requests waited on rate limits: " + ", ".join(
+            f"{c} ({_waits_text(w)})" for c, w in sorted(throttled.items()))
+            + "; their latency was measured against a throttled provider: the waits are not in time "
+            "to first word, but the provider was under pressure")
     return lines
