@@ -46,14 +46,16 @@ def main() -> None:
         elapsed = time.perf_counter() - t0
         store = RunStore(config.out)
         turns = sum(
-            len({m.candidate_turn for m in store.load_trace(k.episode_id).messages if m.candidate_turn is not None})
+            len({m.candidate_turn for m in store.load_trace(k.episode_id).messages
+                 if m.candidate_turn is not None})
             for k in manifest.planned
         )
     n = len(manifest.planned)
     print(f"bundle load + validation: {t_load * 1000:.0f} ms ({len(bundle.scenarios())} scenarios)")
     print(f"episodes: {n} ({manifest.skipped} skipped), candidate turns: {turns}")
     print(f"harness time (simulate + save + grade + index): {elapsed:.2f} s")
-    print(f"  per episode: {elapsed / max(n, 1) * 1000:.1f} ms; per candidate turn: {elapsed / max(turns, 1) * 1000:.2f} ms")
+    print(f"  per episode: {elapsed / max(n, 1) * 1000:.1f} ms; "
+          f"per candidate turn: {elapsed / max(turns, 1) * 1000:.2f} ms")
     if not args.skip_bootstrap:
         sys.argv = [sys.argv[0]]
         runpy.run_path(str(Path(__file__).with_name("bootstrap_bench.py")), run_name="__main__")

@@ -59,7 +59,7 @@ from callbench.models.base import ModelSettings
 from callbench.models.remote.transport import transport_choice
 from callbench.runfolder import episode_files
 from callbench.runfolder.store import RunStore
-from callbench.runs import executor as executor_module
+from callbench.runs import saving as saving_module
 from callbench.runs.executor import RoleSpec, RunConfig, execute_run
 from callbench.runs.plan import ScenarioFilters
 from callbench.runs.session import build_clients
@@ -153,7 +153,7 @@ def run(config: RunConfig, bundle: Bundle, clients: Any = None, **kw: Any) -> An
 def bench_save(tmp: Path, bundle: Bundle, big: int) -> dict[int, Path]:
     print("save cost per episode (scripted, --no-grade; writer thread: trace + ledger + index row,"
           " manifest checkpoints amortised)")
-    executor_module.CHECKPOINT_SECONDS = 5.0  # checkpoints do happen in the bigger runs
+    saving_module.CHECKPOINT_SECONDS = 5.0  # checkpoints do happen in the bigger runs
     runs: dict[int, Path] = {}
     per: dict[int, float] = {}
     for n in (100, 1000, big):

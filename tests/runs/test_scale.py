@@ -17,7 +17,7 @@ import pytest
 from callbench.bundle.models import Bundle
 from callbench.runfolder import episode_files
 from callbench.runfolder.store import RunStore, text_sha256
-from callbench.runs import executor as executor_module
+from callbench.runs import saving as saving_module
 from callbench.runs.executor import RunCounts, execute_run
 from callbench.trace import EndReason
 from waiting import wait_until
@@ -153,7 +153,7 @@ async def test_the_manifest_is_not_rewritten_per_episode(
     manifest = await _run(tmp_path / "run", dairy, repeats=30)
     assert writes == [0, 30]  # planned, then ended
     assert manifest.executors == ["local"]
-    monkeypatch.setattr(executor_module, "CHECKPOINT_SECONDS", 0.0)
+    monkeypatch.setattr(saving_module, "CHECKPOINT_SECONDS", 0.0)
     writes.clear()
     await _run(tmp_path / "run", dairy, repeats=33)  # extended: a checkpoint after each new episode
     assert writes == [30, 31, 32, 33, 33]
