@@ -127,7 +127,7 @@ def test_a_fifo_in_the_bundle_does_not_hang_the_key(cache: Path, bundle: Path) -
     worker = threading.Thread(target=lambda: done.append(validate_cache.cache_key(bundle, OPTIONS)),
                               daemon=True)
     worker.start()
-    worker.join(20)
+    worker.join(limit(120.0))  # a safety net: the call returns at once unless it blocks
     if worker.is_alive():  # unblock the reader so the thread ends
         fd = os.open(bundle / "pipe", os.O_WRONLY | os.O_NONBLOCK)
         os.close(fd)
@@ -208,7 +208,7 @@ def test_a_symlinked_entry_is_not_followed(cache: Path, bundle: Path, tmp_path: 
     done: list[Any] = []
     worker = threading.Thread(target=lambda: done.append(validate_cache.load(entry.stem)), daemon=True)
     worker.start()
-    worker.join(20)
+    worker.join(limit(120.0))  # a safety net: the call returns at once unless it blocks
     assert not worker.is_alive(), "load() read /dev/zero without end"
     assert done == [None]
 

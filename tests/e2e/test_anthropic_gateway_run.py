@@ -17,6 +17,7 @@ from callbench.cli import app
 from callbench.runfolder import episode_files
 from fakes.anthropic_gateway import AnthropicGateway
 from fakes.fault_server import FaultServer
+from waiting import limit
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 SCENARIO = "lpg_en_late_delivery_no_second_booking"
@@ -26,7 +27,8 @@ def test_an_episode_scores_through_the_gateway(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-0123456789")
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     with FaultServer() as backend, AnthropicGateway(backend.url) as gateway:
-        common = {"base_url": gateway.root, "timeout_s": 10.0, "retry_base_delay_s": 0.01}
+        # no request is meant to time out (a timeout would be one more logged request)
+        common = {"base_url": gateway.root, "timeout_s": limit(120.0), "retry_base_delay_s": 0.01}
         settings = tmp_path / "roles.yaml"
         specs = {"candidate": "anthropic:agent", "caller": "anthropic:caller",
                  "task_judge": "anthropic:judge", "conversation_judge": "anthropic:judge"}

@@ -34,6 +34,7 @@ from callbench.runs.plan import ScenarioFilters, candidate_slug
 from callbench.runs.preflight import PreflightError
 from callbench.runs.session import run_and_grade
 from fakes.conformance_server import ConformanceServer, HintedClient, HintTransport
+from waiting import limit
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 BUNDLE = load_bundle(STARTER)
@@ -49,8 +50,9 @@ async def _run(out: Path, provider: str, server: ConformanceServer, *, bundle: B
     ``all_roles`` on the same adapter through ``server`` too."""
     root = Path(bundle.root)
     spec = f"{provider}:conformance-agent"
-    settings = ModelSettings(base_url=server.url if provider == "openai" else server.root, timeout_s=60.0,
-                             max_attempts=1)
+    # one attempt, no request meant to time out: a timeout would skip an episode
+    settings = ModelSettings(base_url=server.url if provider == "openai" else server.root,
+                             timeout_s=limit(120.0), max_attempts=1)
     http = httpx2.AsyncClient(transport=HintTransport())
     adapter = (OpenAIClient if provider == "openai" else AnthropicClient)(spec, settings, http_client=http)
 
@@ -82,7 +84,8 @@ def test_whole_starter_through_the_conformance_fake(tmp_path: Path, provider: st
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-conformance-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-conformance-test")
-    with ConformanceServer(BUNDLE, lifetime_s=300) as server:
+    # the server's own end is a safety net: the anthropic run took 195 s at load 14 to 17
+    with ConformanceServer(BUNDLE, lifetime_s=limit(1800.0)) as server:
         manifest, grade_set = asyncio.run(_run(tmp_path / provider, provider, server, all_roles=True))
     assert grade_set is not None
     assert server.rejected() == []

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from aiohttp import web
 from tests.sim.deployed_helpers import reference_agent_module, scripted_brain, starter
 
 from callbench.runfolder import episode_files
+from waiting import limit, run_command
 
 ROOT = Path(__file__).parents[2]
 STARTER = ROOT / "src" / "callbench" / "examples" / "starter"
@@ -66,14 +66,14 @@ def reference_agent() -> Iterator[tuple[str, list[str]]]:
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    assert ready.wait(30)
+    assert ready.wait(limit(120.0)), "the reference agent did not start listening"
     try:
         yield str(box["url"]), seen
     finally:
         loop = box["loop"]
         assert isinstance(loop, asyncio.AbstractEventLoop)
         loop.call_soon_threadsafe(loop.stop)
-        thread.join(30)
+        thread.join(limit(60.0))
 
 
 @pytest.mark.parametrize("adapter", ["http", "ws"])
@@ -90,18 +90,18 @@ def test_deployed_canaries_reach_no_file_and_no_output(tmp_path: Path, adapter: 
                     "CALLBENCH_WEBHOOK_SECRET": c["webhook_secret"],
                     "AGENT_TOKEN": f"Bearer {c['agent_token']}"})  # fmt: skip
         out = tmp_path / "run"
-        run = subprocess.run(
+        run = run_command(
             [sys.executable, "-m", "callbench", "run", str(STARTER), "--candidate", spec,
              "--caller", "scripted:plan", "--task-judge", "scripted:met",
              "--conversation-judge", "scripted:met",
              "--settings", str(path), "--out", str(out), "--scenarios", "clinic_ortho_reschedule"],
-            env=env, capture_output=True, text=True, timeout=300,
+            "the deployed run to finish", env=env, text=True,
         )  # fmt: skip
         assert run.returncode == 0, run.stderr
-        report = subprocess.run(
+        report = run_command(
             [sys.executable, "-m", "callbench", "report", str(out), "--json", str(tmp_path / "r.json"),
              "--html", str(tmp_path / "r.html")],
-            env=env, capture_output=True, text=True, timeout=300,
+            "the report to finish", env=env, text=True,
         )  # fmt: skip
         assert report.returncode == 0, report.stderr
     assert f"Bearer {c['agent_token']}" in seen  # the credential was sent to the agent

@@ -20,6 +20,7 @@ from callbench.models.faults import FAULT_KINDS as KNOWN_KINDS
 from callbench.runfolder import episode_files
 from callbench.runs.machine import EXIT_PROVIDER
 from fakes.fault_server import FAULT_KINDS, LEDGER_KIND, RETRYABLE_KINDS, FaultServer
+from waiting import limit
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 SCENARIOS = "bank_balance_salary_check,clinic_ortho_reschedule,parcel_address_landmark_fix"
@@ -29,13 +30,19 @@ HEADER_SECRET = "apim-subscription-value-9f8e7d"
 ACCESS_SECRET = "access-key-value-51c0aa"
 LITERAL_TAG = "client-tag-literal-77e1"
 ROLE_NAMES = ("candidate", "caller", "task_judge", "conversation_judge")
+TIMEOUT_S = limit(10.0)
+"""Every attempt's limit, one per role as in a real settings file, so a hang is any request's to
+meet: a valid reply must never reach it (the ledgers must equal the faults the server injected, and
+a valid attempt cut short on a loaded machine would add a timeout: a 3 s limit was near enough
+for that at load 10 to 14), and each hang costs this much of the run's time."""
+HANG_S = limit(600.0)
+"""A hang lasts until the server is closed (at most this): only the client's limit ends it."""
 
 
 def _settings(
     tmp: Path, url: str, judge_headers: dict[str, str] | None = None, provider: str = "openai"
 ) -> Path:
-    # the timeout leaves room for a loaded machine (a valid reply must never time out); a hang lasts longer
-    common = {"base_url": url, "timeout_s": 3.0, "max_attempts": 8, "retry_base_delay_s": 0.01}
+    common = {"base_url": url, "timeout_s": TIMEOUT_S, "max_attempts": 8, "retry_base_delay_s": 0.01}
     data = {
         "candidate": {
             "spec": f"{provider}:fake-agent",
@@ -124,7 +131,7 @@ def test_twenty_percent_mixed_faults_charge_nothing_to_the_candidate(
 ) -> None:
     out = tmp_path / "run"
     cache = tmp_path / "cache.sqlite"
-    with FaultServer(rate=0.2, seed=12, keys={KEY}, hang_s=4.0) as server:
+    with FaultServer(rate=0.2, seed=12, keys={KEY}, hang_s=HANG_S) as server:
         url = server.url if provider == "openai" else server.root
         result = _run(
             out,
@@ -248,7 +255,8 @@ def test_judges_failing_often_in_every_retryable_way_still_grade_every_episode(
 ) -> None:
     out = tmp_path / "run"
     judges = frozenset({"task_judge", "conversation_judge"})
-    with FaultServer(rate=0.4, seed=3, keys={KEY}, hang_s=4.0, kinds=RETRYABLE_KINDS, roles=judges) as server:
+    with FaultServer(rate=0.4, seed=3, keys={KEY}, hang_s=HANG_S, kinds=RETRYABLE_KINDS,
+                     roles=judges) as server:
         url = server.url if provider == "openai" else server.root
         result = _run(out, _settings(tmp_path, url, provider=provider), provider=provider)
         log = list(server.log)

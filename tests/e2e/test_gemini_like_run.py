@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from callbench.cli import app
 from fakes.gemini_like_server import GeminiLikeServer
+from waiting import limit
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 SCENARIO = "lpg_en_late_delivery_no_second_booking"
@@ -25,7 +26,8 @@ def test_gemini_worded_400s_step_down_and_the_episode_scores(tmp_path: Path,
     monkeypatch.setenv("OPENAI_API_KEY", "test-gemini-key-0123456789")
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with GeminiLikeServer() as server:
-        common = {"base_url": server.url, "timeout_s": 10.0, "retry_base_delay_s": 0.01}
+        # no request is meant to time out (a timeout would be one more logged request)
+        common = {"base_url": server.url, "timeout_s": limit(120.0), "retry_base_delay_s": 0.01}
         settings = tmp_path / "roles.yaml"
         settings.write_text(yaml.safe_dump({r: {"spec": f"openai:gemini-{r}", **common} for r in ROLES}))
         out = tmp_path / "run"

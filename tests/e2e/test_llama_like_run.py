@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from callbench.cli import app
 from callbench.runfolder import episode_files
 from fakes.llama_like_server import LlamaLikeServer
+from waiting import limit
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 SCENARIO = "lpg_en_late_delivery_no_second_booking"
@@ -22,7 +23,8 @@ SPEC = "openai:local-0.5b"
 
 
 def _run(tmp: Path, url: str, parse: bool) -> tuple[Path, object]:
-    common = {"spec": SPEC, "base_url": url, "timeout_s": 10.0, "retry_base_delay_s": 0.01}
+    # no request is meant to time out, however loaded the machine
+    common = {"spec": SPEC, "base_url": url, "timeout_s": limit(120.0), "retry_base_delay_s": 0.01}
     roles = {r: dict(common) for r in ("candidate", "caller", "task_judge", "conversation_judge")}
     roles["candidate"]["parse_content_tool_calls"] = parse
     settings = tmp / "roles.yaml"

@@ -24,6 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
+from waiting import limit, wait_exit
 
 ROOT = Path(__file__).parents[2]
 STARTER = ROOT / "src" / "callbench" / "examples" / "starter"
@@ -36,7 +37,7 @@ def _post(url: str, body: Any) -> tuple[int, Any]:
         url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
     )
     try:
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=limit(120.0)) as r:  # a safety net only
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
@@ -59,11 +60,12 @@ def test_serve_backend_answers_and_stops_on_ctrl_c() -> None:
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
+    reader = threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True)
+    reader.start()
     seen: list[str] = []
 
     def until(pattern: str) -> re.Match[str]:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + limit(300.0)  # a safety net: starting the command is the slowest
         while time.monotonic() < deadline:
             try:
                 seen.append(lines.get(timeout=0.5))
@@ -106,13 +108,14 @@ def test_serve_backend_answers_and_stops_on_ctrl_c() -> None:
         # a wrong secret touches nothing
         assert _post(f"{base}/wrong/vapi", msg)[0] == 404
         os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=30)
+        wait_exit(proc, "serve-backend to exit after Ctrl-C")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     err = proc.stderr.read() if proc.stderr else ""
-    time.sleep(0.2)  # the reader thread hands over the last lines
+    reader.join(limit(60.0))  # it ends at the end of the output: every line is handed over
+    assert not reader.is_alive(), "the command's output did not end after it exited"
     while not lines.empty():
         seen.append(lines.get())
     assert proc.returncode == 0, err

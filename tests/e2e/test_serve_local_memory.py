@@ -67,7 +67,7 @@ def _chat(url: str, text: str) -> dict[str, object]:
                        "messages": [{"role": "user", "content": text}]}).encode()
     req = urllib.request.Request(f"{url}/chat/completions", data=body,
                                  headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=600) as r:
+    with urllib.request.urlopen(req, timeout=LOAD_TIMEOUT_S) as r:  # a safety net only
         data: dict[str, object] = json.loads(r.read())
     return data
 

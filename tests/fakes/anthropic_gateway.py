@@ -22,6 +22,7 @@ import urllib.request
 from typing import Any
 
 from fakes.json_post_server import JsonPostServer
+from waiting import limit
 
 OPAQUE_500 = {"type": "error", "error": {"type": "api_error",
                                          "message": "litellm.InternalServerError: Internal Server Error"}}
@@ -119,7 +120,7 @@ class AnthropicGateway(JsonPostServer):
                                          headers={"Content-Type": "application/json",
                                                   "Authorization": "Bearer gateway"})
             try:
-                with urllib.request.urlopen(req, timeout=30) as r:
+                with urllib.request.urlopen(req, timeout=limit(120.0)) as r:  # a safety net only
                     status, data = 200, to_anthropic(body, json.loads(r.read()))
             except urllib.error.HTTPError as e:
                 status, data = e.code, OPAQUE_500

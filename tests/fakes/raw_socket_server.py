@@ -8,6 +8,8 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 
+from waiting import limit
+
 
 def read_request(conn: socket.socket) -> None:
     """Read one whole request (head and Content-Length body), so that closing the socket sends a
@@ -45,7 +47,9 @@ def raw_socket_server(answer: Callable[[socket.socket, int], None], *,
 
     def handle(conn: socket.socket) -> None:
         try:
-            conn.settimeout(10)
+            # a safety net only: the client may be slow to send on a loaded machine, and a timeout
+            # here would close the socket and turn any answer into a reset
+            conn.settimeout(limit(60.0))
             read_request(conn)
             answer(conn, port)
         except OSError:

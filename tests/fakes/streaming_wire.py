@@ -12,7 +12,7 @@ sleeping the drawn delays) or whole after the same total delay.
 :class:`WireServer` answers every request with one fixed answer per dialect, streamed when the
 request asks for it, with an optional mid-stream fault on the first ``fault_times`` requests
 (``cut``: the stream stops before its end; ``error_event``; ``not_json``; ``not_utf8``;
-``stall``: nothing more for a minute). Each
+``stall``: nothing more for ``stall_s`` seconds or until the server is closed). Each
 request's drawn delays are kept in :attr:`WireServer.drawn` (request number -> first token s);
 :attr:`WireServer.connections` counts the TCP connections it accepted (keep-alive: one for many
 requests when the client reuses its connection). ``trailing`` (bytes) is sent after the stream's
@@ -194,9 +194,12 @@ def write_answer(
     fault: str | None = None,
     trailing: bytes = b"",
     trailing_s: float = 0.0,
+    stall_s: float = 60.0,
+    closed: threading.Event | None = None,
 ) -> float:
     """Write ``answer`` (a complete body of ``dialect``) to ``h``, streamed or whole; returns the
-    drawn time to first token. ``fault`` breaks the stream after its first content event;
+    drawn time to first token. ``fault`` breaks the stream after its first content event (a
+    ``stall`` sends nothing more for ``stall_s`` seconds, or until ``closed`` is set);
     ``trailing`` is written after the end event, ``trailing_s`` seconds later, before the body's
     last chunk."""
     ttft = profile.first_token(n)
@@ -222,7 +225,7 @@ def write_answer(
             delay = (ttft if first else profile.token_s) + (profile.tool_s if kind == "tool" else 0.0)
             time.sleep(delay)
             if fault is not None and not first:
-                _fault(h, dialect, fault)
+                _fault(h, dialect, fault, stall_s, closed or threading.Event())
                 return ttft
             first = False
         if dialect == "openai":
@@ -245,7 +248,9 @@ def write_answer(
     return ttft
 
 
-def _fault(h: BaseHTTPRequestHandler, dialect: str, fault: str) -> None:
+def _fault(
+    h: BaseHTTPRequestHandler, dialect: str, fault: str, stall_s: float, closed: threading.Event
+) -> None:
     if fault == "error_event":
         error = {"type": "overloaded_error", "message": "Overloaded"}
         line = (
@@ -258,8 +263,8 @@ def _fault(h: BaseHTTPRequestHandler, dialect: str, fault: str) -> None:
         _chunk(h, b'data: {"choices": [\n\n')
     elif fault == "not_utf8":
         _chunk(h, b'data: {"x": "\xff\xfe"}\n\n')
-    elif fault == "stall":  # nothing more for a minute: the client's deadline must end it
-        time.sleep(60.0)
+    elif fault == "stall" and closed.wait(stall_s):  # nothing more: the client's deadline must end it
+        return  # the server is closing: the client is gone, nothing is left to send
     # the chunked body ends cleanly; with "cut" nothing else came: no terminator event
     _chunk(h, b"")
 
@@ -280,8 +285,11 @@ class WireServer:
         hold_s: float = 60.0,
         trailing: bytes = b"",
         trailing_s: float = 0.0,
+        stall_s: float = 60.0,
     ) -> None:
         self.trailing, self.trailing_s = trailing, trailing_s
+        # a stall lasts stall_s or until the server is closed, whichever comes first
+        self.stall_s, self.closed = stall_s, threading.Event()
         self.connections = 0
         self.answers = {"openai": openai_answer, "anthropic": anthropic_answer}
         # hold every answer until ``hold_until`` requests have arrived (at most ``hold_s``): a client
@@ -335,6 +343,8 @@ class WireServer:
                     fault=fault,
                     trailing=server.trailing,
                     trailing_s=server.trailing_s,
+                    stall_s=server.stall_s,
+                    closed=server.closed,
                 )
 
             def log_message(self, *args: object) -> None:
@@ -348,6 +358,7 @@ class WireServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.closed.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()

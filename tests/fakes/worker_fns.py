@@ -34,7 +34,9 @@ def slow_recording_pid(items: list[str]) -> list[str]:
     """Write this worker's pid into the folder each item names, then sleep (for Ctrl-C tests)."""
     for folder in items:
         Path(folder, f"{os.getpid()}.pid").write_text("", encoding="utf-8")
-    time.sleep(60)
+    # longer than any wait of a test (tests/waiting.py: 600 s): a worker still alive when the test
+    # stops waiting outlived its parent, never one that merely finished its sleep
+    time.sleep(3600)
     return items
 
 

@@ -16,6 +16,7 @@ from callbench.models.base import (
 from callbench.models.faults import collect_faults
 from callbench.models.registry import create_client
 from fakes.drip_server import DripServer
+from waiting import limit
 
 CTX = RequestContext(role="candidate", episode_id="ep1")
 REQUEST = ModelRequest(messages=[ChatMessage(role="system", content="Greet.")], context=CTX)
@@ -50,7 +51,8 @@ async def test_a_body_within_the_deadline_is_read(monkeypatch: pytest.MonkeyPatc
     """The deadline is not a cap on a reply that arrives in time: a fast drip is accepted."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-drip")
     with DripServer(0.0) as server:
-        client = create_client("openai:drip", ModelSettings(base_url=server.url, timeout_s=20.0),
+        # far above what the byte-by-byte reply needs even on a loaded machine: it must not time out
+        client = create_client("openai:drip", ModelSettings(base_url=server.url, timeout_s=limit(120.0)),
                                role="candidate")
         try:
             response = await client.complete(REQUEST)

@@ -101,9 +101,11 @@ def _request(role: str = "candidate") -> ModelRequest:
 
 
 def _client(dialect: str, server: WireServer, stream: str, **extra: Any) -> Any:
+    # no request here is meant to time out: the limit is far above what a loaded machine needs
+    # (a timeout would be a retry, and the counts of attempts and requests would be off)
     settings = ModelSettings(
         base_url=server.root if dialect == "anthropic" else server.url,
-        timeout_s=5.0,
+        timeout_s=limit(120.0),
         max_attempts=3,
         retry_base_delay_s=0.0,
         stream=stream,

@@ -22,7 +22,7 @@ import pytest
 
 from callbench.runfolder import episode_files
 from callbench.runs.supervisor import DUPLICATE_S, GRACE_S
-from waiting import finish, limit, run_command, wait_until
+from waiting import finish, limit, run_command, scale, wait_until
 
 from .conftest import DAIRY
 
@@ -191,9 +191,13 @@ def test_a_second_ctrl_c_stops_at_once(tmp_path: Path) -> None:
 
 STOP_PROMISE_S = 2.0
 """From Ctrl-C to the command's exit while a native model call is busy (the product's promise)."""
-SCHEDULING_MARGIN_S = 1.0
+SCHEDULING_MARGIN_S = 4.0
 """Added to :data:`STOP_PROMISE_S` for the two processes being scheduled on a shared, loaded 2-core
-machine; the stop itself does no work that grows with the load."""
+machine: at load 14 each runnable process gets about a seventh of a core, so the stop's few tenths
+of a second of CPU (the handler, the stop line, the interpreter's exit, the parent's) can take
+seconds. The sum stays below the product's :data:`GRACE_S` (10 s), after which a stop that waited
+for the call would end by itself; that path prints a second stop line, which the test also rules out."""
+STOP_BOUND_S = (STOP_PROMISE_S + SCHEDULING_MARGIN_S) * scale()
 
 
 def test_ctrl_c_abandons_a_busy_native_call_at_once(tmp_path: Path) -> None:
@@ -214,7 +218,7 @@ def test_ctrl_c_abandons_a_busy_native_call_at_once(tmp_path: Path) -> None:
     took = time.monotonic() - sent
     code, err = _finish(proc)
     assert code == 130, err
-    assert took < STOP_PROMISE_S + SCHEDULING_MARGIN_S, f"took {took:.2f} s: {err}"
+    assert took < STOP_BOUND_S, f"took {took:.2f} s: {err}"
     lines = [line for line in err.splitlines() if line.strip() and "━" not in line]
     stops = [line for line in lines if line.startswith("interrupted") or "stopped at once" in line]
     expected = f"interrupted (Ctrl-C): finished episodes are saved in {out}; run the same command to resume"
