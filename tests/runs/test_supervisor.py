@@ -139,3 +139,47 @@ def test_console_entry_reports_a_crash_of_the_real_command(tmp_path: Path) -> No
 
 def test_crash_message_names_unknown_signals() -> None:
     assert "(signal 200)" in crash_message(200)
+
+
+def test_a_stop_signal_at_exit_does_not_kill_a_child_that_finished(tmp_path: Path) -> None:
+    # the parent's copy of a Ctrl-C can reach the child after it has stopped and is exiting; a
+    # Python handler would raise in the middle of the exit (and, once the interpreter resets its
+    # handlers to the default action, the signal would kill it): ignored there, the exit is clean
+    err = io.StringIO()
+    code = run_supervised(
+        _python(
+            """
+            import atexit, os, signal
+            from pathlib import Path
+            from callbench.runs.supervisor import child_setup
+
+            def late_copy():
+                os.kill(os.getpid(), signal.SIGINT)  # a handler would raise here
+                Path({!r}).write_text("exit went on")
+
+            atexit.register(late_copy)  # registered first: runs after child_setup's exit callback
+            child_setup()
+            """.format(str(tmp_path / "after"))
+        ),
+        err=err,
+    )
+    assert (code, err.getvalue()) == (0, "")
+    assert (tmp_path / "after").read_text() == "exit went on"
+
+
+def test_stop_signals_are_ignored_after_the_exit_callback() -> None:
+    result = subprocess.run(
+        _python(
+            """
+            import signal
+            from callbench.runs.supervisor import ignore_stop_signals_at_exit, install_stop_handlers
+            install_stop_handlers()
+            before = signal.getsignal(signal.SIGINT)
+            ignore_stop_signals_at_exit()
+            after = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
+            print(callable(before) and after == [signal.SIG_IGN] * 3)
+            """
+        ),
+        capture_output=True, text=True, timeout=limit(120.0),
+    )
+    assert result.stdout.strip() == "True", result.stderr

@@ -215,6 +215,17 @@ def install_stop_handlers() -> None:
             signal.signal(signum, _on_stop_signal)
 
 
+def ignore_stop_signals_at_exit() -> None:
+    """Ignore SIGINT, SIGTERM and SIGHUP from here on: called at exit (``atexit``), when the
+    command's work is over. Python's finalization sets every signal with a Python handler back to
+    its default action (``_PySignal_Fini``), so the parent's copy of a Ctrl-C that reached the child
+    late on a loaded machine then killed a child that had already stopped cleanly ("stopped",
+    status 0 became "interrupted (Ctrl-C)", 130). An ignored signal stays ignored to the end."""
+    with contextlib.suppress(ValueError, OSError):  # not the main thread; a platform without one
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
+
 def _die_with_parent(parent: int) -> None:
     """SIGTERM this process when ``parent`` dies: PR_SET_PDEATHSIG where Linux has it, then a
     check that the parent is still ours (it may have died before the prctl), and a watcher thread."""
@@ -312,8 +323,9 @@ def child_setup() -> None:
     ``$CALLBENCH_CRASH_STACK`` on a fatal signal (``faulthandler``; the signal still kills the
     process, so the parent sees it). When the parent is gone by the time this process exits, the
     scratch folder is removed here (:func:`_remove_own_scratch`). Without a supervisor only the stop
-    handlers are installed."""
+    handlers are installed. At exit the stop signals are ignored (:func:`ignore_stop_signals_at_exit`)."""
     install_stop_handlers()
+    atexit.register(ignore_stop_signals_at_exit)
     ready = os.environ.pop(READY_ENV, "")
     if ready.isdigit():
         with contextlib.suppress(OSError):
