@@ -249,6 +249,7 @@ def test_twenty_percent_mixed_faults_charge_nothing_to_the_candidate(
     assert "Fault ledger" in html
 
 
+@pytest.mark.slow  # a graded run through a faulty judge server: about 11 s idle
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_judges_failing_often_in_every_retryable_way_still_grade_every_episode(
     tmp_path: Path, env: None, provider: str

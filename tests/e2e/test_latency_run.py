@@ -160,6 +160,7 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
     mp.undo()
 
 
+@pytest.mark.slow  # a streamed run against seeded delays: about 9 s idle
 def test_report_time_to_first_word_matches_the_known_distribution_and_the_trace_files(
         concurrent_run: Path) -> None:
     turns = trace_turns(concurrent_run)

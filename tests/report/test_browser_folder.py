@@ -104,6 +104,7 @@ def listed(page: Any) -> list[dict[str, str]]:
     )
 
 
+@pytest.mark.slow  # writing a 10,000-call folder and loading it in Chromium: about 16 s idle
 def test_folder_report_of_10000_calls_in_chromium(browser: Any, folder: Path) -> None:
     index = folder / "index.html"
     assert index.stat().st_size < 20_000_000
@@ -184,6 +185,7 @@ def test_folder_report_of_10000_calls_in_chromium(browser: Any, folder: Path) ->
     assert len(searched) == int(page.evaluate("document.body.dataset.searchShards")) > 0
 
 
+@pytest.mark.slow  # shares the 10,000-call folder (about 11 s idle to write)
 def test_a_missing_call_file_is_said_on_the_page(browser: Any, folder: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("e1*.js"))

@@ -66,6 +66,7 @@ def test_a_hold_that_made_the_folder_removes_it_when_nothing_was_saved(tmp_path:
     assert (run / LOCK_FILE).exists() and (run / "manifest.json").exists()
 
 
+@pytest.mark.slow  # three real command processes, one killed: about 6 s idle
 def test_a_second_driver_fails_at_once_and_a_killed_holder_leaves_no_stale_lock(tmp_path: Path) -> None:
     out = tmp_path / "run"
     hold = tmp_path / "hold"

@@ -175,6 +175,7 @@ asyncio.run(execute_run(config, scripted_clients(config, bundle), bundle=bundle)
 """
 
 
+@pytest.mark.slow  # a 1,000-episode run killed and resumed: about 6 s idle
 async def test_resume_after_kill_9_of_a_1000_episode_run_gives_exactly_1000_traces(
     tmp_path: Path, dairy: Bundle
 ) -> None:
