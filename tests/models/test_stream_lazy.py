@@ -42,6 +42,16 @@ class _Counted:
             monkeypatch.setattr(cls, "next", next)
 
 
+async def _streamed(dialect: str, text: str, profile: LatencyProfile | None = None) -> Any:
+    """One streamed request for ``text`` to a fresh fake; the answer."""
+    with WireServer(_openai(text, []), _anthropic(text, []), profile=profile) as fake:
+        client = _client(dialect, fake, "on")
+        try:
+            return await client.complete(_request())
+        finally:
+            await client.aclose()
+
+
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])
 async def test_after_speech_the_rest_is_one_read_at_the_body_end(
     dialect: str, monkeypatch: pytest.MonkeyPatch
@@ -50,13 +60,7 @@ async def test_after_speech_the_rest_is_one_read_at_the_body_end(
     monkeypatch.setattr(sse, "POLL_S", 600.0)
     monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
     counted = _Counted(monkeypatch)
-    profile = LatencyProfile(token_s=0.005)
-    with WireServer(_openai(LONG, []), _anthropic(LONG, []), profile=profile) as fake:
-        client = _client(dialect, fake, "on")
-        try:
-            answer = await client.complete(_request())
-        finally:
-            await client.aclose()
+    answer = await _streamed(dialect, LONG, LatencyProfile(token_s=0.005))
     assert answer.content == LONG
     lazy = [n for is_lazy, n in counted.reads if is_lazy]
     eager = [n for is_lazy, n in counted.reads if not is_lazy]
@@ -76,12 +80,7 @@ async def test_the_other_transport_reads_every_delta(dialect: str, monkeypatch: 
     # the comparison that gives the lazy read its point: httpx2 wakes the reader once per delta
     monkeypatch.setenv(TRANSPORT_ENV, "httpx2")
     counted = _Counted(monkeypatch)
-    with WireServer(_openai(LONG, []), _anthropic(LONG, []), profile=LatencyProfile(token_s=0.005)) as fake:
-        client = _client(dialect, fake, "on")
-        try:
-            answer = await client.complete(_request())
-        finally:
-            await client.aclose()
+    answer = await _streamed(dialect, LONG, LatencyProfile(token_s=0.005))
     assert answer.content == LONG
     assert len(counted.reads) > 100, len(counted.reads)
 
@@ -95,12 +94,7 @@ async def test_a_body_above_the_readers_buffer_is_read_whole(
     monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
     monkeypatch.setattr(wire, "PIECE", 8192)
     text = "".join(f"{i:07d} " for i in range(60_000))  # 480,000 characters, 59 deltas
-    with WireServer(_openai(text, []), _anthropic(text, [])) as fake:
-        client = _client(dialect, fake, "on")
-        try:
-            answer = await client.complete(_request())
-        finally:
-            await client.aclose()
+    answer = await _streamed(dialect, text)
     assert answer.content == text
     assert [a.fault for a in answer.timing.attempts] == [None]
 
