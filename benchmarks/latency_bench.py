@@ -21,6 +21,9 @@ Prints, from the saved trace files (read as JSON here, not through callbench's r
   event loop's own I/O callbacks, the imports not included) per candidate request, an upper
   bound of the harness's CPU per request.
 
+The run goes on the event loop callbench's commands use (``runs/event_loop.py``: uvloop where
+installed; ``CALLBENCH_EVENT_LOOP=asyncio`` for the standard library's), named in the output.
+
 Run: ``python benchmarks/latency_bench.py [--scenarios N] [--concurrency C]``. Name the
 machine's load (``uptime``) beside the figures: a loaded machine inflates CPU time a little
 (caches, frequency) and wall time a lot.
@@ -29,7 +32,6 @@ machine's load (``uptime``) beside the figures: a loaded machine inflates CPU ti
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gzip
 import json
 import math
@@ -52,6 +54,7 @@ from callbench.bundle.validate.audits import load_bundle  # noqa: E402
 from callbench.models.base import ModelSettings  # noqa: E402
 from callbench.models.remote.openai_client import OpenAIClient  # noqa: E402
 from callbench.runfolder.store import RunStore  # noqa: E402
+from callbench.runs import event_loop  # noqa: E402
 from callbench.runs.executor import RoleSpec, RunConfig  # noqa: E402
 from callbench.runs.plan import ScenarioFilters, candidate_slug  # noqa: E402
 from callbench.runs.session import build_clients, run_and_grade  # noqa: E402
@@ -106,6 +109,7 @@ def read_traces(run_dir: Path) -> list[dict[str, Any]]:
 
 async def run(args: argparse.Namespace, url: str, out: Path) -> tuple[float, float, float, int]:
     """Run and grade; returns (wall s, process CPU s, save CPU s, saves)."""
+    args.loop = event_loop.describe()
     bundle = load_bundle(STARTER)
     agents = list(bundle.agents)
     spec = "openai:conformance-agent"
@@ -168,7 +172,7 @@ def main() -> None:
         url = server.stdout.readline().strip()
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "run"
-            wall, cpu, save_cpu, saves = asyncio.run(run(args, url, out))
+            wall, cpu, save_cpu, saves = event_loop.run(run(args, url, out))
             traces = read_traces(out)
     finally:
         if server.stdin is not None:
@@ -188,7 +192,8 @@ def main() -> None:
         return f"{1000 * x:.2f} ms"
 
     print(f"profile: ttft median {ms(args.ttft)} (lognormal sigma {args.sigma}), {ms(args.token)} per delta, "
-          f"+{ms(args.tool)} per tool call; concurrency {args.concurrency}; transport {args.transport}")
+          f"+{ms(args.tool)} per tool call; concurrency {args.concurrency}; transport {args.transport}; "
+          f"event loop {args.loop}")
     print(f"calls: {len(traces)}, candidate requests: {len(cand)} ({streamed} streamed), turns that spoke: "
           f"{len(words)}, caller requests: {len(caller)}; wall {wall:.1f} s; load: {os.getloadavg()[0]:.1f}")
     print(f"time to first word: p50 {ms(word)}, p90 {ms(quantile(words, 0.9))}")

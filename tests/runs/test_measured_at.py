@@ -21,6 +21,7 @@ async def test_each_invocation_records_machine_concurrency_note_and_budget(
     assert [(s.concurrency, s.note, s.cpu_count, s.platform) for s in m1.measured_at] == [
         (2, "eu-west-1, office fibre", os.cpu_count(), platform.platform())]
     assert m1.latency_budget_s == 0.65 and m1.measured_at[0].started == m1.started
+    assert m1.measured_at[0].event_loop == "asyncio"  # the test's own loop (the CLI's: test_event_loop.py)
     again = config.model_copy(update={"concurrency": 5, "latency_note": None})
     m2 = await execute_run(again, scripted_clients(again, dairy), bundle=dairy)
     assert [(s.concurrency, s.note) for s in m2.measured_at] == [(2, "eu-west-1, office fibre"), (5, None)]

@@ -150,7 +150,6 @@ def audit(
     Exit codes: 0 no problem; 1 problems found (a judge failing the gate among them); 2 unusable
     input (unreadable path, a bundle that cannot be loaded, unknown scenario ids, bad judge options).
     """
-    import asyncio
     import json
 
     from rich.console import Console
@@ -160,6 +159,7 @@ def audit(
     from callbench.audit.store import save_judge_audit
     from callbench.bundle.validate.audits import validate_safely
     from callbench.report.terminal.audit import render_audit
+    from callbench.runs import event_loop
 
     _one_shot_gc()
 
@@ -216,7 +216,7 @@ def audit(
                 await clients.conversation_judge.aclose()
 
     try:
-        result = asyncio.run(go())
+        result = event_loop.run(go())
     except KeyError as e:
         typer.echo(f"error: {e.args[0]}", err=True)
         raise typer.Exit(2) from None

@@ -162,12 +162,11 @@ def generate(
     Exit codes: 0 every scenario written; 1 some were not (listed); 2 bad input; 3 the provider
     failed (the batch stopped; what was written is recorded); 130 interrupted.
     """
-    import asyncio
-
     from callbench.generate.generator import GenerateError, GenerateOptions, ItemResult, generate_batch
     from callbench.generate.settings import load_generator_settings
     from callbench.models.base import ModelSettings
     from callbench.models.registry import create_client
+    from callbench.runs import event_loop
     from callbench.runs.session import open_cache
 
     _bundle_folder(bundle)
@@ -201,7 +200,7 @@ def generate(
             await client.aclose()
 
     try:
-        outcome = asyncio.run(go())
+        outcome = event_loop.run(go())
     except GenerateError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

@@ -89,14 +89,13 @@ def import_transcript_command(
 
     Exit codes: 0 written; 1 no draft passed the audit (last problems listed); 2 bad input (an
     unreadable transcript, an unknown agent, a call already imported); 3 the provider failed."""
-    import asyncio
-
     from callbench.generate.generator import GenerateError
     from callbench.generate.settings import load_generator_settings
     from callbench.generate.transcript import TranscriptError
     from callbench.generate.transcript_import import ImportOptions, import_transcript
     from callbench.models.base import InfrastructureError, ModelSettings
     from callbench.models.registry import create_client
+    from callbench.runs import event_loop
     from callbench.runs.session import open_cache
 
     if not bundle.is_dir():
@@ -119,7 +118,7 @@ def import_transcript_command(
             await client.aclose()
 
     try:
-        outcome = asyncio.run(go())
+        outcome = event_loop.run(go())
     except (TranscriptError, GenerateError) as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None

@@ -57,7 +57,6 @@ def grade(
     Exit codes: 0 ok; 2 bad input (not a run folder, bundle hash mismatch, unreadable rubric);
     4 disk full, permission denied or a read-only folder.
     """
-    import asyncio
     import sqlite3
 
     from callbench.grade.grader import GradeError, grade_run, grade_set_summary
@@ -66,6 +65,7 @@ def grade(
     from callbench.models.base import ModelSettings
     from callbench.runfolder.lock import hold_run_folder
     from callbench.runfolder.store import RunStore
+    from callbench.runs import event_loop
     from callbench.runs.machine import EXIT_MACHINE_FAULT, machine_fault_message
 
     store = RunStore(run_dir)
@@ -102,7 +102,7 @@ def grade(
         if not (run_dir / "manifest.json").is_file():
             raise GradeError(f"{run_dir}: no manifest.json; not a run folder")
         with hold_run_folder(run_dir, "callbench grade"):
-            gid = asyncio.run(
+            gid = event_loop.run(
                 grade_run(
                     run_dir,
                     task_judge=chosen["task_judge"][0],

@@ -32,7 +32,6 @@ def _execute_held(
     failed with HTTP 401/403/404 several times in a row); 4 the machine refused a write (disk
     full, permission denied, read-only folder); 130 interrupted. Finished episodes are kept in
     every case and the same command resumes."""
-    import asyncio
     import contextlib
     import sqlite3
 
@@ -45,6 +44,7 @@ def _execute_held(
     from callbench.grade.grader import GradeError
     from callbench.models.activity import listening
     from callbench.runfolder.lock import hold_run_folder
+    from callbench.runs import event_loop
     from callbench.runs.budget import EXIT_BUDGET, BudgetReached
     from callbench.runs.executor import RunConfig, RunConflict
     from callbench.runs.guard import RunStopped
@@ -123,7 +123,7 @@ def _execute_held(
     try:
         try:
             with Live(bars.group(), console=console, refresh_per_second=4), listening(bars.on_activity):
-                return asyncio.run(go())
+                return event_loop.run(go())
         finally:
             if not console.is_interactive:  # as rich's Progress.stop: end the last line in a pipe
                 console.print()

@@ -84,11 +84,11 @@ def serve_backend(
     restarts), else a random one printed once; VAPI_WEBHOOK_SECRET and RETELL_API_KEY are checked
     as in a run. Prints the routes and one line per tool call (tool and outcome, never arguments).
     """
-    import asyncio
     import os
 
     from callbench.bundle.loader import BundleError
     from callbench.bundle.validate.audits import load_bundle
+    from callbench.runs import event_loop
 
     try:
         bundle = load_bundle(bundle_path)
@@ -113,7 +113,7 @@ def serve_backend(
     config.host, config.port = host, port
     shown_secret = "$CALLBENCH_WEBHOOK_SECRET" if os.environ.get("CALLBENCH_WEBHOOK_SECRET") else None
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how it stops: the server is closed
-        asyncio.run(_serve_backend(config, agent, scenario, seed, shown_secret))
+        event_loop.run(_serve_backend(config, agent, scenario, seed, shown_secret))
     print("stopped", flush=True)
 
 

@@ -44,14 +44,17 @@ class EpisodeKey(BaseModel):
 class MeasuredAt(BaseModel):
     """Where and how one invocation of a run measured latency: when it started (UTC, ISO 8601),
     the machine (``platform.platform()``, CPU count), episodes at once (``--concurrency``), the
-    executor, the free-text note of ``--latency-note`` (region, network: what we cannot see), and
-    the rate-limit waits of its requests by role and by candidate."""
+    executor, the event loop that ran it (``runs/event_loop.py``: ``"uvloop 0.21.0"`` or
+    ``"asyncio"``; empty in runs made before callbench recorded it), the free-text note of
+    ``--latency-note`` (region, network: what we cannot see), and the
+    rate-limit waits of its requests by role and by candidate."""
 
     started: str
     platform: str = ""
     cpu_count: int | None = None
     concurrency: int = 1
     executor: str = "local"
+    event_loop: str = ""
     note: str | None = None
     rate_limits: dict[str, RateLimitWaits] | None = None
     """Role (``candidate``, ``caller``, ``task_judge``, ``conversation_judge``) -> this invocation's

@@ -32,6 +32,7 @@ from callbench.runfolder.manifest import EpisodeKey, MeasuredAt, RunManifest
 from callbench.runfolder.provenance import code_version, git_state
 from callbench.runfolder.store import RunStore
 from callbench.runs.budget import Budget, BudgetReached
+from callbench.runs.event_loop import describe as describe_loop
 from callbench.runs.guard import DEFAULT_MAX_CONSECUTIVE, RunStopped, health_of
 from callbench.runs.guard import limit_providers as guard_limit
 from callbench.runs.plan import ScenarioFilters, candidate_slug, plan_episodes, sweep_personas
@@ -125,9 +126,10 @@ def now() -> str:
 
 
 def measured_at(started: str, concurrency: int, executor: str, note: str | None) -> MeasuredAt:
-    """This machine and invocation, as the manifest records where latency was measured."""
+    """This machine and invocation, as the manifest records where latency was measured (the
+    event loop is the running one: call it from the run's loop)."""
     return MeasuredAt(started=started, platform=platform.platform(), cpu_count=os.cpu_count(),
-                      concurrency=concurrency, executor=executor, note=note)
+                      concurrency=concurrency, executor=executor, event_loop=describe_loop(), note=note)
 
 
 def limit_providers(clients: dict[str, ModelClient], config: RunConfig) -> dict[str, ModelClient]:

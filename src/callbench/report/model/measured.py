@@ -40,6 +40,7 @@ def latency_warnings(runs: Sequence[RunData], candidates: Sequence[str]) -> list
     sites = [(run.manifest.run_id, m) for run in runs for m in run.manifest.measured_at]
     where = "; ".join(sorted({
         f"{m.platform or 'unknown machine'} ({m.cpu_count or '?'} CPUs), concurrency {m.concurrency}"
+        + (f", event loop {m.event_loop}" if m.event_loop else "")
         + (f", note: {m.note}" if m.note else "") for _, m in sites}))
     lines = ["Latency depends on where and when it was measured (region, network, provider load, "
              "concurrency): it includes the network and the provider's queueing; a request the client "
