@@ -330,3 +330,15 @@ def starter_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     traces = [json.loads(episode_files.read_text(p)) for p in sorted((out / "traces").glob("*.json.gz"))]
     return {"html": html, "languages": sorted(first), "traces": traces}
+
+
+def force_workers(monkeypatch: pytest.MonkeyPatch, chunk: int, processes: int | None = 2) -> None:
+    """Make the report's worker pool take any input, ``chunk`` items a task (however few there
+    are: ``PARALLEL_MIN_ITEMS`` 0), and, when ``processes`` is given, that many worker processes
+    (``CALLBENCH_REPORT_WORKERS``) for the steps that read the count from the environment."""
+    from callbench.report.model import workers
+
+    monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
+    monkeypatch.setattr(workers, "CHUNK_ITEMS", chunk)
+    if processes is not None:
+        monkeypatch.setenv(workers.WORKERS_ENV, str(processes))

@@ -14,11 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from callbench.cli import app
-from callbench.report.model import workers
 from callbench.runfolder.manifest import RunManifest
 from callbench.trace import EpisodeLatency, atomic_write_text
 
-from .conftest import write_run
+from .conftest import force_workers, write_run
 from .test_html_folder import calls_of
 from .test_latency_strip import known_latency
 
@@ -92,9 +91,7 @@ def test_folder_written_while_reading_marks_the_runs_recorded_budget(
 ) -> None:
     run = _run(tmp_path, budget_s=1.2)
     if parallel:  # the call files written by worker processes (the writer is pickled to them)
-        monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
-        monkeypatch.setattr(workers, "CHUNK_ITEMS", 1)
-        monkeypatch.setenv(workers.WORKERS_ENV, "2")
+        force_workers(monkeypatch, 1)
     from callbench.report.html import calls as html_calls
 
     second_pass: list[int] = []

@@ -20,6 +20,8 @@ from fakes import worker_fns
 from fakes.synthetic import synthetic_runs
 from waiting import finish, run_command, wait_until
 
+from .conftest import force_workers
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -191,8 +193,7 @@ def test_a_run_loads_the_same_in_one_process_and_in_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 40, seed=5, candidates=3)
-    monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
-    monkeypatch.setattr(workers, "CHUNK_ITEMS", 7)
+    force_workers(monkeypatch, 7, processes=None)
     one, many = load_run(run, workers=1), load_run(run, workers=2)
     assert [r.model_dump() for r in one.records] == [r.model_dump() for r in many.records]
     assert len(one.records) == 40
@@ -209,8 +210,7 @@ def test_a_damaged_trace_names_its_file_from_a_worker(
     run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 30, seed=2, candidates=2)
     victim = sorted((run / "traces").iterdir())[17]
     victim.write_bytes(b"\x1f\x8b not really gzip")
-    monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
-    monkeypatch.setattr(workers, "CHUNK_ITEMS", 4)
+    force_workers(monkeypatch, 4, processes=None)
     with pytest.raises(ReportInputError) as one:
         load_run(run, workers=1)
     with pytest.raises(ReportInputError) as many:
@@ -257,9 +257,7 @@ def test_the_folder_report_is_the_same_written_by_workers(
     report = build_report(runs, n_samples=50)
     one, many = tmp_path / "one", tmp_path / "many"
     assert write_html_folder(report, call_data(runs), one, reason="test") == 36
-    monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
-    monkeypatch.setattr(workers, "CHUNK_ITEMS", 5)
-    monkeypatch.setenv(workers.WORKERS_ENV, "2")
+    force_workers(monkeypatch, 5)
     assert write_html_folder(report, None, many, reason="test", runs=runs) == 36
     a, b = _tree(one), _tree(many)
     assert len([k for k in a if k.startswith("calls/")]) == 36
@@ -351,9 +349,7 @@ def test_the_report_command_writes_the_folder_while_it_reads_the_run(
 
     run = synthetic_runs().make_synthetic_run(tmp_path / "syn", 30, seed=11, candidates=2)
     if parallel:
-        monkeypatch.setattr(workers, "PARALLEL_MIN_ITEMS", 0)
-        monkeypatch.setattr(workers, "CHUNK_ITEMS", 4)
-        monkeypatch.setenv(workers.WORKERS_ENV, "2")
+        force_workers(monkeypatch, 4)
     reads: list[int] = []
     from callbench.report.html import calls as html_calls
 

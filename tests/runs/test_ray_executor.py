@@ -106,6 +106,12 @@ async def test_ray_gives_the_local_executors_traces(tmp_path: Path, dairy: Bundl
     resumed = await execute_run(local.model_copy(update={"out": tmp_path / "ray"}),
                                 scripted_clients(local, dairy), bundle=dairy)  # same resume rules
     assert resumed.executors == ["ray", "local"] and _traces(tmp_path / "ray") == _traces(tmp_path / "local")
+    # each invocation names the loop its episodes ran on: Ray's actors use uvloop when it imports
+    # (RAY_USE_UVLOOP), the resumed local one this test's asyncio loop
+    import uvloop
+
+    loops = [m.event_loop for m in resumed.measured_at]
+    assert loops == [f"uvloop {uvloop.__version__} (Ray workers)", "asyncio"]
 
 
 async def test_a_killed_worker_is_run_again_and_saved_once(
@@ -171,23 +177,34 @@ async def test_provider_limits_hold_across_workers(tmp_path: Path, dairy: Bundle
 
 class HoldForKill:
     """At the first candidate request of ``episode`` (once: the marker file records it), writes its
-    worker's pid to ``marker`` and waits there until the process is killed from outside."""
+    worker's pid to ``marker`` and waits there until the process is killed from outside: at most
+    until ``give_up_at`` (``time.time()``; :func:`_victim_deadline`), then fails the request, so
+    that a killer that gave up ends the run instead of leaving it waiting for ever."""
 
-    def __init__(self, inner: ModelClient, marker: Path, episode: str) -> None:
+    def __init__(self, inner: ModelClient, marker: Path, episode: str, give_up_at: float) -> None:
         self.inner, self.marker, self.episode = inner, marker, episode
         self.spec, self.settings = inner.spec, inner.settings
+        self.give_up_at = give_up_at
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         if request.context.episode_id == self.episode and not self.marker.exists():
             tmp = self.marker.with_suffix(".tmp")
             tmp.write_text(str(os.getpid()))
             tmp.replace(self.marker)
-            while True:  # until SIGKILL
+            while time.time() < self.give_up_at:  # until SIGKILL
                 await asyncio.sleep(0.05)
+            raise RuntimeError("the victim episode was never killed")
         return await self.inner.complete(request)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _victim_deadline() -> float:
+    """When the victim stops waiting (``time.time()``): the killer's own limit twice over. Taken in
+    the driver, as a number: the worker builds its clients from the factory's closure, and the
+    tests' helpers (``waiting``) cannot be imported there."""
+    return time.time() + 2 * limit(PROCESS_S)
 
 
 async def _kill_when_marked(marker: Path, ready: Callable[[], bool]) -> int:
@@ -217,10 +234,11 @@ async def test_a_worker_killed_from_outside_costs_its_episode_not_the_run(
     planned = await execute_run(local, scripted_clients(local, dairy), bundle=dairy)
     victim = sorted(k.episode_id for k in planned.planned)[2]
     marker = tmp_path / "pid"
+    give_up_at = _victim_deadline()
 
     def factory(cfg: RunConfig, bundle: Bundle) -> dict[str, ModelClient]:
         clients = default_clients(cfg, bundle)
-        return {k: HoldForKill(c, marker, victim) if k.startswith("candidate:") else c
+        return {k: HoldForKill(c, marker, victim, give_up_at) if k.startswith("candidate:") else c
                 for k, c in clients.items()}
 
     saves: Counter[str] = Counter()
@@ -254,10 +272,11 @@ async def test_a_cluster_that_cannot_recover_ends_in_one_line_and_resumes(
     planned = await execute_run(local, scripted_clients(local, dairy), bundle=dairy)
     victim = sorted(k.episode_id for k in planned.planned)[2]
     marker = tmp_path / "pid"
+    give_up_at = _victim_deadline()
 
     def factory(cfg: RunConfig, bundle: Bundle) -> dict[str, ModelClient]:
         clients = default_clients(cfg, bundle)
-        return {k: HoldForKill(c, marker, victim) if k.startswith("candidate:") else c
+        return {k: HoldForKill(c, marker, victim, give_up_at) if k.startswith("candidate:") else c
                 for k, c in clients.items()}
 
     saves: Counter[str] = Counter()

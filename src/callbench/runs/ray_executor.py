@@ -208,6 +208,13 @@ class _WorkerImpl:
 
         return os.getpid()
 
+    async def event_loop(self) -> str:
+        """The event loop this worker's episodes run on (Ray's for async actors), as
+        :func:`callbench.runs.event_loop.describe` names it."""
+        from callbench.runs.event_loop import describe
+
+        return describe()
+
 
 class RayCluster:
     """A connection to Ray for one run: the provider limiter actors and the worker pool.
@@ -336,6 +343,11 @@ async def execute_run_ray(
         if todo:
             cluster = cluster or connect(config, address=config.ray_address, num_cpus=num_cpus)
             workers = cluster.start_workers(config, bundle, client_factory, num_workers)
+            try:  # the episodes run on the workers' loops, not on this driver's
+                loop = await workers[0].event_loop.remote()
+                manifest.measured_at[-1].event_loop = f"{loop} (Ray workers)"
+            except cluster.ray.exceptions.RayError:
+                pass  # a worker that cannot answer is met again by the first episode, and reported
             gate = asyncio.Semaphore(max(1, config.concurrency))
             window = asyncio.Semaphore(IN_FLIGHT_PER_SLOT * max(1, config.concurrency))
             load = [0] * len(workers)
