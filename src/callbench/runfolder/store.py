@@ -18,7 +18,6 @@ threads (:meth:`RunStore.submit_episode`), so that every write runs off the even
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -27,68 +26,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
 from callbench.models.faults import FaultLedger
 from callbench.runfolder import episode_files
+from callbench.runfolder.index import (  # noqa: F401  (INDEX and the hash lookups are re-exported)
+    ADDED,
+    ADDED_TYPES,
+    INDEX,
+    SCHEMA,
+    GradeRow,
+    content_sha256,
+    index_grade,
+    index_trace,
+    recorded_grade_hashes,
+    recorded_trace_hashes,
+    set_aside,
+    text_sha256,
+)
 from callbench.runfolder.manifest import FAULTS, GRADES, MANIFEST, TRACES, RunManifest
 from callbench.trace import Trace, atomic_write_text, load_trace
 
 PREFLIGHT = "preflight"
 """``faults/preflight/``: the fault ledgers of the preflights (one file per invocation)."""
 
-INDEX = "index.sqlite"
 EPISODE_WRITERS = 4
 """Threads saving finished episodes at once (each save fsyncs two files)."""
 T = TypeVar("T")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS episodes (
-  episode_id TEXT PRIMARY KEY,
-  candidate TEXT NOT NULL,
-  agent_id TEXT NOT NULL,
-  scenario_id TEXT NOT NULL,
-  language TEXT NOT NULL,
-  difficulty TEXT NOT NULL,
-  repeat INTEGER NOT NULL,
-  end_reason TEXT NOT NULL,
-  skip_reason TEXT,
-  trace_sha256 TEXT NOT NULL,
-  input_tokens INTEGER NOT NULL,
-  output_tokens INTEGER NOT NULL,
-  cost_usd REAL,
-  trace_size INTEGER,
-  trace_mtime_ns INTEGER,
-  content_sha256 TEXT
-);
-CREATE TABLE IF NOT EXISTS grades (
-  grade_set_id TEXT NOT NULL,
-  episode_id TEXT NOT NULL,
-  task REAL, conversation REAL, overall REAL, passed INTEGER, judge_errors INTEGER,
-  file_size INTEGER, file_mtime_ns INTEGER,
-  PRIMARY KEY (grade_set_id, episode_id)
-);
-"""
-# columns added after the first index format; an older index gains them (NULL = not yet checked)
-_ADDED = {"episodes": ("trace_size", "trace_mtime_ns", "content_sha256"),
-          "grades": ("file_size", "file_mtime_ns", "file_sha256")}
-_ADDED_TYPES = {"file_sha256": "TEXT", "content_sha256": "TEXT"}  # the others are INTEGER
-
-
-def text_sha256(text: str) -> str:
-    """The hash the index keeps for a trace file's text (``trace_sha256``, what tells an edited
-    file): SHA-256 of the UTF-8 text without its final newline. ``save_trace`` writes
-    ``canonical_json() + "\\n"``, so it equals ``Trace.sha256()``, the content hash a grade
-    records, only for traces without timings; the index keeps the content hash beside it
-    (``content_sha256``)."""
-    return hashlib.sha256(text.removesuffix("\n").encode("utf-8")).hexdigest()
-
-
-def content_sha256(text: str, content: str) -> str:
-    """``Trace.sha256()`` from :meth:`Trace.canonical_texts` (``text``, ``content``) without a
-    second hash when they are the same string (a trace without timings)."""
-    return text_sha256(text) if content is text else hashlib.sha256(content.encode("utf-8")).hexdigest()
-
 
 @dataclass(frozen=True)
 class Reconciled:
@@ -167,7 +129,7 @@ class RunStore:
                     raise
                 # not a database any more: the trace and grade files are the source of truth, so
                 # the file is kept aside and a fresh index is filled from them (reconcile_index)
-                _set_aside(self.root / INDEX)
+                set_aside(self.root / INDEX)
                 self._conn = self._connect()
         return self._conn
 
@@ -177,12 +139,12 @@ class RunStore:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            for table, columns in _ADDED.items():
+            db.executescript(SCHEMA)
+            for table, columns in ADDED.items():
                 have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
                 for col in columns:
                     if col not in have:
-                        kind = _ADDED_TYPES.get(col, "INTEGER")
+                        kind = ADDED_TYPES.get(col, "INTEGER")
                         db.execute(f"ALTER TABLE {table} ADD COLUMN {col} {kind}")
             db.commit()
         except BaseException:
@@ -247,7 +209,7 @@ class RunStore:
         with self._lock:
             db = self._db()
             with db:
-                _index_trace(db, trace, sha, content_sha256(text, content), st.st_size, st.st_mtime_ns)
+                index_trace(db, trace, sha, content_sha256(text, content), st.st_size, st.st_mtime_ns)
         return sha
 
     def save_episode(self, trace: Trace, ledger: FaultLedger) -> str:
@@ -322,7 +284,7 @@ class RunStore:
         with self._lock:
             db = self._db()
             with db:
-                _index_grade(db, grade_set_id, episode_id, task, conversation, overall, passed,
+                index_grade(db, grade_set_id, episode_id, task, conversation, overall, passed,
                              judge_errors, size, mtime, sha)
 
     def rebuild_index(self) -> int:
@@ -399,7 +361,7 @@ class RunStore:
             ) from None
         st = path.stat()
         with db:
-            _index_trace(db, trace, text_sha256(text), trace.sha256(), st.st_size, st.st_mtime_ns)
+            index_trace(db, trace, text_sha256(text), trace.sha256(), st.st_size, st.st_mtime_ns)
 
     def _reconcile_grades(self, db: sqlite3.Connection) -> None:
         """Index grade files that have no row or whose size or time changed; drop rows without a
@@ -427,10 +389,10 @@ class RunStore:
                     text = episode_files.read_text(path)
                     if hashes.get(key) and text_sha256(text) != hashes[key]:
                         continue  # changed since it was indexed: keep the record (the report warns)
-                    g = _GradeRow.model_validate_json(text)
+                    g = GradeRow.model_validate_json(text)
                 except (OSError, ValueError):
                     continue  # an unreadable grade file is reported by the grader, not indexed
-                _index_grade(db, g.grade_set_id, g.episode_id, g.task_score, g.conversation_score,
+                index_grade(db, g.grade_set_id, g.episode_id, g.task_score, g.conversation_score,
                              g.overall, g.passed, g.judge_errors, size, mtime, text_sha256(text))
 
     def total_cost(self, episode_ids: set[str]) -> float | None:
@@ -449,20 +411,6 @@ class RunStore:
             )
 
 
-class _GradeRow(BaseModel):
-    """The fields of an episode grade file (``callbench.grade.models.EpisodeGrade``, the grader's
-    model) that the index holds, with the same types; other fields are ignored. Read here rather
-    than through the grader's model because the run folder sits below the grader in the package."""
-
-    grade_set_id: str
-    episode_id: str
-    task_score: float | None = None
-    conversation_score: float | None = None
-    overall: float | None = None
-    passed: bool | None = None
-    judge_errors: int = 0
-
-
 def write_trace_text(traces: Path, episode_id: str, text: str) -> Path:
     """Write a trace's canonical JSON ``text`` (plus a final newline) atomically and compressed
     into the ``traces`` folder; returns the file's path (:func:`episode_files.write_text`)."""
@@ -474,78 +422,3 @@ def _read(path: Path) -> str:
         return episode_files.read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not a readable trace: {e}; delete it to run the episode again") from None
-
-
-def _index_trace(db: sqlite3.Connection, t: Trace, sha: str, content_sha: str, size: int,
-                 mtime_ns: int) -> None:
-    inp = sum(u.input_tokens for u in t.usage.values())
-    out = sum(u.output_tokens for u in t.usage.values())
-    costs = [u.cost_usd for u in t.usage.values()]
-    cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
-    db.execute(
-        "INSERT OR REPLACE INTO episodes (episode_id, candidate, agent_id, scenario_id, language,"
-        " difficulty, repeat, end_reason, skip_reason, trace_sha256, input_tokens, output_tokens,"
-        " cost_usd, trace_size, trace_mtime_ns, content_sha256) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            t.episode_id, t.candidate.spec, t.agent_id, t.scenario_id, t.language, t.difficulty,
-            t.repeat, t.end_reason.value, t.skip_reason, sha, inp, out, cost, size, mtime_ns, content_sha,
-        ),
-    )
-
-
-def _index_grade(db: sqlite3.Connection, grade_set_id: str, episode_id: str, task: float | None,
-                 conversation: float | None, overall: float | None, passed: bool | None,
-                 judge_errors: int, size: int | None, mtime_ns: int | None, sha: str | None = None) -> None:
-    db.execute(
-        "INSERT OR REPLACE INTO grades (grade_set_id, episode_id, task, conversation, overall,"
-        " passed, judge_errors, file_size, file_mtime_ns, file_sha256) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        (grade_set_id, episode_id, task, conversation, overall, None if passed is None else int(passed),
-         judge_errors, size, mtime_ns, sha),
-    )
-
-
-def recorded_grade_hashes(run_dir: Path, grade_set_id: str) -> dict[str, str]:
-    """Episode id -> the grade file hash the run index recorded for ``grade_set_id``
-    (:func:`text_sha256`), read without writing; empty when there is no index or it records no
-    hashes (an index from before they were kept, or one that cannot be read)."""
-    rows = _read_only(run_dir, "SELECT episode_id, file_sha256 FROM grades WHERE grade_set_id = ?",
-                      (grade_set_id,))
-    return {str(e): str(h) for e, h in rows if h}
-
-
-def _set_aside(index: Path) -> None:
-    """Rename a damaged index (and its WAL and shared-memory files, which must not meet a new
-    database of the same name) to ``<name>.damaged-<UTC time>``: kept, never deleted."""
-    import datetime as dt
-
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    for suffix in ("", "-wal", "-shm"):
-        path = index.with_name(index.name + suffix)
-        if path.exists():
-            path.rename(index.with_name(f"{index.name}.damaged-{stamp}{suffix}"))
-
-
-def recorded_trace_hashes(run_dir: Path) -> dict[str, tuple[str, str]]:
-    """Episode id -> (hash of the trace file's text, content hash ``Trace.sha256()``) as the run
-    index recorded them, read without writing. A trace file whose text still has the first hash
-    has the second as its content hash, so a grade is matched to it without parsing and
-    re-serialising the trace. Only rows with both hashes; empty when there is no index, it cannot
-    be read, or it was made before content hashes were kept (the reader then hashes the trace)."""
-    rows = _read_only(run_dir, "SELECT episode_id, trace_sha256, content_sha256 FROM episodes", ())
-    return {str(e): (str(t), str(c)) for e, t, c in rows if t and c}
-
-
-def _read_only(run_dir: Path, query: str, args: tuple[object, ...]) -> list[tuple[Any, ...]]:
-    """The rows of ``query`` on the run index opened read-only; empty when there is no index or
-    the query fails on it (an older index without the column, a damaged file)."""
-    path = run_dir / INDEX
-    if not path.is_file():
-        return []
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            return db.execute(query, args).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        return []

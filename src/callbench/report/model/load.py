@@ -44,8 +44,8 @@ from callbench.report.model.faults import FaultCounter, RunFaults
 from callbench.report.model.ledger import LedgerCounter, RunLedger
 from callbench.report.model.workers import map_ordered
 from callbench.runfolder import episode_files
+from callbench.runfolder.index import recorded_grade_hashes, recorded_trace_hashes
 from callbench.runfolder.manifest import MANIFEST, RunManifest, grades_dir, traces_dir
-from callbench.runfolder.store import recorded_grade_hashes, recorded_trace_hashes
 from callbench.stats.summary import EpisodeRecord
 from callbench.trace import RoleInfo, Trace
 
