@@ -82,10 +82,62 @@ async def test_a_run_against_a_429_server_records_the_exact_count_and_seconds(
                and f"({n} answered 429, {seconds:.1f} s waited" in line for line in notes)
 
 
+async def test_the_preflights_waits_are_recorded_apart_from_the_runs(tmp_path: Path, dairy: Bundle) -> None:
+    """A provider that answers the preflight's requests 429 (twice each, then serves them) and
+    nothing else: the invocation's ``preflight_rate_limits`` hold exactly those, by role, its
+    ``rate_limits`` none, and the report names them as before measuring."""
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    out = tmp_path / "run"
+    with FaultServer(rate=1.0, kinds=("rate_limit",), repeats=2, retry_after_ms=RETRY_AFTER_MS,
+                     roles=frozenset({"probe"})) as server:
+        settings = ModelSettings(base_url=server.url, max_attempts=4, retry_base_delay_s=0.0, timeout_s=60.0)
+        base = scripted_config(out, repeats=1)
+        config = base.model_copy(update={
+            "candidates": [RoleSpec(spec="openai:fake-agent", settings=settings)],
+            "conversation_judge": RoleSpec(spec="openai:fake-judge", settings=settings),
+            "preflight": True})
+        clients: dict[str, ModelClient] = scripted_clients(base, dairy)
+        del clients[f"candidate:{candidate_slug('scripted:reference', ModelSettings())}"]
+        slug = candidate_slug("openai:fake-agent", settings)
+        clients[f"candidate:{slug}"] = OpenAIClient("openai:fake-agent", settings, sleep=sleep)
+        clients["conversation_judge"] = OpenAIClient("openai:fake-judge", settings, sleep=sleep)
+        manifest, _ = await run_and_grade(config, clients=clients, bundle=dairy)
+        for c in clients.values():
+            await c.aclose()
+        log = list(server.log)
+    assert manifest.completed == len(manifest.planned) > 0
+    answered = {role: sum(1 for e in log if e.model == model and e.status == 429)
+                for role, model in (("candidate", "fake-agent"), ("conversation_judge", "fake-judge"))}
+    assert answered["candidate"] >= 2 and answered["conversation_judge"] >= 2
+    assert {e.role for e in log if e.status == 429} == {"probe"}
+    assert slept == [RETRY_AFTER_MS / 1000] * sum(answered.values())
+    saved = RunManifest.model_validate_json((out / "manifest.json").read_text(encoding="utf-8"))
+    (here,) = saved.measured_at
+    assert here.preflight_rate_limits is not None and here.rate_limits is not None
+    pre = {role: (w.answered_429, round(w.retry_wait_s, 6)) for role, w in here.preflight_rate_limits.items()}
+    assert pre == {"candidate": (answered["candidate"], round(4.5 * answered["candidate"], 6)),
+                   "caller": (0, 0.0), "task_judge": (0, 0.0),
+                   "conversation_judge": (answered["conversation_judge"],
+                                          round(4.5 * answered["conversation_judge"], 6))}
+    assert all(w.answered_429 == 0 and w.retry_wait_s == 0 for w in here.rate_limits.values())
+    assert here.candidate_rate_limits[slug].answered_429 == 0
+    notes = build_report(load_runs([out]), n_samples=50).latency_warnings
+    n = answered["candidate"]
+    assert any(line.startswith("Rate limits before measuring (the preflight's one request per role): ")
+               and f"candidate {n} answered 429, {4.5 * n:.1f} s waited before retrying" in line
+               for line in notes)
+    assert not any(line.startswith("Candidates whose requests waited on rate limits") for line in notes)
+
+
 def test_an_old_manifest_entry_without_waits_still_loads() -> None:
     old = {"started": "2024-05-01T10:00:00+00:00", "platform": "Linux", "cpu_count": 2, "concurrency": 3}
     at = MeasuredAt.model_validate(old)
     assert at.rate_limits is None and at.candidate_rate_limits == {}
+    assert at.preflight_rate_limits is None and at.event_loop == ""
     assert at.concurrency == 3
 
 

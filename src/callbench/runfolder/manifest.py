@@ -62,6 +62,18 @@ class MeasuredAt(BaseModel):
     summed over the episodes it ran and graded (None: made before callbench recorded them)."""
     candidate_rate_limits: dict[str, RateLimitWaits] = Field(default_factory=dict)
     """The ``candidate`` role's waits split by candidate (the plan's candidate slug)."""
+    preflight_rate_limits: dict[str, RateLimitWaits] | None = None
+    """Role -> the waits of this invocation's preflight (one minimal request to each network role's
+    model before the run starts: ``runs/preflight.py``), kept apart from :attr:`rate_limits`
+    because no call was measured then. None: no preflight ran (``--no-preflight``, a replay-only
+    cache, a resumed run with nothing left to check) or the run was made before callbench
+    recorded them."""
+
+    def add_preflight(self, roles: dict[str, RoleFaults]) -> None:
+        """Record the rate-limit waits of a preflight ledger's ``roles``."""
+        self.preflight_rate_limits = {r: RateLimitWaits() for r in WAIT_ROLES}
+        for role, counts in roles.items():
+            self.preflight_rate_limits.setdefault(role, RateLimitWaits()).add(RateLimitWaits.of(counts))
 
     def add_waits(self, roles: dict[str, RoleFaults], candidate: str | None = None) -> None:
         """Add the rate-limit waits of one ledger's ``roles`` (an episode's, or its grading's) to

@@ -190,9 +190,12 @@ keeps failing stops the run within about ``concurrency`` episodes of its Nth fai
 spent on episodes whose grading cannot follow), and a run holds a bounded number of traces."""
 
 def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle, store: RunStore,
-             executor: str = "local") -> tuple[RunManifest, list[EpisodeKey], set[str], RunCounts]:
+             executor: str = "local", preflight: FaultLedger | None = None,
+             ) -> tuple[RunManifest, list[EpisodeKey], set[str], RunCounts]:
     """Plan (or resume) the run in ``store``: returns (manifest as saved, episodes to run, ids
-    already done, counts). Raises :class:`RunConflict` when the folder holds a different run.
+    already done, counts). ``preflight``: the ledger of this invocation's preflight, whose
+    rate-limit waits the invocation's ``measured_at`` entry records apart. Raises
+    :class:`RunConflict` when the folder holds a different run.
     Brings the index up to date with the trace files cheaply (:meth:`RunStore.reconcile_index`)."""
     cand_pairs = [(c.spec, c.settings) for c in config.candidates]
     personas = sweep_personas(bundle, config.filters, config.personas, config.personas_file)
@@ -245,9 +248,11 @@ def plan_run(config: RunConfig, clients: dict[str, ModelClient], bundle: Bundle,
         manifest.code_versions.append(manifest.callbench_version)
     if executor not in manifest.executors:
         manifest.executors.append(executor)
-    manifest.measured_at = [*(old.measured_at if old is not None else []),
-                            measured_at(manifest.started if old is None else now(), config.concurrency,
-                                        executor, config.latency_note)]
+    here = measured_at(manifest.started if old is None else now(), config.concurrency, executor,
+                       config.latency_note)
+    if preflight is not None:
+        here.add_preflight(preflight.roles)
+    manifest.measured_at = [*(old.measured_at if old is not None else []), here]
     manifest.latency_budget_s = config.latency_budget_s
     store.reconcile_index()
     rows = store.episode_rows()
@@ -333,6 +338,7 @@ async def execute_run(
     on_plan: Callable[[list[EpisodeKey], set[str]], None] | None = None,
     store: RunStore | None = None,
     budget: Budget | None = None,
+    preflight: FaultLedger | None = None,
 ) -> RunManifest:
     """Run (or resume) every planned episode and return the final manifest.
 
@@ -345,6 +351,8 @@ async def execute_run(
     when ``config.out`` holds a different run, ``BundleError`` for a bad bundle, ``ValueError``
     for bad filters or an unreadable trace file.
     Infrastructure failures never raise: the episode is saved as skipped with its reason.
+    ``preflight``: the ledger of the preflight this invocation ran (its rate-limit waits go to the
+    manifest's ``measured_at``, apart from the run's).
     With ``budget``, an episode starts only if the budget allows it (:meth:`Budget.reserve`);
     once one is refused, none starts, and :class:`BudgetReached` is raised after the episodes in
     flight are saved and graded and the manifest written.
@@ -353,7 +361,7 @@ async def execute_run(
     own_store = store is None
     store = store or RunStore(config.out)
     try:
-        manifest, todo, done, counts = plan_run(config, clients, bundle, store)
+        manifest, todo, done, counts = plan_run(config, clients, bundle, store, preflight=preflight)
         if on_plan:
             on_plan(manifest.planned, done)
         wrapped = limit_providers(clients, config)

@@ -314,6 +314,7 @@ async def execute_run_ray(
     client_factory: ClientFactory = default_clients,
     num_workers: int | None = None,
     num_cpus: int | None = None,
+    preflight: FaultLedger | None = None,
 ) -> Any:
     """Run (or resume) the run on Ray and return the final manifest (``executors`` records
     ``ray``). Arguments and errors as :func:`callbench.runs.executor.execute_run`; ``clients`` are
@@ -327,7 +328,8 @@ async def execute_run_ray(
     own_store, own_cluster = store is None, cluster is None
     store = store or RunStore(config.out)
     try:
-        manifest, todo, done, counts = plan_run(config, clients, bundle, store, executor="ray")
+        manifest, todo, done, counts = plan_run(config, clients, bundle, store, executor="ray",
+                                                preflight=preflight)
         if on_plan:
             on_plan(manifest.planned, done)
         stop: list[str] = []

@@ -162,6 +162,7 @@ async def run_and_grade(
 
             agents = {a.config.id: a for a, _ in select_scenarios(bundle, config.filters)}
             await check_deployments(clients, list(agents.values()))  # hashes kept on the candidates
+        pre_ledger: FaultLedger | None = None
         if config.preflight and (cache is None or cache.mode is not CacheMode.REPLAY_ONLY):
             check_request_rules(clients, select_scenarios(bundle, config.filters))
             # the preflight's requests, retries and faults go into the run's fault ledger
@@ -181,12 +182,12 @@ async def run_and_grade(
 
             manifest = await execute_run_ray(
                 config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan,
-                store=store, cluster=cluster,
+                store=store, cluster=cluster, preflight=pre_ledger,
             )
         else:
             manifest = await execute_run(
                 config, clients, bundle=bundle, on_episode=on_episode, grade_hook=hook, on_plan=on_plan,
-                store=store, budget=budget,
+                store=store, budget=budget, preflight=pre_ledger,
             )
         if hook is not None:
             # Grade traces a killed run saved but never graded, traces of earlier invocations when

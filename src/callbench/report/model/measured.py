@@ -116,4 +116,19 @@ def rate_limit_lines(runs: Sequence[RunData], timed: Iterable[str]) -> list[str]
             f"{c} ({_waits_text(w)})" for c, w in sorted(throttled.items()))
             + "; their latency was measured against a throttled provider: the waits are not in time "
             "to first word, but the provider was under pressure")
-    return lines
+    return lines + preflight_lines(runs)
+
+
+def preflight_lines(runs: Sequence[RunData]) -> list[str]:
+    """One line giving the roles whose preflight requests (``MeasuredAt.preflight_rate_limits``,
+    before any call was measured) were answered 429, summed over the runs; empty when none was."""
+    by_role: dict[str, RateLimitWaits] = {}
+    for run in runs:
+        for m in run.manifest.measured_at:
+            for role, w in (m.preflight_rate_limits or {}).items():
+                by_role.setdefault(role, RateLimitWaits()).add(w)
+    limited = [(role, w) for role, w in sorted(by_role.items()) if w.answered_429]
+    if not limited:
+        return []
+    return ["Rate limits before measuring (the preflight's one request per role): "
+            + "; ".join(f"{role} {_waits_text(w)}" for role, w in limited)]
