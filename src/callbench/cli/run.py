@@ -59,6 +59,7 @@ def _execute_held(
     # Everything that can be wrong with the configuration is checked before the progress bar is
     # drawn: the output folder, the bundle, the filters and every role's model spec.
     try:
+        event_loop.loop_factory()  # CALLBENCH_EVENT_LOOP, read again when the run starts
         check_run_folder(Path(config.out))
         assert isinstance(lock, contextlib.ExitStack)
         lock.enter_context(hold_run_folder(Path(config.out), f"callbench run {config.executor}"))
