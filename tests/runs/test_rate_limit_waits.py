@@ -28,22 +28,25 @@ from .conftest import scripted_clients, scripted_config
 RETRY_AFTER_MS = 4500
 
 
-async def test_a_run_against_a_429_server_records_the_exact_count_and_seconds(
-        tmp_path: Path, dairy: Bundle) -> None:
+async def _run_against_429s(out: Path, dairy: Bundle, roles: frozenset[str], *, preflight: bool,
+                            ) -> tuple[RunManifest, str | None, list[Any], list[float], str]:
+    """A run whose candidate and conversation judge are OpenAI clients of a fake that answers
+    every request of ``roles`` (the fake's :func:`role_of`) 429 twice, then serves it: (manifest,
+    grade set, the fake's log, the seconds the clients slept, the candidate's slug). The clients'
+    sleep is injected: the test never waits the Retry-After."""
     slept: list[float] = []
 
-    async def sleep(seconds: float) -> None:  # injected: the test never waits the Retry-After
+    async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
-    out = tmp_path / "run"
     with FaultServer(rate=1.0, kinds=("rate_limit",), repeats=2, retry_after_ms=RETRY_AFTER_MS,
-                     roles=frozenset({"candidate", "conversation_judge"})) as server:
+                     roles=roles) as server:
         settings = ModelSettings(base_url=server.url, max_attempts=4, retry_base_delay_s=0.0, timeout_s=60.0)
         base = scripted_config(out, repeats=1)
         config = base.model_copy(update={
             "candidates": [RoleSpec(spec="openai:fake-agent", settings=settings)],
             "conversation_judge": RoleSpec(spec="openai:fake-judge", settings=settings),
-            "preflight": False})
+            "preflight": preflight})
         clients: dict[str, ModelClient] = scripted_clients(base, dairy)
         del clients[f"candidate:{candidate_slug('scripted:reference', ModelSettings())}"]
         slug = candidate_slug("openai:fake-agent", settings)
@@ -53,6 +56,14 @@ async def test_a_run_against_a_429_server_records_the_exact_count_and_seconds(
         for c in clients.values():
             await c.aclose()
         log = list(server.log)
+    return manifest, grade_set, log, slept, slug
+
+
+async def test_a_run_against_a_429_server_records_the_exact_count_and_seconds(
+        tmp_path: Path, dairy: Bundle) -> None:
+    out = tmp_path / "run"
+    manifest, grade_set, log, slept, slug = await _run_against_429s(
+        out, dairy, frozenset({"candidate", "conversation_judge"}), preflight=False)
     assert grade_set is not None and manifest.completed == len(manifest.planned) > 0
     answered = {role: sum(1 for e in log if e.role == role and e.status == 429)
                 for role in ("candidate", "conversation_judge")}
@@ -86,29 +97,8 @@ async def test_the_preflights_waits_are_recorded_apart_from_the_runs(tmp_path: P
     """A provider that answers the preflight's requests 429 (twice each, then serves them) and
     nothing else: the invocation's ``preflight_rate_limits`` hold exactly those, by role, its
     ``rate_limits`` none, and the report names them as before measuring."""
-    slept: list[float] = []
-
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-
     out = tmp_path / "run"
-    with FaultServer(rate=1.0, kinds=("rate_limit",), repeats=2, retry_after_ms=RETRY_AFTER_MS,
-                     roles=frozenset({"probe"})) as server:
-        settings = ModelSettings(base_url=server.url, max_attempts=4, retry_base_delay_s=0.0, timeout_s=60.0)
-        base = scripted_config(out, repeats=1)
-        config = base.model_copy(update={
-            "candidates": [RoleSpec(spec="openai:fake-agent", settings=settings)],
-            "conversation_judge": RoleSpec(spec="openai:fake-judge", settings=settings),
-            "preflight": True})
-        clients: dict[str, ModelClient] = scripted_clients(base, dairy)
-        del clients[f"candidate:{candidate_slug('scripted:reference', ModelSettings())}"]
-        slug = candidate_slug("openai:fake-agent", settings)
-        clients[f"candidate:{slug}"] = OpenAIClient("openai:fake-agent", settings, sleep=sleep)
-        clients["conversation_judge"] = OpenAIClient("openai:fake-judge", settings, sleep=sleep)
-        manifest, _ = await run_and_grade(config, clients=clients, bundle=dairy)
-        for c in clients.values():
-            await c.aclose()
-        log = list(server.log)
+    manifest, _, log, slept, slug = await _run_against_429s(out, dairy, frozenset({"probe"}), preflight=True)
     assert manifest.completed == len(manifest.planned) > 0
     answered = {role: sum(1 for e in log if e.model == model and e.status == 429)
                 for role, model in (("candidate", "fake-agent"), ("conversation_judge", "fake-judge"))}

@@ -49,7 +49,7 @@ CREATE TABLE IF NOT EXISTS grades (
 """
 # columns added after the first index format; an older index gains them (NULL = not yet checked)
 ADDED = {"episodes": ("trace_size", "trace_mtime_ns", "content_sha256"),
-          "grades": ("file_size", "file_mtime_ns", "file_sha256")}
+         "grades": ("file_size", "file_mtime_ns", "file_sha256")}
 ADDED_TYPES = {"file_sha256": "TEXT", "content_sha256": "TEXT"}  # the others are INTEGER
 
 
@@ -83,7 +83,10 @@ class GradeRow(BaseModel):
 
 
 def index_trace(db: sqlite3.Connection, t: Trace, sha: str, content_sha: str, size: int,
-                 mtime_ns: int) -> None:
+                mtime_ns: int) -> None:
+    """Write (or replace) trace ``t``'s row: its identity, end, tokens and cost (None when any
+    role's cost is unknown), the file's hash ``sha`` (:func:`text_sha256`), content hash, size in
+    bytes and modification time in nanoseconds."""
     inp = sum(u.input_tokens for u in t.usage.values())
     out = sum(u.output_tokens for u in t.usage.values())
     costs = [u.cost_usd for u in t.usage.values()]
@@ -100,8 +103,10 @@ def index_trace(db: sqlite3.Connection, t: Trace, sha: str, content_sha: str, si
 
 
 def index_grade(db: sqlite3.Connection, grade_set_id: str, episode_id: str, task: float | None,
-                 conversation: float | None, overall: float | None, passed: bool | None,
-                 judge_errors: int, size: int | None, mtime_ns: int | None, sha: str | None = None) -> None:
+                conversation: float | None, overall: float | None, passed: bool | None,
+                judge_errors: int, size: int | None, mtime_ns: int | None, sha: str | None = None) -> None:
+    """Write (or replace) one episode grade's row in ``grade_set_id``: its scores and verdict, and
+    the grade file's size, modification time (ns) and hash (:func:`text_sha256`; None: unknown)."""
     db.execute(
         "INSERT OR REPLACE INTO grades (grade_set_id, episode_id, task, conversation, overall,"
         " passed, judge_errors, file_size, file_mtime_ns, file_sha256) VALUES (?,?,?,?,?,?,?,?,?,?)",

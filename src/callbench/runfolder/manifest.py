@@ -71,20 +71,25 @@ class MeasuredAt(BaseModel):
 
     def add_preflight(self, roles: dict[str, RoleFaults]) -> None:
         """Record the rate-limit waits of a preflight ledger's ``roles``."""
-        self.preflight_rate_limits = {r: RateLimitWaits() for r in WAIT_ROLES}
-        for role, counts in roles.items():
-            self.preflight_rate_limits.setdefault(role, RateLimitWaits()).add(RateLimitWaits.of(counts))
+        self.preflight_rate_limits = _add_roles(None, roles)
 
     def add_waits(self, roles: dict[str, RoleFaults], candidate: str | None = None) -> None:
         """Add the rate-limit waits of one ledger's ``roles`` (an episode's, or its grading's) to
         this invocation's; the ``candidate`` role's also to ``candidate``'s own (when given)."""
-        if self.rate_limits is None:
-            self.rate_limits = {r: RateLimitWaits() for r in WAIT_ROLES}
-        for role, counts in roles.items():
-            waits = RateLimitWaits.of(counts)
-            self.rate_limits.setdefault(role, RateLimitWaits()).add(waits)
-            if role == "candidate" and candidate is not None:
-                self.candidate_rate_limits.setdefault(candidate, RateLimitWaits()).add(waits)
+        self.rate_limits = _add_roles(self.rate_limits, roles)
+        if candidate is not None and "candidate" in roles:
+            waits = RateLimitWaits.of(roles["candidate"])
+            self.candidate_rate_limits.setdefault(candidate, RateLimitWaits()).add(waits)
+
+
+def _add_roles(into: dict[str, RateLimitWaits] | None,
+               roles: dict[str, RoleFaults]) -> dict[str, RateLimitWaits]:
+    """``into`` (every role of :data:`WAIT_ROLES` at zero when None) with each role's waits in
+    ``roles`` added, in place."""
+    out = {r: RateLimitWaits() for r in WAIT_ROLES} if into is None else into
+    for role, counts in roles.items():
+        out.setdefault(role, RateLimitWaits()).add(RateLimitWaits.of(counts))
+    return out
 
 
 class RunManifest(BaseModel):

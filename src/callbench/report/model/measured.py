@@ -9,10 +9,11 @@ candidates whose requests a provider answered 429 while they were measured.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from callbench.models.faults import RateLimitWaits
 from callbench.report.model.load import RunData
+from callbench.runfolder.manifest import MeasuredAt
 from callbench.stats.latency import CallTimings
 
 MAX_APART = dt.timedelta(days=1)
@@ -82,7 +83,7 @@ def rate_limit_lines(runs: Sequence[RunData], timed: Iterable[str]) -> list[str]
     answered 429: its latency was measured against a throttled provider (the waits are not in its
     time to first word, every attempt being timed from its own send, but the provider was under
     pressure). Empty when no run recorded waits (runs made before callbench recorded them)."""
-    by_role: dict[str, RateLimitWaits] = {}
+    by_role = _summed(runs, lambda m: m.rate_limits)
     by_run_slug: dict[tuple[str, str], RateLimitWaits] = {}
     recorded = False
     for run in runs:
@@ -90,8 +91,6 @@ def rate_limit_lines(runs: Sequence[RunData], timed: Iterable[str]) -> list[str]
             if m.rate_limits is None:
                 continue
             recorded = True
-            for role, w in m.rate_limits.items():
-                by_role.setdefault(role, RateLimitWaits()).add(w)
             for slug, w in m.candidate_rate_limits.items():
                 by_run_slug.setdefault((run.manifest.run_id, slug), RateLimitWaits()).add(w)
     if not recorded:
@@ -122,13 +121,21 @@ def rate_limit_lines(runs: Sequence[RunData], timed: Iterable[str]) -> list[str]
 def preflight_lines(runs: Sequence[RunData]) -> list[str]:
     """One line giving the roles whose preflight requests (``MeasuredAt.preflight_rate_limits``,
     before any call was measured) were answered 429, summed over the runs; empty when none was."""
-    by_role: dict[str, RateLimitWaits] = {}
-    for run in runs:
-        for m in run.manifest.measured_at:
-            for role, w in (m.preflight_rate_limits or {}).items():
-                by_role.setdefault(role, RateLimitWaits()).add(w)
+    by_role = _summed(runs, lambda m: m.preflight_rate_limits)
     limited = [(role, w) for role, w in sorted(by_role.items()) if w.answered_429]
     if not limited:
         return []
     return ["Rate limits before measuring (the preflight's one request per role): "
             + "; ".join(f"{role} {_waits_text(w)}" for role, w in limited)]
+
+
+def _summed(runs: Sequence[RunData],
+            field: Callable[[MeasuredAt], dict[str, RateLimitWaits] | None]) -> dict[str, RateLimitWaits]:
+    """Role -> the waits ``field`` gives for each invocation of the runs (None: none recorded),
+    summed."""
+    by_role: dict[str, RateLimitWaits] = {}
+    for run in runs:
+        for m in run.manifest.measured_at:
+            for role, w in (field(m) or {}).items():
+                by_role.setdefault(role, RateLimitWaits()).add(w)
+    return by_role
