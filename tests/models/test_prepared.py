@@ -79,52 +79,81 @@ async def test_openai_request_skips_the_sdk_transform(keys, mk, monkeypatch: pyt
     await client.aclose()
 
 
-async def _send_both_ways(mk, monkeypatch: pytest.MonkeyPatch, *items):  # type: ignore[no-untyped-def]
-    """The same two requests sent by the lean path and by the SDK's ``post``; returns both recorders
-    and the outcomes (response or raised exception)."""
+async def _send_both_ways(mk, monkeypatch: pytest.MonkeyPatch, *items, stream: bool = False):  # type: ignore[no-untyped-def]
+    """The same two requests sent by the lean path and by the SDK's ``post`` (``stream``: through
+    ``send_unread``, the body read afterwards); returns both recorders and the outcomes (response
+    or raised exception)."""
     out = []
     for lean in (True, False):
         if not lean:
             monkeypatch.setattr(prepared, "_lean_capable", lambda client: False)
+            prepared._lean_flags.clear()
         rec = mk.Recorder(*items)
         sdk = OpenAIClient("openai:gpt-4o", ModelSettings(extra_headers={"X-Title": "cb"}, timeout_s=7),
                            http_client=rec.client())._client
         results = []
         for n in range(2):
             try:
-                results.append(await prepared.post_json(sdk, "/chat/completions", {"model": "m", "n": n},
-                                                        headers={"X-Title": "cb"}, timeout=7.0,
-                                                        response_type=httpx2.Response))
+                if stream:
+                    response = await prepared.send_unread(sdk, "/chat/completions", {"model": "m", "n": n},
+                                                          headers={"X-Title": "cb"},
+                                                          timeout=httpx2.Timeout(7.0, read=None))
+                    assert not response.is_closed  # handed over unread
+                    await response.aread()
+                    results.append(response)
+                else:
+                    results.append(await prepared.post_json(sdk, "/chat/completions", {"model": "m", "n": n},
+                                                            headers={"X-Title": "cb"}, timeout=7.0,
+                                                            response_type=httpx2.Response))
             except Exception as exc:
                 results.append(exc)
         out.append((rec, results))
         await sdk.close()
+    prepared._lean_flags.clear()
     return out
 
 
-async def test_lean_post_sends_what_the_sdk_sends(keys, mk, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("stream", [False, True])
+async def test_lean_post_sends_what_the_sdk_sends(keys, mk, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+                                                  stream: bool) -> None:
     assert prepared._lean_capable(OpenAIClient("openai:gpt-4o", ModelSettings())._client)
-    (lean, lean_out), (sdk, sdk_out) = await _send_both_ways(mk, monkeypatch, mk.json_response({"ok": 1}))
+    async def body():  # type: ignore[no-untyped-def]
+        yield b'{"ok": 1}'
+
+    def answer(request: httpx2.Request) -> httpx2.Response:  # a body that arrives as it is read
+        return httpx2.Response(200, headers={"content-type": "application/json"}, content=body())
+
+    (lean, lean_out), (sdk, sdk_out) = await _send_both_ways(mk, monkeypatch, answer, stream=stream)
+    limits = httpx2.Timeout(7.0, read=None) if stream else httpx2.Timeout(7.0)
+    raw = "x-stainless-raw-response"  # the SDK's own instruction to itself: return the body unread
     for a, b in zip(lean.requests, sdk.requests, strict=True):
         assert (a.method, str(a.url), a.content) == (b.method, str(b.url), b.content)
-        assert a.headers.multi_items() == b.headers.multi_items()  # auth, platform, retry count, timeout
-        assert a.extensions["timeout"] == b.extensions["timeout"] == httpx2.Timeout(7.0).as_dict()
+        assert a.headers.multi_items() == [h for h in b.headers.multi_items() if h[0] != raw]
+        assert (raw in b.headers) is stream and raw not in a.headers
+        assert a.extensions["timeout"] == b.extensions["timeout"] == limits.as_dict()
     assert lean.requests[1].content == b'{"model":"m","n":1}'
     assert [r.json() for r in lean_out] == [r.json() for r in sdk_out] == [{"ok": 1}, {"ok": 1}]
+
+
+async def _arriving(data: bytes):  # type: ignore[no-untyped-def]
+    yield data
 
 
 @pytest.mark.parametrize("item, error", [
     (httpx2.Response(429, json={"error": {"message": "slow down"}}, headers={"retry-after": "2"}),
      openai.RateLimitError),
     (httpx2.Response(500, text="boom"), openai.InternalServerError),
+    (lambda request: httpx2.Response(503, content=_arriving(b'{"error": {"message": "overloaded"}}')),
+     openai.InternalServerError),  # an error body not yet read when the status arrives
     (httpx2.Response(302, headers={"location": "/elsewhere"}), openai.APIStatusError),
     (httpx2.ReadTimeout("slow"), openai.APITimeoutError),
     (httpx2.ConnectError("refused"), openai.APIConnectionError),
     (httpx2.RemoteProtocolError("peer closed connection"), openai.APIConnectionError),
 ])
+@pytest.mark.parametrize("stream", [False, True])
 async def test_lean_post_raises_the_sdk_errors(keys, mk, monkeypatch: pytest.MonkeyPatch, item: object,  # type: ignore[no-untyped-def]
-                                               error: type[Exception]) -> None:
-    (_, lean_out), (_, sdk_out) = await _send_both_ways(mk, monkeypatch, item)
+                                               error: type[Exception], stream: bool) -> None:
+    (_, lean_out), (_, sdk_out) = await _send_both_ways(mk, monkeypatch, item, stream=stream)
     for a, b in zip(lean_out, sdk_out, strict=True):
         assert type(a) is type(b) and isinstance(a, error)
         assert str(a) == str(b)
@@ -132,6 +161,8 @@ async def test_lean_post_raises_the_sdk_errors(keys, mk, monkeypatch: pytest.Mon
         if isinstance(a, openai.APIStatusError):
             assert (a.status_code, a.body, a.response.headers.get("retry-after")) == (
                 b.status_code, b.body, b.response.headers.get("retry-after"))
+            if a.status_code == 503:  # the body read before the error was made from it
+                assert a.body == {"message": "overloaded"} and "overloaded" in str(a)
 
 
 def test_lean_path_only_for_plain_key_clients(keys) -> None:  # type: ignore[no-untyped-def]

@@ -11,15 +11,15 @@ judges send the same response schema thousands of times. What does not change is
   (keyed by its canonical JSON text);
 - :func:`schema_validator`: a compiled JSON Schema (draft 2020-12) validator, once per schema.
 
-:func:`post_json` sends a body that is already plain JSON, skipping the per-request
-``async_maybe_transform`` pass that typed ``create`` methods make over the whole message list.
-For a plain-key openai client it also skips the SDK's per-request option and header building:
-the URL and headers the SDK's ``_build_request`` makes are made once per client and the request
-goes out through the SDK's own ``httpx2`` client (its connection pool and keep-alive), with the
-SDK's error classes; the body is :func:`encode_body`, the SDK's own encoding, reusing the JSON
-text of the operating document and of the tool list (:func:`shared_list`) across requests. Other
-clients go through the SDK's ``post`` (the "undocumented endpoints" form:
-``client.post(path, cast_to=httpx.Response, body=...)``).
+:func:`post_json` (and :func:`send_unread`, for a streamed answer) sends a body that is
+already plain JSON, skipping the per-request ``async_maybe_transform`` pass that typed ``create``
+methods make over the whole message list. For a plain-key openai client it also skips the SDK's
+per-request option and header building: the URL and headers the SDK's ``_build_request`` makes
+are made once per client and the request goes out through the SDK's own ``httpx2`` client (its
+connection pool and keep-alive), with the SDK's error classes; the body is :func:`encode_body`,
+the SDK's own encoding, reusing the JSON text of the operating document and of the tool list
+(:func:`shared_list`) across requests. Other clients go through the SDK's ``post`` (the
+"undocumented endpoints" form: ``client.post(path, cast_to=httpx.Response, body=...)``).
 
 :class:`JsonView` reads the answer's parsed JSON with attribute access, as the SDK's response
 models are read (``completion.choices[0].message.tool_calls``), without building those models.
@@ -129,6 +129,28 @@ async def post_json(client: Any, path: str, body: dict[str, Any], *, headers: di
         options["headers"] = headers
     return await within_deadline(
         timeout, client.post(path, cast_to=response_type, body=payload, options=options))
+
+
+RAW_STREAM_HEADER = {"X-Stainless-Raw-Response": "stream"}
+"""Asks the SDKs to return the HTTP response with its body unread (what their
+``with_streaming_response`` does)."""
+
+
+async def send_unread(client: Any, path: str, payload: dict[str, Any], *, headers: dict[str, str] | None,
+                      timeout: httpx2.Timeout) -> httpx2.Response:
+    """POST ``payload`` (plain JSON values, ``extra_body`` already merged) to ``path`` through an
+    SDK client and return the ``httpx2.Response`` with its headers read and its body unread (for
+    a streamed answer); the caller reads and closes it. Errors are raised as :func:`post_json`'s.
+    A plain-key openai client sends through :func:`_lean_post`, any other through the SDK's
+    ``post`` with :data:`RAW_STREAM_HEADER`."""
+    import httpx2
+
+    if _lean_capable_cached(client):
+        return await _lean_post(client, path, payload, headers, timeout, stream=True)
+    options = {"timeout": timeout, "headers": {**(headers or {}), **RAW_STREAM_HEADER}}
+    response: httpx2.Response = await client.post(path, cast_to=httpx2.Response, body=payload,
+                                                  options=options)
+    return response
 
 
 async def within_deadline(timeout: float | None, request: Awaitable[T]) -> T:
@@ -293,19 +315,22 @@ def _lean_capable_cached(client: Any) -> bool:
 
 
 async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: dict[str, str] | None,
-                     timeout: float | None) -> Any:
+                     timeout: float | httpx2.Timeout | None, *, stream: bool = False) -> Any:
     """The SDK's ``request`` for one attempt (the client is made with ``max_retries=0``; callbench
     retries), with the URL and headers the SDK's ``_build_request`` made for the first request to
     ``(path, headers, timeout)``: sent by the SDK's own ``httpx2`` client, errors raised as the SDK
     raises them (timeout -> ``APITimeoutError``, transport error -> ``APIConnectionError``,
-    any other status than 2xx -> the SDK's ``_make_status_error_from_response``)."""
+    any other status than 2xx -> the SDK's ``_make_status_error_from_response``). ``stream``: the
+    response is returned with its body unread, as the SDK's ``request`` returns a raw streamed
+    response (an error status's body is read first, as the SDK reads it, for its message)."""
     import httpx2
     import openai
 
     parts = _sdk_parts()
     assert parts is not None
     final_options, get_platform, asyncify, request_errors = parts
-    key = (path, tuple(sorted((headers or {}).items())), timeout)
+    limits = tuple(timeout.as_dict().items()) if isinstance(timeout, httpx2.Timeout) else timeout
+    key = (path, tuple(sorted((headers or {}).items())), limits)
     per_client = _templates.setdefault(client, {})
     template = per_client.get(key)
     if template is None:
@@ -332,7 +357,7 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
         # client's default headers, merged by the SDK's first build
         request = httpx2.Request("POST", url, headers=header_items, content=content, extensions=extensions)
     try:
-        response = await http.send(request)
+        response = await http.send(request, stream=stream)
     except httpx2.TimeoutException as err:
         raise openai.APITimeoutError(request=request) from err
     except openai.OpenAIError:
@@ -340,6 +365,8 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
     except (*request_errors, *aiohttp_errors()) as err:  # aiohttp's parse errors pass the adapter
         raise openai.APIConnectionError(request=request) from err
     if not response.is_success:  # the SDK's raise_for_status(): any status but 2xx
+        if not response.is_closed:  # a streamed response: its body holds the error's message
+            await response.aread()
         raise client._make_status_error_from_response(response) from None
     return response
 

@@ -37,10 +37,6 @@ from callbench.models.remote.sse import AiohttpSource, ChunkSource, IterSource, 
 from callbench.models.remote.transport import MAX_RESPONSE_BYTES, ResponseTooLarge, aiohttp_errors
 from callbench.models.timing import mark_first_byte, mark_first_token, mark_streamed
 
-RAW_STREAM_HEADER = {"X-Stainless-Raw-Response": "stream"}
-"""Asks the SDKs to return the HTTP response with its body unread (what their
-``with_streaming_response`` does)."""
-
 
 def is_event_stream(content_type: str) -> bool:
     """True for a ``text/event-stream`` content type."""
@@ -301,7 +297,7 @@ async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers
     are the SDK's own (``APIStatusError``...) as for a plain request."""
     import httpx2
 
-    from callbench.models.remote.prepared import within_deadline
+    from callbench.models.remote.prepared import send_unread, within_deadline
 
     payload = dict(body)
     extra = payload.pop("extra_body", None)
@@ -310,13 +306,12 @@ async def post_streamed(client: Any, path: str, body: dict[str, Any], *, headers
     # no timeout per read: the deadline over the whole exchange (the same ``timeout``) is reached
     # no later than any read's, and both transports re-arm a read timer for every chunk, i.e.
     # for every streamed delta (aiohttp a loop timer, httpx2 a cancel scope with one)
-    options: dict[str, Any] = {"timeout": httpx2.Timeout(timeout, read=None),
-                               "headers": {**(headers or {}), **RAW_STREAM_HEADER}}
+    timeout_limits = httpx2.Timeout(timeout, read=None)
 
     sdk = sys.modules[type(client).__module__.split(".")[0]]  # openai or anthropic
 
     async def exchange() -> tuple[dict[str, Any] | None, Any, bytes]:
-        response = await client.post(path, cast_to=httpx2.Response, body=payload, options=options)
+        response = await send_unread(client, path, payload, headers=headers, timeout=timeout_limits)
         source: Any = None
         try:
             if is_event_stream(response.headers.get("content-type", "")):
