@@ -1,6 +1,7 @@
 """callbench's own CPU per request against a provider with realistic latency.
 
-Runs starter scenarios with the candidate on the OpenAI adapter, streamed, against the
+Runs starter scenarios with the candidate on the OpenAI adapter (``--dialect anthropic``: the
+Anthropic one), streamed, against the
 conformance fake (``tests/fakes/conformance_server.py``) serving seeded delays
 (``tests/fakes/streaming_wire.py`` :class:`LatencyProfile`: time to first token log-normal,
 median ``--ttft`` s, shape ``--sigma``; ``--token`` s between streamed deltas; ``--tool`` s more
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib
 import json
 import math
 import os
@@ -52,6 +54,7 @@ import httpx2  # noqa: E402
 
 from callbench.bundle.validate.audits import load_bundle  # noqa: E402
 from callbench.models.base import ModelSettings  # noqa: E402
+from callbench.models.remote.anthropic_client import AnthropicClient  # noqa: E402
 from callbench.models.remote.openai_client import OpenAIClient  # noqa: E402
 from callbench.runfolder.store import RunStore  # noqa: E402
 from callbench.runs import event_loop  # noqa: E402
@@ -74,19 +77,18 @@ ThreadingHTTPServer.request_queue_size = 256
 profile = LatencyProfile(ttft_s={ttft!r}, sigma={sigma!r}, token_s={token!r}, tool_s={tool!r}, seed={seed!r})
 s = ConformanceServer(load_bundle(Path({starter!r})), latency=profile, lifetime_s=3600)
 s.__enter__()
-print(s.url, flush=True)
+print(s.url, s.root, flush=True)
 sys.stdin.read()
 """
 
 
-def http_client(transport: str) -> httpx2.AsyncClient:
+def http_client(transport: str, dialect: str) -> httpx2.AsyncClient:
     """The candidate's HTTP client over ``transport`` (``aiohttp``, callbench's default, or
-    ``httpx2``), with the fake's hints."""
+    ``httpx2``) for the SDK of ``dialect`` (openai or anthropic), with the fake's hints."""
     if transport == "httpx2":
         return httpx2.AsyncClient(transport=HintTransport())
-    import openai
-
-    client = openai.DefaultAioHttpClient(timeout=60.0)
+    sdk = importlib.import_module(dialect)
+    client = sdk.DefaultAioHttpClient(timeout=60.0)
     client._transport = HintTransport(client._transport)
     return client
 
@@ -112,19 +114,20 @@ async def run(args: argparse.Namespace, url: str, out: Path) -> tuple[float, flo
     args.loop = event_loop.describe()
     bundle = load_bundle(STARTER)
     agents = list(bundle.agents)
-    spec = "openai:conformance-agent"
+    spec = f"{args.dialect}:conformance-agent"
     settings = ModelSettings(base_url=url, timeout_s=60.0, max_attempts=1)
     config = RunConfig(
         bundle_path=STARTER, out=out, candidates=[RoleSpec(spec=spec, settings=settings)],
         caller=RoleSpec(spec="scripted:plan"), task_judge=RoleSpec(spec="scripted:met"),
         conversation_judge=RoleSpec(spec="scripted:met"), concurrency=args.concurrency, seed=args.seed,
         filters=ScenarioFilters(agents=agents[: args.agents], limit=args.scenarios))
-    http = http_client(args.transport)
+    http = http_client(args.transport, args.dialect)
     built = build_clients(config, bundle)
     key = f"candidate:{candidate_slug(spec, settings)}"
     await built.pop(key).aclose()  # replaced by one whose transport sets the fake's hints
     clients: dict[str, Any] = {k: HintedClient(v) for k, v in built.items()}
-    clients[key] = HintedClient(OpenAIClient(spec, settings, http_client=http))
+    adapter = AnthropicClient if args.dialect == "anthropic" else OpenAIClient
+    clients[key] = HintedClient(adapter(spec, settings, http_client=http))
     save_cpu = [0.0, 0.0]
     real_save = RunStore.save_episode
 
@@ -159,17 +162,21 @@ def main() -> None:
     ap.add_argument("--token", type=float, default=0.03, help="seconds between streamed deltas")
     ap.add_argument("--tool", type=float, default=0.05, help="seconds more before each tool call")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--dialect", choices=("openai", "anthropic"), default="openai",
+                    help="the candidate's adapter and wire format (default openai)")
     ap.add_argument("--transport", choices=("aiohttp", "httpx2"), default="aiohttp",
                     help="the candidate's HTTP transport (CALLBENCH_HTTP_TRANSPORT; default aiohttp)")
     args = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-latency-bench")
+    os.environ.setdefault("ANTHROPIC_API_KEY", "sk-ant-latency-bench")
     code = SERVER.format(tests=str(TESTS), ttft=args.ttft, sigma=args.sigma, token=args.token,
                          tool=args.tool, seed=args.seed, starter=str(STARTER))
     server = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)  # its connection resets at the end
     try:
         assert server.stdout is not None
-        url = server.stdout.readline().strip()
+        url, root = server.stdout.readline().split()
+        url = root if args.dialect == "anthropic" else url
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "run"
             wall, cpu, save_cpu, saves = event_loop.run(run(args, url, out))
@@ -192,7 +199,8 @@ def main() -> None:
         return f"{1000 * x:.2f} ms"
 
     print(f"profile: ttft median {ms(args.ttft)} (lognormal sigma {args.sigma}), {ms(args.token)} per delta, "
-          f"+{ms(args.tool)} per tool call; concurrency {args.concurrency}; transport {args.transport}; "
+          f"+{ms(args.tool)} per tool call; concurrency {args.concurrency}; {args.dialect} adapter, "
+          f"transport {args.transport}; "
           f"event loop {args.loop}")
     print(f"calls: {len(traces)}, candidate requests: {len(cand)} ({streamed} streamed), turns that spoke: "
           f"{len(words)}, caller requests: {len(caller)}; wall {wall:.1f} s; load: {os.getloadavg()[0]:.1f}")
