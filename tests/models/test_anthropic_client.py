@@ -17,7 +17,7 @@ from callbench.models.base import (
     ToolCall,
     ToolSchema,
 )
-from callbench.models.remote.anthropic_client import AnthropicClient
+from callbench.models.remote.anthropic_client import AnthropicClient, anthropic_request_body
 from callbench.models.remote.retry import RetryPolicy
 
 CTX = RequestContext(role="candidate", episode_id="ep1")
@@ -108,6 +108,25 @@ async def test_payload_shapes(keys, mk):
     assert body["max_tokens"] == 4096
     assert "tool_choice" not in body and "temperature" not in body
     assert rec.requests[0].headers["authorization"] == f"Bearer {keys}"
+
+
+def test_the_tool_list_is_built_once_for_the_same_tools_and_never_changed() -> None:
+    """Every request of a run carries the same tool objects: their entries are one shared list
+    (encoded once: models/remote/prepared.py), which a request with a response schema (its
+    answer tool added, the breakpoint moved to it) leaves as it was."""
+    def body(**extra: object) -> dict[str, object]:
+        request = ModelRequest(messages=MESSAGES[:3], tools=TOOLS, context=CTX, **extra)  # type: ignore[arg-type]
+        return anthropic_request_body(request, "claude-x", ModelSettings())
+
+    first, second = body()["tools"], body()["tools"]
+    assert first is second
+    snapshot = json.dumps(first)
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    structured = body(response_schema=schema)["tools"]
+    assert isinstance(structured, list) and structured is not first
+    assert [t["name"] for t in structured][:2] == ["lookup", "end_call"] and len(structured) == 3
+    assert [("cache_control" in t) for t in structured] == [False, False, True]
+    assert json.dumps(first) == snapshot and first[-1]["cache_control"] == {"type": "ephemeral"}  # type: ignore[index]
 
 
 async def test_settings_mapping(keys, mk):

@@ -3,6 +3,7 @@ openai body sent without the SDK's per-request transform, answers read without b
 
 from __future__ import annotations
 
+import importlib
 import random
 
 import httpx2
@@ -13,6 +14,7 @@ import pytest
 from callbench.models.base import ChatMessage, ModelRequest, ModelSettings, RequestContext, ToolSchema
 from callbench.models.output import check_json_output
 from callbench.models.remote import prepared
+from callbench.models.remote.anthropic_client import AnthropicClient
 from callbench.models.remote.openai_client import OpenAIClient
 from callbench.models.remote.retry import RetryPolicy
 from callbench.models.remote.schemas import clean_schema, clean_tool_parameters
@@ -79,30 +81,37 @@ async def test_openai_request_skips_the_sdk_transform(keys, mk, monkeypatch: pyt
     await client.aclose()
 
 
-async def _send_both_ways(mk, monkeypatch: pytest.MonkeyPatch, *items, stream: bool = False):  # type: ignore[no-untyped-def]
+ADAPTERS = {"openai": (OpenAIClient, "openai:gpt-4o", "/chat/completions"),
+            "anthropic": (AnthropicClient, "anthropic:claude-sonnet-4-5", "/v1/messages")}
+
+
+async def _send_both_ways(mk, monkeypatch: pytest.MonkeyPatch, *items, stream: bool = False,  # type: ignore[no-untyped-def]
+                          dialect: str = "openai"):
     """The same two requests sent by the lean path and by the SDK's ``post`` (``stream``: through
-    ``send_unread``, the body read afterwards); returns both recorders and the outcomes (response
-    or raised exception)."""
+    ``send_unread``, the body read afterwards) with the SDK client of ``dialect``; returns both
+    recorders and the outcomes (response or raised exception)."""
+    adapter, spec, path = ADAPTERS[dialect]
     out = []
     for lean in (True, False):
         if not lean:
             monkeypatch.setattr(prepared, "_lean_capable", lambda client: False)
             prepared._lean_flags.clear()
         rec = mk.Recorder(*items)
-        sdk = OpenAIClient("openai:gpt-4o", ModelSettings(extra_headers={"X-Title": "cb"}, timeout_s=7),
-                           http_client=rec.client())._client
+        sdk = adapter(spec, ModelSettings(extra_headers={"X-Title": "cb"}, timeout_s=7),
+                      http_client=rec.client())._client
+        assert prepared._lean_capable_cached(sdk) is lean
         results = []
         for n in range(2):
             try:
                 if stream:
-                    response = await prepared.send_unread(sdk, "/chat/completions", {"model": "m", "n": n},
+                    response = await prepared.send_unread(sdk, path, {"model": "m", "n": n},
                                                           headers={"X-Title": "cb"},
                                                           timeout=httpx2.Timeout(7.0, read=None))
                     assert not response.is_closed  # handed over unread
                     await response.aread()
                     results.append(response)
                 else:
-                    results.append(await prepared.post_json(sdk, "/chat/completions", {"model": "m", "n": n},
+                    results.append(await prepared.post_json(sdk, path, {"model": "m", "n": n},
                                                             headers={"X-Title": "cb"}, timeout=7.0,
                                                             response_type=httpx2.Response))
             except Exception as exc:
@@ -113,17 +122,18 @@ async def _send_both_ways(mk, monkeypatch: pytest.MonkeyPatch, *items, stream: b
     return out
 
 
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
 @pytest.mark.parametrize("stream", [False, True])
 async def test_lean_post_sends_what_the_sdk_sends(keys, mk, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
-                                                  stream: bool) -> None:
-    assert prepared._lean_capable(OpenAIClient("openai:gpt-4o", ModelSettings())._client)
+                                                  stream: bool, dialect: str) -> None:
     async def body():  # type: ignore[no-untyped-def]
         yield b'{"ok": 1}'
 
     def answer(request: httpx2.Request) -> httpx2.Response:  # a body that arrives as it is read
         return httpx2.Response(200, headers={"content-type": "application/json"}, content=body())
 
-    (lean, lean_out), (sdk, sdk_out) = await _send_both_ways(mk, monkeypatch, answer, stream=stream)
+    (lean, lean_out), (sdk, sdk_out) = await _send_both_ways(mk, monkeypatch, answer, stream=stream,
+                                                             dialect=dialect)
     limits = httpx2.Timeout(7.0, read=None) if stream else httpx2.Timeout(7.0)
     raw = "x-stainless-raw-response"  # the SDK's own instruction to itself: return the body unread
     for a, b in zip(lean.requests, sdk.requests, strict=True):
@@ -150,10 +160,13 @@ async def _arriving(data: bytes):  # type: ignore[no-untyped-def]
     (httpx2.ConnectError("refused"), openai.APIConnectionError),
     (httpx2.RemoteProtocolError("peer closed connection"), openai.APIConnectionError),
 ])
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
 @pytest.mark.parametrize("stream", [False, True])
 async def test_lean_post_raises_the_sdk_errors(keys, mk, monkeypatch: pytest.MonkeyPatch, item: object,  # type: ignore[no-untyped-def]
-                                               error: type[Exception], stream: bool) -> None:
-    (_, lean_out), (_, sdk_out) = await _send_both_ways(mk, monkeypatch, item, stream=stream)
+                                               error: type[Exception], stream: bool, dialect: str) -> None:
+    sdk_module = importlib.import_module(dialect)
+    error = getattr(sdk_module, error.__name__)  # the same error class of that SDK
+    (_, lean_out), (_, sdk_out) = await _send_both_ways(mk, monkeypatch, item, stream=stream, dialect=dialect)
     for a, b in zip(lean_out, sdk_out, strict=True):
         assert type(a) is type(b) and isinstance(a, error)
         assert str(a) == str(b)
@@ -172,6 +185,12 @@ def test_lean_path_only_for_plain_key_clients(keys) -> None:  # type: ignore[no-
     signed._provider_runtime = object()  # e.g. a cloud provider's request signing
     assert not prepared._lean_capable(signed)
     assert not prepared._lean_capable(object())
+    claude = AnthropicClient("anthropic:claude-sonnet-4-5", ModelSettings())._client
+    assert prepared._lean_capable(claude)
+    for name, value in (("credentials", object()), ("_middleware", (object(),)), ("_custom_auth", object())):
+        changed = claude.copy()
+        setattr(changed, name, value)  # a token provider, a middleware chain, a signing auth
+        assert not prepared._lean_capable(changed), name
 
 
 def test_encode_body_is_the_sdk_encoding_with_pieces_reused() -> None:

@@ -51,6 +51,7 @@ from callbench.models.base import (
     ModelResponse,
     ModelSettings,
     ToolCall,
+    ToolSchema,
     Usage,
     wants_stream,
 )
@@ -59,7 +60,13 @@ from callbench.models.faults import note_fault, note_request
 from callbench.models.remote.anomalies import anthropic_content, checked_body
 from callbench.models.remote.client import RemoteClient
 from callbench.models.remote.negotiation import request_problem
-from callbench.models.remote.prepared import JsonView, cleaned_schema, tool_parameters, within_deadline
+from callbench.models.remote.prepared import (
+    JsonView,
+    cleaned_schema,
+    shared_list,
+    tool_parameters,
+    within_deadline,
+)
 from callbench.models.remote.secrets import resolve_base_url, resolve_headers
 from callbench.models.remote.streaming import anthropic_stream_body, post_streamed
 from callbench.models.remote.transport import bound_responses, sdk_http_client
@@ -174,18 +181,17 @@ def anthropic_request_body(request: ModelRequest, model: str, settings: ModelSet
     silence_only = messages[-1]["content"] == [{"type": "text", "text": SILENCE}]
     target = messages[-2] if silence_only and len(messages) > 1 else messages[-1]
     target["content"][-1]["cache_control"] = EPHEMERAL
-    tools = [{"name": t.name, "description": t.description,
-              "input_schema": tool_parameters(t, "anthropic")}
-             for t in request.tools]
     if request.response_schema is not None:
+        tools = _tool_entries(request.tools)
         schema, _ = _output_tool_schema(request.response_schema)
         name = output_tool_name(request)
         tools.append({"name": name, "description": "Give your answer by calling this tool.",
-                      "input_schema": schema})
+                      "input_schema": schema, "cache_control": EPHEMERAL})
         body["tool_choice"] = {"type": "tool", "name": name}
-    if tools:
-        tools[-1]["cache_control"] = EPHEMERAL
         body["tools"] = tools
+    elif request.tools:  # the same list object for every request with these tools: encoded once
+        body["tools"] = shared_list("anthropic", tuple(request.tools), lambda: _tool_entries(
+            request.tools, cache_last=True))
     extra: dict[str, Any] = {}
     for name in ("temperature", "top_p", "top_k"):
         value = getattr(settings, name)
@@ -196,6 +202,16 @@ def anthropic_request_body(request: ModelRequest, model: str, settings: ModelSet
     if settings.reasoning_effort is not None:
         body["output_config"] = {"effort": settings.reasoning_effort}
     return body
+
+
+def _tool_entries(tools: list[ToolSchema], *, cache_last: bool = False) -> list[dict[str, Any]]:
+    """The Messages API ``tools`` entries of ``tools`` (``cache_last``: a cache breakpoint on the
+    last one, which caches the tool list with the system prompt before it)."""
+    entries = [{"name": t.name, "description": t.description, "input_schema": tool_parameters(t, "anthropic")}
+               for t in tools]
+    if cache_last and entries:
+        entries[-1]["cache_control"] = EPHEMERAL
+    return entries
 
 
 def _plain(value: Any) -> Any:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -286,17 +287,40 @@ _templates: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], tuple[Any, http
     weakref.WeakKeyDictionary())
 
 
-def _lean_capable(client: Any) -> bool:
-    """True for an ``openai.AsyncOpenAI`` over an ``httpx2.AsyncClient`` whose requests the SDK
-    changes in no per-request way (plain key auth; nothing that rewrites or signs requests)."""
-    import httpx2
-    import openai
+def _sdk_of(client: Any) -> str | None:
+    """``openai`` or ``anthropic`` for an async client of that SDK (an SDK that is not imported
+    yet has no clients), else None."""
+    for name, cls in (("openai", "AsyncOpenAI"), ("anthropic", "AsyncAnthropic")):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(client, getattr(module, cls, ())):
+            return name
+    return None
 
-    return (isinstance(client, openai.AsyncOpenAI)
-            and isinstance(getattr(client, "_client", None), httpx2.AsyncClient)
-            and all(getattr(client, name, None) is None for name in (
-                "_provider_runtime", "_workload_identity_auth", "_api_key_provider", "custom_auth"))
-            and _sdk_parts() is not None)
+
+def _lean_capable(client: Any) -> bool:
+    """True for an ``openai.AsyncOpenAI`` or ``anthropic.AsyncAnthropic`` over an
+    ``httpx2.AsyncClient`` whose requests the SDK changes in no per-request way: plain key auth,
+    nothing that rewrites or signs requests (openai: no provider runtime, workload identity, key
+    provider or custom auth; anthropic: no credentials provider or token cache, no custom auth, no
+    middleware, the base client's request hooks). The SDKs' OpenTelemetry spans are made only for
+    their own methods' requests, never for ``post`` to a path, so there is none to skip."""
+    import httpx2
+
+    sdk = _sdk_of(client)
+    if sdk is None or _sdk_parts(sdk) is None or not isinstance(getattr(client, "_client", None),
+                                                                 httpx2.AsyncClient):
+        return False
+    if sdk == "openai":
+        return all(getattr(client, name, None) is None for name in (
+            "_provider_runtime", "_workload_identity_auth", "_api_key_provider", "custom_auth"))
+    from anthropic._base_client import AsyncAPIClient
+
+    kind = type(client)
+    unsigned = ("credentials", "_token_cache", "custom_auth")
+    return (all(getattr(client, name, None) is None for name in unsigned)
+            and not getattr(client, "_middleware", ())
+            and kind._prepare_options is AsyncAPIClient._prepare_options
+            and kind._prepare_request is AsyncAPIClient._prepare_request)
 
 
 _lean_flags: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
@@ -319,16 +343,17 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
     """The SDK's ``request`` for one attempt (the client is made with ``max_retries=0``; callbench
     retries), with the URL and headers the SDK's ``_build_request`` made for the first request to
     ``(path, headers, timeout)``: sent by the SDK's own ``httpx2`` client, errors raised as the SDK
-    raises them (timeout -> ``APITimeoutError``, transport error -> ``APIConnectionError``,
-    any other status than 2xx -> the SDK's ``_make_status_error_from_response``). ``stream``: the
-    response is returned with its body unread, as the SDK's ``request`` returns a raw streamed
-    response (an error status's body is read first, as the SDK reads it, for its message)."""
+    raises them (timeout -> ``APITimeoutError``, transport error -> ``APIConnectionError``, both
+    made by the SDK's own helpers where it has them; any other status than 2xx -> the SDK's
+    ``_make_status_error_from_response``). ``stream``: the response is returned with its body
+    unread, as the SDK's ``request`` returns a raw streamed response (an error status's body is
+    read first, as the SDK reads it, for its message)."""
     import httpx2
-    import openai
 
-    parts = _sdk_parts()
-    assert parts is not None
-    final_options, get_platform, asyncify, request_errors = parts
+    sdk = _sdk_of(client)
+    parts = _sdk_parts(sdk) if sdk is not None else None
+    assert sdk is not None and parts is not None
+    final_options, get_platform, asyncify, request_errors, base_error = parts
     limits = tuple(timeout.as_dict().items()) if isinstance(timeout, httpx2.Timeout) else timeout
     key = (path, tuple(sorted((headers or {}).items())), limits)
     per_client = _templates.setdefault(client, {})
@@ -339,8 +364,8 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
         options: dict[str, Any] = {"timeout": timeout}
         if headers:
             options["headers"] = headers
-        built = client._build_request(
-            final_options.construct(method="post", url=path, json_data=b"", **options))
+        # no body: the anthropic SDK refuses bytes there, and the body is sent as content anyway
+        built = client._build_request(final_options.construct(method="post", url=path, **options))
         template = (built.url,  # the headers normalised once, copied by each Request
                     httpx2.Headers([(k, v) for k, v in built.headers.multi_items()
                                     if k.lower() != "content-length"]),
@@ -359,11 +384,11 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
     try:
         response = await http.send(request, stream=stream)
     except httpx2.TimeoutException as err:
-        raise openai.APITimeoutError(request=request) from err
-    except openai.OpenAIError:
+        raise _timeout_error(sdk, client, request, err) from err
+    except base_error:
         raise
     except (*request_errors, *aiohttp_errors()) as err:  # aiohttp's parse errors pass the adapter
-        raise openai.APIConnectionError(request=request) from err
+        raise _connection_error(sdk, client, request, err) from err
     if not response.is_success:  # the SDK's raise_for_status(): any status but 2xx
         if not response.is_closed:  # a streamed response: its body holds the error's message
             await response.aread()
@@ -371,24 +396,53 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
     return response
 
 
-@functools.cache
-def _sdk_parts() -> tuple[Any, Any, Any, tuple[type[BaseException], ...]] | None:
-    """The openai SDK internals :func:`_lean_post` uses, or None when this SDK version lacks one
-    (every request then goes through ``post``)."""
+def _timeout_error(sdk: str, client: Any, request: Any, err: BaseException) -> Exception:
+    if sdk == "anthropic":  # its _attempt_request: the message names the host and the limit
+        error: Exception = client._transport_error(client._make_timeout_error(request, err), None)
+        return error
     import openai
 
+    return openai.APITimeoutError(request=request)
+
+
+def _connection_error(sdk: str, client: Any, request: Any, err: BaseException) -> Exception:
+    if sdk == "anthropic":  # its _attempt_request: the message names the host and the reason
+        error: Exception = client._transport_error(client._make_connection_error(request, err), None)
+        return error
+    import openai
+
+    return openai.APIConnectionError(request=request)
+
+
+@functools.cache
+def _sdk_parts(sdk: str) -> tuple[Any, Any, Any, tuple[type[BaseException], ...], type[BaseException]] | None:
+    """The internals of SDK ``sdk`` (openai or anthropic) that :func:`_lean_post` uses:
+    ``(FinalRequestOptions, get_platform, asyncify, the transport errors it maps to a connection
+    error, the SDK's base error)``, or None when this SDK version lacks one (every request then
+    goes through ``post``). The anthropic SDK maps every exception of a send that is not its own
+    to a connection error."""
+    needed = ("_build_request", "_make_status_error_from_response")
     try:
-        from openai._base_client import get_platform
-        from openai._httpx2 import request_exceptions
-        from openai._models import FinalRequestOptions
-        from openai._utils import asyncify
+        if sdk == "openai":
+            import openai
+            from openai._base_client import get_platform
+            from openai._httpx2 import request_exceptions
+            from openai._models import FinalRequestOptions
+            from openai._utils import asyncify
+
+            if not all(hasattr(openai.AsyncOpenAI, n) for n in needed):  # pragma: no cover
+                return None
+            return FinalRequestOptions, get_platform, asyncify, request_exceptions(), openai.OpenAIError
+        import anthropic
+        from anthropic._base_client import get_platform as a_platform
+        from anthropic._models import FinalRequestOptions as a_options
+        from anthropic._utils import asyncify as a_asyncify
     except ImportError:  # pragma: no cover - another SDK layout
         return None
-    needed = ("_build_request", "_make_status_error_from_response", "_platform")
-    if not all(hasattr(openai.AsyncOpenAI, n) or n == "_platform" for n in needed):  # pragma: no cover
+    helpers = (*needed, "_transport_error", "_make_timeout_error", "_make_connection_error")
+    if not all(hasattr(anthropic.AsyncAnthropic, n) for n in helpers):  # pragma: no cover
         return None
-    return FinalRequestOptions, get_platform, asyncify, request_exceptions()
-
+    return a_options, a_platform, a_asyncify, (Exception,), anthropic.AnthropicError
 
 
 class JsonView:
