@@ -21,6 +21,7 @@ from rich.console import Console
 
 from callbench.bundle.validate.audits import load_bundle
 from callbench.report.model.build import build_report
+from callbench.report.model.latency import harness_cpu_share
 from callbench.report.model.latency_text import harness_cpu_line
 from callbench.report.model.load import load_runs
 from callbench.runs.executor import RoleSpec, RunConfig
@@ -88,9 +89,14 @@ def test_report_figures_equal_a_recomputation_from_the_trace_files(run: Path) ->
     assert lat.harness_cpu["p50"].estimate == inverted_cdf(cpu, 0.5)
     assert lat.harness_cpu["p90"].estimate == inverted_cdf(cpu, 0.9)
     assert lat.first_word["p50"].estimate == inverted_cdf(words, 0.5)
-    assert lat.harness_cpu_share == pytest.approx(100 * inverted_cdf(cpu, 0.5) / inverted_cdf(words, 0.5))
+    # a scripted candidate answers in microseconds, timed by the harness: no share is given
+    assert lat.sources == {"harness": 6} and lat.harness_cpu_share is None
+    assert harness_cpu_share(inverted_cdf(cpu, 0.5), inverted_cdf(words, 0.5), {"measured": 6}) == (
+        pytest.approx(100 * inverted_cdf(cpu, 0.5) / inverted_cdf(words, 0.5)))
     line = harness_cpu_line(name, lat)
     assert line is not None and f"p50 {1000 * inverted_cdf(cpu, 0.5):.1f} [" in line
+    assert line.endswith("no share of the time to first word: some calls' latency is the harness's "
+                         "own timing")
 
     from callbench.report.export.json_csv import read_json, write_json
     from callbench.report.html.page import render_html
@@ -106,6 +112,15 @@ def test_report_figures_equal_a_recomputation_from_the_trace_files(run: Path) ->
     data = json.loads(path.read_text())
     assert data["latency"][name]["harness_cpu"]["p90"]["estimate"] == inverted_cdf(cpu, 0.9)
     assert read_json(path).latency[name].harness_cpu_share == lat.harness_cpu_share
+
+
+def test_the_share_is_given_only_for_measured_latency() -> None:
+    assert harness_cpu_share(0.009, 0.56, {"measured": 40}) == pytest.approx(100 * 0.009 / 0.56)
+    assert harness_cpu_share(0.009, 0.56, {"measured": 30, "replayed": 10}) == pytest.approx(1.607142857)
+    assert harness_cpu_share(0.009, 0.56, {"measured": 39, "harness": 1}) is None
+    assert harness_cpu_share(0.009, 0.56, {"mixed": 1}) is None
+    assert harness_cpu_share(None, 0.56, {"measured": 1}) is None
+    assert harness_cpu_share(0.009, 0.0, {"measured": 1}) is None
 
 
 def test_traces_without_the_field_read_and_report_nothing_for_it(run: Path) -> None:

@@ -107,6 +107,18 @@ def fixed_slice_warned(result: BootstrapResult, fixed: str) -> BootstrapResult:
     return result
 
 
+def harness_cpu_share(cpu_s: float | None, first_word_s: float | None,
+                      sources: dict[str, int]) -> float | None:
+    """The median harness CPU per request as a percentage of the median time to first word, or
+    None when either is missing or when any call's timings are not a provider's measured latency
+    (``sources`` counts calls by timing source: ``harness``, a client that times nothing such as a
+    scripted one, answers in microseconds, and ``mixed`` holds such calls; the share would compare
+    our CPU with our own time). Replayed calls keep their original measured latency: counted."""
+    if cpu_s is None or not first_word_s or sources.get("harness") or sources.get("mixed"):
+        return None
+    return 100.0 * cpu_s / first_word_s
+
+
 class LatencySummary(BaseModel):
     """One candidate's latency. Times in seconds, shares in percent (0..100). ``first_word`` and
     ``dead_air``: quantile label (:data:`QUANTILES`) -> value over candidate turns with its
@@ -222,8 +234,8 @@ def summarize_latency(candidate: str, records: Sequence[EpisodeRecord], *, budge
     if out.harness_cpu_requests:
         out.harness_cpu = _quantiles(calls, lambda t: t.harness_cpu_s, SLICE_QUANTILES, *args, candidate,
                                      "harness_cpu")
-        cpu, word = out.harness_cpu["p50"].estimate, out.first_word["p50"].estimate
-        out.harness_cpu_share = 100.0 * cpu / word if cpu is not None and word else None
+        out.harness_cpu_share = harness_cpu_share(out.harness_cpu["p50"].estimate,
+                                                  out.first_word["p50"].estimate, out.sources)
     by_lang: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for r in calls:
         by_lang[r.language].append(r)

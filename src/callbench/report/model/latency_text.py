@@ -146,10 +146,14 @@ def harness_cpu_line(candidate: str, s: LatencySummary) -> str | None:
     None when no request recorded it (traces from before it was measured, deployed agents)."""
     if not s.harness_cpu_requests:
         return None
-    share = "—" if s.harness_cpu_share is None else f"{s.harness_cpu_share:.2f}%"
-    return (f"{candidate}: harness CPU per request (callbench's own, not the provider's) p50 "
+    head = (f"{candidate}: harness CPU per request (callbench's own, not the provider's) p50 "
             f"{cpu_ms(s.harness_cpu.get('p50'))} ms, p90 {cpu_ms(s.harness_cpu.get('p90'))} ms over "
-            f"{s.harness_cpu_requests} requests; p50 = {share} of the median time to first word")
+            f"{s.harness_cpu_requests} requests")
+    if s.harness_cpu_share is not None:
+        return f"{head}; p50 = {s.harness_cpu_share:.2f}% of the median time to first word"
+    if s.sources.get("harness") or s.sources.get("mixed"):
+        return f"{head}; no share of the time to first word: some calls' latency is the harness's own timing"
+    return head
 
 
 def latency_notes(latency: dict[str, LatencySummary], budget_s: float) -> list[str]:
