@@ -90,13 +90,12 @@ def test_report_figures_equal_a_recomputation_from_the_trace_files(run: Path) ->
     assert lat.harness_cpu["p90"].estimate == inverted_cdf(cpu, 0.9)
     assert lat.first_word["p50"].estimate == inverted_cdf(words, 0.5)
     # a scripted candidate answers in microseconds, timed by the harness: no share is given
-    assert lat.sources == {"harness": 6} and lat.harness_cpu_share is None
-    assert harness_cpu_share(inverted_cdf(cpu, 0.5), inverted_cdf(words, 0.5), {"measured": 6}) == (
+    assert lat.harness_timed_calls == 6 and lat.harness_cpu_share is None
+    assert harness_cpu_share(inverted_cdf(cpu, 0.5), inverted_cdf(words, 0.5), 0) == (
         pytest.approx(100 * inverted_cdf(cpu, 0.5) / inverted_cdf(words, 0.5)))
     line = harness_cpu_line(name, lat)
     assert line is not None and f"p50 {1000 * inverted_cdf(cpu, 0.5):.1f} [" in line
-    assert line.endswith("no share of the time to first word: some calls' latency is the harness's "
-                         "own timing")
+    assert line.endswith("no share of the time to first word: 6 call(s) timed by the harness, not the model")
 
     from callbench.report.export.json_csv import read_json, write_json
     from callbench.report.html.page import render_html
@@ -114,13 +113,20 @@ def test_report_figures_equal_a_recomputation_from_the_trace_files(run: Path) ->
     assert read_json(path).latency[name].harness_cpu_share == lat.harness_cpu_share
 
 
-def test_the_share_is_given_only_for_measured_latency() -> None:
-    assert harness_cpu_share(0.009, 0.56, {"measured": 40}) == pytest.approx(100 * 0.009 / 0.56)
-    assert harness_cpu_share(0.009, 0.56, {"measured": 30, "replayed": 10}) == pytest.approx(1.607142857)
-    assert harness_cpu_share(0.009, 0.56, {"measured": 39, "harness": 1}) is None
-    assert harness_cpu_share(0.009, 0.56, {"mixed": 1}) is None
-    assert harness_cpu_share(None, 0.56, {"measured": 1}) is None
-    assert harness_cpu_share(0.009, 0.0, {"measured": 1}) is None
+def test_the_share_is_given_only_for_a_model_timed_candidate(run: Path) -> None:
+    assert harness_cpu_share(0.009, 0.56, 0) == pytest.approx(1.607142857)
+    assert harness_cpu_share(0.009, 0.56, 1) is None
+    assert harness_cpu_share(None, 0.56, 0) is None
+    assert harness_cpu_share(0.009, 0.0, 0) is None
+    # a measured candidate beside a scripted caller: the call's timing sources are mixed, the
+    # candidate's are not (the embedded model in the demo is such a candidate)
+    latency = traces(run)[0]["latency"]
+    for item in latency["requests"]:
+        if item["role"] == "candidate":
+            item["source"] = "measured"
+    mixed = EpisodeLatency.model_validate({**latency, "source": "mixed"})
+    assert CallTimings.of(mixed).harness_timed is False
+    assert CallTimings.of(EpisodeLatency.model_validate(traces(run)[0]["latency"])).harness_timed is True
 
 
 def test_traces_without_the_field_read_and_report_nothing_for_it(run: Path) -> None:

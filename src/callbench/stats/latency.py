@@ -227,7 +227,9 @@ class CallTimings(BaseModel):
     (``talk_measured``, ``run --agent-speech``; otherwise estimated from its words), and the wall
     clock at the call's start (UTC, ISO 8601). ``harness_cpu_s``: the harness CPU (seconds) of
     each candidate request that has one recorded, in request order
-    (:attr:`~callbench.trace.RequestLatency.harness_cpu_s`; empty for older traces)."""
+    (:attr:`~callbench.trace.RequestLatency.harness_cpu_s`; empty for older traces).
+    ``harness_timed``: a candidate request was timed by the harness around a client that times
+    nothing (``source`` harness: a scripted model), so the call's latency is not a model's."""
 
     started_at: str = ""
     source: str = "measured"
@@ -238,6 +240,7 @@ class CallTimings(BaseModel):
     tools_before_speech: list[int] = Field(default_factory=list)
     talk_measured: bool = False
     harness_cpu_s: list[float] = Field(default_factory=list)
+    harness_timed: bool = False
 
     @classmethod
     def of(cls, latency: EpisodeLatency) -> CallTimings:
@@ -252,7 +255,8 @@ class CallTimings(BaseModel):
             talk_measured=any(t.words for t in turns)
             and all(t.spoken_source == "measured" for t in turns if t.words),
             harness_cpu_s=[r.harness_cpu_s for r in latency.requests
-                           if r.role == "candidate" and r.harness_cpu_s is not None])
+                           if r.role == "candidate" and r.harness_cpu_s is not None],
+            harness_timed=any(r.source == "harness" for r in latency.requests if r.role == "candidate"))
 
     @property
     def talk_s(self) -> float:

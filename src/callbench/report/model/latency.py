@@ -108,13 +108,14 @@ def fixed_slice_warned(result: BootstrapResult, fixed: str) -> BootstrapResult:
 
 
 def harness_cpu_share(cpu_s: float | None, first_word_s: float | None,
-                      sources: dict[str, int]) -> float | None:
+                      harness_timed_calls: int) -> float | None:
     """The median harness CPU per request as a percentage of the median time to first word, or
-    None when either is missing or when any call's timings are not a provider's measured latency
-    (``sources`` counts calls by timing source: ``harness``, a client that times nothing such as a
-    scripted one, answers in microseconds, and ``mixed`` holds such calls; the share would compare
-    our CPU with our own time). Replayed calls keep their original measured latency: counted."""
-    if cpu_s is None or not first_word_s or sources.get("harness") or sources.get("mixed"):
+    None when either is missing or when any call's candidate requests were timed by the harness
+    around a client that times nothing (``harness_timed_calls``: a scripted model answers in
+    microseconds, so the share would compare our CPU with our own time). Replayed calls keep
+    their original measured latency: counted. The caller's and judges' timing sources do not
+    matter: the figure is the candidate's."""
+    if cpu_s is None or not first_word_s or harness_timed_calls:
         return None
     return 100.0 * cpu_s / first_word_s
 
@@ -135,7 +136,8 @@ class LatencySummary(BaseModel):
     label (:data:`SLICE_QUANTILES`) -> callbench's own CPU seconds per candidate request
     (``sim/harness_cpu.py``), over the ``harness_cpu_requests`` requests that recorded it;
     ``harness_cpu_share``: its median as a percentage of the median time to first word (None
-    without both)."""
+    without both, or when ``harness_timed_calls``, calls whose candidate requests were timed by
+    the harness around a client that times nothing, is not 0: :func:`harness_cpu_share`)."""
 
     candidate: str
     budget_s: float = DEFAULT_LATENCY_BUDGET_S
@@ -159,6 +161,7 @@ class LatencySummary(BaseModel):
     harness_cpu: dict[str, BootstrapResult] = Field(default_factory=dict)
     harness_cpu_requests: int = 0
     harness_cpu_share: float | None = None
+    harness_timed_calls: int = 0
 
     @property
     def median_first_word(self) -> BootstrapResult | None:
@@ -213,7 +216,8 @@ def summarize_latency(candidate: str, records: Sequence[EpisodeRecord], *, budge
         n_silent_turns=sum(w is None for t in timings for w in t.first_word_s),
         sources=dict(sorted(Counter(t.source for t in timings).items())),
         streamed_calls=sum(t.streamed for t in timings),
-        talk_measured_calls=sum(t.talk_measured for t in timings))
+        talk_measured_calls=sum(t.talk_measured for t in timings),
+        harness_timed_calls=sum(t.harness_timed for t in timings))
     args = (seed, n_samples, confidence)
     out.first_word = _quantiles(calls, lambda t: t.first_word_s, list(QUANTILES), *args, candidate,
                                 "first_word")
@@ -235,7 +239,7 @@ def summarize_latency(candidate: str, records: Sequence[EpisodeRecord], *, budge
         out.harness_cpu = _quantiles(calls, lambda t: t.harness_cpu_s, SLICE_QUANTILES, *args, candidate,
                                      "harness_cpu")
         out.harness_cpu_share = harness_cpu_share(out.harness_cpu["p50"].estimate,
-                                                  out.first_word["p50"].estimate, out.sources)
+                                                  out.first_word["p50"].estimate, out.harness_timed_calls)
     by_lang: dict[str, list[EpisodeRecord]] = defaultdict(list)
     for r in calls:
         by_lang[r.language].append(r)

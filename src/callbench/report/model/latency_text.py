@@ -151,8 +151,9 @@ def harness_cpu_line(candidate: str, s: LatencySummary) -> str | None:
             f"{s.harness_cpu_requests} requests")
     if s.harness_cpu_share is not None:
         return f"{head}; p50 = {s.harness_cpu_share:.2f}% of the median time to first word"
-    if s.sources.get("harness") or s.sources.get("mixed"):
-        return f"{head}; no share of the time to first word: some calls' latency is the harness's own timing"
+    if s.harness_timed_calls:
+        return (f"{head}; no share of the time to first word: {s.harness_timed_calls} call(s) timed by the "
+                f"harness, not the model")
     return head
 
 
