@@ -10,8 +10,7 @@ import time
 
 import pytest
 
-from callbench.sim import harness_cpu
-from callbench.sim.harness_cpu import CpuMeter, uncharged
+from callbench.sim.harness_cpu import CpuMeter
 
 BURN_S = 0.03
 
@@ -93,48 +92,3 @@ def test_reading_counts_a_step_in_progress_and_work_handed_to_a_thread() -> None
     assert mid >= BURN_S
     assert total >= mid + BURN_S  # the worker thread's burn, through in_thread
     assert reading == total
-
-
-def test_uncharged_work_is_nobodys_but_the_loops_other_work_still_is() -> None:
-    """Grading a finished call runs on the loop between the live calls' steps: through
-    ``uncharged`` its CPU is nobody's; other undriven work in the same gap is still charged to the
-    next driven step."""
-    async def grading(burned: list[float]) -> None:
-        for _ in range(3):
-            burned.append(burn(BURN_S))
-            await asyncio.sleep(0.001)
-
-    async def other(burned: list[float]) -> None:
-        burned.append(burn(BURN_S))
-
-    async def main(wrap: bool) -> tuple[CpuMeter, float, float]:
-        live = CpuMeter()
-        graded: list[float] = []
-        others: list[float] = []
-        work = uncharged(grading(graded)) if wrap else grading(graded)
-        await asyncio.gather(live.drive(idle(8)), work, other(others))
-        return live, sum(graded), sum(others)
-
-    live, graded, others = asyncio.run(main(wrap=False))
-    assert live.cpu_s >= graded + others - 0.001  # without it, all of it lands on the live call
-    live, graded, others = asyncio.run(main(wrap=True))
-    assert graded >= 3 * BURN_S and others >= BURN_S
-    assert others - 0.001 <= live.cpu_s < others + BURN_S / 2, (live.cpu_s, graded, others)
-
-
-def test_uncharged_passes_results_errors_and_leaves_no_mark_when_nothing_is_live() -> None:
-    async def fails() -> None:
-        await asyncio.sleep(0)
-        raise KeyError("inner")
-
-    async def main() -> tuple[int, BaseException | None]:
-        got = await uncharged(idle(2))
-        try:
-            await uncharged(fails())
-        except KeyError as e:
-            return got, e
-        return got, None
-
-    got, error = asyncio.run(main())
-    assert got == 2 and isinstance(error, KeyError)
-    assert getattr(harness_cpu._last, "end", None) is None  # no driven coroutine: nothing to move

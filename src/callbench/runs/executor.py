@@ -47,7 +47,6 @@ from callbench.runs.saving import (  # noqa: F401  (re-exported: the executor's 
 )
 from callbench.runs.voice import prepare_voice, voice_differences, voice_for
 from callbench.sim.episode import LoopLimits, run_episode
-from callbench.sim.harness_cpu import uncharged
 from callbench.sim.voice.setup import ChannelMode, VoiceSettings
 from callbench.stats.latency import DEFAULT_LATENCY_BUDGET_S
 from callbench.trace import EndReason, RoleInfo, Trace
@@ -391,7 +390,7 @@ async def execute_run(
                     return  # not saved: run again when the run is resumed
                 if budget is not None:
                     budget.charge(key.episode_id, trace.usage.values())
-                await uncharged(saver.save(trace, ledger))  # grading: not the live calls' CPU
+                await saver.save(trace, ledger)
                 if budget is not None:
                     budget.release(key, finished=True)
 

@@ -11,12 +11,10 @@ CPU of this thread only, user and system, never time spent waiting) of
   of any driven coroutine there ended: polling the sockets and the protocol callbacks that read
   the bytes which woke this step. That work is not tagged with the conversation it serves, so it
   is charged to the step that runs next; at a concurrency above 1 a step may carry some of
-  another conversation's socket reads, and any other task on the loop between steps is charged
-  to the conversations too, except work awaited through :func:`uncharged` (grading and saving a
-  finished call: the run's work, not a conversation's; its own CPU is left out, the loop's work
-  before it is not). Summed over a run, the figures hold the loop thread's CPU while
-  conversations run, less that uncharged work; while no conversation is live on the thread
-  (before a run, between runs) nothing is charged.
+  another conversation's socket reads, and any other task on the loop between steps (grading a
+  finished call, saving) is charged to the conversations too. Summed over a run, the figures
+  hold the loop thread's CPU while conversations run, no less; while no conversation is live on
+  the thread (before a run, between runs) nothing is charged.
 
 Work handed to another thread is only counted when it is run through :meth:`CpuMeter.in_thread`
 (the voice channel); an embedded local model's computation runs on its own thread and is the
@@ -78,45 +76,6 @@ class CpuMeter:
         cancellation and the result pass through unchanged."""
         self.driven = True
         return await _Driven(coro, self)
-
-
-async def uncharged(coro: Awaitable[T]) -> T:
-    """Await ``coro``, work of the run rather than of a conversation (grading and saving a finished
-    call), keeping its CPU out of every conversation's figures: each of its steps moves the mark
-    that the next driven step on this thread is charged from (module docstring) later by the
-    step's own CPU time, so what the loop did before it is still charged as before and only its
-    own work is left out. Must not be awaited from inside a driven coroutine (its steps would be
-    left out of that coroutine's figure). Results, exceptions and cancellation pass through."""
-    return await _Uncharged(coro)
-
-
-class _Uncharged:
-    """An awaitable that steps ``coro`` itself, moving ``_last.end`` past each step's own CPU."""
-
-    def __init__(self, coro: Awaitable[Any]) -> None:
-        self.coro = coro
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        inner = self.coro.__await__()
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            start = time.thread_time()
-            try:
-                yielded = inner.send(value) if error is None else inner.throw(error)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                end = getattr(_last, "end", None)
-                if end is not None:  # a driven coroutine is live here: it would be charged this
-                    _last.end = end + max(0.0, time.thread_time() - start)
-            try:
-                value, error = (yield yielded), None
-            except GeneratorExit:
-                inner.close()
-                raise
-            except BaseException as e:  # cancellation and the like: into the inner coroutine
-                value, error = None, e
 
 
 class _Driven:
