@@ -13,7 +13,8 @@ judges send the same response schema thousands of times. What does not change is
 
 :func:`post_json` (and :func:`send_unread`, for a streamed answer) sends a body that is
 already plain JSON, skipping the per-request ``async_maybe_transform`` pass that typed ``create``
-methods make over the whole message list. For a plain-key openai client it also skips the SDK's
+methods make over the whole message list. For a plain-key openai or anthropic client it also
+skips the SDK's
 per-request option and header building: the URL and headers the SDK's ``_build_request`` makes
 are made once per client and the request goes out through the SDK's own ``httpx2`` client (its
 connection pool and keep-alive), with the SDK's error classes; the body is :func:`encode_body`,
@@ -142,8 +143,8 @@ async def send_unread(client: Any, path: str, payload: dict[str, Any], *, header
     """POST ``payload`` (plain JSON values, ``extra_body`` already merged) to ``path`` through an
     SDK client and return the ``httpx2.Response`` with its headers read and its body unread (for
     a streamed answer); the caller reads and closes it. Errors are raised as :func:`post_json`'s.
-    A plain-key openai client sends through :func:`_lean_post`, any other through the SDK's
-    ``post`` with :data:`RAW_STREAM_HEADER`."""
+    A plain-key client (:func:`_lean_capable`) sends through :func:`_lean_post`, any other through
+    the SDK's ``post`` with :data:`RAW_STREAM_HEADER`."""
     import httpx2
 
     if _lean_capable_cached(client):
@@ -384,11 +385,11 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
     try:
         response = await http.send(request, stream=stream)
     except httpx2.TimeoutException as err:
-        raise _timeout_error(sdk, client, request, err) from err
+        raise _transport_error(sdk, client, request, err, timed_out=True) from err
     except base_error:
         raise
     except (*request_errors, *aiohttp_errors()) as err:  # aiohttp's parse errors pass the adapter
-        raise _connection_error(sdk, client, request, err) from err
+        raise _transport_error(sdk, client, request, err, timed_out=False) from err
     if not response.is_success:  # the SDK's raise_for_status(): any status but 2xx
         if not response.is_closed:  # a streamed response: its body holds the error's message
             await response.aread()
@@ -396,22 +397,19 @@ async def _lean_post(client: Any, path: str, payload: dict[str, Any], headers: d
     return response
 
 
-def _timeout_error(sdk: str, client: Any, request: Any, err: BaseException) -> Exception:
-    if sdk == "anthropic":  # its _attempt_request: the message names the host and the limit
-        error: Exception = client._transport_error(client._make_timeout_error(request, err), None)
+def _transport_error(sdk: str, client: Any, request: Any, err: BaseException, *,
+                     timed_out: bool) -> Exception:
+    """The SDK's error for a send that failed (``timed_out``: ``APITimeoutError``, else
+    ``APIConnectionError``), made as the SDK's own request path makes it: the anthropic SDK's
+    helpers name the host and the limit or reason; the openai SDK's errors carry the request."""
+    if sdk == "anthropic":  # its _attempt_request
+        make = client._make_timeout_error if timed_out else client._make_connection_error
+        made = make(request, err)
+        error: Exception = client._transport_error(made, None)
         return error
     import openai
 
-    return openai.APITimeoutError(request=request)
-
-
-def _connection_error(sdk: str, client: Any, request: Any, err: BaseException) -> Exception:
-    if sdk == "anthropic":  # its _attempt_request: the message names the host and the reason
-        error: Exception = client._transport_error(client._make_connection_error(request, err), None)
-        return error
-    import openai
-
-    return openai.APIConnectionError(request=request)
+    return (openai.APITimeoutError if timed_out else openai.APIConnectionError)(request=request)
 
 
 @functools.cache
