@@ -16,6 +16,11 @@ Prints, from the saved trace files (read as JSON here, not through callbench's r
   median time to first word (the target: under 2%);
 - the same for caller requests (scripted here: the caller's harness CPU includes checking its turn
   and the channel);
+- the socket reads per candidate request (aiohttp's protocol callbacks, counted: each is one wake
+  of the loop's thread; the count adds one Python call to each) and the machine's floor for them:
+  a bare protocol's CPU per read over loopback TCP with reads ``--token`` s apart, measured after
+  the run on the same loop (``wakeup_floor.py``), times the mean reads per request, as a share of
+  the median time to first word: the part of the figure any client woken per delta pays here;
 - CPU left out of the per-request figure, measured here for scale: saving the trace (on the
   store's writer thread, thread CPU of ``RunStore.save_episode``) per episode and per candidate
   request, and the whole process's CPU (``time.process_time``: every thread, the grading, the
@@ -51,6 +56,7 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 
 import httpx2  # noqa: E402
+from wakeup_floor import protocol_floor  # noqa: E402
 
 from callbench.bundle.validate.audits import load_bundle  # noqa: E402
 from callbench.models.base import ModelSettings  # noqa: E402
@@ -109,8 +115,26 @@ def read_traces(run_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
+READS = [0]
+"""Socket reads by aiohttp's client protocol during the run (:func:`count_reads`)."""
+
+
+def count_reads() -> None:
+    """Count every call of aiohttp's ``ResponseHandler.data_received`` in :data:`READS`."""
+    from aiohttp import client_proto
+
+    real = client_proto.ResponseHandler.data_received
+
+    def data_received(self: Any, data: bytes) -> None:
+        READS[0] += 1
+        real(self, data)
+
+    client_proto.ResponseHandler.data_received = data_received  # type: ignore[method-assign]
+
+
 async def run(args: argparse.Namespace, url: str, out: Path) -> tuple[float, float, float, int]:
-    """Run and grade; returns (wall s, process CPU s, save CPU s, saves)."""
+    """Run and grade, then measure the machine's floor per read (``args.floor``); returns (wall s,
+    process CPU s, save CPU s, saves)."""
     args.loop = event_loop.describe()
     bundle = load_bundle(STARTER)
     agents = list(bundle.agents)
@@ -149,6 +173,7 @@ async def run(args: argparse.Namespace, url: str, out: Path) -> tuple[float, flo
         for c in clients.values():
             await c.aclose()
         await http.aclose()
+    args.floor = await protocol_floor(args.token)
     return wall, cpu, save_cpu[0], int(save_cpu[1])
 
 
@@ -169,6 +194,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-latency-bench")
     os.environ.setdefault("ANTHROPIC_API_KEY", "sk-ant-latency-bench")
+    count_reads()
     code = SERVER.format(tests=str(TESTS), ttft=args.ttft, sigma=args.sigma, token=args.token,
                          tool=args.tool, seed=args.seed, starter=str(STARTER))
     server = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -214,6 +240,11 @@ def main() -> None:
     per = max(len(cand), 1)
     recorded = sum(cpu_c) + sum(cpu_u)
     print(f"recorded in all: {ms(recorded)} over the run, {ms(recorded / per)} per candidate request")
+    reads = READS[0] / per
+    print(f"socket reads per candidate request: {reads:.1f} (mean); the machine's floor: a bare protocol "
+          f"{1e6 * args.floor:.0f} us per read ({ms(args.token)} apart, loopback TCP), so "
+          f"{ms(reads * args.floor)} a request = {100 * reads * args.floor / word:.2f}% of the median "
+          "time to first word")
     print(f"not in the per-request figure: saving a trace {ms(save_cpu / max(saves, 1))} CPU per episode "
           f"({ms(save_cpu / per)} per candidate request); whole process CPU (every thread: grading, "
           f"saving, start-up after the imports) {ms(cpu / per)} per candidate request = "

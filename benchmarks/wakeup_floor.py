@@ -3,7 +3,8 @@
 A streamed answer arrives as deltas tens of milliseconds apart; each delta wakes the loop's
 thread from idle. This measures that cost with nothing of callbench, the SDKs or aiohttp in the
 way: a thread writes ``--chunks`` chunks of 60 bytes ``--gap`` seconds apart into a socket pair,
-and the loop reads them
+and the loop reads them (``--tcp``: a loopback TCP connection instead of the pair, as between
+callbench and a local fake)
 
 - ``protocol``: with a bare ``asyncio.Protocol`` whose ``data_received`` only counts (the loop's
   own work per chunk: the poll, the socket read, one callback);
@@ -16,7 +17,11 @@ delta on the machine it runs on (docs/latency.md, "Harness CPU"). Name the machi
 (``uptime``) beside the figures: an idle machine's figures are the higher ones (its cores sleep
 more deeply between chunks).
 
-Run: ``python benchmarks/wakeup_floor.py [--gap 0.03] [--chunks 45] [--rounds 4]``.
+The loop is the one callbench's commands use (``runs/event_loop.py``: uvloop where installed;
+``CALLBENCH_EVENT_LOOP=asyncio`` for the standard library's), named in the output.
+``benchmarks/latency_bench.py`` calls :func:`protocol_floor` to put the floor beside its figures.
+
+Run: ``python benchmarks/wakeup_floor.py [--gap 0.03] [--chunks 45] [--rounds 4] [--tcp]``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,18 @@ import socket
 import statistics
 import threading
 import time
+
+from callbench.runs import event_loop
+
+
+def _pair(tcp: bool) -> tuple[socket.socket, socket.socket]:
+    """(ours, theirs): a socket pair, or the two ends of a loopback TCP connection."""
+    if not tcp:
+        return socket.socketpair()
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        ours = socket.create_connection(server.getsockname())
+        theirs, _ = server.accept()
+    return ours, theirs
 
 
 def _send(sock: socket.socket, chunks: int, gap: float) -> None:
@@ -49,9 +66,9 @@ class _Counter(asyncio.Protocol):
             self.done.set_result(None)
 
 
-async def _protocol_round(chunks: int, gap: float) -> float:
+async def _protocol_round(chunks: int, gap: float, tcp: bool = False) -> float:
     loop = asyncio.get_running_loop()
-    ours, theirs = socket.socketpair()
+    ours, theirs = _pair(tcp)
     sender = threading.Thread(target=_send, args=(theirs, chunks, gap))
     done: asyncio.Future[None] = loop.create_future()
     transport, proto = await loop.connect_accepted_socket(lambda: _Counter(done), sock=ours)
@@ -64,8 +81,8 @@ async def _protocol_round(chunks: int, gap: float) -> float:
     return spent / max(1, proto.n)
 
 
-async def _stream_round(chunks: int, gap: float) -> float:
-    ours, theirs = socket.socketpair()
+async def _stream_round(chunks: int, gap: float, tcp: bool = False) -> float:
+    ours, theirs = _pair(tcp)
     sender = threading.Thread(target=_send, args=(theirs, chunks, gap))
     reader, writer = await asyncio.open_connection(sock=ours)
     sender.start()
@@ -79,10 +96,18 @@ async def _stream_round(chunks: int, gap: float) -> float:
 
 
 async def _main(args: argparse.Namespace) -> None:
+    print(f"{args.chunks} chunks {1000 * args.gap:g} ms apart over {'TCP' if args.tcp else 'a socket pair'}; "
+          f"event loop {event_loop.describe()}; load {os.getloadavg()[0]:.1f}")
     for name, fn in (("protocol", _protocol_round), ("stream", _stream_round)):
-        per = [await fn(args.chunks, args.gap) for _ in range(args.rounds)]
+        per = [await fn(args.chunks, args.gap, args.tcp) for _ in range(args.rounds)]
         print(f"{name}: " + ", ".join(f"{1e6 * x:.0f}" for x in per)
               + f" us of thread CPU per chunk (median {1e6 * statistics.median(per):.0f})")
+
+
+async def protocol_floor(gap: float, chunks: int = 45, rounds: int = 3) -> float:
+    """The median over ``rounds`` of the loop thread's CPU seconds per chunk for a bare protocol
+    reading ``chunks`` chunks ``gap`` seconds apart over loopback TCP, on the running loop."""
+    return statistics.median([await _protocol_round(chunks, gap, True) for _ in range(rounds)])
 
 
 def main() -> None:
@@ -90,9 +115,9 @@ def main() -> None:
     ap.add_argument("--gap", type=float, default=0.03, help="seconds between chunks (default 0.03)")
     ap.add_argument("--chunks", type=int, default=45, help="chunks per round (default 45)")
     ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--tcp", action="store_true", help="loopback TCP instead of a socket pair")
     args = ap.parse_args()
-    print(f"{args.chunks} chunks {1000 * args.gap:g} ms apart; load {os.getloadavg()[0]:.1f}")
-    asyncio.run(_main(args))
+    event_loop.run(_main(args))
 
 
 if __name__ == "__main__":

@@ -34,8 +34,9 @@ class _Counted:
         for cls in (AiohttpSource, IterSource):
             real = cls.next
 
-            async def next(self: Any, lazy: bool = False, _real: Any = real) -> bytes:
-                data: bytes = await _real(self, lazy)
+            async def next(self: Any, lazy: bool = False, wake_on: tuple[bytes, ...] = (),
+                           _real: Any = real) -> bytes:
+                data: bytes = await _real(self, lazy, wake_on)
                 counted.reads.append((lazy, len(data)))
                 return data
 
@@ -154,3 +155,86 @@ def test_a_coded_body_or_another_transport_is_read_through_httpx2() -> None:
     assert aiohttp_source(_Response({}, object()), 9, ResponseTooLarge) is None  # httpx2's own stream
     broken = type("B", (), {"inner": _Adapter(object())})()  # a reader without the methods used
     assert aiohttp_source(_Response({}, broken), 9, ResponseTooLarge) is None
+
+
+class _Protocol:
+    """The flow-control calls an aiohttp ``StreamReader`` makes on its protocol, recorded."""
+
+    def __init__(self) -> None:
+        self.connected, self.paused = True, 0
+
+    def pause_reading(self) -> None:
+        self.paused += 1
+
+    def resume_reading(self, resume_parser: bool = True) -> None:
+        pass
+
+
+def _stream_reader() -> Any:
+    import aiohttp
+
+    return aiohttp.StreamReader(_Protocol(), 2**16, loop=asyncio.get_running_loop())  # type: ignore[arg-type]
+
+
+async def _returned(read: asyncio.Task[bytes]) -> bool:
+    """Whether ``read`` has returned once the loop has run the callbacks due now."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+    return read.done()
+
+
+async def test_a_lazy_read_wakes_for_an_end_event_in_a_body_left_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a server that keeps the body open after its end event: the look (a timer) finds the event,
+    # even split over two chunks, and wakes the read; until then the read waits, however many looks
+    monkeypatch.setattr(sse, "POLL_S", 0.001)
+    content = _stream_reader()
+    source = AiohttpSource(content, 10_000, ResponseTooLarge)
+    read = asyncio.create_task(source.next(lazy=True, wake_on=(b"[DONE]", b"error")))
+    content.feed_data(b'data: {"a": 1}\n\n')
+    await asyncio.sleep(0.02)  # several looks: nothing to wake for
+    assert not read.done()
+    content.feed_data(b"data: [DO")
+    await asyncio.sleep(0.02)
+    assert not read.done()
+    content.feed_data(b"NE]\n\n")
+    assert await asyncio.wait_for(read, 5) == b'data: {"a": 1}\n\ndata: [DONE]\n\n'
+    assert not content.is_eof() and source.received == 30
+
+
+async def test_a_lazy_read_is_one_read_for_many_chunks_and_its_looks_wake_no_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sse, "POLL_S", 0.001)
+    content = _stream_reader()
+    source = AiohttpSource(content, 10_000, ResponseTooLarge)
+    read = asyncio.create_task(source.next(lazy=True, wake_on=(b"[DONE]",)))
+    for i in range(30):
+        content.feed_data(b"x" * 10)
+        await asyncio.sleep(0.001 if i % 3 else 0.005)  # looks between most chunks
+    assert not await _returned(read)
+    content.feed_eof()
+    assert await asyncio.wait_for(read, 5) == b"x" * 300
+    assert await source.next(lazy=True) == b""
+
+
+async def test_a_lazy_read_takes_an_error_at_once_and_stops_past_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sse, "POLL_S", 0.001)
+    content = _stream_reader()
+    read = asyncio.create_task(AiohttpSource(content, 10_000, ResponseTooLarge).next(lazy=True))
+    content.feed_data(b"data: 1\n\n")
+    await asyncio.sleep(0.005)
+    content.set_exception(ConnectionResetError("reset by peer"))
+    with pytest.raises(ConnectionResetError, match="reset by peer"):
+        await asyncio.wait_for(read, 5)
+    # past the byte limit, a look wakes the read (no end in sight) and the read raises
+    content = _stream_reader()
+    read = asyncio.create_task(AiohttpSource(content, 100, ResponseTooLarge).next(lazy=True))
+    content.feed_data(b"y" * 60)
+    await asyncio.sleep(0.005)
+    content.feed_data(b"y" * 60)
+    with pytest.raises(ResponseTooLarge, match="limit of 100 bytes"):
+        await asyncio.wait_for(read, 5)

@@ -6,9 +6,9 @@ Two sources of a body's bytes, with one interface (:class:`ChunkSource`):
   what either SDK transport gives;
 - :class:`AiohttpSource`: the aiohttp ``StreamReader`` under the SDK's aiohttp transport, read
   directly (:func:`aiohttp_source` finds it, or gives None). Its :meth:`~ChunkSource.next` can be
-  *lazy*: instead of waking the reading task for every chunk, it waits for the body's end and
-  takes everything that arrived in one read (at most every :data:`POLL_S` seconds: a body left
-  open after its end event, or more than the reader buffers, is looked at then).
+  *lazy*: instead of waking the reading task for every chunk, it waits for the body's end, or for
+  bytes the reader must see at once (``wake_on``: the stream's end or error event), and takes
+  everything that arrived in one read.
 
 Why lazy: against a streaming provider, the reader's thread goes idle between deltas (tens of
 milliseconds apart), and each wake-up of a task to read one delta costs on the order of 0.1 ms of
@@ -16,8 +16,11 @@ CPU on a 2-core virtual machine (``benchmarks/latency_bench.py``; docs/latency.m
 CPU"), most of it below Python. The timings that matter are taken before the laziness starts:
 the streamed readers (``streaming.py``) read eagerly until the first token of speech has been
 marked and only then ask for the rest lazily. The rest's end is seen at once when the body
-ends with the stream (what providers do); when a server keeps the body open after the end event,
-the end is seen at the next poll, at most :data:`POLL_S` seconds later.
+ends with the stream (what providers do). Every :data:`POLL_S` seconds a timer (a plain
+callback: no task is woken) moves what has arrived out of aiohttp's buffer, so that its flow
+control never stops the socket, and looks in it for ``wake_on``: when a server keeps the body
+open after its end event, or sends an error event and keeps it open, the reading task is woken
+at that look, at most :data:`POLL_S` seconds later; so it is past the byte limit.
 
 :class:`SseParser` splits bytes into events (the event-stream format of the HTML Living
 Standard, section 9.2.6 "Interpreting an event stream": ``field: value`` lines, a blank line
@@ -43,9 +46,10 @@ DRAIN_S = 0.5
 class ChunkSource(Protocol):
     """The bytes of one response body as they arrive."""
 
-    async def next(self, lazy: bool = False) -> bytes:
+    async def next(self, lazy: bool = False, wake_on: tuple[bytes, ...] = ()) -> bytes:
         """The next bytes (never empty), or ``b""`` at the body's end; ``lazy``: the caller needs
-        no timing from these bytes (the source may wait and return several chunks at once)."""
+        no timing from these bytes (the source may wait and return several chunks at once, but
+        returns soon after bytes holding one of ``wake_on`` arrive)."""
         ...
 
     async def drain(self) -> bool:
@@ -60,7 +64,7 @@ class IterSource:
     def __init__(self, chunks: AsyncIterator[bytes]) -> None:
         self.chunks = chunks
 
-    async def next(self, lazy: bool = False) -> bytes:
+    async def next(self, lazy: bool = False, wake_on: tuple[bytes, ...] = ()) -> bytes:
         async for chunk in self.chunks:
             if chunk:
                 return chunk
@@ -83,6 +87,8 @@ class AiohttpSource:
     def __init__(self, content: Any, limit: int, too_large: Any) -> None:
         self.content, self.limit, self.too_large = content, limit, too_large
         self.received = 0
+        self._held: list[bytes] = []  # bytes taken out of the reader by a look, not yet returned
+        self._tail = b""  # the last bytes looked at: a wake_on split over two reads is still found
 
     def _count(self, data: bytes) -> bytes:
         self.received += len(data)
@@ -90,20 +96,65 @@ class AiohttpSource:
             raise self.too_large(f"the response body is over callbench's limit of {self.limit} bytes")
         return data
 
-    async def next(self, lazy: bool = False) -> bytes:
+    def _look(self, wake_on: tuple[bytes, ...]) -> bool:
+        """Move what has arrived into :attr:`_held`; True when the reading task must take it now:
+        it holds one of ``wake_on``, or the body is past the limit. Raises the reader's
+        exception, if any (``read_nowait``)."""
+        data = self.content.read_nowait(-1)
+        if not data:
+            return False
+        self._held.append(data)
+        self.received += len(data)
+        seen = self._tail + data
+        keep = max((len(m) for m in wake_on), default=1) - 1
+        self._tail = seen[-keep:] if keep else b""
+        return self.received > self.limit or any(m in seen for m in wake_on)
+
+    def _take(self) -> bytes:
+        data = b"".join(self._held) + self.content.read_nowait(-1)  # raises the reader's exception
+        self.received -= sum(len(d) for d in self._held)
+        self._held, self._tail = [], b""
+        return self._count(data)
+
+    async def next(self, lazy: bool = False, wake_on: tuple[bytes, ...] = ()) -> bytes:
         content = self.content
         if not lazy:
+            if self._held:
+                return self._take()
             return self._count(await content.readany())
         while True:
-            if not content.is_eof():
-                try:  # woken by the body's end only, not by each chunk
-                    async with asyncio.timeout(POLL_S):
-                        await content.wait_eof()
-                except TimeoutError:
-                    pass
-            data = content.read_nowait(-1)  # raises the reader's exception, if any
+            if not content.is_eof() and not self._look(wake_on):
+                await self._wait_eof(wake_on)
+            data = self._take()
             if data or content.is_eof():
-                return self._count(data)
+                return data
+
+    async def _wait_eof(self, wake_on: tuple[bytes, ...]) -> None:
+        """Wait for the body's end, or for a look (every :data:`POLL_S` seconds, a timer's plain
+        callback) to find something the task must take now (:meth:`_look`); the look wakes the task
+        through the same cancellation as a timeout, which happens at most once here."""
+        loop = asyncio.get_running_loop()
+        woken = asyncio.timeout(None)
+        handle: list[asyncio.TimerHandle] = []
+
+        def look() -> None:
+            try:
+                due = not self.content.is_eof() and self._look(wake_on)
+            except Exception:  # the reader's exception: the task's read raises it
+                due = True
+            if due:
+                woken.reschedule(loop.time())
+            else:
+                handle[0] = loop.call_later(POLL_S, look)
+
+        handle.append(loop.call_later(POLL_S, look))
+        try:
+            async with woken:
+                await self.content.wait_eof()
+        except TimeoutError:
+            pass
+        finally:
+            handle[0].cancel()
 
     async def drain(self) -> bool:
         content = self.content

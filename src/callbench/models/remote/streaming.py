@@ -56,16 +56,17 @@ async def sse_events(
 
 
 async def stream_events(
-    source: ChunkSource, who: str, lazy: Callable[[], bool]
+    source: ChunkSource, who: str, lazy: Callable[[], bool], wake_on: tuple[bytes, ...] = ()
 ) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
     """:func:`sse_events` over a :class:`~callbench.models.remote.sse.ChunkSource`; each read is
-    lazy when ``lazy()`` says so (the caller has marked every timing it takes from the stream).
+    lazy when ``lazy()`` says so (the caller has marked every timing it takes from the stream), and
+    returns soon after bytes holding one of ``wake_on`` (the caller's end and error events) arrive.
     An event is decoded only when it is taken from the iterator: nothing after the end event the
     caller stops at is decoded."""
     parser = SseParser()
     first = True
     while True:
-        chunk = await source.next(lazy())
+        chunk = await source.next(lazy(), wake_on)
         if not chunk:
             break
         if first:
@@ -134,6 +135,12 @@ class _Marked:
     speech = False
 
 
+OPENAI_WAKE = (b"[DONE]", b"error")
+"""Bytes a lazy read of an OpenAI stream must take at once: its end (``data: [DONE]``) and an error
+event (``{"error": ...}``); the word in a delta's text only wakes the reader early."""
+ANTHROPIC_WAKE = (b"message_stop", b"error")
+"""The same for an Anthropic stream: ``message_stop`` and ``event: error``."""
+
 _OPENAI_FIELDS = ("id", "model", "created", "system_fingerprint", "usage", "timings")
 """Top-level fields of a chunk kept in the body (the last non-null value of each)."""
 
@@ -150,7 +157,7 @@ async def openai_stream_body(source: ChunkSource | AsyncIterator[bytes], who: st
     done = False
     m = _Marked()
     where = f"{who} (stream event)"
-    async for _, data in stream_events(_source(source), who, lambda: m.speech):
+    async for _, data in stream_events(_source(source), who, lambda: m.speech, OPENAI_WAKE):
         if data is None:
             done = True
             break
@@ -223,7 +230,7 @@ async def anthropic_stream_body(source: ChunkSource | AsyncIterator[bytes], who:
     partial: dict[int, str] = {}
     stopped = False
     m = _Marked()
-    async for name, data in stream_events(_source(source), who, lambda: m.speech):
+    async for name, data in stream_events(_source(source), who, lambda: m.speech, ANTHROPIC_WAKE):
         if data is None:
             continue
         kind = data.get("type") or name
