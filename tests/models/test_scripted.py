@@ -101,6 +101,18 @@ def test_plan_caller_drops_asides_from_meanings() -> None:
     assert spoken("(sighs)") == "(sighs)"
 
 
+def test_plan_caller_says_at_most_one_accepted_turn_of_a_long_meaning() -> None:
+    # the harness rejects a caller turn over 600 characters (too_long): the plan caller's speech
+    # stops at the last word that fits, so a long meaning never fails the call
+    meaning = "Tell the agent " + "that the cow is unwell " * 40  # 935 characters
+    said = spoken(meaning)
+    # 15 + 25 x 23 = 590 characters, then "that the" of the 26th repetition
+    assert len(said) == 598 and said.endswith("is unwell that the") and meaning.startswith(said)
+    assert spoken("x" * 700) == "x" * 600  # no word boundary: cut at the limit
+    assert spoken("Okay. " * 101) == ("Okay. " * 100).strip()  # 599 characters: the next word does not fit
+    assert spoken("Okay. " * 100) == ("Okay. " * 100).strip()  # 599 characters: whole
+
+
 def test_minimal_arguments() -> None:
     schema = {
         "type": "object",

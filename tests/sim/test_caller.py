@@ -134,6 +134,8 @@ def test_structural_rejections(brief: Brief, raw: str, expressed: list[str], cod
         ("No `milk` today.", "markup", "inline code"),
         ("See [here](http://x.y) please.", "markup", "a markdown link"),
         ("No <b>milk</b> today.", "markup", "an HTML tag"),
+        ("No milk today. " * 41, "too_long", "615 characters; a caller's turn is at most 600"),
+        ("दूध नहीं। " * 61, "too_long", "610 characters"),  # code points, not bytes or words
     ],
 )
 def test_speech_rejections(brief: Brief, speech: str, code: str, fragment: str) -> None:
@@ -153,6 +155,7 @@ def test_speech_rejections(brief: Brief, speech: str, code: str, fragment: str) 
         "नमस्ते, मैं मीना बोल रही हूँ।",
         "I followed the instructions on the vet's letter.",
         "One cow is unwell - the vet came.",
+        "No milk today. " * 40,  # 600 characters: the longest turn accepted
     ],
 )
 def test_ordinary_speech_is_accepted(brief: Brief, speech: str) -> None:

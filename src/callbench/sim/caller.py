@@ -197,7 +197,7 @@ def validate_turn(raw: str | None, brief: Brief, expressed: list[str]) -> Verdic
     """Validate a caller reply (JSON text) given the steps already expressed, in order.
 
     Rejection codes: ``invalid_json``, ``empty_speech``, ``unknown_step``, ``step_repeated``,
-    ``step_out_of_order``, ``leak``, ``meta_talk``, ``markup`` (see :mod:`caller_rules`), and
+    ``step_out_of_order``, ``too_long``, ``leak``, ``meta_talk``, ``markup`` (see :mod:`caller_rules`), and
     ``language`` (the turn's script or language does not fit the brief's; :mod:`caller_language`).
     """
     if raw is None or not raw.strip():

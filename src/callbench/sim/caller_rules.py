@@ -2,8 +2,12 @@
 leaks an internal field name into speech"; the caller writes "what a recognizer would capture ...
 so no markdown, no bullet lists").
 
-Three families, checked in this order (stage directions last, after markup); the first problem
-found is the rejection:
+A turn longer than :data:`MAX_SPEECH_CHARS` is rejected first (``too_long``; paper: "A routine
+turn is one short sentence, usually 2 to 15 words"): a caller model that runs on would otherwise
+hand the candidate a wall of text, and with the voice channel a turn the speech engine cannot say
+within its time limit (piper: 8.9 s of wall time per 100 words on a loaded machine) fails the
+episode as a channel fault. Then three families, checked in this order (stage directions last,
+after markup); the first problem found is the rejection:
 
 ``leak``
     An internal name or id in speech: a plan step id that is not a plain word (it contains ``_``,
@@ -29,8 +33,12 @@ import functools
 import re
 
 from callbench.bundle.models import Brief
+from callbench.models.output_limits import MAX_CALLER_SPEECH_CHARS
 
 _I = re.IGNORECASE | re.MULTILINE
+
+MAX_SPEECH_CHARS = MAX_CALLER_SPEECH_CHARS
+"""The longest caller turn accepted (``models/output_limits.py``)."""
 
 HARNESS_TERMS: list[tuple[str, re.Pattern[str]]] = [
     ("known_facts", re.compile(r"known[_ ]facts?", _I)),
@@ -123,6 +131,9 @@ def leaked_names(speech: str, brief: Brief) -> list[str]:
 
 def speech_problem(speech: str, brief: Brief) -> str | None:
     """The first rule ``speech`` breaks, as ``code: detail``, or None when it is clean."""
+    if len(speech) > MAX_SPEECH_CHARS:
+        return (f"too_long: the turn is {len(speech)} characters; a caller's turn is at most "
+                f"{MAX_SPEECH_CHARS} (a routine turn is one short sentence)")
     leaks = leaked_names(speech, brief)
     if leaks:
         return "leak: speech contains internal " + ", ".join(leaks)

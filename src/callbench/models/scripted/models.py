@@ -57,6 +57,7 @@ from callbench.models.base import (
     ModelSettings,
     ToolCall,
 )
+from callbench.models.output_limits import MAX_CALLER_SPEECH_CHARS
 from callbench.models.scripted.hangup import HangupCandidate, ScriptedBase
 from callbench.models.scripted.script import ScriptedFileModel
 
@@ -136,10 +137,17 @@ _ASIDE = re.compile(r"\s*[\(\[][^\)\]]*[\)\]]")
 
 def spoken(meaning: str) -> str:
     """A plan step's meaning as the scripted caller says it: asides in parentheses or brackets (manner
-    hints such as "(annoyed)") removed, whitespace collapsed; the whole meaning if nothing is left."""
+    hints such as "(annoyed)") removed, whitespace collapsed; the whole meaning if nothing is left;
+    cut at the last word boundary within the longest caller turn the harness accepts
+    (:data:`~callbench.models.output_limits.MAX_CALLER_SPEECH_CHARS`: a meaning is written for a model caller,
+    which puts it in its own words, and may run longer than one turn)."""
     text = " ".join(_ASIDE.sub("", meaning).split())
     text = re.sub(r"\s+([,.!?;:।])", r"\1", text)
-    return text or " ".join(meaning.split())
+    text = text or " ".join(meaning.split())
+    if len(text) <= MAX_CALLER_SPEECH_CHARS:
+        return text
+    cut = text[: MAX_CALLER_SPEECH_CHARS + 1].rsplit(" ", 1)[0]
+    return cut if 0 < len(cut) <= MAX_CALLER_SPEECH_CHARS else text[:MAX_CALLER_SPEECH_CHARS]
 
 
 class PlanCaller(ScriptedBase):
