@@ -47,7 +47,7 @@ async def test_a_runaway_turn_is_rejected_and_never_reaches_the_candidate(run, r
     assert first.attempts == 2 and first.rejections[0].startswith(
         "too_long: the turn is 34022 characters; a caller's turn is at most 600")
     assert first.intended == "Yes, this is Meena." and t.end_reason == EndReason.CALL_ENDED
-    assert all("my cow is unwell my cow" not in (m.content or "") for m in candidate_messages(t))
+    assert all("my cow is unwell my cow" not in (m.content or "") for m in candidate_messages(t.messages))
 
 
 async def test_conversation_is_rerun_after_two_rejections(run) -> None:
