@@ -3,48 +3,46 @@
 from __future__ import annotations
 
 import functools
-import subprocess
+import json
+import re
 from pathlib import Path
 
 from callbench import __version__
+from callbench.runfolder.gitstate import BUILD_INFO, checkout_state
+
+
+def state_of(package: Path) -> tuple[str | None, bool | None]:
+    """(commit, dirty) for the callbench package folder ``package``: from git when it is the
+    ``src/callbench`` of a checkout (an editable install, tests), else from the stamp the build
+    wrote into it (``gitstate.BUILD_INFO``: the commit an installed package was built from, and
+    whether that working tree was dirty), else (None, None): a build from an archive without git,
+    or a stamp that is not one (unreadable, not JSON, or a commit that is not 40 hex digits)."""
+    if package.parent.name == "src":
+        commit, dirty = checkout_state(package.parent.parent)
+        if commit is not None:
+            return commit, dirty
+    try:
+        stamp = json.loads((package / BUILD_INFO).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, None
+    if not isinstance(stamp, dict):
+        return None, None
+    commit, dirty = stamp.get("git_commit"), stamp.get("git_dirty")
+    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
+        return None, None
+    return commit, dirty if isinstance(dirty, bool) else None
 
 
 @functools.lru_cache(maxsize=1)
 def git_state() -> tuple[str | None, bool | None]:
-    """(commit, dirty) of the git checkout holding the callbench source, or (None, None) when the
-    package is not running from a checkout (an installed release) or git is unavailable."""
-    src = Path(__file__).resolve().parents[2]
-    try:
-        top = subprocess.run(
-            ["git", "-C", str(src), "rev-parse", "--show-toplevel"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        if top.returncode != 0 or not (Path(top.stdout.strip()) / "pyproject.toml").exists():
-            return None, None
-        commit = (
-            subprocess.run(
-                ["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
-            ).stdout.strip()
-            or None
-        )
-        status = subprocess.run(
-            ["git", "-C", str(src), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        if status.returncode != 0:
-            return commit, None  # unknown, so never reported as clean
-        return commit, bool(status.stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        return None, None
+    """(commit, dirty) of the running callbench (:func:`state_of` its package folder): None for
+    what cannot be known."""
+    return state_of(Path(__file__).resolve().parents[1])
 
 
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """``<version>`` or ``<version>+g<short commit>[.dirty]`` when running from a checkout."""
+    """``<version>`` or ``<version>+g<short commit>[.dirty]`` when the commit is known."""
     commit, dirty = git_state()
     if commit is None:
         return __version__
