@@ -249,6 +249,13 @@ def test_indic_text_renders_from_embedded_fonts_without_installed_ones(
                 [chars, stack],
             )
             if stack.startswith(f'"{family}"'):
+                # an embedded face is decoded when text first asks for it, asynchronously: until
+                # then the fallback draws (seen on a loaded machine); wait for it, as a reader's
+                # page repaints once it is ready
+                loaded = page.evaluate("([f, s]) => document.fonts.load('32px \"' + f + '\"', s)"
+                                       ".then(faces => faces.length)", [family, chars])
+                assert loaded >= 1, family
+                page.evaluate("document.fonts.ready.then(() => true)")
                 assert set(platform_fonts(page, "#shot")) == {family}, family
             shots.append(page.locator("#shot").screenshot(path=str(tmp_path / f"{lo:x}-{len(shots)}.png")))
             page.evaluate("document.getElementById('shot').remove()")
