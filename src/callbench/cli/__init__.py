@@ -3,7 +3,8 @@
 - :mod:`~callbench.cli.app`: the app, global options, ``version``
 - :mod:`~callbench.cli.bundle`: ``validate``, ``audit``, ``inspect``, ``schema``, ``provenance``
 - :mod:`~callbench.cli.results`: ``grade``, ``report``, ``agreement``, ``labels``
-- :mod:`~callbench.cli.run`: ``run``, ``demo``
+- :mod:`~callbench.cli.run`: ``run``, ``demo`` (both run through :mod:`~callbench.cli.execute`: the lock,
+  the progress bar, Ctrl-C and the exit codes)
 - :mod:`~callbench.cli.serve`: ``serve-local``, ``serve-backend``
 - :mod:`~callbench.cli.generate`: ``new-agent``, ``generate``, ``review``
 - :mod:`~callbench.cli.importers`: ``import tau2``
