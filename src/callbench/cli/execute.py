@@ -4,6 +4,7 @@ progress bar, Ctrl-C and the supervisor's stop, the exit codes of a run that end
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 
@@ -71,12 +72,7 @@ def _execute_held(
         cache = open_cache(cache_path, cache_mode)
         clients = build_clients(config, bundle, cache)
     except BundleError as e:
-        for p in e.problems:
-            console.print(f"{p}", markup=False)
-        console.print(
-            f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", markup=False
-        )
-        raise typer.Exit(2) from None
+        _bundle_error(console, e)
     except (RunConflict, ValueError, FileNotFoundError, FileExistsError, NotADirectoryError) as e:
         console.print(f"error: {_input_error(e, config.bundle_path)}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
@@ -153,12 +149,18 @@ def _execute_held(
         console.print(f"error: {e}", markup=False)
         raise typer.Exit(2) from None
     except BundleError as e:
-        for p in e.problems:
-            console.print(f"{p}", markup=False)
-        console.print(
-            f"error: the bundle has {len(e.problems)} problem(s); run callbench validate", markup=False
-        )
-        raise typer.Exit(2) from None
+        _bundle_error(console, e)
     except (RunConflict, ValueError, FileNotFoundError, GradeError, FileExistsError, NotADirectoryError) as e:
         console.print(f"error: {e}", markup=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+def _bundle_error(console: object, error: object) -> NoReturn:
+    """Print each of a ``BundleError``'s problems and the count, then exit 2."""
+    problems = list(error.problems)  # type: ignore[attr-defined]
+    for p in problems:
+        console.print(f"{p}", markup=False)  # type: ignore[attr-defined]
+    console.print(  # type: ignore[attr-defined]
+        f"error: the bundle has {len(problems)} problem(s); run callbench validate", markup=False
+    )
+    raise typer.Exit(2)
