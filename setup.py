@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,13 @@ def stamp(build_lib: Path, root: Path = ROOT) -> Path | None:
 
 
 class BuildPy(build_py):
-    """``build_py``, then :func:`stamp` beside the built package's modules."""
+    """``build_py`` into an emptied package folder (setuptools leaves files of an earlier build
+    in ``build/lib``, and a wheel would carry a module deleted since), then :func:`stamp` beside
+    the built package's modules."""
 
     def run(self) -> None:
+        if not self.dry_run:
+            shutil.rmtree(Path(self.build_lib) / "callbench", ignore_errors=True)
         super().run()
         if not self.dry_run:
             stamp(Path(self.build_lib))

@@ -238,3 +238,42 @@ async def test_a_lazy_read_takes_an_error_at_once_and_stops_past_the_limit(
     content.feed_data(b"y" * 60)
     with pytest.raises(ResponseTooLarge, match="limit of 100 bytes"):
         await asyncio.wait_for(read, 5)
+
+
+_DELTA = b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+_START = [b'event: message_start\ndata: {"type":"message_start",'
+          b'"message":{"role":"assistant","content":[]}}\n\n',
+          b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+          b'"delta":{"type":"text_delta","text":"Hi"}}\n\n']
+
+
+@pytest.mark.parametrize(("dialect", "chunks"), [
+    ("openai", [_DELTA + b"data: [DO", b"NE]\n\n"]),  # split between the eager read and a lazy one
+    ("openai", [_DELTA, b"data: [DONE]", b"\n\n"]),  # the end event's blank line comes later
+    ("openai", [_DELTA, b'data: {"err', b'or": {"message": "Overloaded"}}\n\n']),
+    ("anthropic", [*_START, b'event: message_stop\ndata: {"type":"message_st', b'op"}\n\n']),
+    ("anthropic", [*_START, b"event: err",
+                   b'or\ndata: {"type":"error","error":{"message":"Overloaded"}}\n\n']),
+])
+async def test_an_end_or_error_event_in_odd_pieces_is_read_from_a_body_left_open(
+    dialect: str, chunks: list[bytes], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from callbench.models.base import InfrastructureError
+    from callbench.models.remote.streaming import anthropic_stream_body, openai_stream_body
+
+    monkeypatch.setattr(sse, "POLL_S", 0.001)
+    content = _stream_reader()
+    body = openai_stream_body if dialect == "openai" else anthropic_stream_body
+    read = asyncio.create_task(body(AiohttpSource(content, 10_000, ResponseTooLarge), "fake"))
+    for chunk in chunks:
+        content.feed_data(chunk)
+        await asyncio.sleep(0.01)  # looks between the pieces
+    # the server keeps the body open: only the events can end the read (the wait bounds a hang)
+    if b"Overloaded" in chunks[-1]:
+        with pytest.raises(InfrastructureError, match="Overloaded"):
+            await asyncio.wait_for(read, 10)
+        return
+    answer = await asyncio.wait_for(read, 10)
+    text = (answer["choices"][0]["message"]["content"] if dialect == "openai"
+            else answer["content"][0]["text"])
+    assert text == "Hi" and not content.is_eof()

@@ -29,7 +29,7 @@ def repo(tmp_path: Path) -> Path:
     """A checkout with a pyproject.toml and src/callbench, one commit."""
     root = tmp_path / "clone"
     (root / "src" / "callbench").mkdir(parents=True)
-    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (root / "pyproject.toml").write_text("[project]\nname = 'callbench'\n")
     (root / "src" / "callbench" / "a.py").write_text("A = 1\n")
     _git(root, "init", "-q")
     _git(root, "add", "-A")
@@ -45,6 +45,24 @@ def test_a_checkout_gives_its_commit_and_whether_a_tracked_file_changed(repo: Pa
     (repo / "src" / "callbench" / "a.py").write_text("A = 2\n")
     assert checkout_state(repo) == (head, True)
     assert state_of(repo / "src" / "callbench") == (head, True)
+    _git(repo, "checkout", "-q", "--", "src")
+    (repo / "src" / "callbench" / "new.py").write_text("B = 1\n")  # untracked, but imported and built
+    assert checkout_state(repo) == (head, True)
+
+
+def test_only_a_checkout_of_callbench_with_a_commit_counts(tmp_path: Path, repo: Path) -> None:
+    # another project's src/ holding an installed callbench: not callbench's checkout
+    (repo / "pyproject.toml").write_text("[project]\nname = 'other'\n")
+    _git(repo, "commit", "-q", "-am", "other")
+    assert checkout_state(repo) == (None, None)
+    assert state_of(repo / "src" / "callbench") == (None, None)
+    (repo / "pyproject.toml").write_text("not = [toml")
+    assert checkout_state(repo) == (None, None)
+    unborn = tmp_path / "unborn"  # git init, nothing committed: no commit to name
+    unborn.mkdir()
+    (unborn / "pyproject.toml").write_text("[project]\nname = 'callbench'\n")
+    _git(unborn, "init", "-q")
+    assert checkout_state(unborn) == (None, None)
 
 
 def test_a_folder_inside_a_checkout_is_not_that_checkout(repo: Path) -> None:
@@ -69,10 +87,11 @@ def test_an_installed_package_reads_its_build_stamp(tmp_path: Path, repo: Path) 
     for bad in ('{"git_commit": "HEAD", "git_dirty": false}', "[1]", "not json", '{"git_dirty": true}'):
         (site / BUILD_INFO).write_text(bad)
         assert state_of(site) == (None, None), bad
-    # in a checkout, git is asked even where a stale stamp lies beside the sources
+    # in a checkout, git is asked even where a stale stamp lies beside the sources (itself a file
+    # git does not track there: the tree is dirty)
     stale = json.dumps({"git_commit": commit, "git_dirty": False})
     (repo / "src" / "callbench" / BUILD_INFO).write_text(stale)
-    assert state_of(repo / "src" / "callbench") == (_git(repo, "rev-parse", "HEAD"), False)
+    assert state_of(repo / "src" / "callbench") == (_git(repo, "rev-parse", "HEAD"), True)
 
 
 def _setup_module() -> Any:

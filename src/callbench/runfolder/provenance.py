@@ -16,7 +16,7 @@ def state_of(package: Path) -> tuple[str | None, bool | None]:
     ``src/callbench`` of a checkout (an editable install, tests), else from the stamp the build
     wrote into it (``gitstate.BUILD_INFO``: the commit an installed package was built from, and
     whether that working tree was dirty), else (None, None): a build from an archive without git,
-    or a stamp that is not one (unreadable, not JSON, or a commit that is not 40 hex digits)."""
+    or a stamp that is not one (unreadable, not JSON, or a commit that is not 40 or 64 hex digits)."""
     if package.parent.name == "src":
         commit, dirty = checkout_state(package.parent.parent)
         if commit is not None:
@@ -28,7 +28,7 @@ def state_of(package: Path) -> tuple[str | None, bool | None]:
     if not isinstance(stamp, dict):
         return None, None
     commit, dirty = stamp.get("git_commit"), stamp.get("git_dirty")
-    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}", commit):
+    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit):
         return None, None
     return commit, dirty if isinstance(dirty, bool) else None
 

@@ -88,13 +88,28 @@ class AiohttpSource:
         self.content, self.limit, self.too_large = content, limit, too_large
         self.received = 0
         self._held: list[bytes] = []  # bytes taken out of the reader by a look, not yet returned
-        self._tail = b""  # the last bytes looked at: a wake_on split over two reads is still found
+        self._tail = b""  # the last bytes read: a wake_on split over two reads is still found
+        self.marked = False
+        """A ``wake_on`` has arrived: every read after it is eager (the event may still be
+        incomplete, e.g. ``data: [DONE]`` before its blank line, and nothing more would wake a
+        lazy read; a stream has only a few bytes left after its end event)."""
 
     def _count(self, data: bytes) -> bytes:
         self.received += len(data)
         if self.received > self.limit:
             raise self.too_large(f"the response body is over callbench's limit of {self.limit} bytes")
         return data
+
+    def _scan(self, data: bytes, wake_on: tuple[bytes, ...]) -> bool:
+        """Look for ``wake_on`` in ``data`` after the bytes read before it (all reads, in order);
+        True when one is found (and :attr:`marked` is set)."""
+        seen = self._tail + data
+        keep = max((len(m) for m in wake_on), default=1) - 1
+        self._tail = seen[-keep:] if keep else b""
+        if any(m in seen for m in wake_on):
+            self.marked = True
+            return True
+        return False
 
     def _look(self, wake_on: tuple[bytes, ...]) -> bool:
         """Move what has arrived into :attr:`_held`; True when the reading task must take it now:
@@ -105,27 +120,29 @@ class AiohttpSource:
             return False
         self._held.append(data)
         self.received += len(data)
-        seen = self._tail + data
-        keep = max((len(m) for m in wake_on), default=1) - 1
-        self._tail = seen[-keep:] if keep else b""
-        return self.received > self.limit or any(m in seen for m in wake_on)
+        found = self._scan(data, wake_on)
+        return found or self.received > self.limit
 
-    def _take(self) -> bytes:
-        data = b"".join(self._held) + self.content.read_nowait(-1)  # raises the reader's exception
+    def _take(self, wake_on: tuple[bytes, ...]) -> bytes:
+        rest = self.content.read_nowait(-1)  # raises the reader's exception
+        self._scan(rest, wake_on)
+        data = b"".join(self._held) + rest
         self.received -= sum(len(d) for d in self._held)
-        self._held, self._tail = [], b""
+        self._held = []
         return self._count(data)
 
     async def next(self, lazy: bool = False, wake_on: tuple[bytes, ...] = ()) -> bytes:
         content = self.content
-        if not lazy:
-            if self._held:
-                return self._take()
-            return self._count(await content.readany())
+        if self._held:
+            return self._take(wake_on)
+        if not lazy or self.marked:
+            data = await content.readany()
+            self._scan(data, wake_on)
+            return self._count(data)
         while True:
             if not content.is_eof() and not self._look(wake_on):
                 await self._wait_eof(wake_on)
-            data = self._take()
+            data = self._take(wake_on)
             if data or content.is_eof():
                 return data
 

@@ -135,10 +135,12 @@ class _Marked:
     speech = False
 
 
-OPENAI_WAKE = (b"[DONE]", b"error")
+OPENAI_WAKE = (b"[DONE]", b'"error"', b"event: error")
 """Bytes a lazy read of an OpenAI stream must take at once: its end (``data: [DONE]``) and an error
-event (``{"error": ...}``); the word in a delta's text only wakes the reader early."""
-ANTHROPIC_WAKE = (b"message_stop", b"error")
+event (``{"error": ...}``, or an ``error`` event name as some compatible servers send). A quoted
+``"error"`` is a JSON key or value of an event: the word in a delta's text arrives escaped
+(``\\"error\\"``), so it does not wake the reader, nor does a tool argument's."""
+ANTHROPIC_WAKE = (b"message_stop", b'"error"', b"event: error")
 """The same for an Anthropic stream: ``message_stop`` and ``event: error``."""
 
 _OPENAI_FIELDS = ("id", "model", "created", "system_fingerprint", "usage", "timings")
