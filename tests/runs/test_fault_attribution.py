@@ -78,7 +78,7 @@ def test_disk_full_while_saving_a_trace_is_one_line_and_the_same_command_resumes
 def test_permission_and_read_only_faults_name_the_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: OSError, words: str
 ) -> None:
-    import callbench.trace as trace_module
+    import callbench.trace.files as trace_module
 
     real = trace_module.tempfile.mkstemp
 

@@ -13,7 +13,7 @@ one client never mix their marks). Without streaming the first content token is 
 the whole answer has arrived, so ``first_token_s`` equals ``finished_s`` and ``streamed`` is False.
 
 Timings are measurements, not content: they never change what a model said, so they are kept out
-of cache keys, candidate ids and the trace's content hash (``trace.py``).
+of cache keys, candidate ids and the trace's content hash (``callbench/trace``).
 """
 
 from __future__ import annotations

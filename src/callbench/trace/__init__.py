@@ -13,19 +13,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
+import os as os  # the modules the atomic writes use (trace/files.py), still reachable here for code
+import tempfile as tempfile  # that patched them through this module before it became a package
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, Field
 
 from callbench.bundle.state.models import StateChange, StateRecord
 from callbench.models.base import ModelSettings, ToolCall, ToolSchema, Usage
 from callbench.models.output_limits import safe_json_text
-from callbench.models.timing import AttemptTiming
 from callbench.textfile import read_text
+from callbench.trace.files import atomic_write_bytes, atomic_write_text
+from callbench.trace.latency import EpisodeLatency, RequestLatency, TurnLatency
+from callbench.trace.voice import AgentSpeech, Entity, SpokenPart, VoiceEvent, WordOp
 
 TRACE_SCHEMA_VERSION = 1
 
@@ -72,88 +74,6 @@ class ChannelEvent(BaseModel):
     applied: bool
     detail: str = ""  # what changed, or why it did not apply
     program_path: str | None = None  # authored events: scenario field path, e.g. channel.asr_events.2
-
-
-class WordOp(BaseModel):
-    """One step of a word alignment of intended to observed caller words: ``ok`` (same word),
-    ``sub``, ``del`` (intended word missing), ``ins`` (observed word never said)."""
-
-    op: Literal["ok", "sub", "del", "ins"]
-    intended: str | None = None
-    observed: str | None = None
-
-
-class Entity(BaseModel):
-    """A digit string, amount or name the caller said, and whether it reached the candidate intact."""
-
-    kind: Literal["digits", "amount", "name"]
-    text: str
-    survived: bool
-
-
-class VoiceEvent(BaseModel):
-    """The voice channel on one caller turn (:mod:`callbench.sim.voice`): the text as spoken, the
-    engines with their versions and settings, the line's settings and lost 20 ms frames, what the
-    recogniser heard (``observed``, before any VAD split; ``truncated`` when its decode hit the
-    output bound), the word alignment, WER (None: no intended words) and entity survival.
-    ``replaced`` lists the authored ASR events of the turn that the recogniser's output replaced."""
-
-    turn: int
-    intended: str
-    spoken: str
-    observed: str
-    truncated: bool = False
-    tts: dict[str, Any]
-    asr: dict[str, Any]
-    line: dict[str, Any]
-    audio_sha256: str
-    audio_seconds: float
-    lost_frames: int = 0
-    frames: int = 0
-    wer: float | None = None
-    alignment: list[WordOp] = Field(default_factory=list)
-    entities: list[Entity] = Field(default_factory=list)
-    replaced: list[str] = Field(default_factory=list)
-    line_audio_sha256: str | None = None
-    """SHA-256 of the WAV the recogniser was given (the line's output, 16 kHz); None in traces
-    saved before the voice channel kept it."""
-
-    @model_serializer(mode="wrap")
-    def _leave_out_unknown_line_audio(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """``line_audio_sha256`` is left out when None, so a trace saved before the channel kept the
-        line's audio serialises (and hashes) to the bytes it was graded on."""
-        data: dict[str, Any] = handler(self)
-        if data.get("line_audio_sha256", "") is None:
-            del data["line_audio_sha256"]
-        return data
-
-
-class SpokenPart(BaseModel):
-    """One piece of the candidate's speech synthesised by the voice channel's TTS engine: the
-    ``text`` as the candidate wrote it, as ``spoken`` (digit runs read out), the audio's SHA-256 and
-    its measured duration (seconds)."""
-
-    text: str
-    spoken: str
-    audio_sha256: str
-    audio_seconds: float
-
-
-class AgentSpeech(BaseModel):
-    """The candidate's side of one candidate turn spoken by the voice channel (``run
-    --agent-speech``). ``mode``: ``tts`` (synthesised to measure its speaking time) or ``line``
-    (also carried over the line and recognised: the caller simulator was given ``heard``, the
-    recogniser's text, instead of the clean speech). ``parts``: each answer's speech (and a
-    call-ending tool's concluding message), in order; ``seconds``: their summed duration.
-    ``heard``: the turn's speech joined, as the caller side's :class:`VoiceEvent` records a caller
-    turn (``intended``, ``observed``, WER, entities); None in ``tts`` mode."""
-
-    turn: int
-    mode: Literal["tts", "line"]
-    tts: dict[str, Any]
-    parts: list[SpokenPart]
-    seconds: float
-    heard: VoiceEvent | None = None
 
 
 class CallerTurn(BaseModel):
@@ -290,100 +210,6 @@ class DeployedRecord(BaseModel):
     ended_by_agent: bool = False
     turns: list[DeployedTurn] = Field(default_factory=list)
     late_tool_calls: list[LateToolCall] = Field(default_factory=list)
-class RequestLatency(BaseModel):
-    """The timings of one model request of the episode (candidate or caller). Seconds.
-
-    ``start_s`` is when the episode loop sent it, from the episode's start (``perf_counter``, a
-    monotonic clock; the wall-clock anchor is :attr:`EpisodeLatency.started_at`). The other times
-    count from that send: ``first_token_s`` (first content token; not streamed: the whole answer),
-    ``first_speech_s`` (first token of speech, when the answer held speech; not streamed: the whole
-    answer), ``waited_s`` (the answer complete: every attempt and the backoff between them
-    included, so it is what the conversation waited). ``attempts`` keeps each HTTP attempt
-    (``models/timing.py``). ``gap_s``: seconds between the end of the previous candidate request of
-    the same turn and this one (the tool round trip in the harness); 0 for a turn's first.
-    ``source``: ``measured`` (timed by the client), ``replayed`` (served from the response cache:
-    the stored timings of the original request, not measured now), ``harness`` (a client that
-    times nothing, e.g. scripted: the loop timed the call, no first token known).
-    ``harness_cpu_s``: callbench's own CPU seconds for this request (``sim/harness_cpu.py``): from
-    building it to having handled its answer (tool calls answered; a caller's turn checked and
-    rendered by the channel), measured in this run even when the answer was replayed; None in
-    traces written before it was recorded and for requests the loop did not drive. A CPU time is
-    finite and not negative: any other value (a hand-edited trace) is refused when the trace is read."""
-
-    model_config = ConfigDict(allow_inf_nan=False)  # a timing is a finite number (hand edits refused)
-
-    role: str
-    turn: int
-    attempt: int = 0
-    message_index: int | None = None
-    start_s: float
-    gap_s: float = 0.0
-    first_token_s: float
-    first_speech_s: float | None = None
-    waited_s: float
-    streamed: bool = False
-    source: Literal["measured", "replayed", "harness"] = "measured"
-    attempts: list[AttemptTiming] = Field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    speech: bool = False
-    tool_calls: int = 0
-    harness_cpu_s: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
-
-    @property
-    def retries(self) -> int:
-        return max(0, len(self.attempts) - 1)
-
-
-class TurnLatency(BaseModel):
-    """One candidate turn, as the caller lives it. Seconds from the end of the caller's turn as the
-    candidate observed it (the send of the turn's first request; turn 0, the greeting: the call
-    connecting). ``time_to_first_word_s``: until the first token of speech the caller would hear
-    (tool round trips before any speech count toward it; None when the turn said nothing);
-    ``dead_air_s``: silences after the first word while the agent worked (tools, further
-    requests), the estimated playing time of earlier speech subtracted; ``completion_s``: until
-    the turn's last answer was complete; ``spoken_s``: the speaking time of the turn's speech,
-    ``spoken_source`` saying how it was had: ``estimated`` from its words (``sim/speech_rate.py``)
-    or ``measured``, the duration of its synthesis (``run --agent-speech``);
-    ``tool_round_trips_before_speech``: answers with tool calls
-    before the first with speech. ``streamed`` is False when any of its requests was not streamed
-    (its first word is then the whole answer: latency = completion time). ``harness_cpu_s``: the
-    sum of its requests' harness CPU (None when none was recorded)."""
-
-    model_config = ConfigDict(allow_inf_nan=False)  # a timing is a finite number (hand edits refused)
-
-    turn: int
-    start_s: float
-    time_to_first_word_s: float | None = None
-    dead_air_s: float = 0.0
-    completion_s: float
-    spoken_s: float = 0.0
-    spoken_source: Literal["estimated", "measured"] = "estimated"
-    words: int = 0
-    tool_round_trips_before_speech: int = 0
-    requests: int = 0
-    retries: int = 0
-    streamed: bool = False
-    source: Literal["measured", "replayed", "harness", "mixed"] = "measured"
-    harness_cpu_s: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
-
-
-class EpisodeLatency(BaseModel):
-    """Timings of an episode: measurements, not content (never in a judge's prompt, never in the
-    trace's content hash :meth:`Trace.sha256`). ``started_at``: the wall clock (UTC, ISO 8601) at
-    the episode's start, the anchor of every ``start_s``; ``speech_rate``: the rate used for spoken
-    time (``sim/speech_rate.py``), e.g. ``hi: 2.9 words/s``."""
-
-    model_config = ConfigDict(allow_inf_nan=False)  # a timing is a finite number (hand edits refused)
-
-    started_at: str
-    clock: str = "perf_counter"
-    speech_rate: str = ""
-    source: Literal["measured", "replayed", "harness", "mixed"] = "measured"
-    requests: list[RequestLatency] = Field(default_factory=list)
-    turns: list[TurnLatency] = Field(default_factory=list)
-
-
 class Trace(BaseModel):
     """One episode. Saved atomically as ``traces/<episode_id>.json.gz`` (gzip JSON; older runs:
     ``.json``; :mod:`callbench.runfolder.episode_files`)."""
@@ -487,46 +313,6 @@ def _canonical(value: Any) -> str:
     return safe_json_text(json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically: :func:`atomic_write_bytes`."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_bytes(path: Path, data: bytes, *, sync: bool = True) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename; the
-    file gets the usual mode ``0o666 & ~umask``). ``sync=False`` skips the fsync (generators of
-    test data only).
-
-    An OSError that names no file (e.g. ENOSPC from ``write``) is raised again naming ``path``,
-    with the same errno, so the message can say which file could not be written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as e:
-        if e.filename is None:
-            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
-        raise
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if sync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException as e:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(e, OSError) and e.filename is None:
-            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
-        raise
-
-
 def save_trace(trace: Trace, path: Path) -> None:
     """Atomically save ``trace`` as canonical JSON at ``path``."""
     atomic_write_text(path, trace.canonical_json() + "\n")
@@ -540,3 +326,12 @@ def load_trace(path: Path) -> Trace:
         return Trace.model_validate_json(read_text(path))
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: not a readable trace: {e}") from None
+
+
+__all__ = [
+    "TRACE_SCHEMA_VERSION", "AgentSpeech", "CallerTurn", "CallerView", "CandidateView", "ChannelEvent",
+    "DeployedRecord", "DeployedTurn", "EndReason", "Entity", "EpisodeLatency", "EpisodeSeeds",
+    "LateToolCall", "MatcherOutcome", "RequestLatency", "RoleInfo", "SchemaError", "SpokenPart",
+    "ToolEvent", "ToolRoundTrip", "Trace", "TraceMessage", "TurnLatency", "VoiceEvent", "WordOp",
+    "atomic_write_bytes", "atomic_write_text", "load_trace", "save_trace",
+]

@@ -2,7 +2,7 @@
 channel and the judges did wrong or left undone, counted over the run's traces and the reported
 grade set, so faults that never reach a score are still visible in aggregate.
 
-Counted from each trace (``trace.py``):
+Counted from each trace (``callbench/trace``):
 
 - caller rejections by reason: every entry of ``CallerTurn.rejections`` (a caller reply the
   harness refused: bad JSON, a plan step out of order, a leaked field name ...), grouped by its
