@@ -111,6 +111,9 @@ def test_plan_caller_says_at_most_one_accepted_turn_of_a_long_meaning() -> None:
     assert spoken("x" * 700) == "x" * 600  # no word boundary: cut at the limit
     assert spoken("Okay. " * 101) == ("Okay. " * 100).strip()  # 599 characters: the next word does not fit
     assert spoken("Okay. " * 100) == ("Okay. " * 100).strip()  # 599 characters: whole
+    # a boundary that would keep one letter of 600: cut at the limit instead
+    assert spoken("a " + "x" * 700) == "a " + "x" * 598
+    assert len(spoken("\u095b" * 400)) == 600  # counted in NFC, as the harness counts a turn
 
 
 def test_minimal_arguments() -> None:

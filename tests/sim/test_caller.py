@@ -134,8 +134,9 @@ def test_structural_rejections(brief: Brief, raw: str, expressed: list[str], cod
         ("No `milk` today.", "markup", "inline code"),
         ("See [here](http://x.y) please.", "markup", "a markdown link"),
         ("No <b>milk</b> today.", "markup", "an HTML tag"),
-        ("No milk today. " * 41, "too_long", "615 characters; a caller's turn is at most 600"),
-        ("दूध नहीं। " * 61, "too_long", "610 characters"),  # code points, not bytes or words
+        ("No milk today. " * 41, "too_long", "614 characters; a caller's turn is at most 600"),
+        ("दूध नहीं। " * 61, "too_long", "609 characters"),  # code points, not bytes or words
+        ("\u095b" * 600, "too_long", "1200 characters"),  # excluded from composition: NFC splits it in two
     ],
 )
 def test_speech_rejections(brief: Brief, speech: str, code: str, fragment: str) -> None:
@@ -155,7 +156,9 @@ def test_speech_rejections(brief: Brief, speech: str, code: str, fragment: str) 
         "नमस्ते, मैं मीना बोल रही हूँ।",
         "I followed the instructions on the vet's letter.",
         "One cow is unwell - the vet came.",
-        "No milk today. " * 40,  # 600 characters: the longest turn accepted
+        "No milk today. " * 40,  # 599 characters once its end is trimmed: accepted
+        "No milk today. " * 39 + "No milk today" + " " * 40,  # trailing spaces are not said
+        "\u0928\u093c" * 600,  # 1,200 code points decomposed, 600 in NFC (U+0929)
     ],
 )
 def test_ordinary_speech_is_accepted(brief: Brief, speech: str) -> None:

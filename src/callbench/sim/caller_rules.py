@@ -34,6 +34,7 @@ import re
 
 from callbench.bundle.models import Brief
 from callbench.models.output_limits import MAX_CALLER_SPEECH_CHARS
+from callbench.sim.text import nfc
 
 _I = re.IGNORECASE | re.MULTILINE
 
@@ -131,8 +132,9 @@ def leaked_names(speech: str, brief: Brief) -> list[str]:
 
 def speech_problem(speech: str, brief: Brief) -> str | None:
     """The first rule ``speech`` breaks, as ``code: detail``, or None when it is clean."""
-    if len(speech) > MAX_SPEECH_CHARS:
-        return (f"too_long: the turn is {len(speech)} characters; a caller's turn is at most "
+    said = len(nfc(speech).strip())  # as the channel hands it on: NFC (sim/channel.py), ends trimmed
+    if said > MAX_SPEECH_CHARS:
+        return (f"too_long: the turn is {said} characters; a caller's turn is at most "
                 f"{MAX_SPEECH_CHARS} (a routine turn is one short sentence)")
     leaks = leaked_names(speech, brief)
     if leaks:

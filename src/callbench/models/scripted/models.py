@@ -46,6 +46,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import unicodedata
 from typing import Any
 
 from callbench.bundle.models import Bundle
@@ -138,16 +139,20 @@ _ASIDE = re.compile(r"\s*[\(\[][^\)\]]*[\)\]]")
 def spoken(meaning: str) -> str:
     """A plan step's meaning as the scripted caller says it: asides in parentheses or brackets (manner
     hints such as "(annoyed)") removed, whitespace collapsed; the whole meaning if nothing is left;
-    cut at the last word boundary within the longest caller turn the harness accepts
-    (:data:`~callbench.models.output_limits.MAX_CALLER_SPEECH_CHARS`: a meaning is written for a model caller,
-    which puts it in its own words, and may run longer than one turn)."""
+    in NFC, cut to the longest caller turn the harness accepts
+    (:data:`~callbench.models.output_limits.MAX_CALLER_SPEECH_CHARS`: a meaning is written for a
+    model caller, which puts it in its own words, and may run longer than one turn): at the last
+    word boundary within it, or at the limit itself when that boundary would drop more than a
+    fifth of it (a word as long as the turn)."""
     text = " ".join(_ASIDE.sub("", meaning).split())
     text = re.sub(r"\s+([,.!?;:।])", r"\1", text)
-    text = text or " ".join(meaning.split())
-    if len(text) <= MAX_CALLER_SPEECH_CHARS:
+    text = unicodedata.normalize("NFC", text or " ".join(meaning.split()))
+    limit = MAX_CALLER_SPEECH_CHARS
+    if len(text) <= limit:
         return text
-    cut = text[: MAX_CALLER_SPEECH_CHARS + 1].rsplit(" ", 1)[0]
-    return cut if 0 < len(cut) <= MAX_CALLER_SPEECH_CHARS else text[:MAX_CALLER_SPEECH_CHARS]
+    head = text[: limit + 1]
+    cut = head.rsplit(" ", 1)[0].rstrip() if " " in head else ""
+    return cut if len(cut) >= limit * 4 // 5 else text[:limit].rstrip()
 
 
 class PlanCaller(ScriptedBase):
