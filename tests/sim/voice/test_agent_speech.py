@@ -123,6 +123,34 @@ def test_tts_mode_synthesises_only(tmp_path: Path) -> None:
     assert out.seconds == pytest.approx(1.0 + 0.3 * 8, abs=1e-3)
 
 
+def test_a_turn_of_several_parts_is_synthesised_once_per_part_on_the_line(tmp_path: Path) -> None:
+    from callbench.report.model.audio import AudioFiles
+    from callbench.sim.voice.pipeline import PART_PAUSE_S
+    from callbench.sim.voice.score import speakable
+
+    tts = ToneTTS()
+    asr = ToneASR(tts)
+    pipe = VoicePipeline(tts=tts, asr=asr, cache_dir=tmp_path)
+    parts = ["Let me check that for you.", "Your ID 48215 is active.", "Anything else?"]
+    out = _speak(pipe, parts).speak_agent(parts, 2)
+    # each part synthesised once to measure it; the line carries those syntheses joined
+    assert tts.calls == 3 and asr.calls == 1
+    heard = out.heard
+    assert heard is not None and heard.intended == " ".join(parts)
+    assert heard.tts["joined"] == [speakable(p) for p in parts] and heard.tts["pause_s"] == PART_PAUSE_S
+    assert heard.audio_seconds == pytest.approx(
+        sum(_tone_seconds(speakable(p)) for p in parts) + 2 * PART_PAUSE_S, abs=1e-3)
+    assert out.seconds == pytest.approx(sum(_tone_seconds(speakable(p)) for p in parts), abs=1e-3)
+    # the report finds the joined audio by the record the trace keeps
+    found = AudioFiles((str(tmp_path),)).find(heard, "en")
+    assert found is not None and found.parent.name == "tts"
+    # a replay on the same cache runs no engine and hears the same; one part alone is not "joined"
+    again = _speak(pipe, parts).speak_agent(parts, 2).heard
+    assert again == heard and (tts.calls, asr.calls) == (3, 1)
+    single = _speak(pipe, parts[:1]).speak_agent(parts[:1], 3).heard
+    assert single is not None and "joined" not in single.tts and tts.calls == 3  # its part: cached
+
+
 def _req(speech: bool, waited: float) -> RequestLatency:
     return RequestLatency(role="candidate", turn=1, start_s=0.0, first_token_s=waited, waited_s=waited,
                           speech=speech, first_speech_s=waited if speech else None)

@@ -102,6 +102,23 @@ def test_piper_speaks_a_text_the_same_way_every_time(tmp_path: Path) -> None:
 
 
 @needs_audio
+def test_piper_says_sentences_joined_as_it_says_them_one_by_one(tmp_path: Path) -> None:
+    """Why a candidate turn of several pieces goes over the line as the pieces' syntheses put end to
+    end (``pipeline.PART_PAUSE_S`` = 0): piper says a line of several sentences as it says each
+    alone, one after another, with no pause between them."""
+    from callbench.sim.voice.piper import PiperTTS
+
+    tts = PiperTTS(weights.piper_joe_model(root=tmp_path))
+    try:
+        pieces = [tts.synthesize(t, "en") for t in ("Let me check that for you.", "Your order ships today.")]
+        whole = tts.synthesize("Let me check that for you. Your order ships today.", "en")
+    finally:
+        tts.close()
+    assert whole.rate == pieces[0].rate == pieces[1].rate
+    assert np.array_equal(whole.samples, np.concatenate([p.samples for p in pieces]))
+
+
+@needs_audio
 def test_a_piper_that_cannot_load_its_voice_is_a_clear_error(tmp_path: Path) -> None:
     from callbench.sim.voice.engines import VoiceEngineError
     from callbench.sim.voice.piper import PiperTTS

@@ -3,8 +3,9 @@
 Each candidate turn's speech (every answer's text and a call-ending tool's concluding message, in
 order: what the caller hears) is synthesised piece by piece with the run's TTS engine; the measured
 durations replace the words-per-second estimate of the turn's spoken time
-(:func:`callbench.sim.latency.turn_latency`). In ``line`` mode the turn's speech, joined, is also
-carried over the scenario's line and recognised (:meth:`VoicePipeline.observe`), and the caller
+(:func:`callbench.sim.latency.turn_latency`). In ``line`` mode the turn's speech is also carried
+over the scenario's line and recognised (:meth:`VoicePipeline.observe`: the pieces' audio joined
+with a short pause, not the joined text synthesised again), and the caller
 simulator is given what the recogniser heard instead of the clean text, so a caller can mishear
 the agent.
 
@@ -75,9 +76,10 @@ def speak_turn(
               for p, s in zip(parts, said, strict=True)]
     heard = None
     if voice.agent == "line":
-        heard = pipe.observe(
-            " ".join(s for s in said if s), language, voice.config, channel_seed=agent_seed(channel_seed),
-            occurrence=occurrence, turn=turn, keep=voice.keep_dir,
+        said_parts = [s for s in said if s]
+        heard = pipe.observe(  # the parts' syntheses joined: none is synthesised twice
+            " ".join(said_parts), language, voice.config, channel_seed=agent_seed(channel_seed),
+            occurrence=occurrence, turn=turn, keep=voice.keep_dir, parts=said_parts,
         )
     return AgentSpeech(
         turn=turn, mode=voice.agent, tts=pipe.tts.info.as_dict(), parts=spoken,

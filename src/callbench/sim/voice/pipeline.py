@@ -34,7 +34,7 @@ from typing import Any, Literal
 import numpy as np
 
 from callbench.bundle.audio import AudioChannel
-from callbench.sim.voice.engines import ASREngine, Recognition, TTSEngine
+from callbench.sim.voice.engines import ASREngine, Recognition, TTSEngine, VoiceEngineError
 from callbench.sim.voice.keys import LINE_FOLDER, TTS_FOLDER, cache_key, tts_key
 from callbench.sim.voice.line import LINE_RATE, Audio, load_noise_file, read_wav, run_line, write_wav
 from callbench.sim.voice.score import align, entities, pronounceable, speakable, wer, words
@@ -51,6 +51,14 @@ class CacheStats:
     asr_misses: int = 0
     audio_seconds: float = 0.0
 
+
+PART_PAUSE_S = 0.0
+"""Seconds of silence between the parts of a candidate turn carried over the line as one
+utterance (:meth:`VoicePipeline.observe` with ``parts``): each part is already synthesised to
+measure its speaking time, so their audio is joined rather than the joined text synthesised
+again. None, as piper says a line of several sentences: its synthesis of the joined text was
+byte-identical to the parts' syntheses put end to end on all 10 such turns checked (docs/voice.md,
+"The starter through the voice channel")."""
 
 AgentSpeechMode = Literal["off", "tts", "line"]
 """How the candidate's side is spoken (``run --agent-speech``): ``off`` not at all; ``tts``
@@ -131,6 +139,41 @@ class VoicePipeline:
         _keep(keep, TTS_FOLDER, f"{key}.wav", data)
         return audio, hashlib.sha256(data).hexdigest()
 
+    def _joined(self, parts: list[str], spoken: str, language: str,
+                keep: Path | None) -> tuple[Audio, str, dict[str, Any]]:
+        """The audio of ``parts`` said in a row (each :func:`speakable` as :meth:`measure` synthesised
+        it, :data:`PART_PAUSE_S` apart), cached under the key of ``spoken`` (their joined text) with
+        the TTS record ``tts`` extended by ``joined`` (the parts as spoken) and ``pause_s``: never the
+        key of a synthesis of the joined text itself, and the record a ``VoiceEvent`` keeps, so the
+        report finds the file (``report/model/audio.py``). Returns (audio, its SHA-256, that
+        record). Call with :attr:`_lock` held."""
+        said = [speakable(p) for p in parts]
+        info = {**self.tts.info.as_dict(), "joined": said, "pause_s": PART_PAUSE_S}
+        path = self.cache_dir / TTS_FOLDER / f"{tts_key(spoken, language, info)}.wav"
+        audio: Audio | None = None
+        if path.is_file():
+            data = path.read_bytes()
+            try:
+                audio = read_wav(data, where=str(path))
+            except ValueError:  # a damaged cache file: joined again (from the parts' cache)
+                audio = None
+        if audio is None:
+            pieces = [self._synthesize(p, language, keep)[0] for p in said]
+            rate = pieces[0].rate
+            if any(a.rate != rate for a in pieces):
+                rates = sorted({a.rate for a in pieces})
+                raise VoiceEngineError(f"the TTS engine wrote {rates} Hz audio for the parts of one turn: "
+                                       "they cannot be joined")
+            gap = np.zeros(round(PART_PAUSE_S * rate), np.float32)
+            joined: list[np.ndarray] = []
+            for i, a in enumerate(pieces):
+                joined += [gap, a.samples] if i else [a.samples]
+            data = write_wav(Audio(np.concatenate(joined).astype(np.float32), rate))
+            atomic_write_bytes(path, data, sync=False)
+            audio = read_wav(data, where=str(path))
+        _keep(keep, TTS_FOLDER, path.name, data)
+        return audio, hashlib.sha256(data).hexdigest(), info
+
     def measure(
         self, text: str, language: str, *, keep: Path | None = None, said: str | None = None
     ) -> SpokenPart:
@@ -154,11 +197,14 @@ class VoicePipeline:
         turn: int,
         facts: dict[str, object] | None = None,
         keep: Path | None = None,
+        parts: list[str] | None = None,
     ) -> VoiceEvent:
         """Speak ``intended``, carry it over the line and recognise it; return the full record.
         ``keep``: a folder that also gets a copy of the clean and the line's audio (``tts/<key>.wav``
         and ``line/<sha256>.wav``, as in the cache), so a run folder whose cache lies elsewhere
-        still holds the audio of its own turns.
+        still holds the audio of its own turns. ``parts`` (two or more texts whose joining by
+        spaces is ``intended``): what is spoken is their syntheses joined (:meth:`_joined`), not
+        a new synthesis of ``intended``.
 
         Raises :class:`~callbench.sim.voice.engines.VoiceEngineError` when an engine fails."""
         spoken = speakable(intended)
@@ -168,8 +214,12 @@ class VoicePipeline:
         noise_sha = self._noise_digest(cfg)
         if noise_sha is not None:
             line_settings["noise"]["sha256"] = noise_sha
+        tts_info = self.tts.info.as_dict()
         with self._lock:
-            audio, audio_sha = self._synthesize(spoken, language, keep)
+            if parts is not None and len(parts) > 1:
+                audio, audio_sha, tts_info = self._joined(parts, spoken, language, keep)
+            else:
+                audio, audio_sha = self._synthesize(spoken, language, keep)
             self.stats.audio_seconds += audio.seconds
             akey = cache_key(
                 {
@@ -222,7 +272,7 @@ class VoicePipeline:
             spoken=spoken,
             observed=rec.text,
             truncated=rec.truncated,
-            tts=self.tts.info.as_dict(),
+            tts=tts_info,
             asr=self.asr.info.as_dict(),
             line=line_settings,
             audio_sha256=audio_sha,
