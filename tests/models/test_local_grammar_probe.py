@@ -1,4 +1,4 @@
-"""The grammar probe of the local provider (``client._parsable_grammar``): llama.cpp prints a
+"""The grammar probe of the local provider (``grammar._parsable_grammar``): llama.cpp prints a
 grammar it refuses to fd 2 with a C ``fprintf``; that dump is silenced (only during the probe) and
 the fallback to a looser grammar leaves one line in the log. A fake llama.cpp writes to fd 2 the
 way the C parser does, so no model is needed."""
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from callbench.models.local import client as local_client
+from callbench.models.local import grammar as local_grammar
 from callbench.models.local.native_stderr import silenced_stderr
 
 DUMP = "".join(f"root_{i} ::= \"x\" root_{i + 1}\n" for i in range(300))
@@ -45,10 +45,10 @@ def _grammar(schema: dict[str, Any]) -> Any:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeLlamaCpp:
     lib = FakeLlamaCpp()
-    monkeypatch.setattr(local_client, "_llama", lambda: lib)
-    monkeypatch.setattr(local_client, "_converts", lambda schema: True)
-    monkeypatch.setattr(local_client, "_grammar", _grammar)
-    monkeypatch.setattr(local_client, "_PARSES", {})
+    monkeypatch.setattr(local_grammar, "_llama", lambda: lib)
+    monkeypatch.setattr(local_grammar, "_converts", lambda schema: True)
+    monkeypatch.setattr(local_grammar, "_grammar", _grammar)
+    monkeypatch.setattr(local_grammar, "_PARSES", {})
     return lib
 
 
@@ -60,8 +60,8 @@ LOOSE = {"title": "loose", "type": "object"}
 def test_a_refused_grammar_is_not_dumped_and_the_fallback_is_one_line(
     fake: FakeLlamaCpp, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="callbench.models.local.client"):
-        chosen = local_client._parsable_grammar(LLM, [STRICT, LOOSE])
+    with caplog.at_level(logging.INFO, logger="callbench.models.local.grammar"):
+        chosen = local_grammar._parsable_grammar(LLM, [STRICT, LOOSE])
     assert chosen.schema is LOOSE
     assert fake.freed == [7]
     err = capfd.readouterr().err
@@ -75,7 +75,7 @@ def test_a_refused_grammar_is_not_dumped_and_the_fallback_is_one_line(
     assert capfd.readouterr().err == "after the probe\n"
     # the verdict is kept: a second probe of the same schemas asks llama.cpp nothing and says nothing
     caplog.clear()
-    assert local_client._parsable_grammar(LLM, [STRICT, LOOSE]).schema is LOOSE
+    assert local_grammar._parsable_grammar(LLM, [STRICT, LOOSE]).schema is LOOSE
     assert fake.freed == [7] and caplog.records == []
 
 
@@ -83,7 +83,7 @@ def test_no_parsable_grammar_raises_and_restores_fd2(
     fake: FakeLlamaCpp, capfd: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(ValueError, match=r"llama\.cpp cannot parse a grammar for this output schema"):
-        local_client._parsable_grammar(LLM, [STRICT])
+        local_grammar._parsable_grammar(LLM, [STRICT])
     os.write(2, b"still here\n")
     assert capfd.readouterr().err == "still here\n"
 

@@ -2,10 +2,11 @@
 
 - Weights: the pinned Qwen2.5-Coder GGUF joined from its part packages and verified by SHA-256
   (``weights.py``), or any GGUF file given by path (not an embedded smoke-test model then).
-- Output: JSON-schema constrained decoding (``local_format.py``): a candidate's "speech, tool
-  calls or both" object, or the caller's/judge's response schema, compiled to a llama.cpp grammar
-  by llama-cpp-python's ``json_schema_to_gbnf``. A tool whose argument schema the converter cannot
-  handle is constrained to its schema without ``pattern``/``not``/conditionals, else to any object.
+- Output: JSON-schema constrained decoding (``format.py``; the grammar: ``grammar.py``): a
+  candidate's "speech, tool calls or both" object, or the caller's/judge's response schema,
+  compiled to a llama.cpp grammar by llama-cpp-python's ``json_schema_to_gbnf``. A tool whose
+  argument schema the converter cannot handle is constrained to its schema without
+  ``pattern``/``not``/conditionals, else to any object.
 - One ``Llama`` instance per (weights file, role) in this process: llama.cpp keeps the KV cache of
   the last prompt and re-evaluates only the part after the longest common prefix, so a role's
   long system prompt is processed once per episode, not once per turn. Tokens reused that way are
@@ -47,10 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import importlib.util
-import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -69,21 +67,25 @@ from callbench.models.base import (
     request_seed,
     wants_stream,
 )
-from callbench.models.local.extra import install_hint
 from callbench.models.local.format import (
-    candidate_output_schema,
     cap_sizes,
     chat_messages,
     parse_candidate_output,
-    tool_arguments_schema,
 )
-from callbench.models.local.native_stderr import silenced_stderr
-from callbench.models.local.openmp import import_llama_cpp
+from callbench.models.local.grammar import (
+    _converts,
+    _parsable_grammar,
+    _strip_keywords,
+    _unbounded,
+    grammar_schema,
+)
+from callbench.models.local.library import llama_available as llama_available  # the registry checks it here
+from callbench.models.local.library import llama_lib as _llama
+from callbench.models.local.library import local_threads
 from callbench.models.local.safeguards import extra_bufts_enabled, extra_bufts_guard, note_native
 from callbench.models.local.sampling import fast_llama_class
 from callbench.models.local.token_clock import TokenClock, whole_answer_timing
 from callbench.models.output import check_json_output
-from callbench.models.remote.schemas import map_subschemas
 
 LOG = logging.getLogger(__name__)
 DEFAULT_MAX_TOKENS = 1024
@@ -100,39 +102,6 @@ CHATML = (
     "{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n'}}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-_GRAMMAR_DROP = frozenset(
-    {
-        "pattern",
-        "not",
-        "if",
-        "then",
-        "else",
-        "patternProperties",
-        "dependentSchemas",
-        "propertyNames",
-        "contains",
-        "format",
-    }
-)
-
-
-def llama_available() -> bool:
-    """True when llama-cpp-python is importable (the ``[local]`` extra)."""
-    return importlib.util.find_spec("llama_cpp") is not None
-
-
-
-
-def _llama() -> Any:
-    try:
-        llama_cpp = import_llama_cpp(local_threads())
-    except ImportError:
-        raise InfrastructureError(
-            f"the local provider needs llama-cpp-python: {install_hint('local')}", retryable=False
-        ) from None
-    return llama_cpp
-
-
 @dataclass
 class _Engine:
     llm: Any = None
@@ -201,7 +170,6 @@ async def run_native(fn: Callable[..., T], *args: Any) -> T:
 
 
 _TOKENIZERS: dict[str, Any] = {}
-_GRAMMARS: dict[str, Any] = {}
 _FORMATTERS: dict[int, Any] = {}
 
 
@@ -272,59 +240,6 @@ def render_prompt(tok: Any, messages: list[dict[str, str]]) -> str:
     return str(_formatter(tok)(messages=messages).prompt)
 
 
-def _strip_keywords(schema: Any) -> Any:
-    """``schema`` without the keywords the grammar converter often cannot express (keyword
-    positions only: a property named ``format`` is kept)."""
-    if not isinstance(schema, dict):
-        return schema
-    kept = {key: value for key, value in schema.items() if key not in _GRAMMAR_DROP}
-    return map_subschemas(kept, _strip_keywords)
-
-
-def _unbounded(schema: Any) -> Any:
-    """``schema`` without ``maxLength`` and ``maxItems`` (keyword positions only): llama.cpp
-    expands each bound into nested optional rules, and a large schema with many bounds (the
-    scenario schema) exceeds what its parser accepts."""
-    if not isinstance(schema, dict):
-        return schema
-    kept = {key: value for key, value in schema.items() if key not in ("maxLength", "maxItems")}
-    return map_subschemas(kept, _unbounded)
-
-
-def _converts(schema: dict[str, Any]) -> bool:
-    try:
-        _llama().llama_grammar.json_schema_to_gbnf(json.dumps(schema))
-    except Exception:  # the converter raises AssertionError/ValueError/KeyError on what it cannot express
-        return False
-    return True
-
-
-def grammar_schema(request: ModelRequest) -> dict[str, Any]:
-    """The schema the output is constrained to, simplified per tool until llama.cpp can compile it."""
-    if request.response_schema is not None:
-        schema = request.response_schema
-        if _converts(schema):
-            return schema
-        stripped = _strip_keywords(schema)
-        return stripped if _converts(stripped) else {"type": "object"}
-    arguments: dict[str, dict[str, Any]] = {}
-    for tool in request.tools:
-        original = tool_arguments_schema(tool)
-        probe = candidate_output_schema([tool])
-        if _converts(probe):
-            continue
-        stripped = _strip_keywords(original)
-        arguments[tool.name] = (
-            stripped
-            if _converts(candidate_output_schema([tool], {tool.name: stripped}))
-            else {"type": "object"}
-        )
-    return candidate_output_schema(request.tools, arguments)
-
-
-_PARSES: dict[str, bool] = {}
-
-
 def prefill(llm: Any, tokens: list[int], what: str, *, chunk: int | None = None,
             minimum: int | None = None) -> int:
     """Read all but the last of ``tokens`` into ``llm`` in chunks of ``chunk`` tokens, reporting
@@ -355,53 +270,6 @@ def prefill(llm: Any, tokens: list[int], what: str, *, chunk: int | None = None,
     return len(target) - prefix
 
 
-def _parsable_grammar(llm: Any, schemas: list[dict[str, Any]]) -> Any:
-    """The grammar of the first of ``schemas`` that llama.cpp's own grammar parser accepts. The
-    Python converter can write a grammar the C parser refuses ("number of rules that are going to
-    be repeated ... exceeds sane defaults": the scenario schema of ``callbench generate``, capped
-    to 400-character strings, has hundreds of bounded repetitions), which would fail the call;
-    the next, looser schema is tried then (the output is still checked against the request's
-    schema; a looser grammar only lets more wrong answers through to that check). The C parser
-    prints a grammar it refuses whole to fd 2, so the probe runs with fd 2 silenced
-    (:func:`~callbench.models.local.native_stderr.silenced_stderr`) and a fallback is logged as one
-    warning line instead (once per set of schemas: verdicts are kept for the process). Raises
-    ValueError when none parses."""
-    llama_cpp = _llama()
-    refused = 0
-    for schema in schemas:
-        key = json.dumps(schema, sort_keys=True)
-        if not _converts(schema):
-            continue
-        grammar = _grammar(schema)
-        if key not in _PARSES:
-            with silenced_stderr():
-                handle = llama_cpp.llama_sampler_init_grammar(
-                    llm._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
-            _PARSES[key] = bool(handle)
-            if handle:
-                llama_cpp.llama_sampler_free(handle)
-            else:
-                refused += 1
-        if _PARSES[key]:
-            if refused:
-                LOG.warning(
-                    "llama.cpp refused the grammar of %d of %d output schema(s); decoding with a looser "
-                    "one (the answer is still checked against the request's schema)", refused, len(schemas),
-                )
-            return grammar
-    raise ValueError("llama.cpp cannot parse a grammar for this output schema")
-
-
-def _grammar(schema: dict[str, Any]) -> Any:
-    key = json.dumps(schema, sort_keys=True)
-    with _REGISTRY_LOCK:
-        grammar = _GRAMMARS.get(key)
-        if grammar is None:
-            grammar = _llama().LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-            _GRAMMARS[key] = grammar
-        return grammar
-
-
 _EXTRA_BUFTS: list[bool] = []
 
 
@@ -415,21 +283,6 @@ def _extra_bufts() -> bool:
             raise InfrastructureError(str(e), retryable=False) from None
         LOG.debug("llama.cpp extra buffer types: %s", "on" if _EXTRA_BUFTS[0] else "off")
     return _EXTRA_BUFTS[0]
-
-
-def local_threads() -> int:
-    """Generation threads: ``CALLBENCH_LOCAL_THREADS``, else every core (the run executor serializes
-    local calls, ``provider_limits = {"local": 1}``). Measured on 2 shared cores with the 1.5B model:
-    2 threads generate 8.0 tok/s against 4.7 with llama.cpp's default of half the cores."""
-    raw = os.environ.get("CALLBENCH_LOCAL_THREADS", "").strip()
-    if raw:
-        try:
-            return max(1, int(raw))
-        except ValueError:
-            raise InfrastructureError(
-                f"CALLBENCH_LOCAL_THREADS={raw!r} is not a number", retryable=False
-            ) from None
-    return max(1, os.cpu_count() or 1)
 
 
 class LocalClient:
