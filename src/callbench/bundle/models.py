@@ -9,72 +9,25 @@ Unknown keys are rejected (``extra="forbid"``) so a typo is a validation error, 
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from callbench.bundle.audio import AudioChannel
+from callbench.bundle.criteria import ActionCheck, Anchors, CountBounds, Criterion, StateCheck
 from callbench.bundle.matchers import Matcher
 from callbench.bundle.state.models import StateSpec
-
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
-"""Ids of agents, scenarios, tools, steps, checks and criteria: safe as file names and in messages."""
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class Diagnostic(StrEnum):
-    """The ten diagnostics of DESIGN.md; every check, criterion and rating maps to exactly one."""
-
-    TOOL_CHOICE = "tool_choice"
-    ARGUMENT_ACCURACY = "argument_accuracy"
-    OUTCOME_REACHED = "outcome_reached"
-    POLICY_COMPLIANCE = "policy_compliance"
-    GROUNDING = "grounding"
-    MEMORY = "memory"
-    SPEECH_AROUND_TOOLS = "speech_around_tools"
-    SPEAKABILITY = "speakability"
-    LANGUAGE_AND_SCRIPT = "language_and_script"
-    CHANNEL_AND_CLOSING = "channel_and_closing"
-
-
-DIAGNOSTIC_LABELS: dict[Diagnostic, str] = {
-    Diagnostic.TOOL_CHOICE: "tool choice",
-    Diagnostic.ARGUMENT_ACCURACY: "argument accuracy",
-    Diagnostic.OUTCOME_REACHED: "outcome reached",
-    Diagnostic.POLICY_COMPLIANCE: "policy compliance",
-    Diagnostic.GROUNDING: "grounding (claims match tool results)",
-    Diagnostic.MEMORY: "memory across turns",
-    Diagnostic.SPEECH_AROUND_TOOLS: "speech around tool calls",
-    Diagnostic.SPEAKABILITY: "speakability",
-    Diagnostic.LANGUAGE_AND_SCRIPT: "language and script",
-    Diagnostic.CHANNEL_AND_CLOSING: "channel robustness and closing",
-}
-
-
-class Pillar(StrEnum):
-    TASK = "task"
-    CONVERSATION = "conversation"
-
-
-Importance = Literal[1, 2, 3]
-
-
-# ---------------------------------------------------------------- bundle and agent
-
-
-ContrastKind = Literal["no_tools", "wrong_argument", "cut_short"]
-"""The contrastive known-answer traces ``callbench audit --judges`` derives from each reference
-replay (:mod:`callbench.audit.contrast`): ``no_tools`` its words without its tool
-calls and results, ``wrong_argument`` one key argument of a tool call changed to a wrong value (the
-backend answers with its mismatch or default response), ``cut_short`` the call cut after the
-candidate's first answer to the caller."""
-CONTRAST_KINDS: tuple[ContrastKind, ...] = ("no_tools", "wrong_argument", "cut_short")
-Expectation = Literal["met", "not_met", "any"]
-"""A criterion's known label on an audit trace: met, not_met, or any (no known answer: not scored)."""
+from callbench.bundle.vocabulary import (
+    CONTRAST_KINDS,
+    DIAGNOSTIC_LABELS,
+    ID_PATTERN,
+    ContrastKind,
+    Diagnostic,
+    Expectation,
+    Importance,
+    Pillar,
+    Strict,
+)
 
 
 class BundleMeta(Strict):
@@ -276,116 +229,6 @@ class ToolFixtures(Strict):
     default: Any = None
 
 
-# ---------------------------------------------------------------- scenario: grading
-
-
-class CountBounds(Strict):
-    min: int = Field(default=1, ge=0)
-    max: int | None = Field(default=None, ge=0)
-
-
-class ActionCheck(Strict):
-    """An executable expected action (A_s): a call of ``tool`` whose arguments satisfy ``args``,
-    made between ``count.min`` and ``count.max`` times, each counted call after every check in
-    ``after`` was first met. ``count: {min: 0, max: 0}`` asserts the tool is never called.
-
-    ``applies_after`` guards the check: it is not applicable (enters neither sum, neither met nor
-    not met) unless every listed check of the same scenario is met at the end of the call, i.e. the
-    call reached the point where the action is tempting. Guard a negative check
-    ("never call X") that a do-nothing agent would otherwise meet."""
-
-    id: str = Field(pattern=ID_PATTERN)
-    description: str = Field(default="", max_length=2000)
-    tool: str
-    args: dict[str, Matcher] = Field(default_factory=dict)
-    count: CountBounds = Field(default_factory=CountBounds)
-    after: list[str] = Field(default_factory=list)
-    applies_after: list[str] = Field(
-        default_factory=list,
-        max_length=20,
-        description=(
-            "Guard: ids of action checks of this scenario that must all be met for this check to "
-            "apply; until then it is not applicable (neither met nor not met)."
-        ),
-    )
-    importance: Importance = 2
-    diagnostic: Diagnostic = Diagnostic.TOOL_CHOICE
-    critical: bool | None = Field(
-        default=None,
-        description=(
-            "Outcome-critical: the episode's outcome is met only when every applicable critical item "
-            "is met. Default: critical when the diagnostic is outcome_reached, else not."
-        ),
-    )
-
-    @property
-    def is_critical(self) -> bool:
-        """Whether the check decides the episode's outcome: ``critical`` when the author set it,
-        else True exactly for ``diagnostic: outcome_reached`` (docs/authoring.md "Outcome")."""
-        return self.diagnostic == Diagnostic.OUTCOME_REACHED if self.critical is None else self.critical
-
-
-class StateCheck(Strict):
-    """A state check (needs an agent with ``state``): the call's final state equals
-    the state produced by replaying the scenario's reference path on the initial state, optionally
-    restricted to ``tables`` and to ``fields`` (``table.dotted.path`` prefixes, e.g.
-    ``orders.status``). Graded like an action check (met / not met, with a readable difference)."""
-
-    id: str = Field(pattern=ID_PATTERN)
-    description: str = Field(default="", max_length=2000)
-    tables: list[str] = Field(default_factory=list, max_length=50)
-    fields: list[str] = Field(default_factory=list, max_length=100)
-    applies_after: list[str] = Field(
-        default_factory=list, max_length=20,
-        description="Guard: ids of action checks that must all be met for this check to apply (a "
-        "reference path that changes nothing makes the check one a do-nothing call would meet).",
-    )
-    importance: Importance = 3
-    diagnostic: Diagnostic = Diagnostic.OUTCOME_REACHED
-    critical: bool = Field(
-        default=True,
-        description="Outcome-critical (default true): the episode's outcome is met only when every "
-        "applicable critical item is met.",
-    )
-
-    @property
-    def is_critical(self) -> bool:
-        """Whether the check decides the episode's outcome (``critical``, true unless the author
-        says otherwise)."""
-        return self.critical
-
-
-class Anchors(Strict):
-    met: str = Field(min_length=1, max_length=2000)
-    partial: str = Field(min_length=1, max_length=2000)
-    not_met: str = Field(min_length=1, max_length=2000)
-
-
-class Criterion(Strict):
-    """A judged item (C_s): importance, statement, scenario-specific anchors, optional verbatim
-    excerpts of the rendered instructions (checked against its hash at load time)."""
-
-    id: str = Field(pattern=ID_PATTERN)
-    pillar: Pillar
-    importance: Importance = 2
-    statement: str = Field(min_length=1, max_length=2000)
-    anchors: Anchors
-    excerpts: list[str] = Field(default_factory=list, max_length=10)
-    diagnostic: Diagnostic
-    null_floor: Literal["not_met", "met", "any"] = Field(
-        default="not_met",
-        description="The label a do-nothing candidate's call earns (callbench audit --judges checks "
-        "the judges against it): not_met (the default), met (e.g. 'never reads out the card number'), "
-        "or any (no known answer).",
-    )
-    contrast: dict[ContrastKind, Expectation] = Field(
-        default_factory=dict,
-        description="The label this criterion earns on each contrastive audit trace (no_tools, "
-        "wrong_argument, cut_short), overriding bundle.yaml's per-diagnostic contrast entry; any: "
-        "not scored on that kind.",
-    )
-
-
 class ReferenceToolCall(Strict):
     """One tool call of a reference turn. ``after_results``: send it (and the calls after it, up to
     the next one marked so) in a new assistant message, after the results of the calls before it
@@ -513,3 +356,12 @@ class Bundle(BaseModel):
             if s.id == scenario_id:
                 return a, s
         raise KeyError(f"no scenario {scenario_id!r} in bundle {self.meta.name!r}")
+
+
+__all__ = [
+    "CONTRAST_KINDS", "DIAGNOSTIC_LABELS", "ID_PATTERN", "ActionCheck", "AgentConfig", "Anchors", "AsrEvent",
+    "Brief", "Bundle", "BundleMeta", "CallEndingTool", "ChannelProgram", "ContrastKind", "CountBounds",
+    "Criterion", "Diagnostic", "Expectation", "FixtureEntry", "Importance", "LoadedAgent", "Pillar",
+    "PlanStep", "ReferenceToolCall", "ReferenceTurn", "Scenario", "StateCheck", "Strict", "ToolFixtures",
+    "ToolSpec", "VadSplit",
+]
