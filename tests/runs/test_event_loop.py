@@ -95,6 +95,40 @@ def test_ctrl_c_reaches_the_main_task_on_uvloop() -> None:
     assert cancelled == [f"uvloop {uvloop.__version__}"]
 
 
+@pytest.mark.parametrize("choice", ["uvloop", "asyncio"])
+def test_a_stop_raised_inside_another_task_is_not_reported_as_its_error(
+    choice: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The supervisor's stop handler raises KeyboardInterrupt in whatever the main thread runs: here
+    inside a task other than the main one, as in a server's request handler. The run stops with it,
+    and the task that held it is not reported ("Task exception was never retrieved") when it is
+    collected; another task's real error still is."""
+    import gc
+
+    held: list[asyncio.Task[None]] = []
+
+    async def handler() -> None:
+        raise KeyboardInterrupt  # as the signal handler raises it, inside this task's step
+
+    async def broken() -> None:
+        raise ValueError("a real error")
+
+    async def body() -> None:
+        held.append(asyncio.get_running_loop().create_task(broken()))
+        await asyncio.sleep(0)
+        held.append(asyncio.get_running_loop().create_task(handler()))
+        await asyncio.Event().wait()
+
+    with caplog.at_level("ERROR", logger="asyncio"), pytest.raises(KeyboardInterrupt):
+        run(body(), choice)
+    assert [t.done() for t in held] == [True, True]
+    held.clear()
+    gc.collect()
+    reported = [r.getMessage() + repr(getattr(r, "exc_info", None)) for r in caplog.records]
+    assert len(reported) == 1 and "Task exception was never retrieved" in reported[0], reported
+    assert "a real error" in reported[0] and "KeyboardInterrupt" not in reported[0]
+
+
 def test_a_run_from_the_command_line_records_its_loop(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(event_loop.ENV, raising=False)

@@ -40,12 +40,12 @@ async def test_rejected_turn_gets_one_more_attempt_with_the_reason(run, recorder
 async def test_a_runaway_turn_is_rejected_and_never_reaches_the_candidate(run, recorder) -> None:
     from callbench.models.scripted.script import ScriptedFileModel
 
-    runaway = "Yes this is Meena and " + "my cow is unwell " * 2000  # 22 + 2,000 x 17 = 34,022 characters
+    runaway = "Yes this is Meena and " + "my cow is unwell " * 2000  # 34,022 characters, 34,021 said
     caller = recorder(ScriptedFileModel.from_data({"caller": [_c(runaway, "s1_greet"), *GOOD]}))
     t = await run(caller=caller)
     first = t.caller_turns[0]
     assert first.attempts == 2 and first.rejections[0].startswith(
-        "too_long: the turn is 34022 characters; a caller's turn is at most 600")
+        "too_long: the turn is 34021 characters; a caller's turn is at most 600")
     assert first.intended == "Yes, this is Meena." and t.end_reason == EndReason.CALL_ENDED
     assert all("my cow is unwell my cow" not in (m.content or "") for m in candidate_messages(t.messages))
 

@@ -63,7 +63,20 @@ def run(main: Coroutine[Any, Any, T], choice: str | None = None) -> T:
         main.close()
         raise
     with asyncio.Runner(loop_factory=factory) as runner:
+        runner.get_loop().set_exception_handler(_report_loop_error)
         return runner.run(main)
+
+
+def _report_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler: what asyncio reports, less a stop. A stop signal raises
+    ``KeyboardInterrupt`` wherever the main thread is (``runs/supervisor.py``), which may be inside a
+    task other than the main one (a request handler of ``callbench serve-backend``); that task then
+    holds the ``KeyboardInterrupt``, and when it is collected asyncio printed "Task exception was
+    never retrieved" with a traceback after a clean stop. That exception is the stop itself, so it
+    is not reported; everything else goes to the loop's default handler."""
+    if isinstance(context.get("exception"), (KeyboardInterrupt, SystemExit)):
+        return
+    loop.default_exception_handler(context)
 
 
 def describe(loop: asyncio.AbstractEventLoop | None = None) -> str:
