@@ -4,11 +4,16 @@ progress bar, Ctrl-C and the supervisor's stop, the exit codes of a run that end
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
 from callbench.cli.plan import _input_error
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from callbench.bundle.loader import BundleError
 
 
 def execute(
@@ -155,12 +160,10 @@ def _execute_held(
         raise typer.Exit(2) from None
 
 
-def _bundle_error(console: object, error: object) -> NoReturn:
-    """Print each of a ``BundleError``'s problems and the count, then exit 2."""
-    problems = list(error.problems)  # type: ignore[attr-defined]
-    for p in problems:
-        console.print(f"{p}", markup=False)  # type: ignore[attr-defined]
-    console.print(  # type: ignore[attr-defined]
-        f"error: the bundle has {len(problems)} problem(s); run callbench validate", markup=False
-    )
+def _bundle_error(console: Console, error: BundleError) -> NoReturn:
+    """Print each of ``error``'s problems and the count, then exit 2."""
+    for p in error.problems:
+        console.print(f"{p}", markup=False)
+    count = len(error.problems)
+    console.print(f"error: the bundle has {count} problem(s); run callbench validate", markup=False)
     raise typer.Exit(2)

@@ -43,11 +43,10 @@ schema a bundle declares while staying far below Python's recursion limit."""
 REPLY_LIMITS = OutputLimits()
 """Caller, judge and generator replies (a generator's scenario is the largest, a few 10 kB)."""
 MAX_CALLER_SPEECH_CHARS = 600
-"""The longest caller turn the harness accepts, in characters (Unicode code points of its NFC form,
-ends trimmed: what the channel hands on): about 100
-English words, six times the paper's longest routine turn ("usually 2 to 15 words"), room for a
-caller who reads out an address and a reference number. A longer one is rejected as ``too_long``
-(``sim/caller_rules.py`` says why)."""
+"""The longest caller turn the harness accepts, in characters (Unicode code points of its NFC
+form, ends trimmed: what the channel hands on): about 100 English words, six times the paper's
+longest routine turn ("usually 2 to 15 words"), room for a caller who reads out an address and a
+reference number. A longer one is rejected as ``too_long`` (``sim/caller_rules.py`` says why)."""
 
 
 class OutputLimitError(ValueError):

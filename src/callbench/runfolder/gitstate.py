@@ -14,7 +14,9 @@ from pathlib import Path
 
 BUILD_INFO = "_build_info.json"
 """The stamp's file name inside the built ``callbench`` package: a JSON object
-``{"git_commit": "<40 hex digits>", "git_dirty": true | false | null}``."""
+``{"git_commit": "<40 or 64 hex digits>", "git_dirty": true | false | null}``."""
+COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+"""A git commit id: SHA-1 (40 hex digits) or, in a SHA-256 repository, 64."""
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -50,7 +52,7 @@ def checkout_state(root: Path) -> tuple[str | None, bool | None]:
             return None, None
         head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD")
         commit = head.stdout.strip()
-        if head.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit):
+        if head.returncode != 0 or not COMMIT.fullmatch(commit):
             return None, None
         tracked = _git(root, "status", "--porcelain", "--untracked-files=no")
         new = _git(root, "status", "--porcelain", "--untracked-files=all", "--", "src")

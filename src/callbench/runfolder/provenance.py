@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from pathlib import Path
 
 from callbench import __version__
-from callbench.runfolder.gitstate import BUILD_INFO, checkout_state
+from callbench.runfolder.gitstate import BUILD_INFO, COMMIT, checkout_state
 
 
 def state_of(package: Path) -> tuple[str | None, bool | None]:
@@ -28,7 +27,7 @@ def state_of(package: Path) -> tuple[str | None, bool | None]:
     if not isinstance(stamp, dict):
         return None, None
     commit, dirty = stamp.get("git_commit"), stamp.get("git_dirty")
-    if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit):
+    if not isinstance(commit, str) or not COMMIT.fullmatch(commit):
         return None, None
     return commit, dirty if isinstance(dirty, bool) else None
 

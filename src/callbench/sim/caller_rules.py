@@ -2,8 +2,9 @@
 leaks an internal field name into speech"; the caller writes "what a recognizer would capture ...
 so no markdown, no bullet lists").
 
-A turn longer than :data:`MAX_SPEECH_CHARS` is rejected first (``too_long``; paper: "A routine
-turn is one short sentence, usually 2 to 15 words"): a caller model that runs on would otherwise
+A turn longer than :data:`~callbench.models.output_limits.MAX_CALLER_SPEECH_CHARS` (600
+characters) is rejected first (``too_long``; paper: "A routine turn is one short sentence, usually
+2 to 15 words"): a caller model that runs on would otherwise
 hand the candidate a wall of text, and with the voice channel a turn the speech engine cannot say
 within its time limit (piper: 8.9 s of wall time per 100 words on a loaded machine) fails the
 episode as a channel fault. Then three families, checked in this order (stage directions last,
@@ -38,8 +39,6 @@ from callbench.sim.text import nfc
 
 _I = re.IGNORECASE | re.MULTILINE
 
-MAX_SPEECH_CHARS = MAX_CALLER_SPEECH_CHARS
-"""The longest caller turn accepted (``models/output_limits.py``)."""
 
 HARNESS_TERMS: list[tuple[str, re.Pattern[str]]] = [
     ("known_facts", re.compile(r"known[_ ]facts?", _I)),
@@ -133,9 +132,9 @@ def leaked_names(speech: str, brief: Brief) -> list[str]:
 def speech_problem(speech: str, brief: Brief) -> str | None:
     """The first rule ``speech`` breaks, as ``code: detail``, or None when it is clean."""
     said = len(nfc(speech).strip())  # as the channel hands it on: NFC (sim/channel.py), ends trimmed
-    if said > MAX_SPEECH_CHARS:
+    if said > MAX_CALLER_SPEECH_CHARS:
         return (f"too_long: the turn is {said} characters; a caller's turn is at most "
-                f"{MAX_SPEECH_CHARS} (a routine turn is one short sentence)")
+                f"{MAX_CALLER_SPEECH_CHARS} (a routine turn is one short sentence)")
     leaks = leaked_names(speech, brief)
     if leaks:
         return "leak: speech contains internal " + ", ".join(leaks)

@@ -124,17 +124,17 @@ class AiohttpSource:
         return found or self.received > self.limit
 
     def _take(self, wake_on: tuple[bytes, ...]) -> bytes:
-        rest = self.content.read_nowait(-1)  # raises the reader's exception
+        """What the looks moved into :attr:`_held` and what has arrived since, in one piece (the
+        looks counted theirs already). Raises the reader's exception, or past the limit."""
+        rest = self.content.read_nowait(-1)
         self._scan(rest, wake_on)
-        data = b"".join(self._held) + rest
-        self.received -= sum(len(d) for d in self._held)
+        data = b"".join([*self._held, rest])
         self._held = []
-        return self._count(data)
+        self._count(rest)
+        return data
 
     async def next(self, lazy: bool = False, wake_on: tuple[bytes, ...] = ()) -> bytes:
         content = self.content
-        if self._held:
-            return self._take(wake_on)
         if not lazy or self.marked:
             data = await content.readany()
             self._scan(data, wake_on)

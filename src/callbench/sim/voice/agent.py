@@ -4,8 +4,8 @@ Each candidate turn's speech (every answer's text and a call-ending tool's concl
 order: what the caller hears) is synthesised piece by piece with the run's TTS engine; the measured
 durations replace the words-per-second estimate of the turn's spoken time
 (:func:`callbench.sim.latency.turn_latency`). In ``line`` mode the turn's speech is also carried
-over the scenario's line and recognised (:meth:`VoicePipeline.observe`: the pieces' audio joined
-with a short pause, not the joined text synthesised again), and the caller
+over the scenario's line and recognised (:meth:`VoicePipeline.observe`: the pieces' audio put
+end to end, not the joined text synthesised again), and the caller
 simulator is given what the recogniser heard instead of the clean text, so a caller can mishear
 the agent.
 

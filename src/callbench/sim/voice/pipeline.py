@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -118,26 +119,40 @@ class VoicePipeline:
             self._noise[key] = load_noise_file(path, rate)
         return self._noise[key]
 
-    def _synthesize(self, spoken: str, language: str, keep: Path | None = None) -> tuple[Audio, str]:
-        key = tts_key(spoken, language, self.tts.info.as_dict())
+    def _cached(self, key: str, make: Callable[[], Audio],
+                keep: Path | None) -> tuple[Audio, str, bool]:
+        """The audio at ``tts/<key>.wav`` of the cache, else ``make()`` written there (a damaged
+        file, cut short or overwritten, is made again); a copy goes to ``keep``. Returns (audio,
+        the WAV's SHA-256, whether it came from the cache)."""
         path = self.cache_dir / TTS_FOLDER / f"{key}.wav"
-        audio: Audio | None = None
         if path.is_file():
             data = path.read_bytes()
             try:
-                audio = read_wav(data, where=str(path))
-                self.stats.tts_hits += 1
-            except ValueError:  # a damaged cache file (cut short, overwritten): synthesised again
-                audio = None
-        if audio is None:
-            self.stats.tts_misses += 1
-            # nothing to pronounce ("...", "?!"): silence, no engine call (piper exits on such a line)
-            silent = Audio(np.zeros(0, np.float32), LINE_RATE)
-            data = write_wav(self.tts.synthesize(spoken, language) if pronounceable(spoken) else silent)
+                audio, hit = read_wav(data, where=str(path)), True
+            except ValueError:
+                hit = False
+        else:
+            hit = False
+        if not hit:
+            data = write_wav(make())
             atomic_write_bytes(path, data, sync=False)
             audio = read_wav(data, where=str(path))
-        _keep(keep, TTS_FOLDER, f"{key}.wav", data)
-        return audio, hashlib.sha256(data).hexdigest()
+        _keep(keep, TTS_FOLDER, path.name, data)
+        return audio, hashlib.sha256(data).hexdigest(), hit
+
+    def _synthesize(self, spoken: str, language: str, keep: Path | None = None) -> tuple[Audio, str]:
+        def make() -> Audio:
+            # nothing to pronounce ("...", "?!"): silence, no engine call (piper exits on such a line)
+            if not pronounceable(spoken):
+                return Audio(np.zeros(0, np.float32), LINE_RATE)
+            return self.tts.synthesize(spoken, language)
+
+        audio, sha, hit = self._cached(tts_key(spoken, language, self.tts.info.as_dict()), make, keep)
+        if hit:
+            self.stats.tts_hits += 1
+        else:
+            self.stats.tts_misses += 1
+        return audio, sha
 
     def _joined(self, parts: list[str], spoken: str, language: str,
                 keep: Path | None) -> tuple[Audio, str, dict[str, Any]]:
@@ -149,15 +164,8 @@ class VoicePipeline:
         record). Call with :attr:`_lock` held."""
         said = [speakable(p) for p in parts]
         info = {**self.tts.info.as_dict(), "joined": said, "pause_s": PART_PAUSE_S}
-        path = self.cache_dir / TTS_FOLDER / f"{tts_key(spoken, language, info)}.wav"
-        audio: Audio | None = None
-        if path.is_file():
-            data = path.read_bytes()
-            try:
-                audio = read_wav(data, where=str(path))
-            except ValueError:  # a damaged cache file: joined again (from the parts' cache)
-                audio = None
-        if audio is None:
+
+        def make() -> Audio:
             pieces = [self._synthesize(p, language, keep)[0] for p in said]
             rate = pieces[0].rate
             if any(a.rate != rate for a in pieces):
@@ -168,11 +176,10 @@ class VoicePipeline:
             joined: list[np.ndarray] = []
             for i, a in enumerate(pieces):
                 joined += [gap, a.samples] if i else [a.samples]
-            data = write_wav(Audio(np.concatenate(joined).astype(np.float32), rate))
-            atomic_write_bytes(path, data, sync=False)
-            audio = read_wav(data, where=str(path))
-        _keep(keep, TTS_FOLDER, path.name, data)
-        return audio, hashlib.sha256(data).hexdigest(), info
+            return Audio(np.concatenate(joined).astype(np.float32), rate)
+
+        audio, sha, _ = self._cached(tts_key(spoken, language, info), make, keep)
+        return audio, sha, info
 
     def measure(
         self, text: str, language: str, *, keep: Path | None = None, said: str | None = None
