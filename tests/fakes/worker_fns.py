@@ -45,3 +45,29 @@ def record_pid(items: list[str]) -> list[str]:
     for folder in items:
         Path(folder, f"{os.getpid()}.pid").write_text("", encoding="utf-8")
     return items
+
+
+def half_a_result(items: list[str]) -> list[str]:
+    """For item ``"<folder>|half"``: wait for ``<folder>/go``, then write half of a result message
+    on the pool's result pipe (as a worker killed while sending its result leaves it), write
+    ``<folder>/half`` and sleep; other items come back as they are. The pipe is the
+    ``result_queue`` argument of CPython's ``concurrent.futures.process._process_worker``, found
+    on the stack."""
+    import struct
+    import sys
+
+    for item in items:
+        if not item.endswith("|half"):
+            continue
+        folder = Path(item.split("|")[0])
+        while not (folder / "go").exists():
+            time.sleep(0.05)
+        frame = sys._getframe()
+        while frame is not None and "result_queue" not in frame.f_locals:
+            frame = frame.f_back
+        assert frame is not None, "no result_queue on the worker's stack"
+        writer = frame.f_locals["result_queue"]._writer
+        os.write(writer.fileno(), struct.pack("!i", 1000) + b"x" * 10)  # a length, then 10 bytes of it
+        (folder / "half").write_text("", encoding="utf-8")
+        time.sleep(3600)  # see slow_recording_pid
+    return items

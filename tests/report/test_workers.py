@@ -240,6 +240,31 @@ def test_no_pool_outlives_its_map(tmp_path: Path) -> None:
     assert all(_gone(p) for p in pids)
 
 
+def test_a_worker_stopped_while_sending_its_result_does_not_hang_the_exit(tmp_path: Path) -> None:
+    """The consumer stops while a worker has sent half of a result (a worker stopped mid-message
+    leaves the pool's manager thread reading the rest, which never comes while the parent holds its
+    own copy of the pipe's write end): the map's clean-up still ends the pool, and the process
+    exits (interpreter exit joins the manager thread)."""
+    script = ("import sys, threading, time\nfrom pathlib import Path\n"
+              "from callbench.report.model.workers import map_ordered\n"
+              "from fakes.worker_fns import half_a_result\n"
+              "folder = Path(sys.argv[1])\n"
+              "it = map_ordered(half_a_result, ['first', f'{folder}|half'], workers=2, chunk=1,"
+              " min_items=0)\n"
+              "assert next(it) == 'first'\n"
+              "(folder / 'go').write_text('')\n"
+              "while not (folder / 'half').exists():\n"
+              "    time.sleep(0.05)\n"
+              "it.close()\n"
+              "left = [t.name for t in threading.enumerate() if 'ExecutorManager' in type(t).__name__]\n"
+              "print('manager threads left:', left)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "src")])}
+    done = run_command([sys.executable, "-c", script, str(tmp_path)],
+                       "the map's process to exit after its worker stopped mid-result", env=env, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "manager threads left: []" in done.stdout, done.stdout
+
+
 def _tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 

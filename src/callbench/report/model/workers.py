@@ -124,9 +124,23 @@ def _worker_init(parent: int) -> None:
     threading.Thread(target=watch, name="callbench-worker-watch", daemon=True).start()
 
 
+MANAGER_WAIT_S = 1.0
+"""How long :func:`_terminate` lets the pool's manager thread end by itself once every worker is
+gone, before it ends that thread's read of a half-sent result (a safety net, not a timing)."""
+
+
 def _terminate(pool: ProcessPoolExecutor) -> None:
-    """Cancel what has not started and stop every worker now (a running chunk is not waited for)."""
+    """Cancel what has not started and stop every worker now (a running chunk is not waited for).
+
+    A worker stopped while sending its result leaves half a message in the result pipe, and the
+    pool's manager thread, reading it, would wait for the rest forever: the parent holds its own
+    copy of the pipe's write end, so no end of file comes, and interpreter exit joins that thread
+    (``concurrent.futures.process``, CPython 3.11-3.13). Once every worker is gone, nothing else
+    writes to that pipe (the parent only reads it), so closing the parent's write end lets the read
+    end: the manager sees a broken pool and stops."""
     processes = list(getattr(pool, "_processes", {}).values())  # CPython's table of its workers
+    results = getattr(pool, "_result_queue", None)  # shutdown() drops these references
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for p in processes:
         with contextlib.suppress(Exception):
@@ -136,6 +150,14 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
             p.join(timeout=5)
             if p.is_alive():
                 p.kill()
+                p.join(timeout=5)
+    if manager is None or results is None or any(p.is_alive() for p in processes):
+        return
+    manager.join(timeout=MANAGER_WAIT_S)
+    if manager.is_alive():
+        with contextlib.suppress(Exception):
+            results._writer.close()
+        manager.join(timeout=5)
 
 
 _live: set[ProcessPoolExecutor] = set()
