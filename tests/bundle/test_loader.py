@@ -174,6 +174,18 @@ def test_load_bundle_raises_bundle_error_with_all_problems(mb: MiniBundle) -> No
     assert "pickup_evening_booking.yaml:difficulty" in str(ei.value)
 
 
+def test_a_brief_script_that_names_no_script_is_a_schema_problem(mb: MiniBundle) -> None:
+    """The caller's speech is checked against the brief's script, so a name with no Unicode script
+    (a language name, a typo) is reported where it stands; an alias or an ISO code is accepted."""
+    mb.edit_scenario(lambda d: d["brief"].update(script="Urdu"))
+    problems = [p for p in load_bundle_collect(mb.root)[1] if p.code == "schema"]
+    assert [p.path for p in problems] == ["brief.script"]
+    assert "'Urdu' is not a script name" in problems[0].message
+    for name in ("Perso-Arabic", "arab", "Bangla"):
+        mb.edit_scenario(lambda d, name=name: d["brief"].update(script=name))
+        assert load_bundle_collect(mb.root)[1] == []
+
+
 def test_missing_bundle_yaml_and_agents(tmp_path: Path) -> None:
     b, probs = load_bundle_collect(tmp_path)
     assert b is None and [(p.file, p.code) for p in probs] == [("bundle.yaml", "missing")]

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from callbench.bundle.models import Brief, Bundle
+from callbench.bundle.scripts import script_codes, script_of
 from callbench.bundle.validate.audits import load_bundle
 from callbench.models.scripted.models import closing_line, spoken
 from callbench.report.model.episode_read import TraceSummary
 from callbench.report.model.ledger import LedgerCounter
 from callbench.sim.caller import validate_turn
-from callbench.sim.caller_language import language_problem, script_of
+from callbench.sim.caller_language import language_problem
 
 STARTER = Path(__file__).parents[2] / "src" / "callbench" / "examples" / "starter"
 RUSSIAN = "Здравствуйте, я хочу разблокировать карту моего сына, это очень срочно."
@@ -31,8 +32,40 @@ def _brief(starter: Bundle, sid: str, **change: str) -> Brief:
 
 
 def test_script_of_letters() -> None:
-    assert [script_of(c) for c in "கA5 Яक্"] == ["tamil", "latin", None, None, "cyrillic", "devanagari",
-                                                  "bengali"]
+    assert [script_of(c) for c in "கA5 Яक্"] == ["Taml", "Latn", None, None, "Cyrl", "Deva", "Beng"]
+    # characters of no particular script (Unicode's Common and Inherited): a combining accent, a
+    # variation selector, the modifier apostrophe, a danda shared by the Indic scripts
+    assert [script_of(c) for c in "\u0301\ufe0f\u02bc\u0964"] == [None, None, None, None]
+    assert [script_of(c) for c in "ᱚꯀ"] == ["Olck", "Mtei"]  # Santali, Manipuri
+
+
+def test_script_names_resolve_to_unicode_scripts() -> None:
+    assert script_codes("Gujarati") == {"Gujr"} and script_codes("ol_chiki") == {"Olck"}
+    assert script_codes("Bangla") == {"Beng"} and script_codes("Odia") == {"Orya"}
+    assert script_codes("deva") == {"Deva"} and script_codes("Jpan") == {"Hani", "Hira", "Kana"}
+    assert script_codes("Urdu") is None and script_codes("Common") is None
+
+
+def test_accents_and_selectors_are_not_a_foreign_script(starter: Bundle) -> None:
+    """A decomposed accent (``e`` + U+0301) and emoji variation selectors used to count as letters
+    of a script named after their first word ("Combining", "Variation") and reject the turn."""
+    en = _brief(starter, "lpg_en_late_delivery_no_second_booking")
+    decomposed = "The cafe\u0301 owner, Rene\u0301e, ordered a cre\u0300me cake. 👍\ufe0f👍\ufe0f👍\ufe0f"
+    assert language_problem(decomposed, en) is None
+    hi = _brief(starter, "lpg_hi_overcharge_floor_charge")
+    hindi = "मेरा सिलेंडर अभी तक नहीं आया है \u0301\u0301\u0301, कृपया बताइए।"
+    assert language_problem(hindi, hi) is None
+    assert (language_problem(RUSSIAN, en) or "").startswith("language: 59 letters in Cyrillic script")
+
+
+def test_a_santali_call_accepts_ol_chiki_and_rejects_bengali(starter: Bundle) -> None:
+    """A script named in two words (Ol Chiki) is the script of its letters; before, each letter was
+    read as script "Ol" and every Santali turn was foreign."""
+    sat = _brief(starter, "lpg_en_late_delivery_no_second_booking", language="sat-IN", script="Ol Chiki")
+    assert language_problem("ᱡᱚᱦᱟᱨ, ᱤᱧ ᱫᱚ ᱢᱤᱫ ᱜᱮᱥ ᱥᱤᱞᱤᱱᱰᱟᱨ ᱵᱩᱠᱤᱝ ᱞᱟᱹᱜᱤᱫ ᱨᱚᱲᱟᱜ ᱠᱟᱱᱟ", sat) is None
+    bengali = "আমার সিলিন্ডার এখনও আসেনি"
+    assert (language_problem(bengali, sat) or "").startswith("language: ")
+    assert "letters in Bengali script" in (language_problem(bengali, sat) or "")
 
 
 def test_a_russian_reply_in_a_tamil_call_is_rejected(starter: Bundle) -> None:

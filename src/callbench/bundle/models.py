@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from callbench.bundle.audio import AudioChannel
 from callbench.bundle.criteria import ActionCheck, Anchors, CountBounds, Criterion, StateCheck
 from callbench.bundle.matchers import Matcher
+from callbench.bundle.scripts import ALIASES, script_codes
 from callbench.bundle.state.models import StateSpec
 from callbench.bundle.vocabulary import (
     CONTRAST_KINDS,
@@ -175,6 +176,19 @@ class Brief(Strict):
         description="Local date and time of the call, ISO 8601, e.g. 2026-03-14T17:20+05:30"
     )
     persona: str = Field(default="", max_length=4000)
+
+    @field_validator("script")
+    @classmethod
+    def _known_script(cls, v: str) -> str:
+        """The caller's speech is checked against this script (``sim/caller_language.py``), so it
+        must name one: a Unicode script name, an ISO 15924 code or an alias (``bundle/scripts.py``)."""
+        if script_codes(v) is None:
+            raise ValueError(
+                f"{v!r} is not a script name: use a Unicode script name (Latin, Devanagari, Bengali, "
+                "Gujarati, Tamil, Arabic, Ol Chiki, ...), an ISO 15924 code (Deva, Jpan) or one of "
+                + ", ".join(a.title() for a in ALIASES)
+            )
+        return v
 
 
 # ---------------------------------------------------------------- scenario: channel

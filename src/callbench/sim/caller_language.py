@@ -5,8 +5,10 @@ rejected like meta-talk (``language: ...``; one more attempt, then a rerun).
 Two checks, in order (choice of library: docs/decisions.md, "The caller's language"):
 
 Script, from Unicode data
-    Every letter and combining mark of the speech is assigned a script by its Unicode character
-    name (``TAMIL LETTER KA`` -> Tamil; :func:`script_of`). A turn is rejected when it has
+    Every letter and mark of the speech (in NFC, as the channel hands it on) is assigned its
+    Unicode Script property (:func:`~callbench.bundle.scripts.script_of`; combining accents,
+    variation selectors and other characters of no particular script count for none). A turn
+    is rejected when it has
     :data:`MIN_FOREIGN` or more letters of a script that is neither the brief's script nor Latin
     (a Russian reply in a ``ta-IN`` call), or, in a call whose script is not Latin, when Latin
     letters are most of the turn and there are :data:`MIN_LATIN_RUN` or more of them (a fallback to
@@ -25,10 +27,11 @@ Language, by py3langid
 from __future__ import annotations
 
 import functools
-import unicodedata
 from typing import Any
 
 from callbench.bundle.models import Brief
+from callbench.bundle.scripts import script_codes, script_label, script_of
+from callbench.sim.text import nfc
 
 MIN_FOREIGN = 3
 """Letters of a third script (neither the call's nor Latin) that reject a turn: fewer may be a stray
@@ -46,25 +49,9 @@ English turn from being read as, say, Luxembourgish."""
 ID_REJECT = 0.7
 """Probability on one other language that rejects a turn."""
 
-_SCRIPT_ALIASES = {"bangla": "bengali", "oriya": "odia", "gurmukhi": "gurmukhi", "roman": "latin"}
 _INDIC_LATN = "latn"
-
-
-def script_of(ch: str) -> str | None:
-    """The script of a letter or combining mark, lower case ("tamil", "latin", "cyrillic"), from its
-    Unicode name; None for anything else (digits, punctuation, spaces, symbols, emoji)."""
-    if not unicodedata.category(ch).startswith(("L", "M")):
-        return None
-    name = unicodedata.name(ch, "")
-    if not name:
-        return None
-    first = name.split()[0].lower()
-    return {"oriya": "odia"}.get(first, first)
-
-
-def _expected_script(brief: Brief) -> str:
-    s = brief.script.strip().lower()
-    return _SCRIPT_ALIASES.get(s, s)
+LATIN = "Latn"
+DEVANAGARI = "Deva"
 
 
 @functools.lru_cache(maxsize=1)
@@ -76,21 +63,20 @@ def _identifier() -> Any:
     return ident
 
 
-def _script_problem(speech: str, brief: Brief) -> str | None:
-    want = _expected_script(brief)
+def _script_problem(speech: str, brief: Brief, want: frozenset[str]) -> str | None:
     counts: dict[str, int] = {}
     for ch in speech:
         s = script_of(ch)
         if s is not None:
             counts[s] = counts.get(s, 0) + 1
     letters = sum(counts.values())
-    foreign = {s: n for s, n in counts.items() if s not in (want, "latin") and n >= MIN_FOREIGN}
+    foreign = {s: n for s, n in counts.items() if s not in want and s != LATIN and n >= MIN_FOREIGN}
     if foreign:
         worst = max(foreign, key=lambda k: foreign[k])
-        return (f"language: {foreign[worst]} letters in {worst.title()} script; this call is in "
+        return (f"language: {foreign[worst]} letters in {script_label(worst)} script; this call is in "
                 f"{brief.language}, written in {brief.script} script")
-    latin = counts.get("latin", 0)
-    if want != "latin" and latin >= MIN_LATIN_RUN and latin * 2 > letters:
+    latin = counts.get(LATIN, 0)
+    if LATIN not in want and latin >= MIN_LATIN_RUN and latin * 2 > letters:
         return (f"language: the turn is mostly Latin script ({latin} of {letters} letters); this call "
                 f"is in {brief.language}, written in {brief.script} script")
     return None
@@ -98,22 +84,27 @@ def _script_problem(speech: str, brief: Brief) -> str | None:
 
 def language_problem(speech: str, brief: Brief) -> str | None:
     """``language: detail`` when ``speech`` does not fit the brief's language and script (module
-    docstring), else None. The identifier's model loads once per process (about 1 s)."""
-    problem = _script_problem(speech, brief)
+    docstring), else None. The identifier's model loads once per process (about 1 s). A brief
+    whose script has no Unicode name (:func:`~callbench.bundle.scripts.script_codes`; bundle
+    validation rejects one) is not checked."""
+    want = script_codes(brief.script)
+    if want is None:
+        return None
+    speech = nfc(speech)  # as the channel hands the turn on (sim/channel.py)
+    problem = _script_problem(speech, brief, want)
     if problem is not None:
         return problem
     tag = brief.language.lower().split("-")
     lang = tag[0]
-    want = _expected_script(brief)
-    if _INDIC_LATN in tag[1:] or (want == "latin" and lang != "en"):
+    if _INDIC_LATN in tag[1:] or (want == {LATIN} and lang != "en"):
         return None  # declared romanised code-switching (hi-Latn, Hinglish): no identifier for it
-    if want not in ("latin", "devanagari") or lang not in ID_LANGUAGES:
+    if want not in ({LATIN}, {DEVANAGARI}) or lang not in ID_LANGUAGES:
         return None  # the script alone names the language (Tamil, Bengali, Gujarati)
     letters = sum(1 for ch in speech if script_of(ch) is not None)
     if letters < MIN_ID_LETTERS:
         return None
-    if want == "devanagari":  # judge only the Devanagari part: English words are code-switching
-        text = "".join(ch if script_of(ch) != "latin" else " " for ch in speech)
+    if want == {DEVANAGARI}:  # judge only the Devanagari part: English words are code-switching
+        text = "".join(ch if script_of(ch) != LATIN else " " for ch in speech)
         if sum(1 for ch in text if script_of(ch) is not None) < MIN_ID_LETTERS:
             return None
     else:
