@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -168,3 +169,41 @@ def test_a_scored_episode_with_every_role_on_serve_local(server: tuple[str, Path
         "neither a tool call reached the backend nor was a tool_call_in_content error recorded: "
         + json.dumps([m for m in trace["messages"] if m["role"] == "assistant"])[:3000]
     )
+
+
+def _chat(url: str, body: dict[str, object]) -> urllib.request.Request:
+    return urllib.request.Request(f"{url}/chat/completions", data=json.dumps(body).encode(),
+                                  headers={"Content-Type": "application/json"})
+
+
+def test_a_streamed_reply_is_not_cut_when_another_request_arrives(server: tuple[str, Path]) -> None:
+    """llama-cpp-python's server, by default, ends a stream early (``data: [DONE]``, no finish
+    reason) as soon as another request waits for the model; serve-local turns that off, so the
+    stream ends with a finish reason of its own."""
+    url, _ = server
+    messages = [{"role": "user", "content": "Count from 1 to 200, one number per line."}]
+    first = {"model": "local-0.5b", "messages": messages, "max_tokens": 120, "stream": True,
+             "temperature": 0}
+    second = {"model": "local-0.5b", "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 4}
+    answers: list[int] = []
+
+    def ask_second() -> None:
+        with urllib.request.urlopen(_chat(url, second), timeout=LOAD_TIMEOUT_S) as r:
+            answers.append(r.status)
+
+    other = threading.Thread(target=ask_second)
+    finish: list[object] = []
+    chunks = 0
+    with urllib.request.urlopen(_chat(url, first), timeout=LOAD_TIMEOUT_S) as stream:
+        for raw in stream:
+            line = raw.decode().strip()
+            if not line.startswith("data:") or line == "data: [DONE]":
+                continue
+            chunks += 1
+            if chunks == 2:
+                other.start()  # while the first reply streams: the second waits for the model
+            choices = json.loads(line[5:])["choices"]
+            finish += [c["finish_reason"] for c in choices if c.get("finish_reason")]
+    other.join(timeout=LOAD_TIMEOUT_S)
+    assert answers == [200]
+    assert chunks > 2 and finish in (["length"], ["stop"]), (chunks, finish)

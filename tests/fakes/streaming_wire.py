@@ -11,7 +11,8 @@ sleeping the drawn delays) or whole after the same total delay.
 
 :class:`WireServer` answers every request with one fixed answer per dialect, streamed when the
 request asks for it, with an optional mid-stream fault on the first ``fault_times`` requests
-(``cut``: the stream stops before its end; ``error_event``; ``not_json``; ``not_utf8``;
+(``cut``: the stream stops before its end; ``done_early``: its end event comes with no finish or
+stop reason before it; ``error_event``; ``not_json``; ``not_utf8``;
 ``stall``: nothing more for ``stall_s`` seconds or until the server is closed). Each
 request's drawn delays are kept in :attr:`WireServer.drawn` (request number -> first token s);
 :attr:`WireServer.connections` counts the TCP connections it accepted (keep-alive: one for many
@@ -263,6 +264,9 @@ def _fault(
         _chunk(h, b'data: {"choices": [\n\n')
     elif fault == "not_utf8":
         _chunk(h, b'data: {"x": "\xff\xfe"}\n\n')
+    elif fault == "done_early":  # llama-cpp-python's interrupt_requests: the end, no finish reason
+        _chunk(h, b"data: [DONE]\n\n" if dialect == "openai" else
+               b'event: message_stop\ndata: {"type": "message_stop"}\n\n')
     elif fault == "stall" and closed.wait(stall_s):  # nothing more: the client's deadline must end it
         return  # the server is closing: the client is gone, nothing is left to send
     # the chunked body ends cleanly; with "cut" nothing else came: no terminator event

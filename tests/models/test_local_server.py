@@ -17,6 +17,7 @@ from callbench.models.local.server import (
     check_options,
     is_loopback,
     llama_model_settings,
+    llama_server_settings,
     resolve_model,
     role_settings,
     usage_text,
@@ -44,6 +45,13 @@ def test_llama_settings_keep_logits_off_and_use_every_core() -> None:
     fc = llama_model_settings(ServeOptions(chat_format="chatml-function-calling"), Path("/m"), "a")
     assert fc["chat_format"] == "chatml-function-calling"
     assert llama_model_settings(ServeOptions(), Path("/m"), "a")["n_threads"] >= 1
+
+
+def test_server_settings_let_requests_wait_instead_of_cutting_streams() -> None:
+    """llama-cpp-python's server ends a streamed reply early when another request waits, unless
+    ``interrupt_requests`` is off (the real server's behaviour: tests/e2e/test_serve_local_run.py)."""
+    s = llama_server_settings(ServeOptions(host="::1", port=8123))
+    assert s == {"host": "::1", "port": 8123, "interrupt_requests": False}
 
 
 def test_role_settings_put_every_role_on_the_server(tmp_path: Path) -> None:

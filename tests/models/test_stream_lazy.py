@@ -240,7 +240,7 @@ async def test_a_lazy_read_takes_an_error_at_once_and_stops_past_the_limit(
         await asyncio.wait_for(read, 5)
 
 
-_DELTA = b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+_DELTA = b'data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}\n\n'
 _START = [b'event: message_start\ndata: {"type":"message_start",'
           b'"message":{"role":"assistant","content":[]}}\n\n',
           b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
@@ -251,7 +251,9 @@ _START = [b'event: message_start\ndata: {"type":"message_start",'
     ("openai", [_DELTA + b"data: [DO", b"NE]\n\n"]),  # split between the eager read and a lazy one
     ("openai", [_DELTA, b"data: [DONE]", b"\n\n"]),  # the end event's blank line comes later
     ("openai", [_DELTA, b'data: {"err', b'or": {"message": "Overloaded"}}\n\n']),
-    ("anthropic", [*_START, b'event: message_stop\ndata: {"type":"message_st', b'op"}\n\n']),
+    ("anthropic", [*_START, b'event: message_delta\ndata: {"type":"message_delta",'
+                   b'"delta":{"stop_reason":"end_turn"}}\n\n',
+                   b'event: message_stop\ndata: {"type":"message_st', b'op"}\n\n']),
     ("anthropic", [*_START, b"event: err",
                    b'or\ndata: {"type":"error","error":{"message":"Overloaded"}}\n\n']),
 ])

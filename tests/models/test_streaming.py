@@ -182,6 +182,24 @@ async def test_a_fault_mid_stream_is_the_providers_and_retried(
     assert response.timing.attempts[1].sent_s >= response.timing.attempts[0].finished_s
 
 
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+async def test_a_stream_ended_before_its_finish_reason_is_cut_and_retried(
+    dialect: str, transport: str
+) -> None:
+    """The end event with no finish (stop) reason before it: llama-cpp-python's server ends a
+    streamed reply so when another request waits (its ``interrupt_requests``). The answer is
+    incomplete: nothing of it is used, the provider is charged a reset and the retry's answer is
+    the one kept."""
+    with WireServer(*SHAPES["speech"], fault="done_early", fault_times=1) as server:
+        client = _client(dialect, server, "on")
+        with collect_faults() as ledger:
+            response = await client.complete(_request())
+        await client.aclose()
+    assert response.content == SPEECH
+    assert ledger.roles["candidate"].faults == {"reset": 1}
+    assert [a.fault for a in response.timing.attempts] == ["reset", None]
+
+
 async def test_a_fault_on_every_attempt_is_an_infrastructure_error(transport: str) -> None:
     with WireServer(*SHAPES["speech"], fault="cut", fault_times=99) as server:
         client = _client("openai", server, "on")

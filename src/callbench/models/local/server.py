@@ -127,6 +127,16 @@ def llama_model_settings(options: ServeOptions, path: Path, alias: str) -> dict[
     }
 
 
+def llama_server_settings(options: ServeOptions) -> dict[str, Any]:
+    """The keyword arguments of ``llama_cpp.server.settings.ServerSettings``: the address, and
+    ``interrupt_requests`` off. llama-cpp-python's default (on) ends a streamed reply early, with
+    a plain ``data: [DONE]`` and no finish reason, as soon as another request waits for the model
+    (``llama_cpp/server/app.py``, ``get_event_publisher``): at a concurrency above 1, or with a
+    judge's request arriving while a candidate streams, a reply would be cut where the server chose
+    and recorded as the model's. Requests wait their turn instead."""
+    return {"host": options.host, "port": options.port, "interrupt_requests": False}
+
+
 def base_url(options: ServeOptions) -> str:
     """``http://HOST:PORT/v1`` (IPv6 hosts bracketed)."""
     host = f"[{options.host}]" if ":" in options.host and not options.host.startswith("[") else options.host
@@ -205,7 +215,7 @@ def serve(options: ServeOptions, *, settings_path: Path | None = None, echo: Any
 
     install_bounded_cache(llama_cpp)
     model_settings = ModelSettings(**llama_model_settings(options, path, alias))
-    server_settings = ServerSettings(host=options.host, port=options.port)
+    server_settings = ServerSettings(**llama_server_settings(options))
     note_native(f"llama.cpp serving {alias} on {base_url(options)} (extra buffer types "
                 f"{'on' if extra else 'off'})")
     app = create_app(server_settings=server_settings, model_settings=[model_settings])  # loads the model

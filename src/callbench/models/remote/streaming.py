@@ -19,7 +19,8 @@ and ``error``.
 
 Faults in the middle of a stream are the provider's, never the candidate's: an event that is not
 JSON (``malformed_body``), not UTF-8 (``not_utf8``), an error event (``error_body``), a stream
-that ends before its terminator (``reset``: the answer is incomplete, so nothing of it is used),
+that ends before its terminator, or ends with no finish reason (OpenAI, per choice) or stop
+reason (Anthropic) given (``reset``: the answer is incomplete, so nothing of it is used),
 a transport failure while reading (classified as for any body: ``reset``, ``timeout``...). Each
 raises a retryable :class:`~callbench.models.base.InfrastructureError`.
 """
@@ -207,6 +208,11 @@ async def openai_stream_body(source: ChunkSource | AsyncIterator[bytes], who: st
                         _concat(slots.setdefault(slot, {}), {k: v for k, v in call.items() if k != "index"})
     if not done:
         raise _cut(who, "no data: [DONE]")
+    unfinished = [i for i in sorted(choices) if choices[i]["finish_reason"] is None]
+    if unfinished:
+        # the API ends every choice with a finish reason; a server that stops a reply early when
+        # another request waits (llama-cpp-python's interrupt_requests) sends data: [DONE] without one
+        raise _cut(who, f"data: [DONE] before choice {unfinished[0]} had a finish_reason")
     out = []
     for index in sorted(choices):
         choice = choices[index]
@@ -281,6 +287,8 @@ async def anthropic_stream_body(source: ChunkSource | AsyncIterator[bytes], who:
             break
     if message is None or not stopped:
         raise _cut(who, "no message_stop" if message is not None else "no message_start")
+    if message.get("stop_reason") is None:  # the API's message_delta always gives one first
+        raise _cut(who, "message_stop before a stop_reason")
     for index, text in partial.items():
         tool = blocks.get(index)
         if tool is None or tool.get("type") != "tool_use":
