@@ -157,9 +157,11 @@ def test_a_scored_episode_with_every_role_on_serve_local(server: tuple[str, Path
     report = CliRunner().invoke(app, ["report", str(out), "--no-html", "--csv", str(csv_path)])
     assert report.exit_code == 0, report.output
     rows = list(csv.DictReader(csv_path.open(encoding="utf-8")))
-    assert [(r["status"], r["skip_reason"]) for r in rows] == [("scored", "")], [
-        (r["status"], r["skip_reason"], r["not_graded_reason"], r["end_reason"]) for r in rows
-    ]
+    grades = [json.loads(episode_files.read_text(p)) for p in (out / "grades").glob("*/episodes/*.json.gz")]
+    assert [(r["status"], r["skip_reason"]) for r in rows] == [("scored", "")], (
+        [(r["status"], r["skip_reason"], r["not_graded_reason"], r["end_reason"]) for r in rows],
+        [(g.get("judge_attempts"), g.get("judge_reasks")) for g in grades],
+    )
     assert rows[0]["overall"] != ""
     (trace_path,) = (out / "traces").glob("*.json.gz")
     trace = json.loads(episode_files.read_text(trace_path))

@@ -163,6 +163,13 @@ async def test_unusable_twice_is_judge_error_excluded_and_counted(make_trace, bu
     assert all(i.r is None and i.reason.startswith("judge error after 2 attempt(s)") for i in task_items)
     assert g.judge_errors == 3
     assert g.judge_attempts["task_judge"] == 2
+    # why the task judge was asked again: the first reply's first problem; the other judge's first
+    # reply was usable
+    assert list(g.judge_reasks) == ["task_judge"]
+    first = replies[0]
+    expected = {str: "no JSON object", ModelOutputError: "violated the output format: schema violated",
+                dict: "missing from the reply"}[type(first)]
+    assert expected in g.judge_reasks["task_judge"], g.judge_reasks
     # every judged task item errored: the episode is not graded, never scored on
     # the action checks alone (that would have been 100) nor scored 0
     assert g.not_graded and g.not_graded_reason.startswith("judge_output: task: 3 of 3 judged items")
@@ -179,6 +186,7 @@ async def test_infrastructure_error_is_judge_error_not_zero(make_trace, bundle, 
     assert all("judge infrastructure error: HTTP 503" in i.reason for i in conv_items)
     assert g.judge_errors == 6  # polite + five ratings
     assert g.judge_attempts["conversation_judge"] == 2  # a judge outage is asked again once
+    assert g.judge_reasks == {"conversation_judge": "judge infrastructure error: HTTP 503 after 5 retries"}
     # a judge outage never scores an episode: it once was overall == task score (passed)
     assert g.not_graded and g.not_graded_reason.startswith("judge_outage: conversation: 6 of 6")
     assert g.conversation_score is None and g.task_score is None and g.overall is None
@@ -268,6 +276,7 @@ async def test_scripted_file_judge(tmp_path, make_trace, bundle):
         g = await grade_trace(make_trace("good", episode), bundle, j, j)
         assert g.judge_attempts == {"task_judge": 2, "conversation_judge": 1}
         assert g.judge_errors == 0
+        assert list(g.judge_reasks) == ["task_judge"]
         assert next(i for i in g.items if i.id == "grounded").label == Label.PARTIAL
     bad = tmp_path / "bad.yaml"
     bad.write_text("judge: ['x']\n")

@@ -122,6 +122,9 @@ async def grade_trace(
         k: o.usage for k, o in (("task_judge", task_out), ("conversation_judge", conv_out)) if o.attempts
     }
     grade.judge_attempts = {"task_judge": task_out.attempts, "conversation_judge": conv_out.attempts}
+    grade.judge_reasks = {
+        k: o.reask for k, o in (("task_judge", task_out), ("conversation_judge", conv_out)) if o.reask
+    }
     grade.judge_timings = {
         k: o.timings for k, o in (("task_judge", task_out), ("conversation_judge", conv_out)) if o.timings
     }

@@ -47,6 +47,8 @@ MAX_ATTEMPTS = 2
 """One request plus one retry; a provider failure is retried the same way,
 except authentication and not-found errors (``FATAL_STATUS``), which cannot pass by asking again."""
 FATAL_STATUS = frozenset({401, 403, 404})
+REASK_CHARS = 300
+"""The length kept of the problem that made a judge ask again (``JudgeOutcome.reask``)."""
 
 
 class JudgeOutcome(BaseModel):
@@ -58,6 +60,8 @@ class JudgeOutcome(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     attempts: int = 0
     timings: list[JudgeRequestTiming] = Field(default_factory=list)
+    reask: str | None = None
+    """The first problem of the first reply when it was asked again (:data:`REASK_CHARS` at most)."""
 
 
 def _timing(ask: int, timing: ResponseTiming | None, cached: bool) -> list[JudgeRequestTiming]:
@@ -97,6 +101,7 @@ async def ask_judge(
             ))
         except InfrastructureError as e:
             if e.status not in FATAL_STATUS and attempt < max_attempts - 1:
+                out.reask = out.reask or safe_text(f"judge infrastructure error: {e}")[:REASK_CHARS]
                 continue  # the judge's provider failed: ask again (the adapter already retried)
             reason = f"judge infrastructure error: {e}"
             for k in pending:
@@ -129,6 +134,8 @@ async def ask_judge(
         pending = [k for k in pending if k not in out.items]
         if not pending:
             return out
+        if out.reask is None and attempt < max_attempts - 1:
+            out.reask = (problems[0] if problems else "no usable reply")[:REASK_CHARS]
         said = [ChatMessage(role="assistant", content=content)] if content and content.strip() else []
         convo = [*convo, *said, retry_message(problems)]
     for k in pending:

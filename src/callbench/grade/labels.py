@@ -345,6 +345,7 @@ def import_labels(run_dir: Path, path: Path) -> LabelImport:
         grade.grade_set_id = gs.grade_set_id
         grade.items = items
         grade.usage, grade.judge_attempts, grade.judge_errors = {}, {}, 0
+        grade.judge_reasks = {}
         if _all_labelled(done, source):
             complete += 1
             task, conv, diags = score_items(items)

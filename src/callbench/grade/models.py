@@ -140,6 +140,10 @@ class EpisodeGrade(BaseModel):
     judge_errors: int = 0
     usage: dict[str, Usage] = Field(default_factory=dict)  # judge usage by role
     judge_attempts: dict[str, int] = Field(default_factory=dict)  # requests made, by role
+    judge_reasks: dict[str, str] = Field(default_factory=dict)
+    """By judge role, why it was asked again: the first problem of its unusable first reply (or the
+    provider's error), at most :data:`~callbench.grade.judges.REASK_CHARS` characters; absent when the
+    first reply was usable. Read it to tell a judge that wanders from one that cannot answer."""
     judge_timings: dict[str, list[JudgeRequestTiming]] = Field(default_factory=dict)
     """By judge role, the timings of each request whose client timed it (scripted judges: none)."""
     not_graded: bool = False
