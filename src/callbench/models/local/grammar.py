@@ -14,7 +14,7 @@ from callbench.models.base import ModelRequest
 from callbench.models.local.format import candidate_output_schema, tool_arguments_schema
 from callbench.models.local.library import llama_lib as _llama
 from callbench.models.local.native_stderr import silenced_stderr
-from callbench.models.remote.schemas import map_subschemas
+from callbench.models.remote.schemas import bounded_integers_as_enums, map_subschemas
 
 LOG = logging.getLogger(__name__)
 _GRAMMAR_DROP = frozenset(
@@ -63,7 +63,14 @@ def _converts(schema: dict[str, Any]) -> bool:
 
 
 def grammar_schema(request: ModelRequest) -> dict[str, Any]:
-    """The schema the output is constrained to, simplified per tool until llama.cpp can compile it."""
+    """The schema the output is constrained to, simplified per tool until llama.cpp can compile it;
+    bounded integers as enums (:func:`~callbench.models.remote.schemas.bounded_integers_as_enums`:
+    the converter ignores ``minimum``/``maximum``)."""
+    schema: dict[str, Any] = bounded_integers_as_enums(_schema_before_enums(request))
+    return schema
+
+
+def _schema_before_enums(request: ModelRequest) -> dict[str, Any]:
     if request.response_schema is not None:
         schema = request.response_schema
         if _converts(schema):

@@ -75,7 +75,11 @@ from callbench.models.remote.negotiation import (
     unfenced,
 )
 from callbench.models.remote.prepared import JsonView, cleaned_schema, post_json, shared_list, tool_parameters
-from callbench.models.remote.schemas import is_openai_strict_compatible, portable_schema
+from callbench.models.remote.schemas import (
+    bounded_integers_as_enums,
+    is_openai_strict_compatible,
+    portable_schema,
+)
 from callbench.models.remote.secrets import resolve_base_url, resolve_headers
 from callbench.models.remote.streaming import openai_stream_body, post_streamed
 from callbench.models.remote.transport import bound_responses, sdk_http_client
@@ -160,8 +164,9 @@ def openai_request_body(request: ModelRequest, model: str, settings: ModelSettin
             "strict": is_openai_strict_compatible(schema),
         }}
     elif schema is not None and structured == "json_object":
+        # llama-cpp-python turns the schema into a grammar that ignores integer bounds: as enums
         body["response_format"] = {"type": "json_object"} if official_endpoint else {
-            "type": "json_object", "schema": schema}
+            "type": "json_object", "schema": bounded_integers_as_enums(schema)}
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     if settings.top_p is not None:

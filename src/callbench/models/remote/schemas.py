@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -79,6 +80,60 @@ def map_subschemas(node: dict[str, Any], fn: Callable[[Any], Any]) -> dict[str, 
             out[key] = {name: fn(v) for name, v in value.items()}
         else:
             out[key] = copy.deepcopy(value)
+    return out
+
+
+GRAMMAR_ENUM_LIMIT = 512
+"""The most values a bounded integer is listed as for a grammar (:func:`bounded_integers_as_enums`)."""
+
+
+def _integer_bounds(node: dict[str, Any]) -> tuple[int, int] | None:
+    """The least and greatest integer ``node``'s ``minimum``/``exclusiveMinimum`` and
+    ``maximum``/``exclusiveMaximum`` allow (JSON Schema 2020-12, Validation section 6.2), or None
+    when either side is unbounded or a bound is not a number."""
+    low: list[int] = []
+    high: list[int] = []
+    for key, side, exclusive in (("minimum", low, False), ("exclusiveMinimum", low, True),
+                                 ("maximum", high, False), ("exclusiveMaximum", high, True)):
+        value = node.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+            return None
+        if side is low:
+            n = math.floor(value) + 1 if exclusive else math.ceil(value)
+        else:
+            n = math.ceil(value) - 1 if exclusive else math.floor(value)
+        side.append(n)
+    if not low or not high:
+        return None
+    return max(low), min(high)
+
+
+def bounded_integers_as_enums(schema: Any, limit: int = GRAMMAR_ENUM_LIMIT) -> Any:
+    """``schema`` with every ``"type": "integer"`` bounded on both sides by at most ``limit``
+    values rewritten as an ``enum`` of them (``multipleOf`` applied): the same set of valid
+    values. For a grammar: llama-cpp-python's schema-to-grammar converter (0.3.36) ignores
+    ``minimum``/``maximum`` (any integer passes its grammar) but enforces ``enum``, so a model it
+    constrains could write a value the schema then refuses (a judge citing message 10 of 9 lost
+    its whole reply). Nodes with an ``enum`` or ``const`` already, or a wider range, are left
+    as they are."""
+    if not isinstance(schema, dict):
+        return schema
+    out = map_subschemas(schema, lambda s: bounded_integers_as_enums(s, limit))
+    if out.get("type") != "integer" or "enum" in out or "const" in out:
+        return out
+    bounds = _integer_bounds(out)
+    if bounds is None or not 0 < bounds[1] - bounds[0] + 1 <= limit:
+        return out
+    step = out.get("multipleOf")
+    values = [v for v in range(bounds[0], bounds[1] + 1)
+              if not isinstance(step, int | float) or isinstance(step, bool) or step <= 0 or v % step == 0]
+    if not values:
+        return out
+    for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
+        out.pop(key, None)
+    out["enum"] = values
     return out
 
 
