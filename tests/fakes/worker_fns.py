@@ -71,3 +71,21 @@ def half_a_result(items: list[str]) -> list[str]:
         (folder / "half").write_text("", encoding="utf-8")
         time.sleep(3600)  # see slow_recording_pid
     return items
+
+
+def die_in_half_a_result(items: list[str]) -> list[str]:
+    """For item ``"half"``: write half of a result message on the pool's result pipe, then die (as
+    a worker killed by the system while sending a large result); other items come back as they
+    are (see :func:`half_a_result`)."""
+    import struct
+    import sys
+
+    if "half" in items:
+        frame = sys._getframe()
+        while frame is not None and "result_queue" not in frame.f_locals:
+            frame = frame.f_back
+        assert frame is not None, "no result_queue on the worker's stack"
+        writer = frame.f_locals["result_queue"]._writer
+        os.write(writer.fileno(), struct.pack("!i", 1000) + b"x" * 10)
+        os._exit(137)
+    return items

@@ -27,14 +27,17 @@ from callbench.models.remote.schemas import GRAMMAR_ENUM_LIMIT, bounded_integers
     ({"type": "integer", "exclusiveMinimum": 1.0, "maximum": 3}, [2, 3]),
     ({"type": "integer", "minimum": -4, "maximum": 4, "multipleOf": 2}, [-4, -2, 0, 2, 4]),
     ({"type": "integer", "minimum": 3, "maximum": 3}, [3]),
+    ({"type": "integer", "minimum": 0, "maximum": 7, "multipleOf": 2.0}, [0, 2, 4, 6]),
+    ({"type": ["integer", "null"], "minimum": 1, "maximum": 3}, [1, 2, 3, None]),
+    ({"type": ["integer"], "minimum": 1, "maximum": 2}, [1, 2]),
 ])
 def test_a_bounded_integer_becomes_the_enum_of_the_same_values(
     node: dict[str, Any], values: list[int]
 ) -> None:
     out = bounded_integers_as_enums(node)
-    assert out == {"type": "integer", "enum": values}
+    assert out == {"type": node["type"], "enum": values}
     # the same set of valid values, checked by a validator over a wider range
-    for v in range(-10, 11):
+    for v in [*range(-10, 11), None, 1.5, "1"]:
         assert _valid(node, v) == _valid(out, v), v
 
 
@@ -46,6 +49,9 @@ def test_a_bounded_integer_becomes_the_enum_of_the_same_values(
     {"type": "integer", "minimum": True, "maximum": 3},  # a boolean is not a bound
     {"type": "number", "minimum": 0, "maximum": 3},
     {"type": "integer", "minimum": 1, "maximum": 3, "multipleOf": 7},  # no multiple in range
+    {"type": "integer", "minimum": 0, "maximum": 3, "multipleOf": 0.1},  # inexact in floating point
+    {"type": "integer", "minimum": 0, "maximum": float("inf")},
+    {"type": ["integer", "string"], "minimum": 0, "maximum": 3},
 ])
 def test_other_nodes_are_left_as_they_are(node: dict[str, Any]) -> None:
     assert bounded_integers_as_enums(node) == node

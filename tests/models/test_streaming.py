@@ -198,6 +198,15 @@ async def test_a_stream_ended_before_its_finish_reason_is_cut_and_retried(
     assert response.content == SPEECH
     assert ledger.roles["candidate"].faults == {"reset": 1}
     assert [a.fault for a in response.timing.attempts] == ["reset", None]
+    # a server that never gives the reason: the error says how to run without streaming
+    with WireServer(*SHAPES["speech"], fault="done_early", fault_times=99) as server:
+        client = _client(dialect, server, "on")
+        with pytest.raises(InfrastructureError, match="needs `stream: off` in this role's settings"):
+            await client.complete(_request())
+        await client.aclose()
+        plain = _client(dialect, server, "off")
+        assert (await plain.complete(_request())).content == SPEECH
+        await plain.aclose()
 
 
 async def test_a_fault_on_every_attempt_is_an_infrastructure_error(transport: str) -> None:

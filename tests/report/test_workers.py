@@ -265,6 +265,37 @@ def test_a_worker_stopped_while_sending_its_result_does_not_hang_the_exit(tmp_pa
     assert "manager threads left: []" in done.stdout, done.stdout
 
 
+def test_a_worker_that_dies_while_sending_its_result_is_a_crash_not_a_hang() -> None:
+    """No error, Ctrl-C or early stop to start the clean-up: the worker dies with half its result
+    sent, and the pool's manager thread, reading the rest, never notices. The map still raises
+    WorkerCrash and the process exits."""
+    script = ("import sys\nfrom callbench.report.model.workers import WorkerCrash, map_ordered\n"
+              "from fakes.worker_fns import die_in_half_a_result\n"
+              "try:\n"
+              "    list(map_ordered(die_in_half_a_result, ['a', 'half', 'b'], workers=2, chunk=1,"
+              " min_items=0))\n"
+              "except WorkerCrash as e:\n"
+              "    print('crash:', e)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT / "src")])}
+    done = run_command([sys.executable, "-c", script], "the map to end after a worker died mid-result",
+                       env=env, text=True)
+    assert done.returncode == 0, done.stderr
+    crashed = "crash: a report worker process exited unexpectedly (status 137)"
+    assert done.stdout.startswith(crashed), done.stdout
+
+
+def test_terminating_a_pool_twice_is_harmless() -> None:
+    """The map's own clean-up after close_pool(terminate=True) stopped its pool: no AttributeError
+    in place of the map's error."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    assert pool.submit(abs, -3).result() == 3
+    workers._terminate(pool)
+    workers._terminate(pool)
+
+
 def _tree(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 

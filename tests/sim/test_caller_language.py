@@ -44,6 +44,9 @@ def test_script_names_resolve_to_unicode_scripts() -> None:
     assert script_codes("Bangla") == {"Beng"} and script_codes("Odia") == {"Orya"}
     assert script_codes("deva") == {"Deva"} and script_codes("Jpan") == {"Hani", "Hira", "Kana"}
     assert script_codes("Urdu") is None and script_codes("Common") is None
+    # ISO 15924 codes that Unicode gives no character: their letters' scripts
+    assert script_codes("Hrkt") == script_codes("Katakana_Or_Hiragana") == {"Hira", "Kana"}
+    assert script_codes("Aran") == {"Arab"} and script_codes("Meitei Mayek") == {"Mtei"}
 
 
 def test_accents_and_selectors_are_not_a_foreign_script(starter: Bundle) -> None:

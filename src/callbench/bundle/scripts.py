@@ -28,33 +28,42 @@ ALIASES: dict[str, frozenset[str]] = {
     "traditional chinese": frozenset({"Hani", "Bopo"}),
     "japanese": frozenset({"Hani", "Hira", "Kana"}),
     "korean": frozenset({"Hang", "Hani"}),
+    "meitei mayek": frozenset({"Mtei"}),
+    "katakana or hiragana": frozenset({"Hira", "Kana"}),
 }
-"""Names in use that are not Unicode script names (or name several scripts written together):
-ISO 15924's composite codes ``Jpan``, ``Kore``, ``Hans``, ``Hant`` are accepted as codes too."""
+"""Names in use that are not Unicode script names (or name several scripts written together)."""
 
-_COMPOSITE = {"Jpan": "japanese", "Kore": "korean", "Hans": "simplified chinese",
-              "Hant": "traditional chinese"}
+_CODES: dict[str, frozenset[str]] = {
+    "Jpan": frozenset({"Hani", "Hira", "Kana"}), "Kore": frozenset({"Hang", "Hani"}),
+    "Hans": frozenset({"Hani"}), "Hant": frozenset({"Hani", "Bopo"}), "Hanb": frozenset({"Hani", "Bopo"}),
+    "Hrkt": frozenset({"Hira", "Kana"}), "Jamo": frozenset({"Hang"}), "Aran": frozenset({"Arab"}),
+    "Latf": frozenset({"Latn"}), "Latg": frozenset({"Latn"}), "Cyrs": frozenset({"Cyrl"}),
+    "Syre": frozenset({"Syrc"}), "Syrj": frozenset({"Syrc"}), "Syrn": frozenset({"Syrc"}),
+    "Geok": frozenset({"Geor"}),
+}
+"""ISO 15924 codes of no Unicode script of their own (composites and variants) -> the Unicode
+scripts their letters have (``Hrkt``, Unicode's "Katakana_Or_Hiragana", is on no character)."""
 
 
 def script_codes(name: str) -> frozenset[str] | None:
     """The ISO 15924 codes of the letters a script ``name`` covers: a Unicode script name in any
     case, with spaces or underscores (``Ol Chiki``, ``ol_chiki``), a four-letter ISO 15924 code
-    (``Deva``, ``Jpan``) or one of :data:`ALIASES` (``Bangla``, ``Odia``, ``Japanese``). None when
-    the name is none of these."""
+    (``Deva``, ``Jpan``; composites and variants as :data:`_CODES`) or one of :data:`ALIASES`
+    (``Bangla``, ``Odia``, ``Japanese``). None when the name is none of these."""
     text = " ".join(name.replace("_", " ").split())
     key = text.lower()
     if key in ALIASES:
         return ALIASES[key]
     if len(text) == 4 and text.isalpha():
         code = text[0].upper() + text[1:].lower()
-        if code in _COMPOSITE:
-            return ALIASES[_COMPOSITE[code]]
+        if code in _CODES:
+            return _CODES[code]
         if ucd.script_name(code, None) is not None and code not in NO_SCRIPT:
             return frozenset({code})
     code = ucd.script_code(text, None)
     if code is None or code in NO_SCRIPT:
         return None
-    return frozenset({code})
+    return _CODES.get(code, frozenset({code}))
 
 
 def script_of(ch: str) -> str | None:

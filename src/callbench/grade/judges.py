@@ -135,7 +135,7 @@ async def ask_judge(
         if not pending:
             return out
         if out.reask is None and attempt < max_attempts - 1:
-            out.reask = (problems[0] if problems else "no usable reply")[:REASK_CHARS]
+            out.reask = safe_text(problems[0] if problems else "no usable reply")[:REASK_CHARS]
         said = [ChatMessage(role="assistant", content=content)] if content and content.strip() else []
         convo = [*convo, *said, retry_message(problems)]
     for k in pending:

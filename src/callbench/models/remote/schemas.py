@@ -98,7 +98,7 @@ def _integer_bounds(node: dict[str, Any]) -> tuple[int, int] | None:
         value = node.get(key)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             return None
         if side is low:
             n = math.floor(value) + 1 if exclusive else math.ceil(value)
@@ -111,29 +111,33 @@ def _integer_bounds(node: dict[str, Any]) -> tuple[int, int] | None:
 
 
 def bounded_integers_as_enums(schema: Any, limit: int = GRAMMAR_ENUM_LIMIT) -> Any:
-    """``schema`` with every ``"type": "integer"`` bounded on both sides by at most ``limit``
-    values rewritten as an ``enum`` of them (``multipleOf`` applied): the same set of valid
-    values. For a grammar: llama-cpp-python's schema-to-grammar converter (0.3.36) ignores
+    """``schema`` with every integer (``"type": "integer"``, or a type list of ``"integer"`` and
+    ``"null"``) bounded on both sides by at most ``limit`` values rewritten as an ``enum`` of them
+    (``null`` kept where the type allows it; a whole-number ``multipleOf`` applied): the same set of
+    valid values. For a grammar: llama-cpp-python's schema-to-grammar converter (0.3.36) ignores
     ``minimum``/``maximum`` (any integer passes its grammar) but enforces ``enum``, so a model it
     constrains could write a value the schema then refuses (a judge citing message 10 of 9 lost
-    its whole reply). Nodes with an ``enum`` or ``const`` already, or a wider range, are left
-    as they are."""
+    its whole reply). Left as they are: nodes with an ``enum`` or ``const`` already, a wider or
+    infinite range, and a fractional ``multipleOf`` (its floating-point test is not exact)."""
     if not isinstance(schema, dict):
         return schema
     out = map_subschemas(schema, lambda s: bounded_integers_as_enums(s, limit))
-    if out.get("type") != "integer" or "enum" in out or "const" in out:
+    kinds = out.get("type")
+    types = {kinds} if isinstance(kinds, str) else set(kinds) if isinstance(kinds, list) else set()
+    if "integer" not in types or not types <= {"integer", "null"} or "enum" in out or "const" in out:
         return out
     bounds = _integer_bounds(out)
     if bounds is None or not 0 < bounds[1] - bounds[0] + 1 <= limit:
         return out
-    step = out.get("multipleOf")
-    values = [v for v in range(bounds[0], bounds[1] + 1)
-              if not isinstance(step, int | float) or isinstance(step, bool) or step <= 0 or v % step == 0]
+    step = out.get("multipleOf", 1)
+    if isinstance(step, bool) or not isinstance(step, int | float) or step <= 0 or step != int(step):
+        return out
+    values: list[int | None] = [v for v in range(bounds[0], bounds[1] + 1) if v % int(step) == 0]
     if not values:
         return out
     for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"):
         out.pop(key, None)
-    out["enum"] = values
+    out["enum"] = [*values, None] if "null" in types else values
     return out
 
 

@@ -97,6 +97,11 @@ def _event(name: str, data: bytes, who: str) -> tuple[str, dict[str, Any] | None
     return name, checked_body(data, "application/json", f"{who} (stream event)")
 
 
+NO_REASON_REMEDY = "a server that never sends one needs `stream: off` in this role's settings"
+"""Said with a stream ended without its finish (stop) reason: the check cannot tell a reply cut
+short from a server that leaves the reason out, and a plain (not streamed) answer has no such gap."""
+
+
 def _cut(who: str, what: str) -> InfrastructureError:
     return InfrastructureError(f"{who}: reset: the stream stopped before its end ({what}); the answer is "
                                "incomplete and nothing of it was used", retryable=True, kind="reset")
@@ -212,7 +217,7 @@ async def openai_stream_body(source: ChunkSource | AsyncIterator[bytes], who: st
     if unfinished:
         # the API ends every choice with a finish reason; a server that stops a reply early when
         # another request waits (llama-cpp-python's interrupt_requests) sends data: [DONE] without one
-        raise _cut(who, f"data: [DONE] before choice {unfinished[0]} had a finish_reason")
+        raise _cut(who, f"data: [DONE] before choice {unfinished[0]} had a finish_reason; {NO_REASON_REMEDY}")
     out = []
     for index in sorted(choices):
         choice = choices[index]
@@ -288,7 +293,7 @@ async def anthropic_stream_body(source: ChunkSource | AsyncIterator[bytes], who:
     if message is None or not stopped:
         raise _cut(who, "no message_stop" if message is not None else "no message_start")
     if message.get("stop_reason") is None:  # the API's message_delta always gives one first
-        raise _cut(who, "message_stop before a stop_reason")
+        raise _cut(who, f"message_stop before a stop_reason; {NO_REASON_REMEDY}")
     for index, text in partial.items():
         tool = blocks.get(index)
         if tool is None or tool.get("type") != "tool_use":

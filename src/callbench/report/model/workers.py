@@ -138,7 +138,7 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
     (``concurrent.futures.process``, CPython 3.11-3.13). Once every worker is gone, nothing else
     writes to that pipe (the parent only reads it), so closing the parent's write end lets the read
     end: the manager sees a broken pool and stops."""
-    processes = list(getattr(pool, "_processes", {}).values())  # CPython's table of its workers
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # CPython's table (None once shut)
     results = getattr(pool, "_result_queue", None)  # shutdown() drops these references
     manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
@@ -163,6 +163,37 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
 _live: set[ProcessPoolExecutor] = set()
 """Pools of maps in progress (each map starts its own and shuts it down when it ends, so no pool
 outlives its map: a pool left to interpreter exit can hang ``concurrent.futures``' exit handler)."""
+
+
+WATCH_S = 1.0
+"""How often a map waiting for a chunk looks for a worker that died without its pool noticing
+(:func:`_result`); a liveness check, not a timing."""
+
+
+def _dead_worker(pool: ProcessPoolExecutor) -> bool:
+    """Whether a worker of ``pool`` has ended (workers end only at shutdown, so during a map an
+    ended one died)."""
+    return any(p.exitcode is not None for p in (getattr(pool, "_processes", None) or {}).values())
+
+
+def _result(pool: ProcessPoolExecutor, future: Future[list[R]]) -> list[R]:
+    """``future.result()``, or :class:`BrokenProcessPool` when a worker died and the pool did not
+    notice. A worker killed while sending its result (out of memory, say) leaves half a message in
+    the result pipe; the pool's manager thread reads it forever instead of watching the workers
+    (``concurrent.futures.process``, CPython 3.11-3.13), so the future would never end. A death
+    that the pool does notice ends the future within :data:`WATCH_S`; one it has not noticed
+    :data:`WATCH_S` later is taken as that case (:func:`_terminate` then ends the stuck read)."""
+    dead_seen = False
+    while True:
+        try:
+            return future.result(timeout=WATCH_S)
+        except TimeoutError:
+            if not _dead_worker(pool):
+                dead_seen = False
+            elif dead_seen:
+                raise BrokenProcessPool("a worker died while its result was being read") from None
+            else:
+                dead_seen = True
 
 
 def close_pool(*, terminate: bool = False) -> None:
@@ -278,7 +309,7 @@ def map_ordered(
                 if len(pending) >= window:
                     break
             while pending:
-                done = pending.popleft().result()
+                done = _result(pool, pending.popleft())
                 answered = True
                 nxt = next(todo, None)
                 if nxt is not None:
