@@ -280,8 +280,8 @@ def test_a_worker_that_dies_while_sending_its_result_is_a_crash_not_a_hang() -> 
     done = run_command([sys.executable, "-c", script], "the map to end after a worker died mid-result",
                        env=env, text=True)
     assert done.returncode == 0, done.stderr
-    crashed = "crash: a report worker process exited unexpectedly (status 137)"
-    assert done.stdout.startswith(crashed), done.stdout
+    # whether a chunk came back first or not, a death by a signal is named as one
+    assert done.stdout.startswith("crash: a report worker process died of SIGKILL"), done.stdout
 
 
 def test_terminating_a_pool_twice_is_harmless() -> None:
